@@ -1,0 +1,1 @@
+"""Pure parsers: tool output text -> typed records. No I/O; errors raise fabcheck.errors.ParseError."""

@@ -1,0 +1,85 @@
+"""Offline analyzers: one recorded output -> facts + findings + verdict. Pure: callers do the reading."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from fabcheck.checks.model import Finding, verdict
+from fabcheck.checks.nccl_log import check_nccl_log
+from fabcheck.checks.nccl_tests import check_nccl_tests
+from fabcheck.checks.perftest import check_perftest
+from fabcheck.checks.topo import check_topo
+from fabcheck.intent.model import FabricIntent
+from fabcheck.parsers import nccl_log, nccl_tests, perftest, topo
+
+
+@dataclass(frozen=True)
+class Options:
+    """Per-run overrides for facts the output itself cannot tell."""
+
+    line_rate_gbps: float | None = None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    source: str
+    kind: str
+    facts: dict[str, Any]
+    findings: tuple[Finding, ...]
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.findings).value
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.source, "kind": self.kind, **self.facts, "verdict": self.verdict,
+                "findings": [f.to_json() for f in self.findings]}
+
+
+def _topo(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -> Analysis:
+    matrix = topo.parse_topo("".join(lines), source)
+    facts = topo.topo_facts(matrix)
+    return Analysis(source, "topo", facts, tuple(check_topo(matrix, intent)))
+
+
+def _nccl_log(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -> Analysis:
+    summary = nccl_log.parse_nccl_log(lines, source)
+    facts = nccl_log.nccl_log_facts(summary)
+    facts["error_details"] = [
+        {"line": e.line, "host": e.host, "rank": e.rank, "status": e.status, "vendor_err": e.vendor_err,
+         "message": e.message} for e in summary.errors]
+    facts["ranks"] = [{"host": r.host, "rank": r.rank, "network": r.network, "gdr": r.gdr} for r in summary.ranks]
+    return Analysis(source, "nccl-log", facts, tuple(check_nccl_log(summary, intent)))
+
+
+def _perftest(lines: Iterable[str], source: str, intent: FabricIntent, options: Options) -> Analysis:
+    run = perftest.parse_perftest("".join(lines), source)
+    facts = perftest.perftest_facts(run)
+    facts["table"] = perftest.perftest_rows(run)
+    facts["error_details"] = [{"line": e.line, "message": e.message, "status": e.status, "syndrome": e.syndrome}
+                              for e in run.errors]
+    return Analysis(source, "perftest", facts, tuple(check_perftest(run, intent, options.line_rate_gbps)))
+
+
+def _nccl_tests(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -> Analysis:
+    run = nccl_tests.parse_nccl_tests("".join(lines), source)
+    facts = nccl_tests.nccl_tests_facts(run)
+    facts["table"] = nccl_tests.nccl_tests_rows(run)
+    return Analysis(source, "nccl-tests", facts, tuple(check_nccl_tests(run, intent)))
+
+
+AnalyzerFn = Callable[[Iterable[str], str, FabricIntent, Options], Analysis]
+ANALYZERS: dict[str, AnalyzerFn] = {
+    "topo": _topo,
+    "nccl-log": _nccl_log,
+    "perftest": _perftest,
+    "nccl-tests": _nccl_tests,
+}
+
+
+def analyze(kind: str, lines: Iterable[str], source: str, intent: FabricIntent,
+            options: Options | None = None) -> Analysis:
+    """Parse one output of `kind` and judge it. Raises ParseError on unreadable input."""
+    return ANALYZERS[kind](lines, source, intent, options or Options())

@@ -1,0 +1,8 @@
+"""Which Ansible role fixes what: hints name these so the fix is one playbook run away."""
+
+from __future__ import annotations
+
+HOST_QOS_ROLE = "roce_host"  # trust, PFC, DSCP map, ToS, ECN/DCQCN, MTU on the NICs
+GPU_RDMA_ROLE = "gpu_rdma"  # nvidia_peermem, RDMA device presence
+SWITCH_QOS_ROLE = "roce_switch"  # switch PFC/ECN/trust/maps/MTU
+SUBNET_MANAGER_ROLE = "ib_subnet_manager"  # OpenSM

@@ -1,0 +1,228 @@
+"""The fabric intent: one typed model of what the fabric must be.
+
+The Ansible roles render configuration from it and `fabcheck` derives its checks from it. Defaults
+follow the canonical NVIDIA RoCEv2 recipe (DSCP 26 -> priority 3 lossless, CNP DSCP 48 / priority 6,
+ECN 150 KB..1.5 MB at 100 %, trust DSCP, MTU 9000/4096).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Priority = Annotated[int, Field(ge=0, le=7, description="802.1p priority / traffic class 0..7")]
+Dscp = Annotated[int, Field(ge=0, le=63, description="DSCP code point 0..63")]
+
+# Link classes of `nvidia-smi topo -m`, best to worst; the intent names the worst acceptable one.
+GPU_NIC_LINK_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
+RDMA_MTUS = (256, 512, 1024, 2048, 4096)
+# Bytes a RoCEv2 packet adds around the RDMA payload; the kernel's iboe_get_mtu() subtracts GRH, UDP,
+# BTH, extended headers and ICRC (96 bytes) from the netdev MTU before picking the IB MTU.
+ROCE_HEADER_BYTES = 96
+# DCQCN reaction-point knobs under /sys/class/net/IF/ecn/roce_rp/ (MLNX_OFED naming).
+DCQCN_RP_PARAMS = (
+    "clamp_tgt_rate",
+    "clamp_tgt_rate_ati",
+    "rpg_time_reset",
+    "rpg_byte_reset",
+    "rpg_threshold",
+    "rpg_max_rate",
+    "rpg_ai_rate",
+    "rpg_hai_rate",
+    "rpg_gd",
+    "rpg_min_dec_fac",
+    "rpg_min_rate",
+    "rate_to_set_on_first_cnp",
+    "dce_tcp_g",
+    "dce_tcp_rtt",
+    "rate_reduce_monitor_period",
+    "initial_alpha_value",
+)
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors: a typo in the inventory must not silently fall back to a default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class LosslessClass(StrictModel):
+    dscp: list[Dscp] = Field(default_factory=lambda: [26], min_length=1)
+    priority: Priority = 3
+    pfc: bool = True
+
+    @field_validator("dscp")
+    @classmethod
+    def _unique(cls, value: list[int]) -> list[int]:
+        if len(set(value)) != len(value):
+            raise ValueError("DSCP values must be unique")
+        return value
+
+
+class Cnp(StrictModel):
+    dscp: Dscp = 48
+    priority: Priority = 6
+
+
+class Ecn(StrictModel):
+    enabled: bool = True
+    min_bytes: int = Field(150_000, ge=1)
+    max_bytes: int = Field(1_500_000, ge=1)
+    probability: int = Field(100, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _min_not_above_max(self) -> Ecn:
+        if self.min_bytes > self.max_bytes:
+            raise ValueError(
+                f"min_bytes ({self.min_bytes}) is above max_bytes ({self.max_bytes}); "
+                "the marking ramp needs min_bytes <= max_bytes"
+            )
+        return self
+
+
+class Dcqcn(StrictModel):
+    """NIC congestion control (reaction point = sender, notification point = receiver)."""
+
+    rp_enable: bool = True
+    np_enable: bool = True
+    min_time_between_cnps: int = Field(4, ge=0, description="microseconds")
+    rp_params: dict[str, int] = Field(default_factory=dict, description="roce_rp sysfs overrides")
+
+    @field_validator("rp_params")
+    @classmethod
+    def _known_params(cls, value: dict[str, int]) -> dict[str, int]:
+        unknown = sorted(set(value) - set(DCQCN_RP_PARAMS))
+        if unknown:
+            raise ValueError(f"unknown DCQCN parameter(s) {unknown}; allowed: {', '.join(DCQCN_RP_PARAMS)}")
+        return value
+
+
+class Mtu(StrictModel):
+    netdev: int = Field(9000, ge=1280, le=9216)
+    rdma: Literal[256, 512, 1024, 2048, 4096] = 4096
+    switch: int = Field(9216, ge=1500, le=9216)
+
+    @model_validator(mode="after")
+    def _fits(self) -> Mtu:
+        if self.netdev < self.rdma + ROCE_HEADER_BYTES:
+            raise ValueError(
+                f"netdev MTU {self.netdev} cannot carry RDMA MTU {self.rdma}: "
+                f"needs at least {self.rdma + ROCE_HEADER_BYTES}"
+            )
+        if self.switch < self.netdev:
+            raise ValueError(f"switch MTU {self.switch} is below the host netdev MTU {self.netdev}")
+        return self
+
+
+class Link(StrictModel):
+    speed_gbps: int = Field(400, ge=1, description="per-NIC line rate in Gb/s")
+    link_layer: Literal["Ethernet", "InfiniBand"] | None = None  # derived from kind when unset
+
+
+class Nccl(StrictModel):
+    transport: Literal["rdma"] = "rdma"
+    gdr_required: bool = True
+    gid_index: int | None = Field(3, ge=0, le=255)
+    traffic_class: int | None = Field(106, ge=0, le=255, description="NCCL_IB_TC (whole ToS byte)")
+    allowed_networks: list[str] = Field(
+        default_factory=lambda: ["IB"],
+        description="NCCL network names (or prefixes, IB matches IBext_v8) that count as the RDMA path",
+    )
+
+
+class Performance(StrictModel):
+    perftest_min_fraction: float = Field(0.90, gt=0, le=1.0)
+    nccl_busbw_min_fraction: float = Field(0.85, gt=0, le=1.0)
+    nccl_min_bytes: int = Field(1 << 30, ge=1)
+    nics_per_node: int | None = Field(None, ge=1, description="defaults to the number of rails, else 8")
+
+
+class Partition(StrictModel):
+    name: str
+    pkey: str = Field(pattern=r"^0x[0-9a-fA-F]{1,4}$")
+    members: str = "ALL=full"
+    ipoib: bool = True
+
+
+class SubnetManager(StrictModel):
+    routing_engine: str = "ftree"
+    sm_priorities: dict[str, Annotated[int, Field(ge=0, le=15)]] = Field(default_factory=dict)
+    lmc: int = Field(0, ge=0, le=7)
+    sweep_interval: int = Field(10, ge=0)
+    qos: bool = False
+    partitions: list[Partition] = Field(default_factory=list)
+
+    @field_validator("routing_engine")
+    @classmethod
+    def _engines(cls, value: str) -> str:
+        known = {"minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp",
+                 "sssp", "ar_ftree", "ar_updn", "no_fallback"}
+        engines = [e.strip() for e in value.split(",")]
+        bad = [e for e in engines if e not in known]
+        if bad:
+            raise ValueError(f"unknown routing engine(s) {bad}; allowed: {', '.join(sorted(known))}")
+        return value
+
+
+class FabricIntent(StrictModel):
+    kind: Literal["roce", "ib"] = "roce"
+    trust: Literal["dscp", "pcp"] = "dscp"
+    lossless: LosslessClass = Field(default_factory=LosslessClass)
+    cnp: Cnp = Field(default_factory=Cnp)
+    congestion_control: Literal["dcqcn", "pfc_only", "ecn_only"] = "dcqcn"
+    ecn: Ecn = Field(default_factory=Ecn)
+    dcqcn: Dcqcn = Field(default_factory=Dcqcn)
+    roce_tos: int = Field(106, ge=0, le=255, description="RDMA-CM default ToS / traffic_class byte")
+    mtu: Mtu = Field(default_factory=Mtu)
+    rails: dict[Annotated[int, Field(ge=0)], str] = Field(default_factory=dict, description="GPU index -> NIC")
+    max_gpu_nic_link: Literal["PIX", "PXB", "PHB", "NODE", "SYS"] = "PXB"
+    link: Link = Field(default_factory=Link)
+    nccl: Nccl = Field(default_factory=Nccl)
+    performance: Performance = Field(default_factory=Performance)
+    subnet_manager: SubnetManager = Field(default_factory=SubnetManager)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> FabricIntent:
+        problems = []
+        if self.cnp.priority == self.lossless.priority:
+            problems.append(
+                f"cnp.priority {self.cnp.priority} equals lossless.priority: CNPs must ride their own "
+                "strict-priority queue, not the PFC-paused RoCE queue"
+            )
+        if self.cnp.dscp in self.lossless.dscp:
+            problems.append(f"cnp.dscp {self.cnp.dscp} is also a lossless (RoCE data) DSCP")
+        if self.congestion_control == "pfc_only" and not self.lossless.pfc:
+            problems.append("congestion_control pfc_only needs lossless.pfc: true")
+        if self.congestion_control == "ecn_only" and self.lossless.pfc:
+            problems.append("congestion_control ecn_only (lossy RoCE) needs lossless.pfc: false")
+        if self.congestion_control in ("dcqcn", "ecn_only") and not self.ecn.enabled:
+            problems.append(f"congestion_control {self.congestion_control} needs ecn.enabled: true")
+        if self.kind == "roce" and (self.roce_tos >> 2) not in self.lossless.dscp:
+            problems.append(
+                f"roce_tos {self.roce_tos} carries DSCP {self.roce_tos >> 2}, "
+                f"which is not a lossless DSCP {self.lossless.dscp}"
+            )
+        expected_layer = "Ethernet" if self.kind == "roce" else "InfiniBand"
+        if self.link.link_layer not in (None, expected_layer):
+            problems.append(f"link.link_layer {self.link.link_layer} does not match kind {self.kind}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def link_layer(self) -> str:
+        return self.link.link_layer or ("Ethernet" if self.kind == "roce" else "InfiniBand")
+
+    @property
+    def nics_per_node(self) -> int:
+        return self.performance.nics_per_node or len(self.rails) or 8
+
+    @property
+    def dcqcn_on(self) -> bool:
+        """Whether NIC reaction/notification points must be enabled on the lossless priority."""
+        return self.congestion_control in ("dcqcn", "ecn_only")
+
+
+def default_intent() -> FabricIntent:
+    return FabricIntent()

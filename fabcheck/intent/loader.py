@@ -66,8 +66,12 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
     entries: list[HostEntry] = []
     fabric: FabricIntent | None = None
     seen: dict[str, FabricIntent] = {}
+    missing: list[str] = []
     for host in hosts:
         variables = variable_manager.get_vars(host=host, include_hostvars=False)
+        if variables.get(INTENT_VAR) is None:
+            missing.append(host.name)
+            continue
         try:
             intent = _host_intent(variables, loader, host.name)
         except IntentError as err:
@@ -79,6 +83,9 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
         if host.name != PROBE_HOST:
             groups = tuple(sorted(g.name for g in host.get_groups()))
             entries.append(HostEntry(host.name, groups, intent, variables))
+    if missing:
+        problems.insert(0, f"{source}: variable {INTENT_VAR} is not defined for host(s) "
+                           f"{', '.join(missing)} (put it in group_vars/all)")
     if problems:
         raise IntentError(problems)
     if len(seen) > 1:
@@ -115,7 +122,17 @@ def _load_vault_secrets(loader: Any) -> None:
 
     secret = get_file_vault_secret(filename=password_file, loader=loader)
     secret.load()
-    loader.set_vault_secrets([("default", secret)])
+    secrets = [("default", secret)]
+    loader.set_vault_secrets(secrets)
+    try:  # ansible-core >= 2.19 decrypts lazily through one process-wide context
+        from ansible.parsing.vault import VaultSecretsContext
+    except ImportError:
+        return
+    context = VaultSecretsContext.current(optional=True)
+    if context is None:
+        VaultSecretsContext.initialize(VaultSecretsContext(secrets))
+    else:
+        context.secrets = secrets
 
 
 def _probe_host(manager: Any) -> Any:
@@ -128,9 +145,7 @@ def _probe_host(manager: Any) -> Any:
 
 
 def _host_intent(variables: Mapping[str, Any], loader: Any, host: str) -> FabricIntent:
-    raw = variables.get(INTENT_VAR)
-    if raw is None:
-        raise IntentError([f"host {host}: variable {INTENT_VAR} is not defined (put it in group_vars/all)"])
+    raw = variables[INTENT_VAR]
     if not isinstance(raw, Mapping):
         raise IntentError([f"{_where(raw)}{INTENT_VAR}: expected a mapping, got {type(raw).__name__}"])
     rails = variables.get(RAILS_VAR)

@@ -294,8 +294,12 @@ def _check_affinity_cells(extra: list[str], label: str, header: _Header, where: 
 
 def _check_self_cells(label: str, link_cells: list[str], columns: tuple[str, ...], where: _Where) -> None:
     for column, cell in zip(columns, link_cells, strict=True):
-        if (cell == "X") != (column == label):
-            raise where.error(f"{label} row, {column} column: {cell!r} where the self cell 'X' is misplaced")
+        if column == label and cell != "X":
+            raise where.error(f"{label} row, {column} column: self cell should be 'X', found {cell!r}")
+        if column != label and cell == "X":
+            raise where.error(
+                f"{label} row, {column} column: self cell 'X' off the diagonal (shifted cells?)"
+            )
 
 
 def _check_against_earlier_rows(row: _Row, earlier: list[_Row], header: _Header, where: _Where) -> None:

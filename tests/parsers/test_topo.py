@@ -348,7 +348,8 @@ def test_unknown_link_token_is_refused_with_its_line(token: str) -> None:
         ("NIC1    SYS     PXB     SYS      X", "NIC1    SYS     PXB     SYS      X      SYS", 5),  # long row
         ("0-71            0               2", "0-71            0", 2),  # missing affinity cell
         ("0-71            0               2", "0-71       fast     0     2", 2),  # garbage affinity
-        ("GPU1    NV6      X ", "GPU1     X      NV6", 3),  # self cell misplaced
+        ("GPU1    NV6      X ", "GPU1     X      NV6", 3),  # self cell off the diagonal
+        ("GPU0     X      NV6", "GPU0    PIX     NV6", 2),  # diagonal without the self cell
         ("NIC0    PXB     SYS", "NIC0    PIX     SYS", 4),  # disagrees with the GPU0 row
         ("GPU1    NV6", "GPU2    NV6", 3),  # row label not the expected one
         ("NIC1    SYS     PXB     SYS      X\n", "", 6),  # NIC1 row missing: "Legend:" found instead

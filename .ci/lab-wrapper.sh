@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run CMD in throw-away network, PID and mount namespaces:
+#  - only `lo` exists inside, so nothing the lab or a test starts can reach another machine;
+#  - /dev/shm is a private tmpfs, so lab run dirs vanish with the namespace;
+#  - every process started inside is killed by the kernel when the wrapper ends, even on SIGKILL.
+# bash stays PID 1 (it does not exec CMD) because it reaps orphans, e.g. a daemonised lab supervisor.
+set -euo pipefail
+
+if [[ $# -eq 0 ]]; then
+    echo "usage: $0 CMD [ARG...]" >&2
+    exit 2
+fi
+if [[ $(id -u) -ne 0 ]]; then
+    echo "$0: needs root (namespaces, mounts, tc)" >&2
+    exit 2
+fi
+
+exec unshare --net --pid --mount --fork --kill-child --mount-proc -- bash -c '
+    set -e
+    ip link set lo up
+    mount -t tmpfs -o mode=1777 fabcheck-ci-shm /dev/shm
+    set +e
+    "$@"
+    rc=$?
+    exit "$rc"
+' fabcheck-lab-wrapper "$@"

@@ -34,8 +34,13 @@ class Analysis:
         return verdict(self.findings).value
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.source, "kind": self.kind, **self.facts, "verdict": self.verdict,
-                "findings": [f.to_json() for f in self.findings]}
+        return {
+            "file": self.source,
+            "kind": self.kind,
+            **self.facts,
+            "verdict": self.verdict,
+            "findings": [f.to_json() for f in self.findings],
+        }
 
 
 def _topo(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -> Analysis:
@@ -48,9 +53,19 @@ def _nccl_log(lines: Iterable[str], source: str, intent: FabricIntent, _: Option
     summary = nccl_log.parse_nccl_log(lines, source)
     facts = nccl_log.nccl_log_facts(summary)
     facts["error_details"] = [
-        {"line": e.line, "host": e.host, "rank": e.rank, "status": e.status, "vendor_err": e.vendor_err,
-         "message": e.message} for e in summary.errors]
-    facts["ranks"] = [{"host": r.host, "rank": r.rank, "network": r.network, "gdr": r.gdr} for r in summary.ranks]
+        {
+            "line": e.line,
+            "host": e.host,
+            "rank": e.rank,
+            "status": e.status,
+            "vendor_err": e.vendor_err,
+            "message": e.message,
+        }
+        for e in summary.errors
+    ]
+    facts["ranks"] = [
+        {"host": r.host, "rank": r.rank, "network": r.network, "gdr": r.gdr} for r in summary.ranks
+    ]
     return Analysis(source, "nccl-log", facts, tuple(check_nccl_log(summary, intent)))
 
 
@@ -58,8 +73,9 @@ def _perftest(lines: Iterable[str], source: str, intent: FabricIntent, options: 
     run = perftest.parse_perftest("".join(lines), source)
     facts = perftest.perftest_facts(run)
     facts["table"] = perftest.perftest_rows(run)
-    facts["error_details"] = [{"line": e.line, "message": e.message, "status": e.status, "syndrome": e.syndrome}
-                              for e in run.errors]
+    facts["error_details"] = [
+        {"line": e.line, "message": e.message, "status": e.status, "syndrome": e.syndrome} for e in run.errors
+    ]
     return Analysis(source, "perftest", facts, tuple(check_perftest(run, intent, options.line_rate_gbps)))
 
 
@@ -79,7 +95,8 @@ ANALYZERS: dict[str, AnalyzerFn] = {
 }
 
 
-def analyze(kind: str, lines: Iterable[str], source: str, intent: FabricIntent,
-            options: Options | None = None) -> Analysis:
+def analyze(
+    kind: str, lines: Iterable[str], source: str, intent: FabricIntent, options: Options | None = None
+) -> Analysis:
     """Parse one output of `kind` and judge it. Raises ParseError on unreadable input."""
     return ANALYZERS[kind](lines, source, intent, options or Options())

@@ -19,7 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("analyze", help="judge recorded tool output against the fabric intent")
     parser.add_argument("kind", choices=sorted(ANALYZERS), help="what the files hold")
     parser.add_argument("files", nargs="+", help="files to analyze ('-' reads standard input)")
-    parser.add_argument("-i", "--inventory", help="inventory with the fabric intent (default: canonical recipe)")
+    parser.add_argument(
+        "-i", "--inventory", help="inventory with the fabric intent (default: canonical recipe)"
+    )
     parser.add_argument("--host", help="inventory host whose intent (rails) applies")
     parser.add_argument("--line-rate-gbps", type=float, help="perftest: NIC line rate (default: intent)")
     parser.add_argument("--json", action="store_true", help="one JSON object per file, one per line")

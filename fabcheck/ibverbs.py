@@ -16,8 +16,11 @@ WC_STATUS = {
     9: ("IBV_WC_REM_INV_REQ_ERR", "remote invalid request"),
     10: ("IBV_WC_REM_ACCESS_ERR", "remote access error: rkey/permissions or peer memory registration"),
     11: ("IBV_WC_REM_OP_ERR", "remote operation error"),
-    12: ("IBV_WC_RETRY_EXC_ERR", "transport retry counter exceeded: packets lost on the path "
-         "(PFC/ECN misconfiguration, link flaps, wrong GID/route)"),
+    12: (
+        "IBV_WC_RETRY_EXC_ERR",
+        "transport retry counter exceeded: packets lost on the path "
+        "(PFC/ECN misconfiguration, link flaps, wrong GID/route)",
+    ),
     13: ("IBV_WC_RNR_RETRY_EXC_ERR", "receiver-not-ready retry counter exceeded"),
     14: ("IBV_WC_LOC_RDD_VIOL_ERR", "local RDD violation"),
     15: ("IBV_WC_REM_INV_RD_REQ_ERR", "remote invalid RD request"),

@@ -34,12 +34,19 @@ def run_check(args: argparse.Namespace) -> int:
     lossless = intent.lossless
     print(f"{args.inventory}: fabric intent is valid")
     print(f"  kind {intent.kind}, trust {intent.trust}, congestion control {intent.congestion_control}")
-    print(f"  lossless DSCP {lossless.dscp} -> priority {lossless.priority}, PFC {'on' if lossless.pfc else 'off'};"
-          f" CNP DSCP {intent.cnp.dscp} -> priority {intent.cnp.priority}")
-    print(f"  MTU netdev {intent.mtu.netdev} / RDMA {intent.mtu.rdma} / switch {intent.mtu.switch};"
-          f" link {intent.link.speed_gbps} Gb/s {intent.link_layer}")
-    print(f"  {len(inventory.hosts)} host(s); rails per host: "
-          + (", ".join(f"{h.name}={len(h.intent.rails)}" for h in inventory.hosts) or "none"))
+    pfc = "on" if lossless.pfc else "off"
+    print(
+        f"  lossless DSCP {lossless.dscp} -> priority {lossless.priority}, PFC {pfc};"
+        f" CNP DSCP {intent.cnp.dscp} -> priority {intent.cnp.priority}"
+    )
+    print(
+        f"  MTU netdev {intent.mtu.netdev} / RDMA {intent.mtu.rdma} / switch {intent.mtu.switch};"
+        f" link {intent.link.speed_gbps} Gb/s {intent.link_layer}"
+    )
+    print(
+        f"  {len(inventory.hosts)} host(s); rails per host: "
+        + (", ".join(f"{h.name}={len(h.intent.rails)}" for h in inventory.hosts) or "none")
+    )
     return 0
 
 

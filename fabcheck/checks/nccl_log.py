@@ -22,16 +22,29 @@ def check_nccl_log(log: NcclLogSummary, intent: FabricIntent) -> list[Finding]:
 
 
 def _transport(log: NcclLogSummary, intent: FabricIntent) -> Finding:
-    check, expected = "nccl.transport", f"RDMA network ({', '.join(intent.nccl.allowed_networks)} or an RDMA plugin)"
+    check, expected = (
+        "nccl.transport",
+        f"RDMA network ({', '.join(intent.nccl.allowed_networks)} or an RDMA plugin)",
+    )
     network = log.network or "unknown"
     if log.rdma is False or log.socket_fallback:
-        return failed(check, "NCCL", expected, f"network {network} (no RDMA)",
-                      "NCCL fell back to sockets: RDMA devices missing or unusable (ibv_devinfo, rdma link), "
-                      f"NCCL_IB_HCA / NCCL_NET wrong, or the net plugin failed to load; roles {GPU_RDMA_ROLE}, "
-                      f"{HOST_QOS_ROLE}")
+        return failed(
+            check,
+            "NCCL",
+            expected,
+            f"network {network} (no RDMA)",
+            "NCCL fell back to sockets: RDMA devices missing or unusable (ibv_devinfo, rdma link), "
+            f"NCCL_IB_HCA / NCCL_NET wrong, or the net plugin failed to load; roles {GPU_RDMA_ROLE}, "
+            f"{HOST_QOS_ROLE}",
+        )
     if log.rdma is None:
-        return errored(check, "NCCL", expected, "the log shows no transport choice",
-                       "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and keep the whole log")
+        return errored(
+            check,
+            "NCCL",
+            expected,
+            "the log shows no transport choice",
+            "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and keep the whole log",
+        )
     return passed(check, "NCCL", expected, f"network {network}")
 
 
@@ -42,9 +55,14 @@ def _link_layers(log: NcclLogSummary, intent: FabricIntent) -> Finding:
         return skipped(check, "NCCL", "the log has no NET/IB Using line listing HCAs")
     actual = f"{', '.join(log.hcas)} on {'/'.join(log.link_layers)}"
     if set(log.link_layers) != {want}:
-        return failed(check, "NCCL", expected, actual,
-                      "NCCL uses HCAs of the wrong link layer: restrict it with NCCL_IB_HCA to the fabric's "
-                      "NICs, or fix the port LINK_TYPE (mlxconfig)")
+        return failed(
+            check,
+            "NCCL",
+            expected,
+            actual,
+            "NCCL uses HCAs of the wrong link layer: restrict it with NCCL_IB_HCA to the fabric's "
+            "NICs, or fix the port LINK_TYPE (mlxconfig)",
+        )
     return passed(check, "NCCL", expected, actual)
 
 
@@ -56,11 +74,21 @@ def _gdr(log: NcclLogSummary, intent: FabricIntent) -> Finding:
     if log.gdr is True:
         return passed(check, "NCCL", expected, "GDRDMA")
     if log.gdr is False:
-        return failed(check, "NCCL", expected, "NET channels without GDRDMA (or GPU Direct RDMA Disabled)",
-                      f"load nvidia_peermem (or use DMA-BUF), check NCCL_NET_GDR_LEVEL and that the NIC is "
-                      f"within the GPU's PCIe switch; role {GPU_RDMA_ROLE}")
-    return errored(check, "NCCL", expected, "the log shows no NET channel and no GPU Direct RDMA line",
-                   "rerun with NCCL_DEBUG=INFO across nodes so NET channels are printed")
+        return failed(
+            check,
+            "NCCL",
+            expected,
+            "NET channels without GDRDMA (or GPU Direct RDMA Disabled)",
+            f"load nvidia_peermem (or use DMA-BUF), check NCCL_NET_GDR_LEVEL and that the NIC is "
+            f"within the GPU's PCIe switch; role {GPU_RDMA_ROLE}",
+        )
+    return errored(
+        check,
+        "NCCL",
+        expected,
+        "the log shows no NET channel and no GPU Direct RDMA line",
+        "rerun with NCCL_DEBUG=INFO across nodes so NET channels are printed",
+    )
 
 
 def _errors(log: NcclLogSummary) -> list[Finding]:
@@ -69,11 +97,18 @@ def _errors(log: NcclLogSummary) -> list[Finding]:
         return [passed(check, "NCCL", "no transport errors", "none")]
     findings = []
     for error in log.errors[:20]:
-        where = " ".join(p for p in (error.host or "", f"rank {error.rank}" if error.rank is not None else "") if p)
-        findings.append(failed(
-            check, f"line {error.line}" + (f" ({where})" if where else ""), "no transport errors",
-            error.message[:300],
-            describe_wc_status(error.status) if error.status is not None else
-            "read the first WARN in the log: later errors are usually consequences",
-        ))
+        where = " ".join(
+            p for p in (error.host or "", f"rank {error.rank}" if error.rank is not None else "") if p
+        )
+        findings.append(
+            failed(
+                check,
+                f"line {error.line}" + (f" ({where})" if where else ""),
+                "no transport errors",
+                error.message[:300],
+                describe_wc_status(error.status)
+                if error.status is not None
+                else "read the first WARN in the log: later errors are usually consequences",
+            )
+        )
     return findings

@@ -18,10 +18,15 @@ def _correctness(run: NcclTestsRun) -> Finding:
     bad = [r for r in run.rows if (r.oop_wrong or 0) > 0 or (r.ip_wrong or 0) > 0]
     if run.wrong_total or bad or (run.out_of_bounds or 0) > 0:
         sizes = ", ".join(str(r.bytes) for r in bad[:5])
-        return failed(check, run.op or "nccl-tests", expected,
-                      f"{run.wrong_total} wrong element(s)" + (f" at {sizes} B" if sizes else "")
-                      + (f", {run.out_of_bounds} out of bounds" if run.out_of_bounds else ""),
-                      "data corruption: suspect a GPU, NVLink or NIC; rerun per node pair to localise it")
+        return failed(
+            check,
+            run.op or "nccl-tests",
+            expected,
+            f"{run.wrong_total} wrong element(s)"
+            + (f" at {sizes} B" if sizes else "")
+            + (f", {run.out_of_bounds} out of bounds" if run.out_of_bounds else ""),
+            "data corruption: suspect a GPU, NVLink or NIC; rerun per node pair to localise it",
+        )
     return passed(check, run.op or "nccl-tests", expected, f"{len(run.rows)} rows, #wrong 0")
 
 
@@ -32,18 +37,30 @@ def _busbw(run: NcclTestsRun, intent: FabricIntent) -> Finding:
     perf = intent.performance
     line_rate_gbytes = intent.nics_per_node * intent.link.speed_gbps / 8
     floor = perf.nccl_busbw_min_fraction * line_rate_gbytes
-    expected = (f">= {floor:.2f} GB/s busbw at >= {perf.nccl_min_bytes} B ({perf.nccl_busbw_min_fraction:.0%} of "
-                f"{intent.nics_per_node} x {intent.link.speed_gbps} Gb/s)")
+    expected = (
+        f">= {floor:.2f} GB/s busbw at >= {perf.nccl_min_bytes} B ({perf.nccl_busbw_min_fraction:.0%} of "
+        f"{intent.nics_per_node} x {intent.link.speed_gbps} Gb/s)"
+    )
     large = [r for r in run.rows if r.bytes >= perf.nccl_min_bytes]
     if not large:
         biggest = max((r.bytes for r in run.rows), default=0)
-        return failed(check, run.op, expected, f"largest size {biggest} B",
-                      f"run all_reduce_perf up to at least {perf.nccl_min_bytes} B (-e 8G)")
+        return failed(
+            check,
+            run.op,
+            expected,
+            f"largest size {biggest} B",
+            f"run all_reduce_perf up to at least {perf.nccl_min_bytes} B (-e 8G)",
+        )
     best = max(large, key=lambda r: max(r.oop_busbw, r.ip_busbw or 0.0))
     busbw = max(best.oop_busbw, best.ip_busbw or 0.0)
     actual = f"{busbw:.2f} GB/s at {best.bytes} B"
     if busbw < floor:
-        return failed(check, f"{best.bytes} B", expected, actual,
-                      "check the NCCL log for Socket fallback or missing GDRDMA, per-NIC perftest, rail "
-                      "affinity (topo) and PFC/ECN counters; nics_per_node must match the hosts")
+        return failed(
+            check,
+            f"{best.bytes} B",
+            expected,
+            actual,
+            "check the NCCL log for Socket fallback or missing GDRDMA, per-NIC perftest, rail "
+            "affinity (topo) and PFC/ECN counters; nics_per_node must match the hosts",
+        )
     return passed(check, f"{best.bytes} B", expected, actual)

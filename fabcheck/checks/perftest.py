@@ -12,19 +12,33 @@ from fabcheck.parsers.perftest import PerftestRun
 LARGE_MESSAGE_BYTES = 65536
 
 
-def check_perftest(run: PerftestRun, intent: FabricIntent, line_rate_gbps: float | None = None) -> list[Finding]:
-    return [*_completion(run), _link_layer(run, intent), _mtu(run, intent),
-            _bandwidth(run, intent, line_rate_gbps or intent.link.speed_gbps)]
+def check_perftest(
+    run: PerftestRun, intent: FabricIntent, line_rate_gbps: float | None = None
+) -> list[Finding]:
+    return [
+        *_completion(run),
+        _link_layer(run, intent),
+        _mtu(run, intent),
+        _bandwidth(run, intent, line_rate_gbps or intent.link.speed_gbps),
+    ]
 
 
 def _completion(run: PerftestRun) -> list[Finding]:
     check = "perftest.completion"
     if not run.errors:
         return [passed(check, run.test or "perftest", "run completes without errors", "completed")]
-    return [failed(check, f"line {e.line}", "run completes without errors", e.message,
-                   describe_wc_status(e.status) if e.status is not None else
-                   "the test did not complete: check connectivity (GID index, IPs) and RDMA device state")
-            for e in run.errors]
+    return [
+        failed(
+            check,
+            f"line {e.line}",
+            "run completes without errors",
+            e.message,
+            describe_wc_status(e.status)
+            if e.status is not None
+            else "the test did not complete: check connectivity (GID index, IPs) and RDMA device state",
+        )
+        for e in run.errors
+    ]
 
 
 def _link_layer(run: PerftestRun, intent: FabricIntent) -> Finding:
@@ -32,8 +46,13 @@ def _link_layer(run: PerftestRun, intent: FabricIntent) -> Finding:
     if run.link_layer is None:
         return skipped(check, run.test or "perftest", "the output has no 'Link type' header line")
     if run.link_layer != want:
-        return failed(check, run.device or "device", f"Link type {want}", f"Link type {run.link_layer}",
-                      "perftest ran over the wrong device: pass -d with the fabric NIC, or fix LINK_TYPE")
+        return failed(
+            check,
+            run.device or "device",
+            f"Link type {want}",
+            f"Link type {run.link_layer}",
+            "perftest ran over the wrong device: pass -d with the fabric NIC, or fix LINK_TYPE",
+        )
     return passed(check, run.device or "device", f"Link type {want}", f"Link type {run.link_layer}")
 
 
@@ -42,9 +61,14 @@ def _mtu(run: PerftestRun, intent: FabricIntent) -> Finding:
     if run.mtu is None:
         return skipped(check, run.test or "perftest", "the output has no 'Mtu' header line")
     if run.mtu < intent.mtu.rdma:
-        return failed(check, run.device or "device", expected, f"MTU {run.mtu}",
-                      f"raise the netdev MTU to {intent.mtu.netdev} so active_mtu reaches {intent.mtu.rdma} "
-                      f"(role {HOST_QOS_ROLE}), and run perftest with -m {intent.mtu.rdma} if needed")
+        return failed(
+            check,
+            run.device or "device",
+            expected,
+            f"MTU {run.mtu}",
+            f"raise the netdev MTU to {intent.mtu.netdev} so active_mtu reaches {intent.mtu.rdma} "
+            f"(role {HOST_QOS_ROLE}), and run perftest with -m {intent.mtu.rdma} if needed",
+        )
     return passed(check, run.device or "device", expected, f"MTU {run.mtu}")
 
 
@@ -57,13 +81,19 @@ def _bandwidth(run: PerftestRun, intent: FabricIntent, line_rate: float) -> Find
     rows = [r for r in run.rows if r.bw_avg is not None]
     large = [r for r in rows if r.bytes >= LARGE_MESSAGE_BYTES] or rows
     if not large:
-        return failed(check, run.test or "perftest", expected, "no bandwidth rows",
-                      "the run produced no results")
+        return failed(
+            check, run.test or "perftest", expected, "no bandwidth rows", "the run produced no results"
+        )
     best = max(large, key=lambda r: run.bw_gbps(r) or 0.0)
     gbps = run.bw_gbps(best) or 0.0
     actual = f"{gbps:.2f} Gb/sec average at {best.bytes} B ({best.bw_avg} {run.bw_unit})"
     if gbps < floor:
-        return failed(check, f"{best.bytes} B", expected, actual,
-                      "check link speed/width (ibstat Rate, ethtool), PCIe width, NUMA placement of the test, "
-                      "PFC pause storms and ECN marking on the path; the intent's link.speed_gbps must match the NIC")
+        return failed(
+            check,
+            f"{best.bytes} B",
+            expected,
+            actual,
+            "check link speed/width (ibstat Rate, ethtool), PCIe width, NUMA placement of the test, "
+            "PFC pause storms and ECN marking on the path; the intent's link.speed_gbps must match the NIC",
+        )
     return passed(check, f"{best.bytes} B", expected, actual)

@@ -25,14 +25,29 @@ def _check_rail(matrix: TopoMatrix, intent: FabricIntent, index: int, nic: str) 
     gpu = f"GPU{index}"
     expected = f"{gpu} -> {nic} at {intent.max_gpu_nic_link} or better"
     if gpu not in matrix.gpus:
-        return failed(CHECK, gpu, expected, f"{gpu} not in topology ({len(matrix.gpus)} GPUs)",
-                      "a GPU is missing (nvidia-smi -L); or fabric_intent.rails names more GPUs than the host has")
+        return failed(
+            CHECK,
+            gpu,
+            expected,
+            f"{gpu} not in topology ({len(matrix.gpus)} GPUs)",
+            "a GPU is missing (nvidia-smi -L); or fabric_intent.rails names more GPUs than the host has",
+        )
     if nic not in matrix.nics:
         if all(n.startswith("NIC") for n in matrix.nics):
-            return errored(CHECK, gpu, expected, "topology prints NICn labels without a NIC Legend",
-                           "capture `nvidia-smi topo -m` with a driver that prints the NIC Legend")
-        return failed(CHECK, gpu, expected, f"{nic} not in topology (NICs: {', '.join(matrix.nics) or 'none'})",
-                      "the rail NIC is missing: check `ibv_devinfo` and the driver, or fix fabric_intent.rails")
+            return errored(
+                CHECK,
+                gpu,
+                expected,
+                "topology prints NICn labels without a NIC Legend",
+                "capture `nvidia-smi topo -m` with a driver that prints the NIC Legend",
+            )
+        return failed(
+            CHECK,
+            gpu,
+            expected,
+            f"{nic} not in topology (NICs: {', '.join(matrix.nics) or 'none'})",
+            "the rail NIC is missing: check `ibv_devinfo` and the driver, or fix fabric_intent.rails",
+        )
     link = matrix.link(gpu, nic)
     actual = f"{gpu} -> {nic} {link}"
     if link_rank(link) > link_rank(intent.max_gpu_nic_link):
@@ -44,8 +59,13 @@ def _check_nearest(matrix: TopoMatrix, intent: FabricIntent, gpu: str) -> Findin
     expected = f"nearest NIC at {intent.max_gpu_nic_link} or better"
     nics, link = matrix.nearest_nics(gpu)
     if not nics or link is None:
-        return failed(CHECK, gpu, expected, "no NIC in topology",
-                      "no RDMA NIC is visible to this GPU: check the NIC driver (ibv_devinfo) and PCIe")
+        return failed(
+            CHECK,
+            gpu,
+            expected,
+            "no NIC in topology",
+            "no RDMA NIC is visible to this GPU: check the NIC driver (ibv_devinfo) and PCIe",
+        )
     actual = f"{gpu} -> {', '.join(nics)} {link}"
     if link_rank(link) > link_rank(intent.max_gpu_nic_link):
         return failed(CHECK, gpu, expected, actual, _PLACEMENT_HINT.format(link=link))

@@ -84,14 +84,21 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
             groups = tuple(sorted(g.name for g in host.get_groups()))
             entries.append(HostEntry(host.name, groups, intent, variables))
     if missing:
-        problems.insert(0, f"{source}: variable {INTENT_VAR} is not defined for host(s) "
-                           f"{', '.join(missing)} (put it in group_vars/all)")
+        problems.insert(
+            0,
+            f"{source}: variable {INTENT_VAR} is not defined for host(s) "
+            f"{', '.join(missing)} (put it in group_vars/all)",
+        )
     if problems:
         raise IntentError(problems)
     if len(seen) > 1:
         # A fabric has one lossless recipe; hosts that disagree would each pass their own check.
-        raise IntentError([f"{source}: hosts resolve {len(seen)} different fabric intents (only rails "
-                           f"may differ per host); keep {INTENT_VAR} in group_vars/all"])
+        raise IntentError(
+            [
+                f"{source}: hosts resolve {len(seen)} different fabric intents (only rails "
+                f"may differ per host); keep {INTENT_VAR} in group_vars/all"
+            ]
+        )
     assert fabric is not None
     return Inventory(str(path), fabric, tuple(entries))
 
@@ -205,7 +212,11 @@ def _bounds(loc: list[Any]) -> str | None:
     annotation: Any = FabricIntent
     metadata: list[Any] = []
     for part in loc:
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel) and part in annotation.model_fields:
+        if (
+            isinstance(annotation, type)
+            and issubclass(annotation, BaseModel)
+            and part in annotation.model_fields
+        ):
             info = annotation.model_fields[part]
             annotation, metadata = info.annotation, list(info.metadata)
             continue

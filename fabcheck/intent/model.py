@@ -156,8 +156,22 @@ class SubnetManager(StrictModel):
     @field_validator("routing_engine")
     @classmethod
     def _engines(cls, value: str) -> str:
-        known = {"minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp",
-                 "sssp", "ar_ftree", "ar_updn", "no_fallback"}
+        known = {
+            "minhop",
+            "updn",
+            "dnup",
+            "file",
+            "ftree",
+            "lash",
+            "dor",
+            "torus-2QoS",
+            "nue",
+            "dfsssp",
+            "sssp",
+            "ar_ftree",
+            "ar_updn",
+            "no_fallback",
+        }
         engines = [e.strip() for e in value.split(",")]
         bad = [e for e in engines if e not in known]
         if bad:
@@ -175,7 +189,9 @@ class FabricIntent(StrictModel):
     dcqcn: Dcqcn = Field(default_factory=Dcqcn)
     roce_tos: int = Field(106, ge=0, le=255, description="RDMA-CM default ToS / traffic_class byte")
     mtu: Mtu = Field(default_factory=Mtu)
-    rails: dict[Annotated[int, Field(ge=0)], str] = Field(default_factory=dict, description="GPU index -> NIC")
+    rails: dict[Annotated[int, Field(ge=0)], str] = Field(
+        default_factory=dict, description="GPU index -> NIC"
+    )
     max_gpu_nic_link: Literal["PIX", "PXB", "PHB", "NODE", "SYS"] = "PXB"
     link: Link = Field(default_factory=Link)
     nccl: Nccl = Field(default_factory=Nccl)

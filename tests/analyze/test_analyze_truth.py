@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import corpus_samples, corpus_truth
 
 from fabcheck.analyze import analyze
 from fabcheck.errors import ParseError
 from fabcheck.intent.model import default_intent
-from conftest import corpus_samples, corpus_truth
 
 KINDS = ("topo", "nccl-log", "perftest", "nccl-tests")
 SAMPLES = [(kind, path) for kind in KINDS for path in corpus_samples(kind)]
@@ -48,8 +48,14 @@ def test_every_truth_file_has_a_sample() -> None:
 
 
 def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fabcheck.cli", "analyze", *args], capture_output=True,
-                          text=True, cwd=REPO, timeout=120, input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "fabcheck.cli", "analyze", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        input=stdin,
+    )
 
 
 def test_cli_json_one_object_per_file_and_exit_codes() -> None:
@@ -87,6 +93,8 @@ def test_cli_reads_standard_input_and_uses_inventory_rails() -> None:
     # The example rails map GPUn -> mlx5_n; on this DGX A100 each such pair is PXB, the allowed worst.
     assert {f["subject"]: f["status"] for f in data["findings"]} == {f"GPU{i}": "pass" for i in range(8)}
     assert result.returncode == 0
-    all_sys = run_cli("topo", "examples/outputs/topo-pcie-all-sys.txt", "-i", "inventory/example", "--host", "gpu01")
+    all_sys = run_cli(
+        "topo", "examples/outputs/topo-pcie-all-sys.txt", "-i", "inventory/example", "--host", "gpu01"
+    )
     assert all_sys.returncode == 1
     assert "GPU0 -> mlx5_0 SYS" in all_sys.stdout

@@ -19,14 +19,19 @@ REPO = Path(__file__).resolve().parents[2]
 def write_inventory(tmp_path: Path, intent_yaml: str, hosts_yaml: str | None = None) -> Path:
     (tmp_path / "group_vars" / "all").mkdir(parents=True)
     (tmp_path / "group_vars" / "all" / "fabric.yml").write_text(textwrap.dedent(intent_yaml))
-    (tmp_path / "hosts.yml").write_text(textwrap.dedent(hosts_yaml or """\
+    (tmp_path / "hosts.yml").write_text(
+        textwrap.dedent(
+            hosts_yaml
+            or """\
         all:
           children:
             gpu_hosts:
               hosts:
                 h1: {}
                 h2: {}
-        """))
+        """
+        )
+    )
     return tmp_path
 
 
@@ -63,11 +68,14 @@ def test_example_inventory_shape() -> None:
 
 
 def test_pfc_priority_out_of_range_names_file_line_and_range(tmp_path: Path) -> None:
-    problems = problems_of(tmp_path, """\
+    problems = problems_of(
+        tmp_path,
+        """\
         fabric_intent:
           lossless:
             priority: 9
-        """)
+        """,
+    )
     assert len(problems) == 1
     assert "group_vars/all/fabric.yml:3" in problems[0]
     assert "fabric_intent.lossless.priority = 9" in problems[0]
@@ -75,29 +83,38 @@ def test_pfc_priority_out_of_range_names_file_line_and_range(tmp_path: Path) -> 
 
 
 def test_cnp_priority_equal_to_lossless_is_refused(tmp_path: Path) -> None:
-    (problem,) = problems_of(tmp_path, """\
+    (problem,) = problems_of(
+        tmp_path,
+        """\
         fabric_intent:
           cnp: {priority: 3}
-        """)
+        """,
+    )
     assert "cnp.priority 3 equals lossless.priority" in problem
 
 
 def test_ecn_min_above_max_is_refused(tmp_path: Path) -> None:
-    (problem,) = problems_of(tmp_path, """\
+    (problem,) = problems_of(
+        tmp_path,
+        """\
         fabric_intent:
           ecn: {min_bytes: 2000000, max_bytes: 1500000}
-        """)
+        """,
+    )
     assert "fabric_intent.ecn" in problem and "min_bytes (2000000) is above max_bytes (1500000)" in problem
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
-    problems = problems_of(tmp_path, """\
+    problems = problems_of(
+        tmp_path,
+        """\
         fabric_intent:
           kind: rocev2
           lossless: {dscp: [26, 64]}
           mtu: {rdma: 3000}
           bogus_key: 1
-        """)
+        """,
+    )
     text = "\n".join(problems)
     assert len(problems) == 4
     assert "fabric_intent.kind = 'rocev2'" in text and "'roce' or 'ib'" in text
@@ -107,10 +124,13 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 
 
 def test_netdev_mtu_must_carry_rdma_mtu(tmp_path: Path) -> None:
-    (problem,) = problems_of(tmp_path, """\
+    (problem,) = problems_of(
+        tmp_path,
+        """\
         fabric_intent:
           mtu: {netdev: 4096}
-        """)
+        """,
+    )
     assert "netdev MTU 4096 cannot carry RDMA MTU 4096: needs at least 4192" in problem
 
 
@@ -120,19 +140,23 @@ def test_missing_intent_variable(tmp_path: Path) -> None:
 
 
 def test_templates_and_per_host_rails_resolve(tmp_path: Path) -> None:
-    inventory = write_inventory(tmp_path, """\
+    inventory = write_inventory(
+        tmp_path,
+        """\
         lossless_prio: 3
         fabric_intent:
           lossless: {priority: "{{ lossless_prio }}"}
           rails: {0: mlx5_0, 1: mlx5_1}
-        """, """\
+        """,
+        """\
         all:
           children:
             gpu_hosts:
               hosts:
                 h1: {}
                 h2: {fabric_rails: {0: mlx5_4}}
-        """)
+        """,
+    )
     loaded = load_inventory(inventory)
     assert loaded.intent.lossless.priority == 3
     assert loaded.host("h1").intent.rails == {0: "mlx5_0", 1: "mlx5_1"}
@@ -154,7 +178,9 @@ def test_vault_encrypted_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     vault = VaultLib([("default", VaultSecret(secret))])
     ciphertext = vault.encrypt("400").decode()
     indented = textwrap.indent(ciphertext, " " * 8)
-    inventory = write_inventory(tmp_path, "fabric_intent:\n  link:\n    speed_gbps: !vault |\n" + indented + "\n")
+    inventory = write_inventory(
+        tmp_path, "fabric_intent:\n  link:\n    speed_gbps: !vault |\n" + indented + "\n"
+    )
     password_file = tmp_path / "vault-pass"
     password_file.write_bytes(secret)
     monkeypatch.setenv("ANSIBLE_VAULT_PASSWORD_FILE", str(password_file))
@@ -162,8 +188,9 @@ def test_vault_encrypted_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fabcheck.cli", *args], capture_output=True, text=True,
-                          cwd=REPO, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "fabcheck.cli", *args], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
 
 
 def test_cli_intent_check_exit_codes(tmp_path: Path) -> None:

@@ -1,0 +1,328 @@
+"""perftest parser: every recorded sample against its truth file, the quirks, and robustness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, corpus_samples, corpus_truth
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fabcheck.errors import ParseError
+from fabcheck.parsers.perftest import PerftestRun, parse_perftest, perftest_facts, perftest_rows
+
+SAMPLES = corpus_samples("perftest")
+DASHES = "-" * 87
+
+
+def _sample(name: str) -> PerftestRun:
+    path = CORPUS / "perftest" / name
+    return parse_perftest(path.read_text(), source=path.name)
+
+
+def test_corpus_has_perftest_samples() -> None:
+    assert len(SAMPLES) >= 11
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
+def test_facts_match_truth(sample: Path) -> None:
+    truth = corpus_truth(sample)
+    assert truth is not None, f"no truth file for {sample.name}"
+    expected = {k: v for k, v in truth.items() if k not in ("kind", "note")}
+    assert perftest_facts(parse_perftest(sample.read_text(), source=sample.name)) == expected
+
+
+# Facts a careful reader takes from each sample (INDEX.tsv) beyond what the truth files record.
+
+
+def test_read_bw_mlx4_header_and_midtable_warning() -> None:
+    run = _sample("ib_read_bw-mlx4-ib-mbsec-cpufreq-warning-midtable.txt")
+    assert (run.device, run.qps, run.connection, run.gid_index) == ("mlx4_0", 1, "RC", None)
+    assert run.settings["outstand reads"] == "16"
+    assert run.settings["tx depth"] == "128"
+    assert [r.bytes for r in run.rows[19:21]] == [1048576, 2097152]
+    assert run.warnings == (
+        "Conflicting CPU frequency values detected: 2398.515000 != 1223.359000. CPU Frequency is not max.",
+    )
+    assert run.completed and not run.errors
+
+
+def test_send_bw_client_lids_and_peak_vs_average() -> None:
+    run = _sample("ib_send_bw-client-ib-hdr-all-sizes-mbsec.txt")
+    assert [(a.side, a.fields["LID"]) for a in run.addresses] == [("local", "0x6e"), ("remote", "0x74")]
+    row = next(r for r in run.rows if r.bytes == 65536)
+    assert (row.bw_peak, row.bw_avg) == (22235.93, 20377.38)
+    assert all(r.iterations == 1000 for r in run.rows)
+
+
+def test_send_bw_server_rx_depth_and_zero_peak() -> None:
+    run = _sample("ib_send_bw-server-ib-hdr-all-sizes-peak-zero.txt")
+    assert run.role == "server"
+    assert run.settings["rx depth"] == "512" and "tx depth" not in run.settings
+    assert all(r.bw_peak == 0.0 for r in run.rows)
+    assert [a.fields["LID"] for a in run.addresses] == ["0x74", "0x6e"]
+    assert run.rows[-1].msg_rate == 0.002928
+
+
+def test_roce_lag_bond_gids_and_tabs() -> None:
+    run = _sample("ib_send_bw-roce-lag-bond-mtu1024-single-size-tabs.txt")
+    assert (run.device, run.gid_index, run.settings["cq moderation"]) == ("mlx5_bond_1", 3, "1")
+    assert [a.ipv4() for a in run.addresses] == ["7.32.205.201", "7.32.205.198"]
+
+
+def test_ud_duration_run_leading_warnings() -> None:
+    run = _sample("ib_send_bw-ud-duration-mtu4096-warnings-cpufreq.txt")
+    assert run.connection == "UD"
+    assert run.warnings[:3] == (
+        "WARNING: BW peak won't be measured in this run.",
+        "Max msg size in UD is MTU 4096",
+        "Changing to this MTU",
+    )
+    assert run.warnings[3].startswith("Conflicting CPU frequency values detected: 800.565000")
+    assert run.rows[0].iterations == 17338400
+    assert [a.ipv4() for a in run.addresses] == ["192.168.200.52", "192.168.200.53"]
+
+
+def test_bidir_cuda_failure_status_and_syndrome() -> None:
+    run = _sample("ib_write_bw-bidir-cuda-fail-status4-syndrom51.txt")
+    assert [e.message for e in run.errors] == [
+        "Completion with error at client",
+        "Failed status 4: wr_id 0 syndrom 0x51",
+        "scnt=828, ccnt=700",
+        "Failed to complete run_iter_bw function successfully",
+    ]
+    assert [(e.status, e.syndrome) for e in run.errors if e.status is not None] == [(4, "0x51")]
+    assert [e.line for e in run.errors] == [1, 2, 3, 4]
+    assert not run.completed
+
+
+def test_bnxt_rdma_cm_three_qps() -> None:
+    run = _sample("ib_write_bw-bnxt_re0-rdmacm-duration-peak0.txt")
+    assert (run.device, run.qps, run.settings["data ex. method"]) == ("bnxt_re0", 3, "rdma_cm")
+    assert [a.side for a in run.addresses] == ["local"] * 3 + ["remote"] * 3
+    assert all("RKey" not in a.fields for a in run.addresses)
+    assert run.rows[0].iterations == 4159603
+    assert run.bw_gbps(run.rows[0]) == 363.47
+
+
+def test_dc_transport_small_size_precision() -> None:
+    run = _sample("ib_write_bw-dc-srq-roce-all-sizes-client.txt")
+    assert (run.connection, run.qps, run.settings["using srq"]) == ("DC", 2, "ON")
+    assert (run.rows[0].bw_peak, run.rows[0].bw_avg) == (0.089888, 0.089371)
+    row16 = next(r for r in run.rows if r.bytes == 16)
+    assert (row16.bw_peak, row16.bw_avg) == (0.73, 0.49)
+
+
+def test_gardenlinux_extra_bw_min_column_and_no_role() -> None:
+    run = _sample("ib_write_bw-gardenlinux-cuda-dmabuf-roce-gbits.txt")
+    assert run.role is None
+    assert [a.ipv4() for a in run.addresses] == ["10.0.1.11", "10.0.1.12"]
+    assert run.rows[0].iterations == 5000
+
+
+def test_gke_failure_after_good_rows() -> None:
+    run = _sample("ib_write_bw-gke-a3ultra-roce-fail-status10.txt")
+    assert run.device == "mlx5_3"
+    assert [(e.status, e.syndrome) for e in run.errors if e.status is not None] == [(10, "0x88")]
+    assert not run.completed
+    assert run.rows[-1].bytes == 65536
+
+
+def test_write_lat_percentiles() -> None:
+    run = _sample("ib_write_lat-mlx4-ib-all-sizes.txt")
+    assert (run.lat_unit, run.bw_unit) == ("usec", None)
+    first = run.rows[0]
+    assert (first.t_min, first.t_max, first.t_typical, first.t_avg, first.t_stdev) == (
+        0.88,
+        6.84,
+        0.98,
+        1.03,
+        0.2,
+    )
+    assert first.percentiles == {"99": 1.21, "99.9": 5.42}
+    assert perftest_rows(run)[-1] == {
+        "bytes": 8388608,
+        "t_min": 2296.01,
+        "t_typical": 2302.01,
+        "t_avg": 2304.98,
+        "t_max": 2345.48,
+        "p99": 2327.01,
+        "p99.9": 2335.48,
+    }
+
+
+# Quirks, on small inline texts.
+
+
+def _bw_text(title: str, settings_lines: str, table: str, rows: str, tail: str = DASHES) -> str:
+    return f"{DASHES}\n{title}\n{settings_lines}\n{DASHES}\n{table}\n{rows}\n{tail}\n"
+
+
+GB_TABLE = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
+MB_TABLE = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]"
+SETTINGS = (
+    " Dual-port       : OFF\t\tDevice         : mlx5_0\n TX depth        : 128\n Mtu             : 4096[B]"
+)
+
+
+def test_gbits_table_unit_and_conversion() -> None:
+    run = parse_perftest(
+        _bw_text("  RDMA_Write BW Test", SETTINGS, GB_TABLE, " 65536  5000  390.10  389.50  0.742")
+    )
+    assert run.bw_unit == "Gb/sec"
+    assert run.bw_gbps(run.rows[0]) == 389.5
+    assert run.role == "client" and run.completed
+
+
+def test_mb_per_sec_is_mebibytes() -> None:
+    """perftest divides by 0x100000 for MB/sec, so 1000 'MB/sec' is 8.388608 Gb/s."""
+    run = parse_perftest(
+        _bw_text("  Send BW Test", SETTINGS, MB_TABLE, " 65536  1000  1000.00  1000.00  0.016")
+    )
+    assert run.bw_gbps(run.rows[0]) == pytest.approx(8.388608)
+
+
+def test_send_server_without_banner_from_rx_depth() -> None:
+    settings_lines = " Number of qps   : 1\n RX depth        : 512\n Mtu             : 4096[B]"
+    run = parse_perftest(_bw_text("  Send BW Test", settings_lines, MB_TABLE, " 2  1000  0.00  4.91  2.57"))
+    assert run.role == "server"
+
+
+def test_bidirectional_title_hides_role() -> None:
+    run = parse_perftest(
+        _bw_text("  RDMA_Write Bidirectional BW Test", SETTINGS, GB_TABLE, " 2  5000  0.1  0.1  3.0")
+    )
+    assert (run.test, run.bidirectional, run.role) == ("ib_write_bw", True, None)
+
+
+def test_banner_wins_over_tx_depth() -> None:
+    text = "* Waiting for client to connect... *\n" + _bw_text(
+        "  Send BW Test", SETTINGS, MB_TABLE, " 2 1000 1 1 1"
+    )
+    assert parse_perftest(text).role == "server"
+
+
+def test_atomic_and_read_latency_titles() -> None:
+    lat_table = (
+        " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]"
+    )
+    run = parse_perftest(
+        _bw_text("  Atomic FETCH_AND_ADD BW Test", SETTINGS, GB_TABLE, " 8  1000  0.5  0.5  7.9")
+    )
+    assert run.test == "ib_atomic_bw"
+    run = parse_perftest(
+        _bw_text("  RDMA_Read Latency Test", SETTINGS, lat_table, " 2 1000 1.0 9.0 1.1 1.2 0.1")
+    )
+    assert (run.test, run.lat_unit, run.rows[0].percentiles) == ("ib_read_lat", "usec", {})
+    assert perftest_facts(run)["last_row"] == {
+        "bytes": 2,
+        "t_min": 1.0,
+        "t_max": 9.0,
+        "t_typical": 1.1,
+        "t_avg": 1.2,
+    }
+
+
+def test_latency_in_cycles_keeps_unit() -> None:
+    table = " #bytes #iterations    t_min[cycles]    t_max[cycles]  t_typical[cycles]    t_avg[cycles]"
+    run = parse_perftest(_bw_text("  Send Latency Test", SETTINGS, table, " 2 1000 100 900 110 120"))
+    assert run.lat_unit == "cycles" and run.rows[0].t_avg == 120.0
+
+
+def test_warning_inside_table_and_trailing_prompt() -> None:
+    warning = "Conflicting CPU frequency values detected: 1 != 2. CPU Frequency is not max."
+    rows = f" 2  5000  0.1  0.1  3.0\n{warning}\n 4  5000  0.2  0.2  3.1"
+    run = parse_perftest(
+        "user@host:~$ ib_write_bw peer\n" + _bw_text("  RDMA_Write BW Test", SETTINGS, GB_TABLE, rows)
+    )
+    assert [r.bytes for r in run.rows] == [2, 4]
+    assert len(run.warnings) == 1 and run.warnings[0].startswith("Conflicting CPU")
+
+
+def test_failure_without_closing_line_is_not_completed() -> None:
+    rows = (
+        " 2  5000  0.1  0.1  3.0\n Completion with error at server\n Failed status 12: wr_id 0 syndrom 0x81"
+    )
+    settings_lines = " Number of qps   : 1\n Mtu             : 4096[B]"
+    run = parse_perftest(_bw_text("  RDMA_Write BW Test", settings_lines, GB_TABLE, rows, tail=""))
+    assert not run.completed
+    assert run.role == "server"
+    assert [(e.status, e.syndrome) for e in run.errors] == [(None, None), (12, "0x81")]
+
+
+def test_connection_failures_alone_are_a_record() -> None:
+    run = parse_perftest("Couldn't connect to 10.0.0.2:18515\nUnable to init the socket connection\n")
+    assert [e.message for e in run.errors] == [
+        "Couldn't connect to 10.0.0.2:18515",
+        "Unable to init the socket connection",
+    ]
+    assert perftest_facts(run)["errors"] is True and run.rows == ()
+
+
+def test_damaged_row_names_its_line() -> None:
+    text = _bw_text("  RDMA_Write BW Test", SETTINGS, GB_TABLE, " 2  5000  0.1  0.1  3.0\n 4  5000  0.2")
+    with pytest.raises(ParseError) as caught:
+        parse_perftest(text, source="x.txt")
+    assert caught.value.line == 9 and caught.value.source == "x.txt"
+
+
+def test_non_numeric_cell_is_damage() -> None:
+    with pytest.raises(ParseError, match="not a number"):
+        parse_perftest(_bw_text("  Send BW Test", SETTINGS, MB_TABLE, " 2  1000  0.1  abc  3.0"))
+
+
+def test_text_without_perftest_output_is_rejected() -> None:
+    with pytest.raises(ParseError):
+        parse_perftest("hello\nuser@host:~$ ls\n")
+
+
+def test_two_runs_in_one_text_are_rejected() -> None:
+    one = _bw_text("  Send BW Test", SETTINGS, MB_TABLE, " 2 1000 1 1 1")
+    with pytest.raises(ParseError, match="second"):
+        parse_perftest(one + one)
+
+
+def test_extra_columns_are_read_by_name() -> None:
+    table = GB_TABLE + "   BW Port1[Gb/sec]   MsgRate Port1[Mpps]   BW Port2[Gb/sec]   MsgRate Port2[Mpps]"
+    run = parse_perftest(
+        _bw_text("  Send BW Test", SETTINGS, table, " 65536 1000 190 180 0.34 90 0.17 90 0.17")
+    )
+    assert (run.rows[0].bw_avg, run.rows[0].msg_rate) == (180.0, 0.34)
+
+
+# Robustness: any text gives a record or a ParseError, never another exception.
+
+
+def _parse_or_reject(text: str) -> None:
+    try:
+        result = parse_perftest(text)
+    except ParseError:
+        return
+    assert isinstance(result, PerftestRun)
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
+def test_every_truncation_parses_or_is_rejected(sample: Path) -> None:
+    text = sample.read_text()
+    for end in range(len(text) + 1):
+        _parse_or_reject(text[:end])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=400))
+def test_arbitrary_text_parses_or_is_rejected(text: str) -> None:
+    _parse_or_reject(text)
+
+
+_PIECES = st.sampled_from(
+    [DASHES, "  RDMA_Write BW Test", " Mtu : 4096[B]", GB_TABLE, " 2 5000 0.1 0.1 3.0", " 2 x", "\t",
+     " 1e999 1 1 1 1", " Failed status 4: wr_id 0 syndrom 0x51", "* Waiting for client to connect... *",
+     " GID: 00:255", " 9" * 400, ""]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=12))
+def test_shuffled_perftest_lines_parse_or_are_rejected(lines: list[str]) -> None:
+    _parse_or_reject("\n".join(lines))

@@ -172,7 +172,9 @@ def _consume(state: _State, number: int, line: str) -> None:
         state.addresses.append(_parse_address(address))
     elif (gid := _GID.match(line)) is not None and state.addresses:
         state.addresses[-1] = _with_gid(state.addresses[-1], gid["gid"])
-    elif state.in_header and ":" in line:
+    elif _FAILURE.match(line.strip()):
+        _on_failure(state, number, line.strip())
+    elif (state.in_header and ":" in line) or _looks_like_setting(line):
         state.settings.update(_parse_settings(line))
     else:
         _on_message(state, number, line)
@@ -196,6 +198,12 @@ def _on_title(state: _State, number: int, title: re.Match[str]) -> None:
     state.test = f"ib_{verb}_{kind}"
     state.bidirectional = title["bidir"] is not None
     state.in_header = True
+
+
+def _looks_like_setting(line: str) -> bool:
+    """perftest pads setting names so the colon sits in column 18, even when the title was cut off."""
+    expanded = line.expandtabs(8)
+    return len(expanded) > 18 and expanded[0] == " " and expanded[1] != " " and expanded[17] == ":"
 
 
 def _parse_settings(line: str) -> dict[str, str]:
@@ -281,18 +289,20 @@ def _field_for_column(name: str) -> str | None:
 
 
 def _on_message(state: _State, number: int, line: str) -> None:
-    """Anything else: banner, failure, warning, or noise such as shell prompts."""
+    """Anything else: the server banner, a warning, or noise such as shell prompts."""
     text = line.strip()
     if not text:
         return
     if _SERVER_BANNER.search(text):
         state.banner_role = "server"
-    elif _FAILURE.match(text):
-        state.errors.append(_parse_error(number, text))
-        if (role := _COMPLETION_ERROR.search(text)) is not None:
-            state.error_role = role["role"]
     elif _WARNING.search(text) or _is_perftest_message(line):
         state.warnings.append(text)
+
+
+def _on_failure(state: _State, number: int, text: str) -> None:
+    state.errors.append(_parse_error(number, text))
+    if (role := _COMPLETION_ERROR.search(text)) is not None:
+        state.error_role = role["role"]
 
 
 def _is_perftest_message(line: str) -> bool:

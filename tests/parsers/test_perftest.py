@@ -16,9 +16,12 @@ SAMPLES = corpus_samples("perftest")
 DASHES = "-" * 87
 
 
+def _sample_text(name: str) -> str:
+    return (CORPUS / "perftest" / name).read_text()
+
+
 def _sample(name: str) -> PerftestRun:
-    path = CORPUS / "perftest" / name
-    return parse_perftest(path.read_text(), source=path.name)
+    return parse_perftest(_sample_text(name), source=name)
 
 
 def test_corpus_has_perftest_samples() -> None:
@@ -281,6 +284,13 @@ def test_two_runs_in_one_text_are_rejected() -> None:
     one = _bw_text("  Send BW Test", SETTINGS, MB_TABLE, " 2 1000 1 1 1")
     with pytest.raises(ParseError, match="second"):
         parse_perftest(one + one)
+
+
+def test_settings_are_read_when_the_title_was_cut_off() -> None:
+    lines = _sample_text("ib_send_bw-roce-lag-bond-mtu1024-single-size-tabs.txt").splitlines()
+    run = parse_perftest("\n".join(line for line in lines if "BW Test" not in line))
+    assert (run.test, run.device, run.mtu, run.gid_index, run.warnings) == (None, "mlx5_bond_1", 1024, 3, ())
+    assert len(run.rows) == 1
 
 
 def test_extra_columns_are_read_by_name() -> None:

@@ -1,0 +1,406 @@
+"""Parse nccl-tests output (all_reduce_perf, all_gather_perf, alltoall_perf, ... run alone or under mpirun).
+
+The table is read through its printed column header, so old layouts (no ``root`` column, ``error``
+instead of ``#wrong``) and new ones (``#bitdiff``, per-iteration columns, timestamps) map by name.
+NCCL INFO lines, MPI banners, shell prompts and wrapper prefixes such as OpenMPI's ``[1,0]<stdout>:``
+or SkyPilot's ``(head, rank=0, pid=1) `` may appear anywhere and are skipped or stripped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from fabcheck.errors import ParseError
+from fabcheck.parsers._text import parse_number, strip_ansi
+
+_WRAPPERS = (
+    re.compile(r"^\([^()]*\)\s?"),  # SkyPilot: "(head, rank=0, pid=3808) "
+    re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:"),  # mpirun --tag-output
+    re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?\s"),  # kubectl logs --timestamps
+    re.compile(r"^\d+: "),  # srun --label
+)
+_COLUMN_HEADER = re.compile(r"#\s*size\s+count\s+type\b")
+_ROW_START = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z_]\w*(?:\s|$)")
+_RANK = re.compile(
+    r"^#\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+"
+    r"device\s+\d+\s+\[[^\]]*\]\s*(?P<gpu>.*)$"
+)
+_NCCL_VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+\S*)")
+_LIBRARY_CODE = re.compile(r"# nccl-tests version \S+.*?nccl-library=(?P<code>\d+)")
+_TEST_STARTING = re.compile(r"# Collective test starting:\s*(?P<name>\S+)")
+_OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<count>\d+)")
+_AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<value>\S+)")
+_PARAMS = re.compile(
+    r"(?P<key>nThread|nGpus|minBytes|maxBytes|step:|warmup iters:|agg iters:|iters:|validation:|graph:|"
+    r"unalign:)\s*(?P<value>\S+)"
+)
+_OPS = (
+    "all_reduce", "all_gather", "reduce_scatter", "alltoallv", "alltoall", "broadcast", "reduce",
+    "sendrecv", "scatter", "gather", "hypercube",
+)  # fmt: skip
+_BINARY = re.compile(r"\b(?P<op>" + "|".join(_OPS) + r")_perf(?:_mpi)?\b")
+_REDUCING_OPS = {"sum", "prod", "min", "max", "avg", "mulsum", "premulsum"}
+_TIME_COLUMNS = {"time", "cputime"}
+_WRONG_COLUMNS = {"#wrong", "error"}
+
+
+@dataclass(frozen=True)
+class NcclTestsRow:
+    """One result line: size and element count, then out-of-place and in-place measurements."""
+
+    bytes: int
+    count: int
+    type: str
+    redop: str | None
+    root: int | None
+    oop_time_us: float
+    oop_algbw: float
+    oop_busbw: float
+    oop_wrong: int | None
+    ip_time_us: float | None
+    ip_algbw: float | None
+    ip_busbw: float | None
+    ip_wrong: int | None
+
+
+@dataclass(frozen=True)
+class NcclTestsRun:
+    """One nccl-tests run: op, ranks, the rows and the footer."""
+
+    op: str | None
+    nranks: int | None
+    hosts: tuple[str, ...]
+    gpus: tuple[str, ...]
+    rows: tuple[NcclTestsRow, ...]
+    avg_busbw: float | None
+    out_of_bounds: int | None
+    wrong_total: int
+    nccl_version: str | None
+    params: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Column names from the table header: the leading cells, one side's cells, and the trailer."""
+
+    leading: tuple[str, ...]
+    side: tuple[str, ...]
+    trailing_tokens: int
+
+
+@dataclass
+class _State:
+    source: str
+    layout: _Layout | None = None
+    table_open: bool = False
+    started_op: str | None = None
+    binary_op: str | None = None
+    ranks: dict[int, tuple[str, str]] = field(default_factory=dict)
+    rows: list[NcclTestsRow] = field(default_factory=list)
+    avg_busbw: float | None = None
+    out_of_bounds: int | None = None
+    nccl_version: str | None = None
+    library_code: int | None = None
+    params: dict[str, str] = field(default_factory=dict)
+
+
+def parse_nccl_tests(text: str, source: str = "<text>") -> NcclTestsRun:
+    """Parse one nccl-tests run. Raises ParseError when there is no result table or a row is damaged."""
+    lines = strip_ansi(text).splitlines()
+    prefix = _header_prefix(lines)
+    state = _State(source=source)
+    for number, raw in enumerate(lines, start=1):
+        _consume(state, number, _unwrap(raw, prefix))
+    if state.layout is None:
+        raise ParseError("no nccl-tests result table (the '#  size  count  type ...' header)", source=source)
+    return _freeze(state)
+
+
+def _strip_wrappers(line: str) -> str:
+    """Remove launcher prefixes, repeatedly, since they nest (SkyPilot around OpenMPI)."""
+    changed = True
+    while changed:
+        changed = False
+        for wrapper in _WRAPPERS:
+            stripped = wrapper.sub("", line, count=1)
+            if stripped != line:
+                line, changed = stripped, True
+    return line
+
+
+def _header_prefix(lines: list[str]) -> str:
+    """Any other constant prefix, learnt from the text in front of the column header line."""
+    for line in lines:
+        stripped = _strip_wrappers(line)
+        match = _COLUMN_HEADER.search(stripped)
+        if match is not None:
+            return stripped[: match.start()]
+    return ""
+
+
+def _unwrap(raw: str, prefix: str) -> str:
+    line = _strip_wrappers(raw.rstrip())
+    if prefix and line.startswith(prefix):
+        line = line[len(prefix) :]
+    return line
+
+
+def _consume(state: _State, number: int, line: str) -> None:
+    if state.table_open and _ROW_START.match(line):
+        state.rows.append(_parse_row(state, number, line))
+    elif _COLUMN_HEADER.match(line):
+        _start_table(state, number, line)
+    elif line.startswith("#"):
+        _on_comment(state, line)
+    elif state.nccl_version is None and (version := _NCCL_VERSION.search(line)) is not None:
+        state.nccl_version = version["version"]
+    if state.layout is None:
+        # The last binary named before the table is the one that printed it.
+        for binary in _BINARY.finditer(line):
+            state.binary_op = binary["op"]
+
+
+def _on_comment(state: _State, line: str) -> None:
+    if (started := _TEST_STARTING.search(line)) is not None and state.layout is None:
+        state.started_op = _op_from_binary(started["name"])
+    elif (rank := _RANK.match(line)) is not None:
+        state.ranks[int(rank["rank"])] = (rank["host"], rank["gpu"].strip())
+    elif (bounds := _OUT_OF_BOUNDS.match(line)) is not None:
+        state.out_of_bounds = int(bounds["count"])
+        state.table_open = False
+    elif (avg := _AVG_BUSBW.match(line)) is not None:
+        state.avg_busbw = _float_or_none(avg["value"])
+        state.table_open = False
+    elif (code := _LIBRARY_CODE.match(line)) is not None:
+        state.library_code = int(code["code"])
+    elif line.startswith("# nThread"):
+        state.params = {m["key"].rstrip(":"): m["value"] for m in _PARAMS.finditer(line)}
+
+
+def _op_from_binary(name: str) -> str | None:
+    match = _BINARY.search(name)
+    return match["op"] if match else None
+
+
+def _float_or_none(token: str) -> float | None:
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def _start_table(state: _State, number: int, line: str) -> None:
+    if state.rows:
+        raise ParseError(
+            "a second nccl-tests result table starts here; give one run per text",
+            source=state.source,
+            line=number,
+        )
+    state.layout = _parse_layout(line, state.source, number)
+    state.table_open = True
+
+
+def _parse_layout(line: str, source: str, number: int) -> _Layout:
+    names = line.lstrip("#").split()
+    starts = [i for i, name in enumerate(names) if name in _TIME_COLUMNS]
+    if len(starts) != 2:
+        raise ParseError(
+            f"unrecognised nccl-tests column header: {line.strip()!r}", source=source, line=number
+        )
+    leading = tuple(names[: starts[0]])
+    side = tuple(names[starts[0] : starts[1]])
+    second = tuple(names[starts[1] : starts[1] + len(side)])
+    trailing = names[starts[1] + len(side) :]
+    if second != side or side[1:3] != ("algbw", "busbw") or leading[:3] != ("size", "count", "type"):
+        raise ParseError(
+            f"unrecognised nccl-tests column header: {line.strip()!r}", source=source, line=number
+        )
+    # A timestamp column holds 'YYYY-mm-dd HH:MM:SS', two whitespace-separated tokens.
+    trailing_tokens = 2 * trailing.count("timestamp") + sum(1 for t in trailing if t != "timestamp")
+    return _Layout(leading=leading, side=side, trailing_tokens=trailing_tokens)
+
+
+def _parse_row(state: _State, number: int, line: str) -> NcclTestsRow:
+    layout = state.layout
+    assert layout is not None  # rows are only read while a table is open
+    tokens = line.split()
+    measured = 2 * len(layout.side)
+    leading_count = len(tokens) - measured - layout.trailing_tokens
+    leading_names = list(layout.leading)
+    if leading_count == len(leading_names) - 1 and "redop" in leading_names:
+        leading_names.remove("redop")  # alltoall/hypercube in some versions print an empty redop cell
+    if leading_count != len(leading_names):
+        raise _damaged(state, number, line, f"expected {len(layout.leading) + measured} cells")
+    leading = dict(zip(leading_names, tokens[:leading_count], strict=True))
+    oop = tokens[leading_count : leading_count + len(layout.side)]
+    ip = tokens[leading_count + len(layout.side) : leading_count + measured]
+    try:
+        return _build_row(leading, _side_values(layout.side, oop), _side_values(layout.side, ip))
+    except (ValueError, OverflowError) as error:
+        raise _damaged(state, number, line, str(error)) from None
+
+
+def _damaged(state: _State, number: int, line: str, why: str) -> ParseError:
+    return ParseError(f"damaged nccl-tests row ({why}): {line.strip()!r}", source=state.source, line=number)
+
+
+def _side_values(names: tuple[str, ...], cells: list[str]) -> dict[str, float | int | None]:
+    """One side's cells by column name; 'N/A' becomes None, anything else must be a number."""
+    values: dict[str, float | int | None] = {}
+    for name, cell in zip(names, cells, strict=True):
+        values[name] = None if cell == "N/A" else parse_number(cell)
+    return values
+
+
+def _build_row(leading: dict[str, str], oop: dict, ip: dict) -> NcclTestsRow:
+    size, count = int(leading["size"]), int(leading["count"])
+    root = int(leading["root"]) if "root" in leading else None
+    time_key = "cputime" if "cputime" in oop else "time"
+    wrong_key = next((k for k in oop if k in _WRONG_COLUMNS), None)
+    measured = (oop[time_key], oop["algbw"], oop["busbw"], ip[time_key], ip["algbw"], ip["busbw"])
+    if any(value is None for value in measured[:3]):
+        raise ValueError("out-of-place time/algbw/busbw must be numbers")
+    return NcclTestsRow(
+        bytes=size,
+        count=count,
+        type=leading["type"],
+        redop=leading.get("redop"),
+        root=root,
+        oop_time_us=float(measured[0]),
+        oop_algbw=float(measured[1]),
+        oop_busbw=float(measured[2]),
+        oop_wrong=_wrong_count(oop.get(wrong_key) if wrong_key else None),
+        ip_time_us=_optional_float(measured[3]),
+        ip_algbw=_optional_float(measured[4]),
+        ip_busbw=_optional_float(measured[5]),
+        ip_wrong=_wrong_count(ip.get(wrong_key) if wrong_key else None),
+    )
+
+
+def _optional_float(value: float | int | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _wrong_count(value: float | int | None) -> int | None:
+    """Old versions print the error count as '0e+00'; it is still a whole number of elements."""
+    if value is None:
+        return None
+    if not float(value).is_integer():
+        raise ValueError(f"#wrong is not a whole number: {value}")
+    return int(value)
+
+
+def _freeze(state: _State) -> NcclTestsRun:
+    ranks = [state.ranks[r] for r in sorted(state.ranks)]
+    nranks = len(ranks) or None
+    rows = tuple(state.rows)
+    return NcclTestsRun(
+        op=_choose_op(state, rows, nranks),
+        nranks=nranks,
+        hosts=tuple(dict.fromkeys(host for host, _ in ranks)),
+        gpus=tuple(gpu for _, gpu in ranks),
+        rows=rows,
+        avg_busbw=state.avg_busbw,
+        out_of_bounds=state.out_of_bounds,
+        wrong_total=sum(w for r in rows for w in (r.oop_wrong, r.ip_wrong) if w is not None),
+        nccl_version=state.nccl_version or _version_from_code(state.library_code),
+        params=state.params,
+    )
+
+
+def _choose_op(state: _State, rows: tuple[NcclTestsRow, ...], nranks: int | None) -> str | None:
+    """The test's own banner first; a binary name from a command line only if the table agrees."""
+    if state.started_op is not None:
+        return state.started_op
+    inferred = _infer_op(rows, nranks)
+    if state.binary_op is None:
+        return inferred
+    return state.binary_op if inferred in (None, state.binary_op) else None
+
+
+def _version_from_code(code: int | None) -> str | None:
+    """NCCL_VERSION_CODE: major*10000 + minor*100 + patch since 2.9, major*1000 + minor*100 + patch before."""
+    if code is None:
+        return None
+    if code >= 20900:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def _infer_op(rows: tuple[NcclTestsRow, ...], nranks: int | None) -> str | None:
+    """Name the collective from the table alone, when no binary name was printed.
+
+    Each test reports busbw = algbw x a factor of the rank count n: all_reduce 2(n-1)/n;
+    all_gather, reduce_scatter, alltoall, gather and scatter (n-1)/n; broadcast, reduce, sendrecv 1.
+    Rooted tests print root >= 0. alltoall and sendrecv do not validate in-place runs, so their in-place
+    #wrong is 'N/A' while the out-of-place one is a number. Anything still ambiguous stays None.
+    """
+    sample = max(rows, key=lambda r: r.oop_algbw, default=None)
+    if sample is None or nranks is None or nranks < 2 or sample.oop_algbw <= 0:
+        return None
+    reducing = sample.redop in _REDUCING_OPS
+    rooted = sample.root is not None and sample.root >= 0
+    factors = _matching_factors(sample, nranks)
+    if rooted:
+        return ("reduce" if reducing else "broadcast") if "one" in factors else None
+    inplace_checked = any(r.ip_wrong is not None for r in rows)
+    inplace_unchecked = any(r.oop_wrong is not None and r.ip_wrong is None for r in rows)
+    candidates = set()
+    if inplace_checked and reducing and "all_reduce" in factors:
+        candidates.add("all_reduce")
+    if inplace_checked and reducing and "n-1/n" in factors:
+        candidates.add("reduce_scatter")
+    if inplace_checked and not reducing and "n-1/n" in factors:
+        candidates.add("all_gather")
+    if inplace_unchecked and not reducing and "n-1/n" in factors:
+        candidates.add("alltoall")
+    if inplace_unchecked and "one" in factors:
+        candidates.add("sendrecv")
+    return candidates.pop() if len(candidates) == 1 else None
+
+
+def _matching_factors(row: NcclTestsRow, nranks: int) -> set[str]:
+    """Which busbw/algbw factors agree with the printed (2-decimal, rounded) values."""
+    factors = {"all_reduce": 2 * (nranks - 1) / nranks, "n-1/n": (nranks - 1) / nranks, "one": 1.0}
+    return {
+        name
+        for name, factor in factors.items()
+        if abs(row.oop_busbw - row.oop_algbw * factor) <= 0.005 * (1 + factor) + 1e-9
+    }
+
+
+def nccl_tests_facts(run: NcclTestsRun) -> dict:
+    """The summary the corpus truth files record: op, row count, last row, average bus bandwidth."""
+    last = run.rows[-1] if run.rows else None
+    last_row = None
+    if last is not None:
+        last_row = {
+            "bytes": last.bytes,
+            "oop_time_us": last.oop_time_us,
+            "oop_algbw": last.oop_algbw,
+            "oop_busbw": last.oop_busbw,
+            "ip_time_us": last.ip_time_us,
+            "ip_algbw": last.ip_algbw,
+            "ip_busbw": last.ip_busbw,
+        }
+    return {"op": run.op, "rows": len(run.rows), "last_row": last_row, "avg_busbw": run.avg_busbw}
+
+
+def nccl_tests_rows(run: NcclTestsRun) -> list[dict]:
+    """Every row as a plain dict for JSON output."""
+    return [
+        {
+            "bytes": r.bytes,
+            "oop_time_us": r.oop_time_us,
+            "oop_algbw": r.oop_algbw,
+            "oop_busbw": r.oop_busbw,
+            "oop_wrong": r.oop_wrong,
+            "ip_time_us": r.ip_time_us,
+            "ip_algbw": r.ip_algbw,
+            "ip_busbw": r.ip_busbw,
+            "ip_wrong": r.ip_wrong,
+        }
+        for r in run.rows
+    ]

@@ -1,12 +1,12 @@
 """Parser and renderer for ``mlnx_qos -i IF`` (NVIDIA mlnx-tools): trust, dscp2prio, PFC, ETS, buffers.
 
 The block is found inside larger captures (prompts, ``bash -x`` traces, helper scripts that print an
-excerpt of it). It starts at ``DCBX mode:``, ``Priority trust state:`` or ``PFC configuration:`` and its
-sections always come in the tool's print order; a section that comes again (or a second ``DCBX mode:``)
-starts the next block. Up to and including the PFC table every line must belong to the layout, so a
-broken block is a ParseError naming the line; after the PFC table and the ``tc:`` blocks the first
-foreign line ends the block. A block without its PFC table is an error: reporting "PFC off" for a table
-that was never shown would be a half-truth.
+excerpt of it). It starts at any section header but ``tc:`` (``DCBX mode:`` in full output, a later
+one in excerpts) and its sections always come in the tool's print order; a section that comes again
+(or a second ``DCBX mode:``) starts the next block. Up to and including the PFC table every line must
+belong to the layout, so a broken block is a ParseError naming the line; after the PFC table and the
+``tc:`` blocks the first foreign line ends the block. A block without its PFC table is an error:
+reporting "PFC off" for a table that was never shown would be a half-truth.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def parse_mlnx_qos_all(text: str, source: str = "<text>") -> tuple[MlnxQos, ...]
         stripped = lines[index].strip()
         if stripped == LLDPAD_WARNING:
             lldpad_seen = True
-        if _section_of(stripped) in (_DCBX, _TRUST, _PFC):
+        if _section_of(stripped) not in (None, _TC):
             builder = _BlockBuilder(lines, source, lldpad_seen)
             index = builder.consume(index)
             reports.append(builder.build())

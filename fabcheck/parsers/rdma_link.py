@@ -189,10 +189,11 @@ def _link_from_json(item: dict[str, Any]) -> RdmaLink:
     port = item.get("port", int(port_text) if port_text.isdigit() else None)
     if not isinstance(port, int) or isinstance(port, bool) or (port_text and str(port) != port_text):
         raise ValueError(f"{name}: bad or missing 'port'")
-    ifindex = item.get("ifindex")
-    if ifindex is not None and (not isinstance(ifindex, int) or isinstance(ifindex, bool)):
-        raise ValueError(f"{name}: bad ifindex {ifindex!r}")
-    link = _build(dev, port, item, ifindex)
+    for key in ("ifindex", *_INT_KEYS):
+        value = item.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise ValueError(f"{name}: {key} {value!r} is not a JSON number")
+    link = _build(dev, port, item, item.get("ifindex"))
     caps = item.get("caps")
     if caps is None:
         return link

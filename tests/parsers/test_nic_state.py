@@ -86,37 +86,44 @@ def _parses_or_refuses(parser: Parser, text: str) -> None:
     assert isinstance(result, tuple)
 
 
-_PARSER_NAMES = st.sampled_from(sorted(PARSERS))
-_SAMPLE_NAMES = st.sampled_from(sorted(SAMPLE_TEXT))
+TOOLS = sorted(PARSERS)
 
 
-@settings(max_examples=200, deadline=None)
-@given(_PARSER_NAMES, st.text())
+def _samples_of(tool: str) -> list[str]:
+    return sorted(name for name, owner in TOOL_OF_SAMPLE.items() if owner == tool)
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+@settings(max_examples=100, deadline=None)
+@given(text=st.text())
 def test_arbitrary_text_parses_or_refuses(tool: str, text: str) -> None:
     _parses_or_refuses(PARSERS[tool], text)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_SAMPLE_NAMES, st.data())
-def test_truncated_sample_parses_or_refuses(name: str, data: st.DataObject) -> None:
-    text = SAMPLE_TEXT[name]
+@pytest.mark.parametrize("tool", TOOLS)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_truncated_sample_parses_or_refuses(tool: str, data: st.DataObject) -> None:
+    text = SAMPLE_TEXT[data.draw(st.sampled_from(_samples_of(tool)))]
     cut = data.draw(st.integers(0, len(text)))
-    _parses_or_refuses(PARSERS[TOOL_OF_SAMPLE[name]], text[:cut])
+    _parses_or_refuses(PARSERS[tool], text[:cut])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_SAMPLE_NAMES, _PARSER_NAMES, st.data())
-def test_sample_with_a_slice_cut_out_parses_or_refuses(name: str, tool: str, data: st.DataObject) -> None:
-    text = SAMPLE_TEXT[name]
+@pytest.mark.parametrize("tool", TOOLS)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_sample_with_a_slice_cut_out_parses_or_refuses(tool: str, data: st.DataObject) -> None:
+    text = SAMPLE_TEXT[data.draw(st.sampled_from(sorted(SAMPLE_TEXT)))]
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, min(len(text), start + 200)))
     _parses_or_refuses(PARSERS[tool], text[:start] + text[end:])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_SAMPLE_NAMES, _PARSER_NAMES, st.data())
-def test_sample_lines_shuffled_and_mutated_parse_or_refuse(name: str, tool: str, data: st.DataObject) -> None:
-    lines = SAMPLE_TEXT[name].splitlines()
+@pytest.mark.parametrize("tool", TOOLS)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_sample_lines_shuffled_and_mutated_parse_or_refuse(tool: str, data: st.DataObject) -> None:
+    lines = SAMPLE_TEXT[data.draw(st.sampled_from(_samples_of(tool)))].splitlines()
     picked = data.draw(st.lists(st.sampled_from(lines), max_size=40))
     noise = data.draw(st.lists(st.sampled_from(["", " ", "\t", "0", "x", ":", ",", "(", "9"]), max_size=40))
     mutated = [line + extra for line, extra in zip(picked, noise + [""] * len(picked), strict=False)]

@@ -52,7 +52,10 @@ def running_lab(**shape: object) -> Iterator[tuple[LabPaths, LabState]]:
     paths = lab_paths()
     with open(TEST_LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        lifecycle.down(paths)  # a lab left by an interrupted run must not leak into this one
+        report = lifecycle.status(paths)
+        if report is not None and report.healthy:
+            pytest.skip(f"a lab is already up in this checkout ({paths.run_dir}); tests leave it alone")
+        lifecycle.down(paths)  # remains of an interrupted run must not leak into this lab
         try:
             result = lifecycle.up(paths, **shape)  # type: ignore[arg-type]
             yield paths, result.state

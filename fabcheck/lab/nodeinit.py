@@ -91,7 +91,11 @@ def build_root(node_root: str, bin_dir: str, state_mount: str) -> str:
     bind(f"{merged}/proc/sys", f"{merged}/proc/sys", read_only=True)
     bind("/sys", f"{merged}/sys", recursive=True)
     bind(f"{node_root}/sys_class", f"{merged}/sys/class")
-    make_sysfs_strict(f"{merged}/sys/class")
+    # Only net/ is strict: the mock hosts' faults may delete and recreate files elsewhere in the tree
+    # (no-rdma empties infiniband/), and a recreated file would sit on a read-only mount.
+    if os.path.isdir(f"{node_root}/sys_class/net"):
+        bind(f"{node_root}/sys_class/net", f"{merged}/sys/class/net")
+        make_sysfs_strict(f"{merged}/sys/class/net")
 
     bind(f"{node_root}/home", f"{merged}/root")
     state_target = merged + state_mount

@@ -188,7 +188,11 @@ class _DeviceReader:
             self.read_gid(gid, index)
             return
         pair = _KEY_VALUE.fullmatch(stripped)
-        key = None if pair is None else pair.group(1)
+        if pair is None:
+            if self.ports:
+                raise self.error(f"unexpected line inside a port block: {stripped!r}", index)
+            return  # -v capability lists and notes ("tag matching not supported") carry no verdict
+        key, value = pair.group(1), pair.group(2)
         if key == "port":
             self.ports.append({})
             self.port_lines.append(index)
@@ -196,11 +200,11 @@ class _DeviceReader:
             key = "number"
         if not self.ports:
             if key in _DEVICE_KEYS:
-                self.store(self.device, key, pair.group(2), index)  # type: ignore[union-attr]
-            return  # -v capability lists and notes ("tag matching not supported") carry no verdict
-        if pair is None or key in _DEVICE_KEYS:
-            raise self.error(f"unexpected line inside a port block: {stripped!r}", index)
-        self.store(self.ports[-1], key, pair.group(2), index)  # type: ignore[arg-type]
+                self.store(self.device, key, value, index)
+            return
+        if key in _DEVICE_KEYS:
+            raise self.error(f"device line {stripped!r} inside a port block", index)
+        self.store(self.ports[-1], key, value, index)
 
     def store(self, target: _Values, key: str, value: str, index: int) -> None:
         if key in target:

@@ -185,7 +185,7 @@ def test_fdr10_speed_code_is_accepted() -> None:
         ("\t\t\tport_lmc:\t\t0x00", "\t\t\tport_lmc:\t\t00", "port_lmc"),
         ("\t\t\tport_lid:\t\t7", "\t\t\tport_lid:\t\t7\n\t\t\tport_lid:\t\t8", "twice"),
         ("\t\t\tport_lid:\t\t7", "\t\t\tthis line is no key value pair", "unexpected"),
-        ("\t\t\tport_lid:\t\t7", "\t\t\tport_lid:\t\t7\n\tfw_ver:\t\t\t\t1.2.3", "unexpected"),
+        ("\t\t\tport_lid:\t\t7", "\t\t\tport_lid:\t\t7\n\tfw_ver:\t\t\t\t1.2.3", "inside a port block"),
     ],
 )
 def test_bad_port_value_names_its_line(old: str, new: str, message: str) -> None:

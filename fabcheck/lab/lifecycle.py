@@ -245,6 +245,8 @@ def _run_dirs(paths: LabPaths) -> list[Path]:
 def _remove_everything(paths: LabPaths) -> tuple[int, list[str]]:
     stopped = 0
     leftovers: list[str] = []
+    # The tc tree on lo is shared by the network namespace: only a lab that exists may remove it.
+    had_lab = paths.pointer.exists() or any(run_dir.exists() for run_dir in _run_dirs(paths))
     for run_dir in _run_dirs(paths):
         count, alive = _stop_processes(LabPaths(paths.project, run_dir))
         stopped += count
@@ -253,7 +255,7 @@ def _remove_everything(paths: LabPaths) -> tuple[int, list[str]]:
         shutil.rmtree(run_dir, ignore_errors=True)
         if run_dir.exists():
             leftovers.append(f"directory {run_dir}")
-    if net.tree_installed():
+    if had_lab:
         net.remove_tree()
     for path in (paths.inventory, paths.pointer):
         with contextlib.suppress(FileNotFoundError):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import socket
 import sys
 
 MS_RDONLY = 0x1
@@ -44,6 +43,12 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
         ),
         f"mount {target}",
     )
+
+
+def set_hostname(name: str) -> None:
+    """sethostname(2) directly: importing socket for it would cost more than the rest of this script."""
+    encoded = name.encode()
+    _check(_libc.sethostname(encoded, len(encoded)), "sethostname")
 
 
 def bind(source: str, target: str, *, read_only: bool = False, recursive: bool = False) -> None:
@@ -115,7 +120,7 @@ def main(argv: list[str]) -> int:
         return 2
     node_root, hostname, bin_dir, state_mount = argv[1:]
     try:
-        socket.sethostname(hostname)
+        set_hostname(hostname)
         pivot_into(build_root(node_root, bin_dir, state_mount))
         os.execv(SSHD, [SSHD, "-D", "-e", "-f", "/etc/ssh/sshd_config"])
     except OSError as err:

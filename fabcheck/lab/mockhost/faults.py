@@ -1,0 +1,256 @@
+"""Host faults: change one node's state relative to its current values, and heal exactly.
+
+Each inject records, per changed JSON key or sysfs file, the value it replaced (``faults.json`` in the
+node's state dir); heal writes those values back, so faults on different keys compose and a healed
+node is byte-for-byte what it was. NIC faults hit one NIC: the first RoCE NIC (mlx5_0 on rail8/pcie).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping
+from typing import Any
+
+from fabcheck.errors import UsageError
+
+from .layout import MockNodePaths
+from .tools.common import Node
+from .tools.mlnx_qos import apply_buffers, factory_state
+
+HOST_FAULTS: Mapping[str, str] = {
+    "pfc-off": "PFC disabled on the lossless priority of one NIC",
+    "trust-pcp": "one NIC trusts PCP instead of DSCP, so RoCE traffic lands on priority 0",
+    "dscp-map": "RoCE DSCP 26 mapped to a wrong priority on one NIC",
+    "ecn-off": "DCQCN reaction and notification points disabled on priority 3 of one NIC",
+    "tos": "wrong RoCE ToS on one NIC (tc/1/traffic_class and the RDMA-CM default)",
+    "mtu": "netdev MTU 1500 on one NIC, so its RoCE active_mtu drops to 1024",
+    "affinity": "GPU0's rail NIC moved across the CPU socket: topo shows SYS instead of PIX",
+    "no-rdma": "RDMA devices gone: /sys/class/infiniband empty, NCCL falls back to Socket",
+}
+RECORD = "faults.json"
+HIDDEN_RDMA = ".fault-no-rdma"
+LOSSLESS_PRIO = 3
+ROCE_DSCP = 26
+
+
+class Changes:
+    """The edits one fault makes, each with the value it replaced."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.entries: list[dict[str, Any]] = []
+
+    def json_keys(self, name: str, updates: dict[str, Any], default: dict[str, Any] | None = None) -> None:
+        existed = (self.node.state / name).exists()
+        data = self.node.load(name, default)
+        for key, value in updates.items():
+            self.entries.append(
+                {"type": "json", "file": name, "key": key, "old": data.get(key), "existed": existed}
+            )
+            data[key] = value
+        self.node.save(name, data)
+
+    def sys_file(self, rel: str, value: str) -> None:
+        path = self.node.sys_class / rel
+        self.entries.append({"type": "sys", "file": rel, "old": path.read_text()})
+        path.write_text(value + "\n")
+
+    def state_file(self, name: str, text: str) -> None:
+        path = self.node.state / name
+        self.entries.append(
+            {"type": "state", "file": name, "old": path.read_text() if path.exists() else None}
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def restore(node: Node, entries: list[dict[str, Any]]) -> None:
+    for entry in reversed(entries):
+        if entry["type"] == "sys":
+            (node.sys_class / entry["file"]).write_text(entry["old"])
+        elif entry["type"] == "state":
+            path = node.state / entry["file"]
+            if entry["old"] is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(entry["old"])
+        else:
+            restore_json_key(node, entry)
+
+
+def restore_json_key(node: Node, entry: dict[str, Any]) -> None:
+    name = entry["file"]
+    data = node.load(name, {})
+    data[entry["key"]] = entry["old"]
+    if not entry["existed"] and name.startswith("qos/") and data == factory_state():
+        (node.state / name).unlink(missing_ok=True)
+    else:
+        node.save(name, data)
+
+
+def roce_nic(node: Node, fault: str) -> dict[str, Any]:
+    nics = [n for n in node.rdma_nics() if n["link_layer"] == "Ethernet"]
+    if not nics:
+        raise UsageError(f"host fault {fault!r} needs a RoCE NIC; node {node.hostname} has none")
+    return nics[0]
+
+
+def qos_file(nic: dict[str, Any]) -> str:
+    return f"qos/{nic['netdev']}.json"
+
+
+def inject_pfc_off(node: Node, changes: Changes) -> None:
+    nic = roce_nic(node, "pfc-off")
+    state = node.load(qos_file(nic)) or factory_state()
+    state["pfc"] = [0] * 8
+    apply_buffers(state, _no_buffer_options())
+    keys = {k: state[k] for k in ("pfc", "prio2buffer", "buffer_size")}
+    changes.json_keys(qos_file(nic), keys, factory_state())
+
+
+def _no_buffer_options() -> Any:
+    class NoBufferOptions:
+        prio2buffer = None
+        buffer_size = None
+
+    return NoBufferOptions()
+
+
+def inject_trust_pcp(node: Node, changes: Changes) -> None:
+    nic = roce_nic(node, "trust-pcp")
+    changes.json_keys(qos_file(nic), {"trust": "pcp"}, factory_state())
+
+
+def inject_dscp_map(node: Node, changes: Changes) -> None:
+    nic = roce_nic(node, "dscp-map")
+    state = node.load(qos_file(nic)) or factory_state()
+    current = dict(state["dscp_user"]).get(ROCE_DSCP, ROCE_DSCP >> 3)
+    wrong = 0 if current != 0 else 1
+    entries = [e for e in state["dscp_user"] if e[0] != ROCE_DSCP] + [[ROCE_DSCP, wrong]]
+    changes.json_keys(qos_file(nic), {"dscp_user": entries, "trust": "dscp"}, factory_state())
+
+
+def inject_ecn_off(node: Node, changes: Changes) -> None:
+    nic = roce_nic(node, "ecn-off")
+    for point in ("roce_rp", "roce_np"):
+        changes.sys_file(f"net/{nic['netdev']}/ecn/{point}/enable/{LOSSLESS_PRIO}", "0")
+
+
+def inject_tos(node: Node, changes: Changes) -> None:
+    nic = roce_nic(node, "tos")
+    wrong = 0 if node.traffic_class(nic) != 0 else 32
+    changes.sys_file(f"infiniband/{nic['name']}/tc/1/traffic_class", str(wrong))
+    table = node.load("rdma_cm.json", {})
+    table.setdefault(nic["name"], {}).setdefault("1", {"tos": 0, "mode": 2})["tos"] = wrong
+    changes.state_file("rdma_cm.json", json.dumps(table, indent=1, sort_keys=True) + "\n")
+
+
+def inject_mtu(node: Node, changes: Changes) -> None:
+    nic = roce_nic(node, "mtu")
+    changes.sys_file(f"net/{nic['netdev']}/mtu", "1500")
+
+
+def inject_affinity(node: Node, changes: Changes) -> None:
+    topology = node.load("topology.json")
+    if not topology["gpus"] or not topology["nics"]:
+        raise UsageError(f"host fault 'affinity' needs GPUs and NICs; node {node.hostname} has none")
+    gpu = topology["gpus"][0]
+    nic = min(topology["nics"], key=lambda n: (n["switch"] != gpu["switch"], n["numa"] != gpu["numa"]))
+    nic["numa"] = 1 - gpu["numa"]
+    nic["switch"] = 1000 + topology["nics"].index(nic)
+    changes.state_file("topology.json", json.dumps(topology, indent=1, sort_keys=True) + "\n")
+
+
+def inject_no_rdma(node: Node, changes: Changes) -> None:
+    source = node.sys_class / "infiniband"
+    hidden = node.state / HIDDEN_RDMA
+    if hidden.exists():
+        shutil.rmtree(hidden)
+    hidden.mkdir(parents=True)
+    for device in sorted(source.iterdir()) if source.is_dir() else []:
+        device.rename(hidden / device.name)
+    changes.entries.append({"type": "moved", "file": HIDDEN_RDMA})
+    changes.json_keys("modules.json", {"mlx5_ib": False}, {})
+
+
+INJECT = {
+    "pfc-off": inject_pfc_off,
+    "trust-pcp": inject_trust_pcp,
+    "dscp-map": inject_dscp_map,
+    "ecn-off": inject_ecn_off,
+    "tos": inject_tos,
+    "mtu": inject_mtu,
+    "affinity": inject_affinity,
+    "no-rdma": inject_no_rdma,
+}
+
+
+def node_of(paths: MockNodePaths) -> Node:
+    return Node(paths.state, paths.sys_class, paths.etc)
+
+
+def load_record(node: Node) -> dict[str, Any]:
+    return dict(node.load(RECORD, {}))
+
+
+def save_record(node: Node, record: dict[str, Any]) -> None:
+    if record:
+        node.save(RECORD, record)
+    else:
+        (node.state / RECORD).unlink(missing_ok=True)
+
+
+def check_name(fault: str) -> None:
+    if fault not in HOST_FAULTS:
+        raise UsageError(f"unknown host fault {fault!r}; expected one of {', '.join(HOST_FAULTS)}")
+
+
+def inject(paths: MockNodePaths, fault: str) -> None:
+    """Apply one host fault; injecting a fault that is already active changes nothing."""
+    check_name(fault)
+    node = node_of(paths)
+    record = load_record(node)
+    if fault in record:
+        return
+    changes = Changes(node)
+    try:
+        INJECT[fault](node, changes)
+    except BaseException:
+        restore_moves(node, changes.entries)
+        restore(node, [e for e in changes.entries if e["type"] != "moved"])
+        raise
+    record[fault] = changes.entries
+    save_record(node, record)
+
+
+def restore_moves(node: Node, entries: list[dict[str, Any]]) -> None:
+    if not any(e["type"] == "moved" for e in entries):
+        return
+    hidden = node.state / HIDDEN_RDMA
+    target = node.sys_class / "infiniband"
+    target.mkdir(parents=True, exist_ok=True)
+    for device in sorted(hidden.iterdir()) if hidden.is_dir() else []:
+        device.rename(target / device.name)
+    shutil.rmtree(hidden, ignore_errors=True)
+
+
+def heal(paths: MockNodePaths, fault: str | None = None) -> None:
+    """Undo one fault, or every host fault on the node when fault is None (newest first)."""
+    if fault is not None:
+        check_name(fault)
+    node = node_of(paths)
+    record = load_record(node)
+    names = [fault] if fault is not None else list(reversed(list(record)))
+    for name in names:
+        entries = record.pop(name, None)
+        if entries is None:
+            continue
+        restore_moves(node, entries)
+        restore(node, [e for e in entries if e["type"] != "moved"])
+    save_record(node, record)
+
+
+def active_faults(paths: MockNodePaths) -> list[str]:
+    """Host faults currently injected on a node, oldest first."""
+    return list(load_record(node_of(paths)))

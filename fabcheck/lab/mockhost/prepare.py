@@ -1,0 +1,213 @@
+"""Controller side of the mock hosts: install the tool executables and write a node's factory state."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .layout import MockNodePaths
+from .profiles import HOST_PROFILES, topology_for
+from .tools import DISPATCHER, TOOL_NAMES
+
+__all__ = ["HOST_PROFILES", "install_tools", "prepare_node"]
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+TOOLS_DIR = Path(__file__).parent / "tools"
+ZIP_PACKAGE = "fabcheck_mock"
+BOOTSTRAP = "import sys\nfrom fabcheck_mock.dispatch import main\nsys.exit(main())\n"
+
+IPOIB_BROADCAST = "00:ff:ff:ff:ff:12:40:1b:ff:ff:00:00:00:00:00:00:ff:ff:ff:ff"
+NP_DEFAULTS = {"cnp_dscp": 48, "cnp_802p_prio": 6, "min_time_between_cnps": 4}
+RP_DEFAULTS = {
+    "clamp_tgt_rate": 0,
+    "clamp_tgt_rate_ati": 1,
+    "rpg_time_reset": 300,
+    "rpg_byte_reset": 32767,
+    "rpg_threshold": 1,
+    "rpg_max_rate": 0,
+    "rpg_ai_rate": 5,
+    "rpg_hai_rate": 50,
+    "rpg_gd": 11,
+    "rpg_min_dec_fac": 50,
+    "rpg_min_rate": 1,
+    "rate_to_set_on_first_cnp": 0,
+    "dce_tcp_g": 1019,
+    "dce_tcp_rtt": 1,
+    "rate_reduce_monitor_period": 4,
+    "initial_alpha_value": 1023,
+}
+OPENSM_DEFAULTS = (
+    ("guid", "0x0000000000000000"),
+    ("sm_priority", "0"),
+    ("lmc", "0"),
+    ("sweep_interval", "10"),
+    ("routing_engine", "(null)"),
+    ("subnet_prefix", "0xfe80000000000000"),
+    ("sminfo_polling_timeout", "10000"),
+    ("polling_retry_number", "4"),
+    ("ignore_other_sm", "FALSE"),
+    ("qos", "FALSE"),
+    ("qos_policy_file", "/etc/opensm/qos-policy.conf"),
+    ("partition_config_file", "/etc/opensm/partitions.conf"),
+    ("log_file", "/var/log/opensm.log"),
+)
+
+
+def zipapp_bytes() -> bytes:
+    """The tools package as one zip application (runs with ``python3 -IS``)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("__main__.py", BOOTSTRAP)
+        for source in sorted(TOOLS_DIR.glob("*.py")):
+            archive.write(source, f"{ZIP_PACKAGE}/{source.name}")
+    return f"#!{SYSTEM_PYTHON} -IS\n".encode() + buffer.getvalue()
+
+
+def install_tools(bin_dir: Path) -> None:
+    """Write the dispatcher and one symlink per tool name into bin_dir (later /usr/local/bin)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    target = bin_dir / DISPATCHER
+    tmp = bin_dir / f".{DISPATCHER}.tmp"
+    tmp.write_bytes(zipapp_bytes())
+    tmp.chmod(0o755)
+    os.replace(tmp, target)
+    for name in TOOL_NAMES:
+        link = bin_dir / name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(DISPATCHER)
+
+
+def write(path: Path, value: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{value}\n")
+
+
+def write_json(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def write_netdev(sys_class: Path, nic: dict[str, Any], ifindex: int) -> None:
+    net = sys_class / "net" / nic["netdev"]
+    infiniband = nic["link_layer"] == "InfiniBand"
+    guid = nic["node_guid"].replace(":", "")
+    address = "00:00:10:87:fe:80:00:00:00:00:00:00:" + ":".join(guid[i : i + 2] for i in range(0, 16, 2))
+    values = {
+        "mtu": 2044 if infiniband else 1500,
+        "address": address if infiniband else nic["mac"],
+        "broadcast": IPOIB_BROADCAST if infiniband else "ff:ff:ff:ff:ff:ff",
+        "operstate": "up",
+        "carrier": 1,
+        "type": 32 if infiniband else 1,
+        "ifindex": ifindex,
+        "speed": nic["rate_gbps"] * 1000,
+    }
+    for name, value in values.items():
+        write(net / name, value)
+    if infiniband:
+        return
+    for point in ("roce_np", "roce_rp"):
+        for prio in range(8):
+            write(net / "ecn" / point / "enable" / str(prio), 1)
+    for name, value in NP_DEFAULTS.items():
+        write(net / "ecn" / "roce_np" / name, value)
+    for name, value in RP_DEFAULTS.items():
+        write(net / "ecn" / "roce_rp" / name, value)
+
+
+def gid_table(nic: dict[str, Any]) -> list[tuple[str, str]]:
+    """(gid, type) per index: link-local v1/v2 then IPv4-mapped v1/v2 on RoCE; one GID on IB."""
+    if nic["link_layer"] == "InfiniBand":
+        return [(nic["link_local_gid"], "IB/RoCE v1")]
+    return [
+        (nic["link_local_gid"], "IB/RoCE v1"),
+        (nic["link_local_gid"], "RoCE v2"),
+        (nic["ipv4_gid"], "IB/RoCE v1"),
+        (nic["ipv4_gid"], "RoCE v2"),
+    ]
+
+
+def write_rdma_device(sys_class: Path, nic: dict[str, Any]) -> None:
+    dev = sys_class / "infiniband" / nic["name"]
+    infiniband = nic["link_layer"] == "InfiniBand"
+    for name, value in {
+        "node_guid": nic["node_guid"],
+        "sys_image_guid": nic["node_guid"],
+        "fw_ver": nic["fw"],
+        "hca_type": nic["ca_type"],
+        "board_id": nic["board_id"],
+        "hw_rev": "0x0",
+        "node_type": "1: CA",
+    }.items():
+        write(dev / name, value)
+    (dev / "device" / "net" / nic["netdev"]).mkdir(parents=True, exist_ok=True)
+    port = dev / "ports" / "1"
+    for name, value in {
+        "state": "4: ACTIVE",
+        "phys_state": "5: LinkUp",
+        "rate": f"{nic['rate_gbps']} Gb/sec (4X NDR)",
+        "link_layer": nic["link_layer"],
+        "lid": f"{nic['lid']:#x}",
+        "sm_lid": "0x1" if infiniband else "0x0",
+        "lid_mask_count": 0,
+        "cap_mask": "0xa751e848" if infiniband else "0x04010000",
+    }.items():
+        write(port / name, value)
+    for index, (gid, gid_type) in enumerate(gid_table(nic)):
+        write(port / "gids" / str(index), gid)
+        write(port / "gid_attrs" / "types" / str(index), gid_type)
+        if not infiniband:
+            write(port / "gid_attrs" / "ndevs" / str(index), nic["netdev"])
+    if not infiniband:
+        write(dev / "tc" / "1" / "traffic_class", "Global tclass=0")
+
+
+def write_opensm_conf(etc: Path) -> None:
+    lines = ["# OpenSM configuration (mock lab factory defaults)"]
+    lines += [f"{key} {value}" for key, value in OPENSM_DEFAULTS]
+    write(etc / "opensm" / "opensm.conf", "\n".join(lines))
+
+
+def write_state(paths: MockNodePaths, info: dict[str, Any], topology: dict[str, Any]) -> None:
+    has_gpus = bool(topology["gpus"])
+    modules = {
+        "mlx5_core": True,
+        "mlx5_ib": True,
+        "ib_core": True,
+        "ib_uverbs": True,
+        "nvidia": has_gpus,
+        "nvidia_peermem": False,
+    }
+    available = [name for name in modules if has_gpus or not name.startswith("nvidia")]
+    write_json(paths.state / "node.json", info)
+    write_json(paths.state / "topology.json", topology)
+    write_json(paths.state / "modules.json", modules)
+    write_json(paths.state / "modules_available.json", available)
+    if info["profile"] == "sm":
+        write_json(paths.state / "opensm.json", {"enabled": False, "pid": 0, "started": 0.0})
+
+
+def prepare_node(
+    paths: MockNodePaths, *, name: str, profile: str, index: int, address: str, peers: Mapping[str, str]
+) -> None:
+    """Write a node's factory state: trust pcp, PFC off, ToS 0, MTU 1500, peermem unloaded, DCQCN on."""
+    topology = topology_for(profile, index)
+    info = {"name": name, "profile": profile, "index": index, "address": address, "peers": dict(peers)}
+    for folder in (paths.state, paths.sys_class):
+        if folder.exists():
+            shutil.rmtree(folder)
+    for folder in (paths.root, paths.upper, paths.state, paths.sys_class):
+        folder.mkdir(parents=True, exist_ok=True)
+    write_state(paths, info, topology)
+    for ifindex, nic in enumerate(topology["nics"], start=2):
+        write_netdev(paths.sys_class, nic, ifindex)
+        write_rdma_device(paths.sys_class, nic)
+    if profile == "sm":
+        write_opensm_conf(paths.etc)

@@ -1,0 +1,38 @@
+"""Mock GPU-host tools that run inside a lab node under the system Python (stdlib only).
+
+Installed as one zip application (``fabcheck-mock``) with one symlink per tool name; the tool is
+chosen by the name it is called by, or by ``fabcheck-mock TOOL ARGS...``. Never import fabcheck here.
+"""
+
+DISPATCHER = "fabcheck-mock"
+PERFTEST = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat")
+NCCL_TESTS = (
+    "all_reduce_perf",
+    "all_gather_perf",
+    "reduce_scatter_perf",
+    "alltoall_perf",
+    "broadcast_perf",
+    "sendrecv_perf",
+)
+TOOL_NAMES = (
+    *PERFTEST,
+    *NCCL_TESTS,
+    "fabcheck-mpirun",
+    "nvidia-smi",
+    "mlnx_qos",
+    "cma_roce_tos",
+    "cma_roce_mode",
+    "ibv_devinfo",
+    "ibstat",
+    "ibstatus",
+    "show_gids",
+    "ibdev2netdev",
+    "rdma",
+    "ip",
+    "ethtool",
+    "lsmod",
+    "modprobe",
+    "sysctl",
+    "systemctl",
+    "sminfo",
+)

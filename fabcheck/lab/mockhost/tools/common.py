@@ -1,0 +1,175 @@
+"""Node state as the mock tools see it: JSON state files plus the mock /sys/class tree.
+
+Runs inside a lab node under the system Python (stdlib only, never imports fabcheck). Every value a
+role can change through sysfs is read from the file each time, never cached, so a plain
+``echo 106 > .../traffic_class`` is seen by the next tool call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+STATE_ENV = "FABCHECK_MOCK_STATE"
+SYSCLASS_ENV = "FABCHECK_MOCK_SYSCLASS"
+ETC_ENV = "FABCHECK_MOCK_ETC"
+DEFAULT_STATE = "/var/lib/fabcheck-mock"
+DEFAULT_SYSCLASS = "/sys/class"
+DEFAULT_ETC = "/etc"
+
+# RoCE MTU = largest IB MTU that fits in the netdev MTU minus the RoCEv2 headers (GRH, UDP, BTH,
+# extended headers and ICRC), as the kernel's iboe_get_mtu() computes it.
+ROCE_HEADER_BYTES = 96
+IB_MTUS = ((4096, 5), (2048, 4), (1024, 3), (512, 2), (256, 1))
+
+
+class ToolError(Exception):
+    """A failure the real tool reports with a message and an exit code."""
+
+    def __init__(self, message: str, code: int = 1, *, stdout: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.stdout = stdout
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file and rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Node:
+    """One mock node: its state folder, its /sys/class tree and its /etc."""
+
+    def __init__(self, state: Path, sys_class: Path, etc: Path) -> None:
+        self.state = state
+        self.sys_class = sys_class
+        self.etc = etc
+        self._info: dict[str, Any] | None = None
+        self._topology: dict[str, Any] | None = None
+
+    @classmethod
+    def from_env(cls) -> Node:
+        return cls(
+            Path(os.environ.get(STATE_ENV, DEFAULT_STATE)),
+            Path(os.environ.get(SYSCLASS_ENV, DEFAULT_SYSCLASS)),
+            Path(os.environ.get(ETC_ENV, DEFAULT_ETC)),
+        )
+
+    # --- JSON state -------------------------------------------------------------------------
+    def load(self, name: str, default: Any = None) -> Any:
+        path = self.state / name
+        try:
+            return json.loads(path.read_text())
+        except FileNotFoundError:
+            return default
+
+    def save(self, name: str, data: Any) -> None:
+        write_atomic(self.state / name, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+    @property
+    def info(self) -> dict[str, Any]:
+        if self._info is None:
+            self._info = self.load("node.json")
+            if self._info is None:
+                raise ToolError(f"mock node state missing: {self.state / 'node.json'}", 1)
+        return self._info
+
+    @property
+    def topology(self) -> dict[str, Any]:
+        if self._topology is None:
+            self._topology = self.load("topology.json", {"gpus": [], "nics": []})
+        return self._topology
+
+    @property
+    def hostname(self) -> str:
+        return str(self.info["name"])
+
+    @property
+    def address(self) -> str:
+        return str(self.info["address"])
+
+    # --- sysfs ------------------------------------------------------------------------------
+    def read_sys(self, rel: str) -> str | None:
+        try:
+            return (self.sys_class / rel).read_text().strip()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+    def read_sys_int(self, rel: str, default: int = 0) -> int:
+        text = self.read_sys(rel)
+        try:
+            return int(text.split()[-1].split("=")[-1]) if text else default
+        except ValueError:
+            return default
+
+    def write_sys(self, rel: str, value: str) -> None:
+        (self.sys_class / rel).write_text(value + "\n")
+
+    # --- hardware views ---------------------------------------------------------------------
+    def gpus(self) -> list[dict[str, Any]]:
+        return list(self.topology.get("gpus", []))
+
+    def all_nics(self) -> list[dict[str, Any]]:
+        return list(self.topology.get("nics", []))
+
+    def rdma_nics(self) -> list[dict[str, Any]]:
+        """NICs whose RDMA device is present (the no-rdma fault empties /sys/class/infiniband)."""
+        present = [n for n in self.all_nics() if (self.sys_class / "infiniband" / n["name"]).is_dir()]
+        return sorted(present, key=lambda n: n["name"])
+
+    def nic_by_name(self, name: str) -> dict[str, Any] | None:
+        return next((n for n in self.rdma_nics() if n["name"] == name), None)
+
+    def nic_by_netdev(self, netdev: str) -> dict[str, Any] | None:
+        return next((n for n in self.all_nics() if n["netdev"] == netdev), None)
+
+    def netdevs(self) -> list[str]:
+        net = self.sys_class / "net"
+        return sorted(p.name for p in net.iterdir() if p.is_dir()) if net.is_dir() else []
+
+    def netdev_mtu(self, netdev: str) -> int:
+        return self.read_sys_int(f"net/{netdev}/mtu", 1500)
+
+    def port_dir(self, nic: dict[str, Any]) -> str:
+        return f"infiniband/{nic['name']}/ports/1"
+
+    def port_value(self, nic: dict[str, Any], attr: str) -> str:
+        return self.read_sys(f"{self.port_dir(nic)}/{attr}") or ""
+
+    def link_layer(self, nic: dict[str, Any]) -> str:
+        return self.port_value(nic, "link_layer") or nic["link_layer"]
+
+    def active_mtu(self, nic: dict[str, Any]) -> tuple[int, int]:
+        """(bytes, enum) of the port's active MTU: RoCE follows the netdev MTU, IB is fixed."""
+        if self.link_layer(nic) != "Ethernet":
+            return IB_MTUS[0]
+        room = self.netdev_mtu(nic["netdev"]) - ROCE_HEADER_BYTES
+        return next(((size, enum) for size, enum in IB_MTUS if size <= room), IB_MTUS[-1])
+
+    def traffic_class(self, nic: dict[str, Any]) -> int:
+        """Default RoCE TClass written to tc/1/traffic_class (reads back 'Global tclass=N')."""
+        return self.read_sys_int(f"infiniband/{nic['name']}/tc/1/traffic_class", 0)
+
+    def peermem_loaded(self) -> bool:
+        return bool(self.load("modules.json", {}).get("nvidia_peermem", False))
+
+
+def out(text: str) -> None:
+    sys.stdout.write(text)
+
+
+def err(text: str) -> None:
+    sys.stderr.write(text)

@@ -1,0 +1,84 @@
+"""Dispatcher of the mock host tools: the tool is the name the program was called by."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from . import DISPATCHER, NCCL_TESTS, PERFTEST
+from .common import Node, ToolError, err, out
+
+
+def run(tool: str, args: list[str]) -> int:
+    node = Node.from_env()
+    if tool in PERFTEST:
+        from . import perftest
+
+        return perftest.main(node, tool, args)
+    if tool in NCCL_TESTS:
+        from . import nccl_tests
+
+        return nccl_tests.main(node, tool, args)
+    if tool == "fabcheck-mpirun":
+        from . import mpirun
+
+        return mpirun.main(node if (node.state / "node.json").exists() else None, args)
+    handler = SIMPLE.get(tool)
+    if handler is None:
+        raise ToolError(f"{DISPATCHER}: unknown tool {tool!r}\n", 127)
+    return handler(node, args)
+
+
+def simple_tools() -> dict:
+    from . import mlnx_qos, netdev, nvidia_smi, rdma_cm, rdma_info, subnet_manager, system
+
+    dispatcher = subnet_manager.dispatcher_path()
+    return {
+        "nvidia-smi": nvidia_smi.main,
+        "mlnx_qos": mlnx_qos.main,
+        "cma_roce_tos": rdma_cm.roce_tos,
+        "cma_roce_mode": rdma_cm.roce_mode,
+        "ibv_devinfo": rdma_info.ibv_devinfo,
+        "ibstat": rdma_info.ibstat,
+        "ibstatus": rdma_info.ibstatus,
+        "show_gids": rdma_info.show_gids,
+        "ibdev2netdev": rdma_info.ibdev2netdev,
+        "rdma": rdma_info.rdma,
+        "ip": netdev.ip,
+        "ethtool": netdev.ethtool,
+        "lsmod": system.lsmod,
+        "modprobe": system.modprobe,
+        "sysctl": system.sysctl,
+        "systemctl": lambda node, args: subnet_manager.systemctl(node, args, dispatcher),
+        "sminfo": subnet_manager.sminfo,
+        "fabcheck-mock-opensm": lambda node, args: subnet_manager.daemon(node),
+    }
+
+
+class LazyTools(dict):
+    """Import the simple tools only when one is asked for (keeps perftest/nccl start-up small)."""
+
+    def get(self, key, default=None):  # type: ignore[override]
+        if not self:
+            self.update(simple_tools())
+        return super().get(key, default)
+
+
+SIMPLE = LazyTools()
+
+
+def main() -> int:
+    tool = os.path.basename(sys.argv[0])
+    args = sys.argv[1:]
+    if tool in (DISPATCHER, "__main__.py") or tool.endswith(".pyz"):
+        if not args:
+            err(f"usage: {DISPATCHER} TOOL [ARGS...]\n")
+            return 2
+        tool, args = args[0], args[1:]
+    try:
+        return run(tool, args)
+    except ToolError as exc:
+        (out if exc.stdout else err)(exc.message)
+        return exc.code
+    except BrokenPipeError:
+        return 141

@@ -1,0 +1,462 @@
+"""Mock nccl-tests (``all_reduce_perf`` and friends) with NCCL INFO lines and real inter-node bytes.
+
+Ranks come from the MPI environment (``OMPI_COMM_WORLD_*`` or ``PMI_*``); several processes meet at
+``FABCHECK_MPI_ROOT:FABCHECK_MPI_PORT`` (set by ``fabcheck-mpirun``). Process 0 times a real TCP
+transfer to every other node and prints the table; bus bandwidth is the fabric ceiling (NIC line
+rates, GPUDirect, NIC placement, MTU) scaled by that measurement like perftest.
+"""
+
+from __future__ import annotations
+
+import getopt
+import math
+import os
+import random
+import socket
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from . import traffic
+from .common import Node, ToolError, out
+from .nccl_log import RankLog, channel_lines, comm_lines, complete_line, gdr_line, init_lines, rank_net
+
+DEFAULT_PORT = 18600
+CALIBRATION_BYTES = 16 * 1024 * 1024
+CALIBRATION_SECONDS = 1.0
+NET_EFFICIENCY = 0.92
+NO_GDR_FACTOR = 0.8
+SOCKET_FACTOR = 0.25
+DISTANCE_FACTOR = {3: 1.0, 4: 1.0, 6: 0.9, 7: 0.6}
+NVLINK_GBPS_PER_LINK = 25.0
+PCIE_GBPS = 22.0
+DTYPES = {
+    "float": 4,
+    "double": 8,
+    "half": 2,
+    "bfloat16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+}
+OPS = {  # prog -> (redop, root, size is split across ranks)
+    "all_reduce_perf": ("sum", -1, False),
+    "all_gather_perf": ("none", -1, True),
+    "reduce_scatter_perf": ("sum", -1, True),
+    "alltoall_perf": ("none", -1, True),
+    "broadcast_perf": ("none", 0, False),
+    "sendrecv_perf": ("sum", -1, False),
+}
+
+
+def bus_factor(prog: str, nranks: int) -> float:
+    if prog == "all_reduce_perf":
+        return 2 * (nranks - 1) / nranks
+    if prog in ("all_gather_perf", "reduce_scatter_perf", "alltoall_perf"):
+        return (nranks - 1) / nranks
+    return 1.0
+
+
+@dataclass
+class Params:
+    prog: str
+    min_bytes: int = 32 * 1024 * 1024
+    max_bytes: int = 32 * 1024 * 1024
+    step_factor: int = 1
+    step_bytes: int = 1024 * 1024
+    ngpus: int = 1
+    iters: int = 20
+    warmup: int = 5
+    dtype: str = "float"
+    check: int = 1
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1024, "M": 1024**2, "G": 1024**3}
+    text = text.strip()
+    scale = units.get(text[-1:].upper(), 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit():
+        raise ValueError(text)
+    return int(digits) * scale
+
+
+USAGE = (
+    "USAGE: {prog} \n\t[-t,--nthreads <num threads>] \n\t[-g,--ngpus <gpus per thread>] \n\t"
+    "[-b,--minbytes <min size in bytes>] \n\t[-e,--maxbytes <max size in bytes>] \n\t"
+    "[-i,--stepbytes <increment size>] \n\t[-f,--stepfactor <increment factor>] \n\t"
+    "[-n,--iters <iteration count>] \n\t[-m,--agg_iters <aggregated iteration count>] \n\t"
+    "[-w,--warmup_iters <warmup iteration count>] \n\t[-c,--check <0/1>] \n\t"
+    "[-d,--datatype <nccltype/all>] \n\t"
+    "[-h,--help]\n"
+)
+
+
+def parse_args(prog: str, args: list[str]) -> Params:
+    p = Params(prog=prog)
+    try:
+        opts, _ = getopt.gnu_getopt(
+            args,
+            "t:g:b:e:i:f:n:m:w:c:d:o:r:z:G:C:a:h",
+            [
+                "nthreads=",
+                "ngpus=",
+                "minbytes=",
+                "maxbytes=",
+                "stepbytes=",
+                "stepfactor=",
+                "iters=",
+                "warmup_iters=",
+                "check=",
+                "datatype=",
+                "help",
+            ],
+        )
+    except getopt.GetoptError as exc:
+        letter = exc.opt or "?"
+        raise ToolError(f"invalid option '{letter}'\n" + USAGE.format(prog=prog), 0, stdout=True) from None
+    try:
+        for flag, value in opts:
+            apply_option(p, flag, value)
+    except ValueError as exc:
+        raise ToolError(f"invalid value '{exc}'\n" + USAGE.format(prog=prog), 0, stdout=True) from None
+    return p
+
+
+def apply_option(p: Params, flag: str, value: str) -> None:
+    if flag in ("-h", "--help"):
+        raise ToolError(USAGE.format(prog=p.prog), 0, stdout=True)
+    setters = {
+        ("-b", "--minbytes"): lambda: setattr(p, "min_bytes", parse_size(value)),
+        ("-e", "--maxbytes"): lambda: setattr(p, "max_bytes", parse_size(value)),
+        ("-i", "--stepbytes"): lambda: (
+            setattr(p, "step_bytes", parse_size(value)),
+            setattr(p, "step_factor", 1),
+        ),
+        ("-f", "--stepfactor"): lambda: setattr(p, "step_factor", int(value)),
+        ("-g", "--ngpus"): lambda: setattr(p, "ngpus", int(value)),
+        ("-n", "--iters"): lambda: setattr(p, "iters", int(value)),
+        ("-w", "--warmup_iters"): lambda: setattr(p, "warmup", int(value)),
+        ("-c", "--check"): lambda: setattr(p, "check", int(value)),
+        ("-d", "--datatype"): lambda: setattr(p, "dtype", value if value in DTYPES else bad(value)),
+    }
+    for flags, setter in setters.items():
+        if flag in flags:
+            setter()
+
+
+def bad(value: str) -> str:
+    raise ValueError(value)
+
+
+def sizes(p: Params) -> list[int]:
+    result, size = [], p.min_bytes
+    while size <= p.max_bytes:
+        result.append(size)
+        size = size * p.step_factor if p.step_factor > 1 else size + p.step_bytes
+        if size == result[-1]:
+            break
+    return result
+
+
+# --- ranks and world --------------------------------------------------------------------------
+@dataclass
+class World:
+    proc: int
+    nprocs: int
+    local: int
+    nlocal: int
+    root: str | None
+    port: int
+
+
+def world_from_env(env: dict[str, str]) -> World:
+    def pick(*names: str, default: str = "0") -> int:
+        return int(next((env[n] for n in names if n in env), default))
+
+    return World(
+        proc=pick("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"),
+        nprocs=pick("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", default="1"),
+        local=pick("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"),
+        nlocal=pick("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", default="1"),
+        root=env.get("FABCHECK_MPI_ROOT"),
+        port=int(env.get("FABCHECK_MPI_PORT", DEFAULT_PORT)),
+    )
+
+
+def my_ranks(node: Node, p: Params, world: World, env: dict[str, str]) -> list[dict[str, Any]]:
+    gpus = node.gpus()
+    ranks = []
+    for g in range(p.ngpus):
+        dev = world.local * p.ngpus + g
+        if dev >= len(gpus):
+            raise ToolError(
+                f"{node.hostname}: Test CUDA failure common.cu:1062 'invalid device ordinal'\n"
+                f" .. {node.hostname} pid {os.getpid()}: Test failure common.cu:1171\n",
+                2,
+                stdout=True,
+            )
+        gpu = gpus[dev]
+        net = rank_net(node, gpu, env)
+        profile = traffic.nic_profile(node, net["nic"]) if net["nic"] else None
+        ranks.append(
+            {
+                "rank": world.proc * p.ngpus + g,
+                "dev": dev,
+                "gpu": gpu,
+                "host": node.hostname,
+                "pid": os.getpid(),
+                "net": net,
+                "profile": profile,
+            }
+        )
+    return ranks
+
+
+# --- performance model ------------------------------------------------------------------------
+def node_bandwidth(ranks: list[dict[str, Any]]) -> float:
+    """GB/s one node can push into the fabric with the NICs its ranks use."""
+    nics = {r["net"]["nic"]["name"]: r["net"]["nic"] for r in ranks if r["net"]["nic"]}
+    if not nics:
+        return 400 / 8 * SOCKET_FACTOR
+    return sum(n["rate_gbps"] for n in nics.values()) / 8
+
+
+def rank_penalty(rank: dict[str, Any]) -> float:
+    net = rank["net"]
+    if net["transport"] != "IB":
+        return 1.0
+    factor = DISTANCE_FACTOR.get(net["distance"], 0.6) * (1.0 if net["gdr"] else NO_GDR_FACTOR)
+    profile = rank["profile"]
+    return (
+        factor
+        * traffic.payload_efficiency(profile["link_layer"], profile["mtu"])
+        / traffic.payload_efficiency(profile["link_layer"], 4096)
+    )
+
+
+def bus_ceiling(ranks: list[dict[str, Any]], nvlink: str | None) -> tuple[float, float]:
+    """(bus bandwidth ceiling in GB/s, base latency in us) for this set of ranks."""
+    hosts = sorted({r["host"] for r in ranks})
+    if len(hosts) == 1:
+        links = int(nvlink[2:]) if nvlink and nvlink[2:].isdigit() else 0
+        return (links * NVLINK_GBPS_PER_LINK * 0.85 if links else PCIE_GBPS), 8.0
+    per_node = min(node_bandwidth([r for r in ranks if r["host"] == h]) for h in hosts)
+    penalty = min(rank_penalty(r) for r in ranks)
+    return per_node * NET_EFFICIENCY * penalty, 18.0 + 3 * math.log2(len(ranks))
+
+
+def table_rows(p: Params, nranks: int, ceiling: float, latency: float) -> list[dict[str, Any]]:
+    redop, root, split = OPS[p.prog]
+    esize = DTYPES[p.dtype]
+    factor = bus_factor(p.prog, nranks)
+    algbw_peak = ceiling / factor if factor else 1000.0
+    rng = random.Random()
+    rows = []
+    for size in sizes(p):
+        if split:
+            count = (size // esize // nranks) & -(16 // esize if esize < 16 else 1)
+            shown = count * nranks * esize
+        else:
+            count = size // esize
+            shown = count * esize
+        times = []
+        for place in (1.0, 0.995):
+            t = (
+                0.06
+                if shown == 0
+                else (latency + shown / (algbw_peak * 1e3)) * place * rng.uniform(0.99, 1.01)
+            )
+            algbw = shown / t / 1e3 if shown else 0.0
+            times.append((t, algbw, algbw * factor))
+        rows.append(
+            {"size": shown, "count": count, "redop": redop, "root": root, "out": times[0], "in": times[1]}
+        )
+    return rows
+
+
+def time_text(us: float) -> str:
+    if us >= 10000:
+        return f"{us:7.0f}"
+    return f"{us:7.1f}" if us >= 100 else f"{us:7.2f}"
+
+
+TABLE_HEADER = (
+    "#" + " " * 62 + "out-of-place" + " " * 23 + "in-place",
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+    "     time   algbw   busbw #wrong",
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+    "            (us)  (GB/s)  (GB/s)",
+)
+
+
+def render_table(p: Params, rows: list[dict[str, Any]]) -> str:
+    lines = ["#", *TABLE_HEADER]
+    wrong_in = "N/A" if p.prog == "alltoall_perf" else "0"
+    total = 0.0
+    for r in rows:
+        (to, ao, bo), (ti, ai, bi) = r["out"], r["in"]
+        total += bo + bi
+        lines.append(
+            f"{r['size']:12d}  {r['count']:12d}  {p.dtype:>8}  {r['redop']:>6}  {r['root']:6d}"
+            f"  {time_text(to)}  {ao:6.2f}  {bo:6.2f}  {'0':>5}"
+            f"  {time_text(ti)}  {ai:6.2f}  {bi:6.2f}  {wrong_in:>5}"
+        )
+    average = total / (2 * len(rows)) if rows else 0.0
+    lines += ["# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {average:g}", "#", ""]
+    return "\n".join(lines) + "\n"
+
+
+def render_header(node: Node, p: Params, ranks: list[dict[str, Any]]) -> str:
+    lines = [
+        f"# nThread 1 nGpus {p.ngpus} minBytes {p.min_bytes} maxBytes {p.max_bytes} step: "
+        + (f"{p.step_factor}(factor)" if p.step_factor > 1 else f"{p.step_bytes}(bytes)")
+        + f" warmup iters: {p.warmup} iters: {p.iters} agg iters: 1 validation: {p.check} graph: 0",
+        "#",
+        "# Using devices",
+    ]
+    for r in ranks:
+        domain, bus, dev_fn = r["gpu"]["bus_id"].split(":")
+        busid = f"{domain[-4:]}:{bus}:{dev_fn.split('.')[0]}".lower()
+        lines.append(
+            f"#  Rank {r['rank']:2d} Group  0 Pid {r['pid']:6d} on {r['host']:>10} device {r['dev']:2d} "
+            f"[{busid}] {r['gpu']['name']}"
+        )
+    lines.append(f"NCCL version {node.topology['nccl_version']}")
+    return "\n".join(lines) + "\n"
+
+
+# --- rendezvous -------------------------------------------------------------------------------
+def gather(world: World, node: Node, mine: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+    """Process 0: collect every process's ranks and time a transfer to each other node."""
+    listener = traffic.listen(node.address, world.port)
+    listener.settimeout(30)
+    peers: list[tuple[traffic.Channel, list[dict[str, Any]]]] = []
+    try:
+        while len(peers) < world.nprocs - 1:
+            sock, _ = listener.accept()
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            chan = traffic.Channel(sock)
+            peers.append((chan, chan.recv_json()["ranks"]))
+    except TimeoutError:
+        raise ToolError(
+            f"{node.hostname}: NCCL WARN Bootstrap : no connection from all ranks after 30s\n", 1
+        ) from None
+    finally:
+        listener.close()
+    factor, measured = 1.0, {node.hostname}
+    for chan, ranks in sorted(peers, key=lambda item: item[1][0]["rank"]):
+        host = ranks[0]["host"]
+        if host not in measured:
+            measured.add(host)
+            chan.send_json({"calibrate": True})
+            nbytes, elapsed = chan.send_data(CALIBRATION_BYTES, CALIBRATION_SECONDS)
+            factor = min(factor, traffic.wire_factor(nbytes, elapsed))
+    everyone = mine + [r for _, ranks in peers for r in ranks]
+    everyone.sort(key=lambda r: r["rank"])
+    for chan, _ in peers:
+        chan.send_json({"done": True, "ranks": everyone, "factor": factor})
+        chan.close()
+    return everyone, factor
+
+
+def join(world: World, node: Node, mine: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+    sock = traffic.connect(str(world.root), world.port, wait=20.0)
+    if sock is None:
+        raise ToolError(
+            f"{node.hostname}: NCCL WARN Bootstrap : connect to {world.root}:{world.port} failed\n", 1
+        )
+    chan = traffic.Channel(sock)
+    chan.send_json({"ranks": mine})
+    while True:
+        message = chan.recv_json()
+        if message.get("calibrate"):
+            chan.recv_data()
+        elif message.get("done"):
+            chan.close()
+            return message["ranks"], float(message["factor"])
+
+
+# --- run --------------------------------------------------------------------------------------
+def ring_of(rank: dict[str, Any], everyone: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(everyone)
+    prev, nxt = everyone[(rank["rank"] - 1) % n], everyone[(rank["rank"] + 1) % n]
+    return {
+        "prev": {"rank": prev["rank"], "dev": prev["dev"], "remote": prev["host"] != rank["host"], "r": prev},
+        "next": {"rank": nxt["rank"], "dev": nxt["dev"], "remote": nxt["host"] != rank["host"], "r": nxt},
+    }
+
+
+def count_rank_traffic(
+    node: Node, rank: dict[str, Any], ring: dict[str, Any], p: Params, nranks: int
+) -> None:
+    """Advance this node's NIC counters for the bytes the rank's ring hops moved across the fabric."""
+    if rank["net"]["transport"] != "IB" or rank["profile"]["link_layer"] != "Ethernet":
+        return
+    nbytes = int(sum(sizes(p)) * bus_factor(p.prog, nranks) * (p.iters + p.warmup) * 2)
+    netdev = rank["net"]["nic"]["netdev"]
+    tos = int(os.environ.get("NCCL_IB_TC", rank["profile"]["tos"]))
+    for peer, sending in ((ring["next"], True), (ring["prev"], False)):
+        other = peer["r"].get("profile")
+        if peer["remote"] and other:
+            sender, receiver = (rank["profile"], other) if sending else (other, rank["profile"])
+            traffic.count_flow(
+                node, netdev, traffic.flow_outcome(sender, receiver, nbytes, tos), sending=sending
+            )
+
+
+def log_rank(
+    node: Node,
+    rank: dict[str, Any],
+    everyone: list[dict[str, Any]],
+    env: dict[str, str],
+    log: RankLog,
+    comm_id: int,
+) -> None:
+    hosts = sorted({r["host"] for r in everyone})
+    local = [r for r in everyone if r["host"] == rank["host"]]
+    comm = comm_lines(log, rank["gpu"], len(everyone), len(hosts), (local.index(rank), len(local)), comm_id)
+    if rank["rank"] == 0:
+        log.info("Channel 00/02 : " + " ".join(f"{r['rank']:4d}" for r in everyone))
+    gdr_line(log, rank["net"])
+    channel_lines(log, rank["net"], ring_of(rank, everyone), channels=2)
+    complete_line(log, rank["gpu"], comm, len(everyone), comm_id)
+
+
+def main(node: Node, prog: str, args: list[str]) -> int:
+    p = parse_args(prog, args)
+    env = dict(os.environ)
+    world = world_from_env(env)
+    if node.topology.get("gpus") == []:
+        raise ToolError(
+            f"{node.hostname}: Test CUDA failure common.cu:892 'no CUDA-capable device is detected'\n",
+            2,
+            stdout=True,
+        )
+    mine = my_ranks(node, p, world, env)
+    logs = [RankLog(node, r["rank"], r["dev"], env) for r in mine]
+    for log, rank in zip(logs, mine, strict=True):
+        init_lines(log, rank["net"], int(node.topology.get("cuda_driver", 12040)))
+    if world.nprocs > 1 and not world.root:
+        raise ToolError("FABCHECK_MPI_ROOT is not set: start multi-process runs with fabcheck-mpirun\n", 1)
+    if world.nprocs == 1:
+        everyone, factor = mine, 1.0
+    elif world.proc == 0:
+        everyone, factor = gather(world, node, mine)
+    else:
+        everyone, factor = join(world, node, mine)
+    comm_id = int(env.get("FABCHECK_MPI_PORT", "0")) * 0x9E3779B97F4A7C15 % 2**64 or 0x1234
+    text = render_header(node, p, everyone) if world.proc == 0 else ""
+    for log, rank in zip(logs, mine, strict=True):
+        log_rank(node, rank, everyone, env, log, comm_id)
+        count_rank_traffic(node, rank, ring_of(rank, everyone), p, len(everyone))
+    text += "".join(line + "\n" for log in logs for line in log.lines)
+    if world.proc == 0:
+        ceiling, latency = bus_ceiling(everyone, node.topology.get("nvlink"))
+        text += render_table(p, table_rows(p, len(everyone), ceiling * factor, latency))
+    out(text)
+    sys.stdout.flush()
+    return 0

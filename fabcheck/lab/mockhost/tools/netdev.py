@@ -1,0 +1,240 @@
+"""Mock ``ip`` (link queries and MTU/state changes on mock netdevs only) and ``ethtool``.
+
+In lo mode a node shares the controller's network namespace, so anything that is not about a mock
+netdev is passed to the real ``ip`` only when it cannot change the machine (show/list/get).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from .common import Node, ToolError, out
+
+REAL_IP = ("/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip")
+READ_ONLY_VERBS = {"show", "list", "lst", "get", "help"}
+
+# ethtool -S counters in the order mlx5 prints them (subset relevant to lossless RoCE)
+COUNTERS = (
+    "rx_packets",
+    "rx_bytes",
+    "tx_packets",
+    "tx_bytes",
+    "rx_vport_rdma_unicast_packets",
+    "rx_vport_rdma_unicast_bytes",
+    "tx_vport_rdma_unicast_packets",
+    "tx_vport_rdma_unicast_bytes",
+    "rx_out_of_buffer",
+    "rx_discards_phy",
+    "rx_crc_errors_phy",
+    "rx_pause_ctrl_phy",
+    "tx_pause_ctrl_phy",
+    *[f"{d}_prio{p}_{k}" for p in range(8) for d in ("rx", "tx") for k in ("bytes", "packets")],
+    *[f"{d}_prio{p}_{k}" for p in range(8) for d in ("rx", "tx") for k in ("pause", "pause_duration")],
+    "np_ecn_marked_roce_packets",
+    "np_cnp_sent",
+    "rp_cnp_handled",
+    "rp_cnp_ignored",
+    "out_of_sequence",
+    "packet_seq_err",
+    "roce_adp_retrans",
+    "link_down_events_phy",
+)
+
+
+def load_counters(node: Node, netdev: str) -> dict[str, int]:
+    stored = node.load(f"counters/{netdev}.json", {})
+    return {name: int(stored.get(name, 0)) for name in COUNTERS}
+
+
+def add_counters(node: Node, netdev: str, deltas: dict[str, int]) -> None:
+    counters = load_counters(node, netdev)
+    for name, delta in deltas.items():
+        counters[name] = counters.get(name, 0) + int(delta)
+    node.save(f"counters/{netdev}.json", counters)
+
+
+# --- ip ---------------------------------------------------------------------------------------
+def link_record(node: Node, netdev: str) -> dict[str, Any]:
+    up = (node.read_sys(f"net/{netdev}/operstate") or "down") == "up"
+    infiniband = node.read_sys(f"net/{netdev}/type") == "32"
+    flags = ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"] if up else ["BROADCAST", "MULTICAST"]
+    return {
+        "ifindex": node.read_sys_int(f"net/{netdev}/ifindex", 0),
+        "ifname": netdev,
+        "flags": flags,
+        "mtu": node.netdev_mtu(netdev),
+        "qdisc": "mq",
+        "operstate": "UP" if up else "DOWN",
+        "linkmode": "DEFAULT",
+        "group": "default",
+        "txqlen": 1000 if not infiniband else 256,
+        "link_type": "infiniband" if infiniband else "ether",
+        "address": node.read_sys(f"net/{netdev}/address") or "",
+        "broadcast": node.read_sys(f"net/{netdev}/broadcast") or "ff:ff:ff:ff:ff:ff",
+    }
+
+
+LOOPBACK = {
+    "ifindex": 1,
+    "ifname": "lo",
+    "flags": ["LOOPBACK", "UP", "LOWER_UP"],
+    "mtu": 65536,
+    "qdisc": "noqueue",
+    "operstate": "UNKNOWN",
+    "linkmode": "DEFAULT",
+    "group": "default",
+    "txqlen": 1000,
+    "link_type": "loopback",
+    "address": "00:00:00:00:00:00",
+    "broadcast": "00:00:00:00:00:00",
+}
+
+
+def link_text(rec: dict[str, Any]) -> str:
+    flags = ",".join(rec["flags"])
+    return (
+        f"{rec['ifindex']}: {rec['ifname']}: <{flags}> mtu {rec['mtu']} qdisc {rec['qdisc']} state "
+        f"{rec['operstate']} mode {rec['linkmode']} group {rec['group']} qlen {rec['txqlen']}\n"
+        f"    link/{rec['link_type']} {rec['address']} brd {rec['broadcast']}\n"
+    )
+
+
+def link_brief(rec: dict[str, Any]) -> str:
+    flags = ",".join(rec["flags"])
+    return f"{rec['ifname']:<16} {rec['operstate']:<14} {rec['address']} <{flags}> \n"
+
+
+def exec_real_ip(args: list[str]) -> int:
+    for path in REAL_IP:
+        if os.path.exists(path):
+            os.execv(path, [path, *args])
+    raise ToolError("ip: real iproute2 not found\n", 1)
+
+
+def lo_mode(node: Node) -> bool:
+    return node.address.startswith("127.")
+
+
+def ip_link_set(node: Node, words: list[str]) -> int:
+    if words and words[0] == "dev":
+        words = words[1:]
+    if not words:
+        raise ToolError('Not enough information: "dev" argument is required.\n', 255)
+    netdev, rest = words[0], words[1:]
+    if netdev not in node.netdevs():
+        raise ToolError(f'Cannot find device "{netdev}"\n', 1)
+    it = iter(rest)
+    for word in it:
+        if word == "mtu":
+            value = next(it, "")
+            if not value.isdigit() or not 68 <= int(value) <= 9978:
+                raise ToolError(f'Error: argument "{value}" is wrong: Invalid "mtu" value\n', 255)
+            node.write_sys(f"net/{netdev}/mtu", value)
+        elif word in ("up", "down"):
+            node.write_sys(f"net/{netdev}/operstate", word)
+        else:
+            raise ToolError(f'Error: either "dev" is duplicate, or "{word}" is a garbage.\n', 255)
+    return 0
+
+
+def ip(node: Node, args: list[str]) -> int:
+    options = [a for a in args if a.startswith("-")]
+    words = [a for a in args if not a.startswith("-")]
+    if not words or words[0] not in ("link", "l", "li", "lin"):
+        verb = words[1] if len(words) > 1 else "show"
+        if lo_mode(node) and verb not in READ_ONLY_VERBS:
+            raise ToolError("RTNETLINK answers: Operation not permitted\n", 2)
+        return exec_real_ip(args)
+    verb = words[1] if len(words) > 1 else "show"
+    if verb == "set":
+        return ip_link_set(node, words[2:])
+    if verb not in ("show", "list", "lst"):
+        raise ToolError("RTNETLINK answers: Operation not permitted\n", 2)
+    targets = [w for w in words[2:] if w != "dev"]
+    records = [LOOPBACK] + [link_record(node, n) for n in node.netdevs()]
+    if targets:
+        records = [r for r in records if r["ifname"] == targets[0]]
+        if not records:
+            raise ToolError(f'Device "{targets[0]}" does not exist.\n', 1)
+    if "-j" in options or "-json" in options:
+        out(json.dumps(records) + "\n")
+    elif any(o in ("-br", "-brief") for o in options):
+        out("".join(link_brief(r) for r in records))
+    else:
+        out("".join(link_text(r) for r in records))
+    return 0
+
+
+# --- ethtool ----------------------------------------------------------------------------------
+def require_netdev(node: Node, netdev: str | None) -> str:
+    if not netdev:
+        raise ToolError("ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1)
+    if netdev not in node.netdevs():
+        raise ToolError(f"netlink error: no device matches name ({netdev})\n", 1)
+    return netdev
+
+
+def ethtool_pause(node: Node, netdev: str, settings: list[str]) -> int:
+    pause = node.load("pause.json", {}).get(netdev, {"autoneg": "off", "rx": "on", "tx": "on"})
+    if not settings:
+        out(
+            f"Pause parameters for {netdev}:\nAutonegotiate:\t{pause['autoneg']}\n"
+            f"RX:\t\t{pause['rx']}\nTX:\t\t{pause['tx']}\n\n"
+        )
+        return 0
+    if len(settings) % 2 or any(k not in ("autoneg", "rx", "tx") for k in settings[::2]):
+        raise ToolError("ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1)
+    for key, value in zip(settings[::2], settings[1::2], strict=True):
+        if value not in ("on", "off"):
+            raise ToolError("ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1)
+        pause[key] = value
+    table = node.load("pause.json", {})
+    table[netdev] = pause
+    node.save("pause.json", table)
+    return 0
+
+
+def ethtool_driver(node: Node, netdev: str) -> str:
+    nic = node.nic_by_netdev(netdev) or {}
+    driver = "mlx5_core" if nic.get("link_layer", "Ethernet") == "Ethernet" else "mlx5_core[ib_ipoib]"
+    return (
+        f"driver: {driver}\nversion: 24.04-0.6.6\n"
+        f"firmware-version: {nic.get('fw', '')} ({nic.get('board_id', '')})\nexpansion-rom-version: \n"
+        f"bus-info: {nic.get('pci', '')}\nsupports-statistics: yes\nsupports-test: yes\n"
+        "supports-eeprom-access: no\nsupports-register-dump: no\nsupports-priv-flags: yes\n"
+    )
+
+
+def ethtool_link(node: Node, netdev: str) -> str:
+    nic = node.nic_by_netdev(netdev) or {}
+    up = node.read_sys(f"net/{netdev}/operstate") == "up"
+    speed = f"{int(nic.get('rate_gbps', 0)) * 1000}Mb/s" if up else "Unknown!"
+    return (
+        f"Settings for {netdev}:\n\tSpeed: {speed}\n\tDuplex: {'Full' if up else 'Unknown! (255)'}\n"
+        f"\tAuto-negotiation: on\n\tPort: Direct Attach Copper\n\tLink detected: {'yes' if up else 'no'}\n"
+    )
+
+
+def ethtool(node: Node, args: list[str]) -> int:
+    if not args:
+        raise ToolError("ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1)
+    flag = args[0]
+    if flag in ("-S", "--statistics"):
+        netdev = require_netdev(node, args[1] if len(args) > 1 else None)
+        counters = load_counters(node, netdev)
+        out("NIC statistics:\n" + "".join(f"     {k}: {v}\n" for k, v in counters.items()))
+        return 0
+    if flag in ("-a", "--show-pause"):
+        return ethtool_pause(node, require_netdev(node, args[1] if len(args) > 1 else None), [])
+    if flag in ("-A", "--pause"):
+        netdev = require_netdev(node, args[1] if len(args) > 1 else None)
+        return ethtool_pause(node, netdev, args[2:] or ["?"])
+    if flag in ("-i", "--driver"):
+        out(ethtool_driver(node, require_netdev(node, args[1] if len(args) > 1 else None)))
+        return 0
+    if not flag.startswith("-") and len(args) == 1:
+        out(ethtool_link(node, require_netdev(node, flag)))
+        return 0
+    raise ToolError("ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1)

@@ -1,0 +1,164 @@
+"""Mock ``nvidia-smi``: ``topo -m``, ``-L`` and ``--query-gpu`` rendered from the node topology."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import Node, ToolError, out
+
+NO_DRIVER = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
+    "latest NVIDIA driver is installed and running.\n"
+)
+BAD_ARGS = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
+
+LEGEND = """Legend:
+
+  X    = Self
+  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)
+  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node
+  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)
+  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
+  PIX  = Connection traversing at most a single PCIe bridge
+  NV#  = Connection traversing a bonded set of # NVLinks
+"""
+
+# field -> (csv header, unit appended to the value unless nounits)
+QUERY_FIELDS: dict[str, tuple[str, str]] = {
+    "index": ("index", ""),
+    "name": ("name", ""),
+    "gpu_name": ("name", ""),
+    "pci.bus_id": ("pci.bus_id", ""),
+    "gpu_bus_id": ("pci.bus_id", ""),
+    "uuid": ("uuid", ""),
+    "gpu_uuid": ("uuid", ""),
+    "serial": ("serial", ""),
+    "driver_version": ("driver_version", ""),
+    "memory.total": ("memory.total [MiB]", " MiB"),
+    "memory.used": ("memory.used [MiB]", " MiB"),
+    "memory.free": ("memory.free [MiB]", " MiB"),
+    "temperature.gpu": ("temperature.gpu", ""),
+    "utilization.gpu": ("utilization.gpu [%]", " %"),
+    "pstate": ("pstate", ""),
+    "compute_cap": ("compute_cap", ""),
+    "persistence_mode": ("persistence_mode", ""),
+}
+
+
+def link(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """PCIe distance between two devices from their switch and NUMA placement."""
+    if a["switch"] == b["switch"]:
+        return "PIX"
+    return "NODE" if a["numa"] == b["numa"] else "SYS"
+
+
+def gpu_gpu_link(node: Node, a: dict[str, Any], b: dict[str, Any]) -> str:
+    nvlink = node.topology.get("nvlink")
+    return str(nvlink) if nvlink else link(a, b)
+
+
+def render_topo(node: Node) -> str:
+    gpus, nics = node.gpus(), node.rdma_nics()
+    labels = [f"GPU{g['index']}" for g in gpus] + [f"NIC{i}" for i in range(len(nics))]
+    lines = ["\t" + "\t".join([*labels, "CPU Affinity", "NUMA Affinity", "GPU NUMA ID"])]
+    devices = [("gpu", g) for g in gpus] + [("nic", n) for n in nics]
+    for row, (kind, dev) in enumerate(devices):
+        cells = []
+        for col, (other_kind, other) in enumerate(devices):
+            if row == col:
+                cells.append(" X ")
+            elif kind == other_kind == "gpu":
+                cells.append(gpu_gpu_link(node, dev, other))
+            else:
+                cells.append(link(dev, other))
+        if kind == "gpu":
+            affinity = node.topology["cpu_affinity"][str(dev["numa"])]
+            tail = f"\t{affinity}\t{dev['numa']}\t\tN/A"
+        else:
+            tail = "\t\t\t\t"
+        lines.append(labels[row] + "".join("\t" + c for c in cells) + tail)
+    text = "\n".join(lines) + "\n\n" + LEGEND
+    if nics:
+        text += "\nNIC Legend:\n\n" + "".join(f"  NIC{i}: {n['name']}\n" for i, n in enumerate(nics))
+    return text
+
+
+def gpu_value(node: Node, gpu: dict[str, Any], field: str) -> str:
+    topo = node.topology
+    values = {
+        "index": str(gpu["index"]),
+        "name": gpu["name"],
+        "pci.bus_id": gpu["bus_id"],
+        "uuid": gpu["uuid"],
+        "serial": gpu["serial"],
+        "driver_version": topo["driver_version"],
+        "memory.total": str(gpu["memory_mib"]),
+        "memory.used": "0",
+        "memory.free": str(gpu["memory_mib"] - 1),
+        "temperature.gpu": "34",
+        "utilization.gpu": "0",
+        "pstate": "P0",
+        "compute_cap": gpu["compute_cap"],
+        "persistence_mode": "Enabled",
+    }
+    header = QUERY_FIELDS[field][0]
+    return values[header.split(" ")[0]]
+
+
+def query_gpu(node: Node, fields_arg: str, fmt: str | None) -> str:
+    fields = [f.strip() for f in fields_arg.split(",") if f.strip()]
+    for field in fields:
+        if field not in QUERY_FIELDS:
+            raise ToolError(f'Field "{field}" is not a valid field to query.\n\n', 2, stdout=True)
+    if fmt is None:
+        raise ToolError(BAD_ARGS, 2, stdout=True)
+    options = {o.strip() for o in fmt.split(",")}
+    if "csv" not in options or not options <= {"csv", "noheader", "nounits"}:
+        raise ToolError(f'"{fmt}" is not a valid format.\n', 2, stdout=True)
+    lines = []
+    if "noheader" not in options:
+        lines.append(", ".join(QUERY_FIELDS[f][0] for f in fields))
+    for gpu in node.gpus():
+        cells = []
+        for field in fields:
+            unit = "" if "nounits" in options else QUERY_FIELDS[field][1]
+            cells.append(gpu_value(node, gpu, field) + unit)
+        lines.append(", ".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def list_gpus(node: Node) -> str:
+    return "".join(f"GPU {g['index']}: {g['name']} (UUID: {g['uuid']})\n" for g in node.gpus())
+
+
+def option_value(args: list[str], name: str) -> tuple[str | None, list[str]]:
+    """Take ``--name=value`` or ``--name value`` out of args."""
+    rest, value = [], None
+    it = iter(args)
+    for arg in it:
+        if arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+        elif arg == name:
+            value = next(it, None)
+            if value is None:
+                raise ToolError(BAD_ARGS, 2, stdout=True)
+        else:
+            rest.append(arg)
+    return value, rest
+
+
+def main(node: Node, args: list[str]) -> int:
+    if not node.gpus():
+        raise ToolError(NO_DRIVER, 9, stdout=True)
+    if args in (["topo", "-m"], ["topo", "--matrix"]):
+        out(render_topo(node))
+        return 0
+    if args in (["-L"], ["--list-gpus"]):
+        out(list_gpus(node))
+        return 0
+    fields, rest = option_value(args, "--query-gpu")
+    fmt, rest = option_value(rest, "--format")
+    if fields is not None and not rest:
+        out(query_gpu(node, fields, fmt))
+        return 0
+    raise ToolError(BAD_ARGS, 2, stdout=True)

@@ -1,0 +1,141 @@
+"""Mock ``lsmod``, ``modprobe`` and ``sysctl`` over the node's state (``/proc/sys`` is read-only)."""
+
+from __future__ import annotations
+
+import getopt
+from pathlib import Path
+
+from .common import Node, ToolError, out
+
+KERNEL = "6.8.0-mock"
+# module -> (size, users) as lsmod shows them; which ones are loaded lives in modules.json
+MODULES = {
+    "nvidia_peermem": (16384, ""),
+    "nvidia": (9719808, "nvidia_peermem"),
+    "mlx5_ib": (483328, ""),
+    "ib_uverbs": (196608, "nvidia_peermem,rdma_ucm,mlx5_ib"),
+    "ib_core": (487424, "rdma_cm,ib_ipoib,iw_cm,ib_umad,rdma_ucm,ib_uverbs,mlx5_ib,ib_cm"),
+    "mlx5_core": (2441216, "mlx5_ib"),
+}
+
+
+def loaded_modules(node: Node) -> dict[str, bool]:
+    state = node.load("modules.json", {})
+    return {name: bool(state.get(name, False)) for name in MODULES}
+
+
+def lsmod(node: Node, args: list[str]) -> int:
+    lines = ["Module                  Size  Used by"]
+    loaded = loaded_modules(node)
+    for name, (size, users) in MODULES.items():
+        if loaded[name]:
+            live = [u for u in users.split(",") if u and loaded.get(u, True)]
+            lines.append(f"{name:<19} {size:>8}  {len(live)} {','.join(live)}".rstrip())
+    out("\n".join(lines) + "\n")
+    return 0
+
+
+def modprobe(node: Node, args: list[str]) -> int:
+    try:
+        opts, names = getopt.gnu_getopt(args, "rqv", ["remove", "quiet", "verbose"])
+    except getopt.GetoptError as exc:
+        raise ToolError(f"modprobe: ERROR: {exc}\n", 1) from None
+    remove = any(flag in ("-r", "--remove") for flag, _ in opts)
+    if not names:
+        raise ToolError("modprobe: ERROR: missing parameters. See -h.\n", 1)
+    state = node.load("modules.json", {})
+    available = set(node.load("modules_available.json", list(MODULES)))
+    for name in names if remove else names[:1]:
+        name = name.replace("-", "_")
+        if name not in available:
+            raise ToolError(
+                f"modprobe: FATAL: Module {name} not found in directory /lib/modules/{KERNEL}\n", 1
+            )
+        state[name] = not remove
+    node.save("modules.json", state)
+    return 0
+
+
+# --- sysctl -----------------------------------------------------------------------------------
+def proc_sys_path(key: str) -> Path:
+    return Path("/proc/sys") / key.replace(".", "/")
+
+
+def read_key(node: Node, key: str) -> str | None:
+    stored = node.load("sysctl.json", {})
+    if key in stored:
+        return str(stored[key])
+    try:
+        return proc_sys_path(key).read_text().strip().replace("\t", " ")
+    except OSError:
+        return None
+
+
+def write_key(node: Node, key: str, value: str) -> None:
+    if not key.startswith("net."):
+        raise ToolError(f'sysctl: setting key "{key}": Read-only file system\n', 255)
+    if not proc_sys_path(key).exists():
+        raise ToolError(
+            f"sysctl: cannot stat /proc/sys/{key.replace('.', '/')}: No such file or directory\n", 255
+        )
+    stored = node.load("sysctl.json", {})
+    stored[key] = value.strip()
+    node.save("sysctl.json", stored)
+
+
+def assignments_from_file(path: Path) -> list[tuple[str, str]]:
+    pairs = []
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if line and not line.startswith(("#", ";")) and "=" in line:
+            key, value = line.lstrip("-").split("=", 1)
+            pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+def system_files(node: Node) -> list[Path]:
+    confs = sorted((node.etc / "sysctl.d").glob("*.conf")) if (node.etc / "sysctl.d").is_dir() else []
+    main_conf = node.etc / "sysctl.conf"
+    return confs + ([main_conf] if main_conf.exists() else [])
+
+
+def sysctl(node: Node, args: list[str]) -> int:
+    try:
+        opts, words = getopt.gnu_getopt(
+            args, "nwpqeab", ["values", "write", "load", "quiet", "system", "all"]
+        )
+    except getopt.GetoptError as exc:
+        raise ToolError(f"sysctl: {exc}\n", 255) from None
+    flags = {f for f, _ in opts}
+    value_only = bool(flags & {"-n", "--values", "-b"})
+    quiet = bool(flags & {"-q", "--quiet"})
+    if flags & {"-a", "--all"}:
+        raise ToolError("sysctl: -a is not available on a lab node\n", 255)
+    pairs: list[tuple[str, str]] = []
+    if flags & {"-p", "--load"}:
+        files = [Path(w) for w in words] or [node.etc / "sysctl.conf"]
+        for path in files:
+            pairs += assignments_from_file(path)
+        words = []
+    if "--system" in flags:
+        for path in system_files(node):
+            out(f"* Applying {path} ...\n")
+            pairs += assignments_from_file(path)
+    lines = []
+    for word in words:
+        if "=" in word:
+            key, value = word.split("=", 1)
+            pairs.append((key, value))
+            continue
+        value = read_key(node, word)
+        if value is None:
+            raise ToolError(
+                f"sysctl: cannot stat /proc/sys/{word.replace('.', '/')}: No such file or directory\n", 255
+            )
+        lines.append(value if value_only else f"{word} = {value}")
+    for key, value in pairs:
+        write_key(node, key, value)
+        if not quiet:
+            lines.append(value if value_only else f"{key} = {value}")
+    out("".join(line + "\n" for line in lines))
+    return 0

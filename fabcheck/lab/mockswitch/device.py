@@ -1,0 +1,281 @@
+"""What every mock switch shares: per-port QoS summary, counters, command log, fault edits, state dump."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from fabcheck.lab.mockswitch.spec import MockSwitchError, SwitchSpec, write_private
+
+# Faults every platform implements, applied to the RUNNING configuration of a live switch.
+SWITCH_FAULTS: Mapping[str, str] = {
+    "switch-pfc-prio": "first port runs PFC on priority 4 instead of the lossless priority 3",
+    "switch-ecn-off": "ECN marking switched off on the lossless queue 3 (every port)",
+}
+FAULT_PORT_PRIORITY = 4  # the wrong priority switch-pfc-prio moves PFC to
+LOSSLESS_QUEUE = 3  # the queue switch-ecn-off strips ECN from
+ROCE_DSCP = 26  # the DSCP the simulated RDMA traffic carries
+LOG_LIMIT = 5000
+
+Path_ = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PortQos:
+    """How one port treats the simulated RoCE traffic (uniform across platforms)."""
+
+    roce_priority: int  # priority (PFC class) the DSCP 26 traffic is classified to
+    roce_queue: int  # egress queue / traffic class it leaves on
+    pfc_priorities: tuple[int, ...]  # priorities with PFC enabled
+    ecn_queues: tuple[int, ...]  # queues that ECN-mark
+    mtu: int
+    trust: str
+
+
+COUNTER_KINDS = ("pfc_rx", "pfc_tx", "tx_packets", "tx_bytes", "drops", "ecn_marked")
+
+
+class Counters:
+    """Per-port, per-priority (PFC) or per-queue (the rest) counters that move one step per sample.
+
+    Each step models one burst of incast RDMA traffic: a lossless class pauses instead of dropping,
+    an ECN queue marks, and marking keeps pauses low. The numbers are deterministic so tests can
+    predict them.
+    """
+
+    def __init__(self, ports: Iterable[str], saved: Mapping[str, Any] | None = None) -> None:
+        self.ports = {p: {k: [0] * 8 for k in COUNTER_KINDS} for p in ports}
+        self.samples = 0
+        if saved:
+            self.samples = int(saved.get("samples", 0))
+            for port, kinds in saved.get("ports", {}).items():
+                if port in self.ports:
+                    self.ports[port] = {k: list(kinds.get(k, [0] * 8)) for k in COUNTER_KINDS}
+
+    def advance(self, qos: Mapping[str, PortQos]) -> None:
+        self.samples += 1
+        for port, q in qos.items():
+            c = self.ports[port]
+            marks = q.roce_queue in q.ecn_queues
+            c["tx_packets"][q.roce_queue] += 1000
+            c["tx_bytes"][q.roce_queue] += 1000 * 1078
+            c["tx_packets"][0] += 200
+            c["tx_bytes"][0] += 200 * 1514
+            if q.roce_priority in q.pfc_priorities:
+                c["pfc_rx"][q.roce_priority] += 4 if marks else 40
+                c["pfc_tx"][q.roce_priority] += 2 if marks else 20
+            else:
+                c["drops"][q.roce_queue] += 30
+            if marks:
+                c["ecn_marked"][q.roce_queue] += 150
+
+    def clear(self, ports: Iterable[str], kinds: Iterable[str] = COUNTER_KINDS) -> None:
+        for port in ports:
+            for kind in kinds:
+                self.ports[port][kind] = [0] * 8
+
+    def to_json(self) -> dict[str, Any]:
+        return {"samples": self.samples, "ports": self.ports}
+
+
+class CliSession(ABC):
+    """One interactive login: turns typed lines into output and knows its own prompt."""
+
+    closed: bool = False
+
+    def greeting(self) -> str:
+        return ""
+
+    @abstractmethod
+    def prompt(self) -> str: ...
+
+    @abstractmethod
+    def handle(self, line: str) -> str:
+        """Run one typed line; return its output ('\\n' line ends, ending with '\\n' when non-empty)."""
+
+    @abstractmethod
+    def is_config_line(self, line: str) -> bool:
+        """Whether the line changes configuration (what arm_drop counts)."""
+
+    def cancel(self) -> None:  # noqa: B027 - optional hook
+        """Ctrl-C: abandon a half-typed heredoc or an unanswered question."""
+
+    def run_once(self, command: str) -> tuple[str, int]:
+        """Run a non-interactive command (ssh host 'cmd'); return (output, exit status)."""
+        output = self.handle(command)
+        return output, 1 if self.last_failed else 0
+
+    last_failed: bool = False
+
+
+# -- nested-dict edits shared by every platform model (configs are plain JSON trees) --------------
+
+
+def get_path(tree: Mapping[str, Any], path: Path_) -> Any:
+    node: Any = tree
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def has_path(tree: Mapping[str, Any], path: Path_) -> bool:
+    node: Any = tree
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def set_path(tree: dict[str, Any], path: Path_, value: Any) -> None:
+    node = tree
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+
+
+def delete_path(tree: dict[str, Any], path: Path_) -> None:
+    """Remove a key and prune parents left empty."""
+    chain = [tree]
+    for key in path[:-1]:
+        nxt = chain[-1].get(key)
+        if not isinstance(nxt, dict):
+            return
+        chain.append(nxt)
+    chain[-1].pop(path[-1], None)
+    for depth in range(len(path) - 2, -1, -1):
+        if chain[depth + 1]:
+            break
+        chain[depth].pop(path[depth], None)
+
+
+Edit = tuple[Path_, Any]  # value None deletes the path
+_ABSENT = {"absent": True}
+
+
+def _snapshot(tree: Mapping[str, Any], path: Path_) -> dict[str, Any]:
+    return {"value": copy.deepcopy(get_path(tree, path))} if has_path(tree, path) else dict(_ABSENT)
+
+
+def apply_edits(tree: dict[str, Any], edits: Iterable[Edit]) -> list[list[Any]]:
+    """Apply edits; return [path, before, after] records that undo_edits replays in reverse (JSON-able)."""
+    undo: list[list[Any]] = []
+    for path, value in edits:
+        before = _snapshot(tree, path)
+        if value is None:
+            delete_path(tree, path)
+        else:
+            set_path(tree, path, copy.deepcopy(value))
+        undo.append([list(path), before, _snapshot(tree, path)])
+    return undo
+
+
+def undo_edits(tree: dict[str, Any], undo: list[list[Any]]) -> None:
+    """Restore each edited path, unless someone changed it again since (then theirs stands)."""
+    for path, before, after in reversed(undo):
+        if _snapshot(tree, tuple(path)) != after:
+            continue
+        if before.get("absent"):
+            delete_path(tree, tuple(path))
+        else:
+            set_path(tree, tuple(path), copy.deepcopy(before["value"]))
+
+
+class SwitchDevice(ABC):
+    """The state of one mock switch: configuration stores, counters, log and injected faults."""
+
+    platform: ClassVar[str]
+
+    def __init__(self, spec: SwitchSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.ports = spec.ports
+        self.counters = Counters(spec.ports)
+        self.log: list[dict[str, Any]] = []
+        self.faults: dict[str, list[list[Any]]] = {}
+        self.running: dict[str, Any] = self.factory_config()
+        self.startup: dict[str, Any] = copy.deepcopy(self.running)
+
+    # -- platform hooks ---------------------------------------------------------------------------
+    @abstractmethod
+    def factory_config(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def new_session(self, username: str) -> CliSession: ...
+
+    @abstractmethod
+    def port_qos(self) -> dict[str, PortQos]: ...
+
+    @abstractmethod
+    def fault_edits(self, fault: str) -> list[Edit]: ...
+
+    def pending_json(self) -> Any:
+        return {}
+
+    def extra_json(self) -> dict[str, Any]:
+        return {}
+
+    def load_extra(self, saved: Mapping[str, Any]) -> None:  # noqa: B027 - optional hook
+        """Restore platform-specific stores from a previous dump."""
+
+    # -- shared behaviour -------------------------------------------------------------------------
+    def sample_counters(self) -> None:
+        self.counters.advance(self.port_qos())
+
+    def record(self, user: str, event: str, text: str, ok: bool = True) -> None:
+        self.log.append({"time": round(time.time(), 3), "user": user, "event": event, "text": text, "ok": ok})
+        del self.log[:-LOG_LIMIT]
+
+    def inject(self, fault: str) -> None:
+        if fault not in SWITCH_FAULTS:
+            raise MockSwitchError(f"unknown switch fault {fault!r}; known: {sorted(SWITCH_FAULTS)}")
+        if fault in self.faults:
+            return
+        self.faults[fault] = apply_edits(self.running, self.fault_edits(fault))
+        self.record("lab", "fault", f"inject {fault}")
+
+    def heal(self, fault: str | None = None) -> None:
+        if fault is not None and fault not in SWITCH_FAULTS:
+            raise MockSwitchError(f"unknown switch fault {fault!r}; known: {sorted(SWITCH_FAULTS)}")
+        names = [fault] if fault else list(self.faults)
+        for name in reversed(names):
+            undo = self.faults.pop(name, None)
+            if undo is not None:
+                undo_edits(self.running, undo)
+                self.record("lab", "fault", f"heal {name}")
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "platform": self.platform,
+            "running": self.running,
+            "pending": self.pending_json(),
+            "startup": self.startup,
+            "log": self.log,
+            "counters": self.counters.to_json(),
+            "operational": {p: asdict(q) for p, q in self.port_qos().items()},
+            "faults": self.faults,
+            **self.extra_json(),
+        }
+
+    def load(self, saved: Mapping[str, Any]) -> None:
+        """Resume from a previous dump of the same switch (server restart inside one lab run)."""
+        if saved.get("platform") != self.platform:
+            return
+        self.running = saved.get("running", self.running)
+        self.startup = saved.get("startup", self.startup)
+        self.log = list(saved.get("log", []))
+        self.faults = dict(saved.get("faults", {}))
+        self.counters = Counters(self.ports, saved.get("counters"))
+        self.load_extra(saved)
+
+    def dump(self, path: Path) -> None:
+        write_private(path, json.dumps(self.state(), indent=1, sort_keys=False) + "\n")

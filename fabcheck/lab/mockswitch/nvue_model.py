@@ -1,0 +1,199 @@
+"""NVUE QoS as the ASIC runs it: factory defaults, then the RoCE preset, then explicit `nv set` keys."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabcheck.lab.mockswitch.device import ROCE_DSCP, PortQos
+
+DEFAULT_MTU = 9216
+ROCE_PRIORITY = 3
+CNP_PRIORITY = 6
+ROCE_ECN = {"ecn": True, "red": False, "min": 150000, "max": 1500000, "probability": 100}
+MULTI_TC_ECN = {"ecn": True, "red": False, "min": 166912, "max": 239616, "probability": 5}
+_MULTI_TC_DSCP = {
+    0: [0, 7, 8, 9, 10, *range(51, 64)],
+    1: [1, 2],
+    2: [3, 4],
+    3: [5, 6],
+    4: list(range(11, 41)),
+    5: list(range(41, 51)),
+}
+
+
+@dataclass
+class PfcProfile:
+    priorities: set[int] = field(default_factory=set)
+    tx: bool = True
+    rx: bool = True
+    cable_length: int = 10
+    port_buffer: int = 25000
+    xoff: int = 10000
+    xon: int = 2000
+
+    @property
+    def active(self) -> set[int]:
+        return self.priorities if (self.tx or self.rx) else set()
+
+
+@dataclass
+class NvueQos:
+    roce_enabled: bool = False
+    roce_mode: str = "lossless"
+    trust: str = "l2"
+    port_default_sp: int = 0
+    dscp_to_sp: list[int] = field(default_factory=lambda: [d >> 3 for d in range(64)])
+    pcp_to_sp: list[int] = field(default_factory=lambda: list(range(8)))
+    sp_to_tc: list[int] = field(default_factory=lambda: list(range(8)))
+    pfc: dict[str, PfcProfile] = field(default_factory=dict)
+    ecn: dict[int, dict[str, Any]] = field(default_factory=lambda: {0: dict(ROCE_ECN)})
+    scheduler: dict[int, tuple[str, int]] = field(
+        default_factory=lambda: {tc: ("dwrr", 12 if tc % 2 == 0 else 13) for tc in range(8)}
+    )
+    wd_polling_interval: int = 100
+    wd_robustness: int = 3
+
+    @property
+    def ecn_tcs(self) -> list[int]:
+        return sorted(tc for tc, cfg in self.ecn.items() if cfg["ecn"])
+
+    @property
+    def lossless(self) -> bool:
+        return self.roce_enabled and self.roce_mode in ("lossless", "lossless-single-ipool")
+
+    def trust_label(self) -> str:
+        return {"l2": "pcp", "l3": "dscp", "both": "pcp,dscp", "port": "port"}[self.trust]
+
+
+def _apply_roce_preset(q: NvueQos, mode: str) -> None:
+    q.roce_enabled, q.roce_mode, q.trust = True, mode, "both"
+    if mode == "lossy-multi-tc":
+        q.dscp_to_sp = [0] * 64
+        for sp, dscps in _MULTI_TC_DSCP.items():
+            for d in dscps:
+                q.dscp_to_sp[d] = sp
+        q.ecn = {tc: dict(MULTI_TC_ECN) for tc in (1, 2, 3)}
+        q.scheduler = dict(zip(range(8), [("dwrr", w) for w in (4, 8, 18, 22, 22, 22, 4, 0)], strict=True))
+        return
+    q.sp_to_tc = [sp if sp in (ROCE_PRIORITY, CNP_PRIORITY) else 0 for sp in range(8)]
+    q.ecn = {0: dict(ROCE_ECN), ROCE_PRIORITY: dict(ROCE_ECN)}
+    q.scheduler = {tc: ("dwrr", 0) for tc in range(8)}
+    q.scheduler.update({0: ("dwrr", 50), ROCE_PRIORITY: ("dwrr", 50), CNP_PRIORITY: ("strict", 0)})
+    if mode in ("lossless", "lossless-single-ipool"):
+        q.pfc["default-global"] = PfcProfile({ROCE_PRIORITY}, cable_length=100)
+
+
+def _overlay_pfc(q: NvueQos, profiles: Mapping[str, Any]) -> None:
+    for name, cfg in profiles.items():
+        prof = q.pfc.setdefault(name, PfcProfile())
+        if "switch-priority" in cfg:
+            prof.priorities = {int(p) for p in cfg["switch-priority"]}
+        prof.tx = cfg.get("tx", "enable" if prof.tx else "disable") == "enable"
+        prof.rx = cfg.get("rx", "enable" if prof.rx else "disable") == "enable"
+        prof.cable_length = cfg.get("cable-length", prof.cable_length)
+        prof.port_buffer = cfg.get("port-buffer", prof.port_buffer)
+        prof.xoff = cfg.get("xoff-threshold", prof.xoff)
+        prof.xon = cfg.get("xon-threshold", prof.xon)
+
+
+def _overlay_ecn(q: NvueQos, tcs: Mapping[str, Any]) -> None:
+    for tc, cfg in tcs.items():
+        cur = q.ecn.setdefault(int(tc), dict(ROCE_ECN))
+        for key, attr in (("min-threshold", "min"), ("max-threshold", "max"), ("probability", "probability")):
+            if key in cfg:
+                cur[attr] = cfg[key]
+        for key in ("ecn", "red"):
+            if key in cfg:
+                cur[key] = cfg[key] == "enable"
+
+
+def _overlay_mapping(q: NvueQos, cfg: Mapping[str, Any]) -> None:
+    q.trust = cfg.get("trust", q.trust)
+    q.port_default_sp = cfg.get("port-default-sp", q.port_default_sp)
+    for dscp, entry in cfg.get("dscp", {}).items():
+        if "switch-priority" in entry:
+            q.dscp_to_sp[int(dscp)] = entry["switch-priority"]
+    for pcp, entry in cfg.get("pcp", {}).items():
+        if "switch-priority" in entry:
+            q.pcp_to_sp[int(pcp)] = entry["switch-priority"]
+
+
+def effective_qos(config: Mapping[str, Any]) -> NvueQos:
+    qos_cfg = config.get("qos", {})
+    q = NvueQos()
+    roce = qos_cfg.get("roce")
+    if roce is not None and roce.get("enable", "on") == "on":
+        _apply_roce_preset(q, roce.get("mode", "lossless"))
+    _overlay_mapping(q, qos_cfg.get("mapping", {}).get("default-global", {}))
+    for sp, entry in (
+        qos_cfg.get("egress-queue-mapping", {}).get("default-global", {}).get("switch-priority", {}).items()
+    ):
+        if "traffic-class" in entry:
+            q.sp_to_tc[int(sp)] = entry["traffic-class"]
+    _overlay_pfc(q, qos_cfg.get("pfc", {}))
+    _overlay_ecn(q, qos_cfg.get("congestion-control", {}).get("default-global", {}).get("traffic-class", {}))
+    for tc, entry in (
+        qos_cfg.get("egress-scheduler", {}).get("default-global", {}).get("traffic-class", {}).items()
+    ):
+        mode, bw = q.scheduler.get(int(tc), ("dwrr", 0))
+        q.scheduler[int(tc)] = (entry.get("mode", mode), entry.get("bw-percent", bw))
+    wd = qos_cfg.get("pfc-watchdog", {})
+    q.wd_polling_interval = wd.get("polling-interval", q.wd_polling_interval)
+    q.wd_robustness = wd.get("robustness", q.wd_robustness)
+    return q
+
+
+def port_pfc_profile(config: Mapping[str, Any], q: NvueQos, port: str) -> PfcProfile | None:
+    name = config.get("interface", {}).get(port, {}).get("qos", {}).get("pfc", {}).get("profile")
+    return q.pfc.get(name or "default-global")
+
+
+def port_mtu(config: Mapping[str, Any], port: str) -> int:
+    return int(config.get("interface", {}).get(port, {}).get("link", {}).get("mtu", DEFAULT_MTU))
+
+
+def port_watchdog(config: Mapping[str, Any], port: str) -> bool:
+    wd = config.get("interface", {}).get(port, {}).get("qos", {}).get("pfc-watchdog")
+    return wd is not None and wd.get("state", "enable") == "enable"
+
+
+def roce_priority(q: NvueQos) -> int:
+    """Switch priority that untagged DSCP 26 traffic is classified to."""
+    return q.dscp_to_sp[ROCE_DSCP] if q.trust in ("l3", "both") else q.port_default_sp
+
+
+def port_qos(config: Mapping[str, Any], ports: Sequence[str]) -> dict[str, PortQos]:
+    q = effective_qos(config)
+    sp = roce_priority(q)
+    out = {}
+    for port in ports:
+        profile = port_pfc_profile(config, q, port)
+        out[port] = PortQos(
+            roce_priority=sp,
+            roce_queue=q.sp_to_tc[sp],
+            pfc_priorities=tuple(sorted(profile.active)) if profile else (),
+            ecn_queues=tuple(q.ecn_tcs),
+            mtu=port_mtu(config, port),
+            trust=q.trust_label(),
+        )
+    return out
+
+
+def config_problems(config: Mapping[str, Any]) -> list[str]:
+    """What `nv config apply` refuses: dangling profile references, inverted thresholds."""
+    problems = []
+    qos_cfg = config.get("qos", {})
+    for port, cfg in sorted(config.get("interface", {}).items()):
+        for feature in ("pfc", "congestion-control", "egress-scheduler", "mapping"):
+            name = cfg.get("qos", {}).get(feature, {}).get("profile")
+            if name and name not in qos_cfg.get(feature, {}):
+                problems.append(f"interface {port}: qos {feature} profile '{name}' does not exist")
+    for tc, cfg in sorted(effective_qos(config).ecn.items()):
+        if cfg["min"] > cfg["max"]:
+            problems.append(
+                f"qos congestion-control default-global traffic-class {tc}: min-threshold "
+                f"{cfg['min']} is greater than max-threshold {cfg['max']}"
+            )
+    return problems

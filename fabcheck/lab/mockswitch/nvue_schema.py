@@ -1,0 +1,258 @@
+"""The slice of the NVUE object model the mock accepts: which `nv set` paths exist, which values fit."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Path_ = tuple[str, ...]
+
+
+class NvueError(Exception):
+    """A rejected NVUE command; str() is the full text NVUE prints."""
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A value attribute: int range or enum."""
+
+    lo: int | None = None
+    hi: int | None = None
+    choices: tuple[str, ...] = ()
+    name: bool = False  # a reference to a profile by name
+
+    def parse(self, attr: str, token: str) -> Any:
+        if self.name:
+            return profile_ids(token)[0]
+        if self.choices:
+            if token not in self.choices:
+                raise NvueError(
+                    f"Error: Invalid value '{token}' for '{attr}': expected one of {', '.join(self.choices)}"
+                )
+            return token
+        if not re.fullmatch(r"\d+", token):
+            raise NvueError(f"Error: Invalid value '{token}' for '{attr}': '{token}' is not an integer")
+        value = int(token)
+        if self.lo is not None and value < self.lo:
+            raise NvueError(
+                f"Error: Invalid value '{token}' for '{attr}': {value} is less than the minimum of {self.lo}"
+            )
+        if self.hi is not None and value > self.hi:
+            raise NvueError(
+                f"Error: Invalid value '{token}' for '{attr}': {value} is greater than the "
+                f"maximum of {self.hi}"
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A container of named attributes; `bare` allows `nv set <path>` to stop here."""
+
+    children: Mapping[str, Node]
+    bare: bool = False
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """A collection keyed by ids (profiles, traffic classes, interfaces); a token may name several."""
+
+    expand: Callable[[str], list[str]]  # raises NvueError on a bad id
+    child: Node = field(default_factory=lambda: Branch({}, bare=True))
+
+
+Node = Leaf | Branch | Keyed
+ENABLE = Leaf(choices=("enable", "disable"))
+ON_OFF = Leaf(choices=("on", "off"))
+PROFILE_REF = Leaf(name=True)
+ROCE_MODES = ("lossless", "lossy", "lossless-single-ipool", "lossy-multi-tc")
+
+
+def number_ids(lo: int, hi: int, what: str) -> Callable[[str], list[str]]:
+    """Expand '3', '4,5,7', '0-2,6' into ids, each within lo..hi."""
+
+    def expand(token: str) -> list[str]:
+        out: list[str] = []
+        for part in token.split(","):
+            m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            if not m:
+                raise NvueError(f"Error: Invalid value '{token}' for '{what}': not a {what} list")
+            first, last = int(m.group(1)), int(m.group(2) or m.group(1))
+            if first > last or first < lo or last > hi:
+                raise NvueError(f"Error: Invalid value '{token}' for '{what}': must be within {lo}-{hi}")
+            out.extend(str(v) for v in range(first, last + 1))
+        return sorted(set(out), key=int)
+
+    return expand
+
+
+def profile_ids(token: str) -> list[str]:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", token):
+        raise NvueError(f"Error: Invalid value '{token}' for 'profile-id': not a valid profile name")
+    return [token]
+
+
+def interface_ids(ports: Sequence[str]) -> Callable[[str], list[str]]:
+    """Expand 'swp1', 'swp1-4,swp6' and 'swp1-swp4' against the switch's real ports."""
+
+    def expand(token: str) -> list[str]:
+        out: list[str] = []
+        for part in token.split(","):
+            m = re.fullmatch(r"(?:swp)?(\d+)(?:-(?:swp)?(\d+))?", part)
+            if not m:
+                raise NvueError(f"Error: Invalid value '{token}' for 'interface-id': not an interface name")
+            first, last = int(m.group(1)), int(m.group(2) or m.group(1))
+            for number in range(first, last + 1):
+                name = f"swp{number}"
+                if name not in ports:
+                    raise NvueError(
+                        f"Error: Invalid value '{token}' for 'interface-id': {name} does not exist"
+                    )
+                out.append(name)
+        return list(dict.fromkeys(out))
+
+    return expand
+
+
+def qos_schema() -> Branch:
+    tc = number_ids(0, 7, "traffic-class")
+    return Branch(
+        {
+            "roce": Branch({"enable": ON_OFF, "mode": Leaf(choices=ROCE_MODES)}, bare=True),
+            "pfc": Keyed(
+                profile_ids,
+                Branch(
+                    {
+                        "switch-priority": Keyed(number_ids(0, 7, "switch-priority")),
+                        "tx": ENABLE,
+                        "rx": ENABLE,
+                        "cable-length": Leaf(1, 100000),
+                        "port-buffer": Leaf(0, 4294967295),
+                        "xoff-threshold": Leaf(0, 4294967295),
+                        "xon-threshold": Leaf(0, 4294967295),
+                    },
+                    bare=True,
+                ),
+            ),
+            "congestion-control": Keyed(
+                profile_ids,
+                Branch(
+                    {
+                        "traffic-class": Keyed(
+                            tc,
+                            Branch(
+                                {
+                                    "min-threshold": Leaf(1, 4294967295),
+                                    "max-threshold": Leaf(1, 4294967295),
+                                    "probability": Leaf(0, 100),
+                                    "ecn": ENABLE,
+                                    "red": ENABLE,
+                                },
+                                bare=True,
+                            ),
+                        ),
+                    },
+                    bare=True,
+                ),
+            ),
+            "egress-scheduler": Keyed(
+                profile_ids,
+                Branch(
+                    {
+                        "traffic-class": Keyed(
+                            tc,
+                            Branch(
+                                {
+                                    "mode": Leaf(choices=("dwrr", "strict")),
+                                    "bw-percent": Leaf(0, 100),
+                                },
+                                bare=True,
+                            ),
+                        ),
+                    },
+                    bare=True,
+                ),
+            ),
+            "mapping": Keyed(
+                profile_ids,
+                Branch(
+                    {
+                        "trust": Leaf(choices=("l2", "l3", "both", "port")),
+                        "port-default-sp": Leaf(0, 7),
+                        "dscp": Keyed(number_ids(0, 63, "dscp"), Branch({"switch-priority": Leaf(0, 7)})),
+                        "pcp": Keyed(number_ids(0, 7, "pcp"), Branch({"switch-priority": Leaf(0, 7)})),
+                    },
+                    bare=True,
+                ),
+            ),
+            "egress-queue-mapping": Keyed(
+                profile_ids,
+                Branch(
+                    {
+                        "switch-priority": Keyed(
+                            number_ids(0, 7, "switch-priority"), Branch({"traffic-class": Leaf(0, 7)})
+                        ),
+                    },
+                    bare=True,
+                ),
+            ),
+            "pfc-watchdog": Branch({"polling-interval": Leaf(100, 5000), "robustness": Leaf(1, 1000)}),
+        }
+    )
+
+
+def interface_schema() -> Branch:
+    return Branch(
+        {
+            "link": Branch({"mtu": Leaf(552, 9216), "state": Leaf(choices=("up", "down"))}),
+            "qos": Branch(
+                {
+                    "pfc": Branch({"profile": PROFILE_REF}),
+                    "pfc-watchdog": Branch({"state": ENABLE}, bare=True),
+                    "congestion-control": Branch({"profile": PROFILE_REF}),
+                    "egress-scheduler": Branch({"profile": PROFILE_REF}),
+                    "mapping": Branch({"profile": PROFILE_REF}),
+                }
+            ),
+        }
+    )
+
+
+def root_schema(ports: Sequence[str]) -> Branch:
+    return Branch({"qos": qos_schema(), "interface": Keyed(interface_ids(ports), interface_schema())})
+
+
+def walk(schema: Branch, tokens: Sequence[str], command: str, *, unset: bool) -> list[tuple[Path_, Any]]:
+    """Resolve `nv set|unset` tokens into (path, value) pairs; value {} means 'container exists'.
+
+    For unset, the value is ignored and a trailing value token is optional.
+    """
+    targets: list[tuple[Path_, Node]] = [((), schema)]
+    for index, token in enumerate(tokens):
+        node = targets[0][1]
+        remaining = len(tokens) - index - 1
+        if isinstance(node, Leaf):
+            if remaining:
+                raise NvueError(f"Error: Invalid Command: {command}")
+            value = node.parse(targets[0][0][-1], token)
+            return [(path, value) for path, _ in targets]
+        if isinstance(node, Keyed):
+            keys = node.expand(token)
+            targets = [((*path, key), node.child) for path, _ in targets for key in keys]
+            continue
+        child = node.children.get(token)
+        if child is None:
+            raise NvueError(f"Error: Invalid Command: {command}")
+        targets = [((*path, token), child) for path, _ in targets]
+    node = targets[0][1]
+    if unset:
+        return [(path, None) for path, _ in targets]
+    if isinstance(node, Leaf):
+        raise NvueError(f"Error: Incomplete Command: {command}")
+    if isinstance(node, Branch) and not node.bare:
+        raise NvueError(f"Error: Incomplete Command: {command}")
+    if isinstance(node, Keyed):
+        raise NvueError(f"Error: Incomplete Command: {command}")
+    return [(path, {}) for path, _ in targets]

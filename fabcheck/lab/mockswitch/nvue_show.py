@@ -1,0 +1,565 @@
+"""`nv show` output for the QoS objects the mock models, in NVUE's table and JSON layouts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fabcheck.lab.mockswitch.device import Counters
+from fabcheck.lab.mockswitch.nvue_model import (
+    CNP_PRIORITY,
+    ROCE_PRIORITY,
+    NvueQos,
+    effective_qos,
+    port_mtu,
+    port_pfc_profile,
+    port_watchdog,
+    roce_priority,
+)
+from fabcheck.lab.mockswitch.textfmt import (
+    comma_list,
+    nvue_attributes,
+    nvue_bytes,
+    nvue_section,
+    simple_table,
+)
+
+Shown = tuple[str, Any]  # (table text, JSON object)
+CELL_BYTES = 3072
+POOL_IDS = {
+    "lossy-default-ingress": "2",
+    "roce-reserved-ingress": "3",
+    "lossy-default-egress": "13",
+    "roce-reserved-egress": "14",
+}  # Spectrum programs thresholds in whole buffer cells: the port view rounds up
+
+
+def _ecn_view(q: NvueQos) -> dict[str, Any]:
+    tc = q.sp_to_tc[ROCE_PRIORITY]
+    cfg = q.ecn.get(tc) or next(iter(q.ecn.values()), None)
+    return cfg or {"min": None, "max": None, "probability": None}
+
+
+def _weight(q: NvueQos, tc: int, style: str) -> str:
+    mode, bw = q.scheduler.get(tc, ("dwrr", 0))
+    if mode == "strict":
+        return "strict-priority" if style == "global" else "strict priority"
+    return f"DWRR-{bw}%" if style == "global" else f"dwrr-{bw}%"
+
+
+def _mode_label(q: NvueQos) -> str:
+    return q.roce_mode if q.roce_enabled else "-"
+
+
+def _sp_mapping_rows(q: NvueQos) -> list[list[str]]:
+    rows = []
+    for sp in range(8):
+        pcps = [p for p in range(8) if q.pcp_to_sp[p] == sp]
+        dscps = [d for d in range(64) if q.dscp_to_sp[d] == sp]
+        rows.append([str(sp), comma_list(pcps), comma_list(dscps) if q.trust != "l2" else "-", str(sp)])
+    return rows
+
+
+def _pool_rows(q: NvueQos) -> list[list[str]]:
+    lossless_sps = q.pfc["default-global"].active if "default-global" in q.pfc else set()
+    roce_tc = {q.sp_to_tc[sp] for sp in lossless_sps}
+    if q.roce_enabled and q.roce_mode == "lossless" and lossless_sps:
+        lossy_sps = [sp for sp in range(8) if sp not in lossless_sps]
+        return [
+            ["0", "lossy-default-ingress", "Dynamic", "50%", comma_list(lossy_sps), "-"],
+            ["1", "roce-reserved-ingress", "Dynamic", "50%", comma_list(lossless_sps), "-"],
+            ["2", "lossy-default-egress", "Dynamic", "100%", "-", comma_list({0, CNP_PRIORITY})],
+            ["3", "roce-reserved-egress", "Dynamic", "inf", "-", comma_list(roce_tc)],
+        ]
+    if q.roce_enabled and q.roce_mode == "lossless-single-ipool":
+        return [
+            ["0", "lossy-default-ingress", "Dynamic", "100%", comma_list(range(8)), "-"],
+            ["2", "lossy-default-egress", "Dynamic", "100%", "-", comma_list({0, CNP_PRIORITY})],
+            ["3", "roce-reserved-egress", "Dynamic", "inf", "-", comma_list(roce_tc or {3})],
+        ]
+    return [
+        ["0", "lossy-default-ingress", "Dynamic", "100%", comma_list(range(8)), "-"],
+        ["2", "lossy-default-egress", "Dynamic", "100%", "-", comma_list(range(8))],
+    ]
+
+
+def show_roce(config: Mapping[str, Any]) -> Shown:
+    q = effective_qos(config)
+    pfc = q.pfc.get("default-global")
+    ecn = _ecn_view(q)
+    state = "enabled" if q.roce_enabled else "disabled"
+    rows: list[list[str]] = [
+        ["state", state, state],
+        ["mode", _mode_label(q), _mode_label(q)],
+        ["pfc", "", ""],
+    ]
+    rows.append(["  pfc-priority", comma_list(pfc.active) if pfc else "-", ""])
+    if pfc and pfc.active:
+        rows += [
+            ["  rx-enabled", "enabled" if pfc.rx else "disabled", ""],
+            ["  tx-enabled", "enabled" if pfc.tx else "disabled", ""],
+            ["  cable-length", str(pfc.cable_length), ""],
+        ]
+    rows += [
+        ["congestion-control", "", ""],
+        ["  congestion-mode", "ECN", ""],
+        ["  enabled-tc", comma_list(q.ecn_tcs), ""],
+        ["  min-threshold", nvue_bytes(ecn["min"]) if ecn["min"] else "-", ""],
+        ["  max-threshold", nvue_bytes(ecn["max"]) if ecn["max"] else "-", ""],
+        ["  probability", str(ecn["probability"] if ecn["probability"] is not None else "-"), ""],
+        ["trust", "", ""],
+        ["  trust-mode", q.trust_label(), ""],
+    ]
+    tlv = q.roce_enabled and q.roce_mode != "lossy-multi-tc"
+    if tlv:
+        rows += [
+            ["lldp-app-tlv", "", ""],
+            ["  priority", str(ROCE_PRIORITY), ""],
+            ["  protocol-id", "4791", ""],
+            ["  selector", "UDP", ""],
+        ]
+    sp_tc = [[str(sp), str(sp), str(q.sp_to_tc[sp]), _weight(q, q.sp_to_tc[sp], "global")] for sp in range(8)]
+    text = "\n".join(
+        [
+            nvue_attributes(["operational", "applied"], rows),
+            nvue_section(
+                "RoCE PCP/DSCP->SP mapping configurations",
+                ["", "pcp", "dscp", "switch-prio"],
+                _sp_mapping_rows(q),
+            ),
+            nvue_section(
+                "RoCE SP->TC mapping and ETS configurations",
+                ["", "switch-prio", "traffic-class", "scheduler-weight"],
+                sp_tc,
+            ),
+            nvue_section(
+                "RoCE pool config",
+                ["", "name", "mode", "size", "switch-priorities", "traffic-class"],
+                _pool_rows(q),
+            ),
+            "Exception List",
+            "=================",
+            "No Data",
+        ]
+    )
+    data = {
+        "state": state,
+        "mode": _mode_label(q),
+        "pfc": {
+            "pfc-priority": comma_list(pfc.active) if pfc else "-",
+            **(
+                {
+                    "rx-enabled": "enabled" if pfc.rx else "disabled",
+                    "tx-enabled": "enabled" if pfc.tx else "disabled",
+                    "cable-length": pfc.cable_length,
+                }
+                if pfc and pfc.active
+                else {}
+            ),
+        },
+        "congestion-control": {
+            "congestion-mode": "ECN",
+            "enabled-tc": comma_list(q.ecn_tcs),
+            "min-threshold": ecn["min"],
+            "max-threshold": ecn["max"],
+            "probability": ecn["probability"],
+        },
+        "trust": {"trust-mode": q.trust_label()},
+        **(
+            {"lldp-app-tlv": {"priority": ROCE_PRIORITY, "protocol-id": 4791, "selector": "UDP"}}
+            if tlv
+            else {}
+        ),
+        "dscp-map": {
+            str(sp): {"pcp": r[1], "dscp": r[2], "switch-prio": sp}
+            for sp, r in enumerate(_sp_mapping_rows(q))
+        },
+        "tc-map": {
+            str(sp): {
+                "switch-prio": sp,
+                "traffic-class": q.sp_to_tc[sp],
+                "scheduler-weight": _weight(q, q.sp_to_tc[sp], "global"),
+            }
+            for sp in range(8)
+        },
+    }
+    return text, data
+
+
+def _cells(value: int | None) -> int | None:
+    return None if value is None else math.ceil(value / CELL_BYTES) * CELL_BYTES
+
+
+def show_port_roce_status(config: Mapping[str, Any], port: str) -> Shown:
+    q = effective_qos(config)
+    pfc = port_pfc_profile(config, q, port)
+    ecn = _ecn_view(q)
+    sp = roce_priority(q)
+    active = pfc.active if pfc else set()
+    rows = [
+        ["congestion-control", "", "", ""],
+        ["  congestion-mode", "ecn, absolute", "", "Congestion config mode"],
+        ["  enabled-tc", comma_list(q.ecn_tcs), "", "Congestion config enabled Traffic Class"],
+        [
+            "  max-threshold",
+            nvue_bytes(_cells(ecn["max"])) if ecn["max"] else "-",
+            "",
+            "Congestion config max-threshold",
+        ],
+        [
+            "  min-threshold",
+            nvue_bytes(_cells(ecn["min"])) if ecn["min"] else "-",
+            "",
+            "Congestion config min-threshold",
+        ],
+        ["  probability", str(ecn["probability"] if ecn["probability"] is not None else "-"), "", ""],
+        ["lldp-app-tlv", "", "", ""],
+        ["  priority", str(ROCE_PRIORITY), "", ""],
+        ["  protocol-id", "4791", "", ""],
+        ["  selector", "UDP", "", ""],
+        ["pfc", "", "", ""],
+        ["  pfc-priority", comma_list(active), "", "switch-prio on which PFC is enabled"],
+        ["  rx-enabled", "yes" if pfc and active and pfc.rx else "no", "", "PFC Rx Enabled status"],
+        ["  tx-enabled", "yes" if pfc and active and pfc.tx else "no", "", "PFC Tx Enabled status"],
+        ["trust", "", "", ""],
+        ["  trust-mode", q.trust_label(), "", "Trust Setting on the port for packet classification"],
+        ["mode", _mode_label(q), "", "Roce Mode"],
+    ]
+    cnp_sp = q.dscp_to_sp[48]
+    mapping = [["cnp", "6", "48", str(cnp_sp)], ["roce", "3", "26", str(sp)]]
+    sp_tc = [
+        ["cnp", str(cnp_sp), str(q.sp_to_tc[cnp_sp]), _weight(q, q.sp_to_tc[cnp_sp], "port")],
+        ["roce", str(sp), str(q.sp_to_tc[sp]), _weight(q, q.sp_to_tc[sp], "port")],
+    ]
+    pools = [
+        [
+            r[0],
+            r[1],
+            "DYNAMIC",
+            POOL_IDS[r[1]],
+            r[4],
+            r[5],
+            "inf" if r[3] == "inf" else "15.16 MB",
+            "0 Bytes",
+            "0 Bytes",
+        ]
+        for r in _pool_rows(q)
+    ]
+    text = "\n".join(
+        [
+            nvue_attributes(["operational", "applied", "description"], rows),
+            "",
+            nvue_section(
+                "RoCE PCP/DSCP->SP mapping configurations", ["", "pcp", "dscp", "switch-prio"], mapping
+            ),
+            "",
+            nvue_section(
+                "RoCE SP->TC mapping and ETS configurations",
+                ["", "switch-prio", "traffic-class", "scheduler-weight"],
+                sp_tc,
+            ),
+            "",
+            nvue_section(
+                "RoCE Pool Status",
+                [
+                    "",
+                    "name",
+                    "mode",
+                    "pool-id",
+                    "switch-priorities",
+                    "traffic-class",
+                    "size",
+                    "current-usage",
+                    "max-usage",
+                ],
+                pools,
+            ),
+        ]
+    )
+    data = {
+        "congestion-control": {
+            "congestion-mode": "ecn, absolute",
+            "enabled-tc": comma_list(q.ecn_tcs),
+            "max-threshold": _cells(ecn["max"]),
+            "min-threshold": _cells(ecn["min"]),
+            "probability": ecn["probability"],
+        },
+        "lldp-app-tlv": {"priority": ROCE_PRIORITY, "protocol-id": 4791, "selector": "UDP"},
+        "pfc": {"pfc-priority": comma_list(active), "rx-enabled": rows[12][1], "tx-enabled": rows[13][1]},
+        "trust": {"trust-mode": q.trust_label()},
+        "mode": _mode_label(q),
+        "pcp-dscp-sp-map": {
+            r[0]: {"pcp": int(r[1]), "dscp": int(r[2]), "switch-prio": int(r[3])} for r in mapping
+        },
+        "sp-tc-map": {
+            r[0]: {"switch-prio": int(r[1]), "traffic-class": int(r[2]), "scheduler-weight": r[3]}
+            for r in sp_tc
+        },
+    }
+    return text, data
+
+
+def show_port_roce_counters(config: Mapping[str, Any], counters: Counters, port: str) -> Shown:
+    q = effective_qos(config)
+    sp = roce_priority(q)
+    tc = q.sp_to_tc[sp]
+    c = counters.ports[port]
+    values = {
+        "rx-pfc-stats": {"pause-duration": c["pfc_rx"][sp] * 12, "pause-packets": c["pfc_rx"][sp]},
+        "rx-stats": {"rocev2-bytes": c["tx_bytes"][tc], "rocev2-pkts": c["tx_packets"][tc]},
+        "tx-cnp-stats": {"cnp-packets": c["ecn_marked"][tc] // 10},
+        "tx-ecn-stats": {"ecn-marked-packets": c["ecn_marked"][tc]},
+        "tx-pfc-stats": {"pause-duration": c["pfc_tx"][sp] * 12, "pause-packets": c["pfc_tx"][sp]},
+        "tx-stats": {
+            "rocev2-bytes": c["tx_bytes"][tc],
+            "rocev2-pkts": c["tx_packets"][tc],
+            "unicast-no-buffer-discard": c["drops"][tc],
+        },
+    }
+    rows: list[list[str]] = []
+    for group, items in values.items():
+        rows.append([group, "", ""])
+        rows.extend([f"  {k}", str(v), ""] for k, v in items.items())
+    return nvue_attributes(["operational", "applied"], rows), values
+
+
+def _profile_rows(config: Mapping[str, Any], q: NvueQos, name: str) -> list[list[str]] | None:
+    prof = q.pfc.get(name)
+    if prof is None:
+        return None
+    applied = config.get("qos", {}).get("pfc", {}).get(name, {})
+
+    def cell(key: str, shown: str) -> str:
+        return shown if key in applied else ""
+
+    state = {True: "enable", False: "disable"}
+    return [
+        [
+            "cable-length",
+            str(prof.cable_length),
+            cell("cable-length", str(prof.cable_length)),
+            "Cable Length (in meters)",
+        ],
+        [
+            "port-buffer",
+            f"{prof.port_buffer} B",
+            cell("port-buffer", f"{prof.port_buffer} B"),
+            "Port Buffer (in bytes)",
+        ],
+        ["rx", state[prof.rx], cell("rx", state[prof.rx]), "PFC Rx State"],
+        ["tx", state[prof.tx], cell("tx", state[prof.tx]), "PFC Tx State"],
+        [
+            "xoff-threshold",
+            f"{prof.xoff} B",
+            cell("xoff-threshold", f"{prof.xoff} B"),
+            "Xoff Threshold (in bytes)",
+        ],
+        [
+            "xon-threshold",
+            f"{prof.xon} B",
+            cell("xon-threshold", f"{prof.xon} B"),
+            "Xon Threshold (in bytes)",
+        ],
+        [
+            "[switch-priority]",
+            comma_list(prof.priorities),
+            cell("switch-priority", comma_list(prof.priorities)),
+            "Collection of switch priorities.",
+        ],
+    ]
+
+
+def show_pfc(config: Mapping[str, Any], profile: str | None) -> Shown | None:
+    q = effective_qos(config)
+    if profile is None:
+        rows = [[name, f"switch-priority: {comma_list(p.priorities)}"] for name, p in sorted(q.pfc.items())]
+        data = {
+            name: {"switch-priority": {str(s): {} for s in sorted(p.priorities)}} for name, p in q.pfc.items()
+        }
+        if not rows:
+            return "", {}
+        return simple_table(["Profile", "Summary"], rows, "ll"), data
+    rows = _profile_rows(config, q, profile)
+    if rows is None:
+        return None
+    prof = q.pfc[profile]
+    data = {
+        "cable-length": prof.cable_length,
+        "port-buffer": prof.port_buffer,
+        "rx": "enable" if prof.rx else "disable",
+        "tx": "enable" if prof.tx else "disable",
+        "xoff-threshold": prof.xoff,
+        "xon-threshold": prof.xon,
+        "switch-priority": {str(s): {} for s in sorted(prof.priorities)},
+    }
+    return nvue_attributes(["operational", "applied", "description"], rows), data
+
+
+def show_congestion(config: Mapping[str, Any], profile: str | None) -> Shown | None:
+    q = effective_qos(config)
+    if profile is None:
+        summary = f"traffic-class: {comma_list(sorted(q.ecn))}"
+        return simple_table(["Profile", "Summary"], [["default-global", summary]], "ll"), {
+            "default-global": {"traffic-class": {str(tc): {} for tc in sorted(q.ecn)}}
+        }
+    if profile != "default-global":
+        return None
+    state = {True: "enable", False: "disable"}
+    rows = [
+        [str(tc), state[c["ecn"]], state[c["red"]], f"{c['min']} B", f"{c['max']} B", str(c["probability"])]
+        for tc, c in sorted(q.ecn.items())
+    ]
+    text = "\n".join(
+        [
+            nvue_attributes(["operational", "applied", "description"], []),
+            "",
+            nvue_section(
+                "ECN Configurations", ["traffic-class", "ECN", "RED", "Min Th", "Max Th", "Probability"], rows
+            ),
+        ]
+    )
+    data = {
+        "traffic-class": {
+            str(tc): {
+                "ecn": state[c["ecn"]],
+                "red": state[c["red"]],
+                "min-threshold": c["min"],
+                "max-threshold": c["max"],
+                "probability": c["probability"],
+            }
+            for tc, c in sorted(q.ecn.items())
+        }
+    }
+    return text, data
+
+
+def show_scheduler(config: Mapping[str, Any], profile: str) -> Shown | None:
+    if profile != "default-global":
+        return None
+    q = effective_qos(config)
+    rows = [
+        [str(tc), mode, "" if mode == "strict" else str(bw)] for tc, (mode, bw) in sorted(q.scheduler.items())
+    ]
+    text = "\n".join(
+        [
+            nvue_attributes(["operational", "applied", "description"], []),
+            "",
+            nvue_section("TC->DWRR weight configuration", ["traffic-class", "mode", "bw-percent"], rows),
+        ]
+    )
+    data = {
+        "traffic-class": {
+            str(tc): {"mode": mode, **({} if mode == "strict" else {"bw-percent": bw})}
+            for tc, (mode, bw) in sorted(q.scheduler.items())
+        }
+    }
+    return text, data
+
+
+def show_mapping(config: Mapping[str, Any], profile: str, dscp: int | None) -> Shown | None:
+    if profile != "default-global":
+        return None
+    q = effective_qos(config)
+    applied = config.get("qos", {}).get("mapping", {}).get("default-global", {})
+    if dscp is not None:
+        sp = str(q.dscp_to_sp[dscp])
+        shown = sp if str(dscp) in applied.get("dscp", {}) else ""
+        rows = [["switch-priority", sp, shown, "Internal Switch Priority"]]
+        return nvue_attributes(["operational", "applied", "description"], rows), {"switch-priority": int(sp)}
+    rows = [
+        [
+            "port-default-sp",
+            str(q.port_default_sp),
+            str(applied.get("port-default-sp", "")),
+            "Port Default Switch Priority",
+        ],
+        ["trust", q.trust, applied.get("trust", ""), "Port Trust configuration"],
+    ]
+    dscp_rows = [[str(d), str(q.dscp_to_sp[d])] for d in range(64)]
+    text = "\n".join(
+        [
+            nvue_attributes(["operational", "applied", "description"], rows),
+            "",
+            nvue_section("DSCP->SP mapping configuration", ["dscp", "switch-priority"], dscp_rows),
+        ]
+    )
+    data = {
+        "port-default-sp": q.port_default_sp,
+        "trust": q.trust,
+        "dscp": {str(d): {"switch-priority": q.dscp_to_sp[d]} for d in range(64)},
+    }
+    return text, data
+
+
+def show_watchdog_global(config: Mapping[str, Any]) -> Shown:
+    q = effective_qos(config)
+    rows = [
+        ["polling-interval", str(q.wd_polling_interval), "", "Polling interval (in milliseconds)"],
+        ["robustness", str(q.wd_robustness), "", "Number of polling intervals"],
+    ]
+    return (
+        nvue_attributes(["operational", "applied", "description"], rows),
+        {"polling-interval": q.wd_polling_interval, "robustness": q.wd_robustness},
+    )
+
+
+def show_port_watchdog(config: Mapping[str, Any], port: str) -> Shown:
+    enabled = port_watchdog(config, port)
+    state = "enabled" if enabled else "disabled"
+    head = nvue_attributes(["operational", "applied"], [["state", state, state]])
+    if not enabled:
+        return head, {"state": state}
+    q = effective_qos(config)
+    prof = port_pfc_profile(config, q, port)
+    tcs = sorted({q.sp_to_tc[sp] for sp in (prof.active if prof else set())})
+    rows = [[str(tc), "OK", "0"] for tc in tcs]
+    text = "\n".join(
+        [head, "", nvue_section("PFC WD Status", ["traffic-class", "status", "deadlock-count"], rows)]
+    )
+    return text, {"state": state, "status": {str(tc): {"status": "OK", "deadlock-count": 0} for tc in tcs}}
+
+
+def show_port_link(config: Mapping[str, Any], port: str) -> Shown:
+    mtu = port_mtu(config, port)
+    link = config.get("interface", {}).get(port, {}).get("link", {})
+    state = link.get("state", "up")
+    rows = [
+        ["auto-negotiate", "off", "on", "Link speed and characteristic auto negotiation"],
+        ["duplex", "full", "full", "Link duplex"],
+        ["fec", "rs", "auto", "Link forward error correction mechanism"],
+        ["mtu", str(mtu), str(link.get("mtu", mtu)), "interface mtu"],
+        ["speed", "400G", "auto", "Link speed"],
+        ["state", state, state, "The state of the interface"],
+    ]
+    data = {
+        "auto-negotiate": "off",
+        "duplex": "full",
+        "fec": "rs",
+        "mtu": mtu,
+        "speed": "400G",
+        "state": state,
+    }
+    return nvue_attributes(["operational", "applied", "description"], rows), data
+
+
+def yaml_lines(tree: Any, indent: int = 0) -> list[str]:
+    """Tiny YAML emitter for NVUE config trees (dict of dicts and scalars)."""
+    pad = "  " * indent
+    lines: list[str] = []
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            lines.append(f"{pad}{key}:" + (" {}" if not value else ""))
+            lines.extend(yaml_lines(value, indent + 1))
+        else:
+            lines.append(f"{pad}{key}: {value}")
+    return lines
+
+
+def config_documents(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """`- set:` / `- unset:` YAML documents as `nv config diff` and `nv config show` print them."""
+    lines: list[str] = []
+    for kind, tree in docs:
+        lines.append(f"- {kind}:")
+        lines.extend(yaml_lines(tree, 2))
+    return "\n".join(lines)

@@ -1,0 +1,423 @@
+"""SONiC CLI commands the mock implements: show, config (click), ecnconfig, sonic-db-cli, sonic-cfggen."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from fabcheck.lab.mockswitch import sonic_show as show
+from fabcheck.lab.mockswitch.sonic_db import (
+    LOSSLESS_PROFILE,
+    WRED_COLORS,
+    ConfigDbError,
+    apply_patch,
+    config_problems,
+    priority_list,
+)
+from fabcheck.lab.mockswitch.sonic_shell import FileSystem, Result
+
+if TYPE_CHECKING:
+    from fabcheck.lab.mockswitch.sonic import SonicDevice
+
+NEED_ROOT = "Root privileges are required for this operation"
+CHECKPOINT_DIR = "/etc/sonic/checkpoints"
+_ECN_OPTIONS = {
+    f"-{c[0]}{k}": f"{c}_{field}"
+    for c in WRED_COLORS
+    for k, field in (("min", "min_threshold"), ("max", "max_threshold"), ("drop", "drop_probability"))
+}
+
+
+def click_error(command: str, usage: str, message: str) -> Result:
+    return Result(
+        err=f'Usage: {command} [OPTIONS] {usage}\nTry "{command} -h" for help.\n\nError: {message}', status=2
+    )
+
+
+def confirm_text(answer: str) -> bool:
+    return answer.strip().lower() in ("y", "yes")
+
+
+class SonicCommands:
+    """Implements each command on one device; `root` says whether the caller is root (sudo)."""
+
+    def __init__(
+        self, device: SonicDevice, fs: FileSystem, ask: Callable[[str, Callable[[str], str]], None]
+    ) -> None:
+        self.device = device
+        self.fs = fs
+        self.ask = ask  # prompt the user and call back with the answer line
+
+    @property
+    def db(self) -> dict:
+        return self.device.running
+
+    # -- show ------------------------------------------------------------------------------------
+    def show(self, argv: list[str], root: bool, stdin: str | None) -> Result:
+        args = argv[1:]
+        ports = list(self.device.ports)
+        picked = [a for a in args if a.startswith("Ethernet")]
+        if any(p not in ports for p in picked):
+            return Result(err=f"Invalid interface name {picked[0]}" if picked else "", status=1)
+        chosen = picked or ports
+        dev = self.device
+        if args[:2] == ["pfc", "priority"]:
+            return Result(show.pfc_priority(self.db, chosen) + "\n")
+        if args[:2] == ["pfc", "counters"]:
+            dev.sample_counters()
+            return Result(show.pfc_counters(dev.counters, chosen) + "\n")
+        if args[:2] == ["queue", "counters"]:
+            dev.sample_counters()
+            as_json = "-j" in args or "--json" in args
+            return Result(show.queue_counters(dev.counters, chosen, as_json) + "\n")
+        if args[:2] == ["queue", "wredcounters"]:
+            dev.sample_counters()
+            return Result(show.wred_counters(dev.counters, chosen) + "\n")
+        if args == ["ecn"]:
+            return Result(show.ecn_profiles(self.db) + "\n")
+        if args[:2] == ["pfcwd", "config"]:
+            return Result(show.pfcwd_config(self.db, chosen) + "\n")
+        if args == ["runningconfiguration", "all"]:
+            return Result(show.config_json(self.db) + "\n")
+        if args == ["version"]:
+            return Result(show.version(dev.name) + "\n")
+        if not args:
+            return click_error("show", "COMMAND [ARGS]...", "Missing command.")
+        return click_error("show", "COMMAND [ARGS]...", f'No such command "{args[0]}".')
+
+    # -- config ----------------------------------------------------------------------------------
+    def config(self, argv: list[str], root: bool, stdin: str | None) -> Result:
+        if not root:
+            return Result(err=NEED_ROOT, status=1)
+        args = argv[1:]
+        if not args:
+            return click_error("config", "COMMAND [ARGS]...", "Missing command.")
+        handlers = {
+            "save": self._save,
+            "reload": self._reload,
+            "interface": self._interface,
+            "ecn": self._ecn,
+            "apply-patch": self._apply_patch,
+            "checkpoint": self._checkpoint,
+            "rollback": self._rollback,
+            "list-checkpoints": self._list_checkpoints,
+            "delete-checkpoint": self._delete_checkpoint,
+            "replace": self._replace,
+        }
+        handler = handlers.get(args[0])
+        if handler is None:
+            return click_error("config", "COMMAND [ARGS]...", f'No such command "{args[0]}".')
+        return handler(args[1:], stdin)
+
+    def _save(self, args: list[str], stdin: str | None) -> Result:
+        def do_save() -> str:
+            self.device.startup = copy.deepcopy(self.db)
+            return "Running command: /usr/local/bin/sonic-cfggen -d --print-data > /etc/sonic/config_db.json"
+
+        if "-y" in args or "--yes" in args:
+            return Result(do_save() + "\n")
+        self.ask(
+            "Existing files will be overwritten, continue? [y/N]: ",
+            lambda answer: do_save() if confirm_text(answer) else "Aborted!",
+        )
+        return Result()
+
+    def _reload(self, args: list[str], stdin: str | None) -> Result:
+        def do_reload() -> str:
+            self.device.running = copy.deepcopy(self.device.startup)
+            return "\n".join(
+                [
+                    "Acquired lock on /etc/sonic/reload.lock",
+                    "Disabling container monitoring ...",
+                    "Stopping SONiC target ...",
+                    "Running command: /usr/local/bin/sonic-cfggen -j /etc/sonic/config_db.json --write-to-db",
+                    "Restarting SONiC target ...",
+                    "Enabling container monitoring ...",
+                    "Released lock on /etc/sonic/reload.lock",
+                ]
+            )
+
+        if "-y" in args or "--yes" in args:
+            return Result(do_reload() + "\n")
+        self.ask(
+            "Clear current config and reload config in config_db format from the default config file(s) ? "
+            "[y/N]: ",
+            lambda answer: do_reload() if confirm_text(answer) else "Aborted!",
+        )
+        return Result()
+
+    def _interface(self, args: list[str], stdin: str | None) -> Result:
+        ports = self.device.ports
+        if args[:2] == ["pfc", "priority"]:
+            usage = "<interface_name> <priority> <status>"
+            rest = args[2:]
+            if len(rest) != 3:
+                return click_error("config interface pfc priority", usage, "Missing argument.")
+            port, prio, status = rest
+            if port not in ports:
+                return click_error("config interface pfc priority", usage, f"Cannot find interface {port}")
+            if prio not in [str(i) for i in range(8)]:
+                return click_error(
+                    "config interface pfc priority",
+                    usage,
+                    f'Invalid value for "<priority>": '
+                    f"invalid choice: {prio}. (choose from 0, 1, 2, 3, 4, 5, 6, 7)",
+                )
+            if status not in ("on", "off"):
+                return click_error(
+                    "config interface pfc priority",
+                    usage,
+                    f'Invalid value for "<status>": invalid choice: {status}. (choose from on, off)',
+                )
+            entry = self.db.setdefault("PORT_QOS_MAP", {}).setdefault(port, {})
+            current = set(priority_list(entry.get("pfc_enable", "")))
+            current = current | {int(prio)} if status == "on" else current - {int(prio)}
+            entry["pfc_enable"] = ",".join(str(p) for p in sorted(current))
+            return Result(show.pfc_priority(self.db, [port]) + "\n")
+        if args[:1] == ["mtu"]:
+            usage = "<interface_name> <interface_mtu>"
+            if len(args) != 3:
+                return click_error("config interface mtu", usage, "Missing argument.")
+            port, mtu = args[1:]
+            if port not in ports:
+                return click_error("config interface mtu", usage, f"Interface name {port} is invalid")
+            if not mtu.isdigit() or not 68 <= int(mtu) <= 9216:
+                return click_error(
+                    "config interface mtu",
+                    usage,
+                    f'Invalid value for "<interface_mtu>": {mtu} is not in the valid range of 68 to 9216.',
+                )
+            self.db["PORT"][port]["mtu"] = mtu
+            return Result()
+        return click_error(
+            "config interface", "COMMAND [ARGS]...", f'No such command "{args[:1] and args[0]}".'
+        )
+
+    def _ecn(self, args: list[str], stdin: str | None) -> Result:
+        return self.set_wred(args, "config ecn")
+
+    def set_wred(self, args: list[str], command: str) -> Result:
+        """Update WRED_PROFILE thresholds (`config ecn -profile P -gmin N ...`, `ecnconfig -p P ...`)."""
+        pairs = iter(args)
+        profile, updates = None, {}
+        for option in pairs:
+            if option == "-v":
+                continue
+            value = next(pairs, None)
+            if value is None:
+                return click_error(command, "", f"Option {option} requires an argument")
+            if option in ("-profile", "-p"):
+                profile = value
+            elif option in _ECN_OPTIONS and value.isdigit():
+                updates[_ECN_OPTIONS[option]] = value
+            else:
+                return click_error(command, "", f"Invalid option or value: {option} {value}")
+        profiles = self.db.get("WRED_PROFILE", {})
+        if profile not in profiles:
+            return Result(err=f"Invalid profile name {profile}", status=1)
+        candidate = copy.deepcopy(self.db)
+        candidate["WRED_PROFILE"][profile].update(updates)
+        problems = config_problems(candidate, self.device.ports)
+        if problems:
+            return Result(err="; ".join(problems), status=1)
+        profiles[profile].update(updates)
+        return Result()
+
+    def _patch_text(self, path: str, stdin: str | None) -> str | None:
+        if path in ("/dev/stdin", "-"):
+            return stdin
+        return self.fs.read(path)
+
+    def _apply_patch(self, args: list[str], stdin: str | None) -> Result:
+        usage = "PATCH_FILE_PATH"
+        paths = [a for a in args if not a.startswith("-")]
+        if len(paths) != 1:
+            return click_error("config apply-patch", usage, 'Missing argument "PATCH_FILE_PATH".')
+        text = self._patch_text(paths[0], stdin)
+        if text is None:
+            return click_error(
+                "config apply-patch",
+                usage,
+                f'Invalid value for "PATCH_FILE_PATH": Path "{paths[0]}" does not exist.',
+            )
+        lines = ["Patch Applier: localhost: Patch application starting."]
+        try:
+            patch = json.loads(text)
+            lines.append(f"Patch Applier: localhost: Patch: {json.dumps(patch)}")
+            target = apply_patch(self.db, patch, self.device.ports)
+        except (ValueError, ConfigDbError) as exc:
+            reason = f"Invalid patch JSON: {exc}" if isinstance(exc, ValueError) else str(exc)
+            fail = click_error("config apply-patch", usage, reason)
+            return Result(
+                out="\n".join(lines) + "\n",
+                err=f"Failed to apply patch due to: {reason}\n{fail.err}",
+                status=1,
+            )
+        lines += [
+            "Patch Applier: localhost getting current config db.",
+            "Patch Applier: localhost: simulating the target full config after applying the patch.",
+            "Patch Applier: localhost: validating all JsonPatch operations are permitted on the specified "
+            "fields",
+            "Patch Applier: localhost: validating target config does not have empty tables, since "
+            "they do not show up in ConfigDb.",
+            "Patch Applier: localhost: sorting patch updates.",
+            f"Patch Applier: The localhost patch was converted into {len(patch)} changes.",
+            f"Patch Applier: localhost: applying {len(patch)} changes in order.",
+            "Patch Applier: localhost: verifying patch updates are reflected on ConfigDB.",
+            "Patch Applier: localhost patch application completed.",
+        ]
+        if "-n" not in args and "--dry-run" not in args:
+            self.device.running = target
+        lines.append("Patch applied successfully.")
+        return Result("\n".join(lines) + "\n")
+
+    def _checkpoint(self, args: list[str], stdin: str | None) -> Result:
+        if len(args) != 1:
+            return click_error("config checkpoint", "CHECKPOINT_NAME", 'Missing argument "CHECKPOINT_NAME".')
+        name = args[0]
+        self.device.checkpoints[name] = copy.deepcopy(self.db)
+        return Result(
+            "\n".join(
+                [
+                    "Config Rollbacker: Config checkpoint starting.",
+                    f"Config Rollbacker: Checkpoint name: {name}.",
+                    "Config Rollbacker: Getting current config db.",
+                    f"Config Rollbacker: Saving config db content to {CHECKPOINT_DIR}/{name}.cp.json.",
+                    "Config Rollbacker: Config checkpoint completed.",
+                    "Checkpoint created successfully.",
+                ]
+            )
+            + "\n"
+        )
+
+    def _rollback(self, args: list[str], stdin: str | None) -> Result:
+        if len(args) != 1:
+            return click_error("config rollback", "CHECKPOINT_NAME", 'Missing argument "CHECKPOINT_NAME".')
+        name = args[0]
+        head = [
+            "Config Rollbacker: Config rollbacking starting.",
+            f"Config Rollbacker: Checkpoint name: {name}.",
+            f"Config Rollbacker: Verifying '{name}' exists.",
+        ]
+        saved = self.device.checkpoints.get(name)
+        if saved is None:
+            reason = f"Checkpoint '{name}' does not exist"
+            fail = click_error("config rollback", "CHECKPOINT_NAME", reason)
+            return Result(
+                out="\n".join(head) + "\n",
+                err=f"Failed to rollback config due to: {reason}\n{fail.err}",
+                status=1,
+            )
+        self.device.running = copy.deepcopy(saved)
+        return Result(
+            "\n".join(
+                [
+                    *head,
+                    "Config Rollbacker: Loading checkpoint into memory.",
+                    "Config Rollbacker: Replacing config using 'Config Replacer'.",
+                    "Config Replacer: Config replacement starting.",
+                    "Config Replacer: Config replacement completed.",
+                    "Config Rollbacker: Config rollbacking completed.",
+                    "Config rolled back successfully.",
+                ]
+            )
+            + "\n"
+        )
+
+    def _list_checkpoints(self, args: list[str], stdin: str | None) -> Result:
+        return Result(json.dumps(sorted(self.device.checkpoints), indent=4) + "\n")
+
+    def _delete_checkpoint(self, args: list[str], stdin: str | None) -> Result:
+        if len(args) != 1 or self.device.checkpoints.pop(args[0], None) is None:
+            name = args[0] if args else ""
+            return Result(
+                err=f"Failed to delete checkpoint due to: Checkpoint '{name}' does not exist", status=1
+            )
+        return Result("Checkpoint deleted successfully.\n")
+
+    def _replace(self, args: list[str], stdin: str | None) -> Result:
+        paths = [a for a in args if not a.startswith("-")]
+        text = self._patch_text(paths[0], stdin) if paths else None
+        if text is None:
+            return click_error("config replace", "TARGET_FILE_PATH", 'Missing argument "TARGET_FILE_PATH".')
+        try:
+            target = json.loads(text)
+        except ValueError as exc:
+            return Result(err=f"Failed to replace config due to: {exc}", status=1)
+        problems = config_problems(target, self.device.ports)
+        if problems:
+            return Result(err="Failed to replace config due to: " + "; ".join(problems), status=1)
+        self.device.running = target
+        return Result("Config replaced successfully.\n")
+
+    # -- ecnconfig / db tools --------------------------------------------------------------------
+    def ecnconfig(self, argv: list[str], root: bool, stdin: str | None) -> Result:
+        args = argv[1:]
+        if args == ["-l"]:
+            return Result(show.ecn_profiles(self.db) + "\n")
+        if args[:1] == ["-q"] and len(args) in (2, 3):
+            queues = args[1].split(",")
+            if not all(q in [str(i) for i in range(8)] for q in queues):
+                return Result(err=f"Invalid queue index: {args[1]}", status=1)
+            if len(args) == 2:
+                return Result(
+                    show.ecn_queue_status(self.db, self.device.ports, [int(q) for q in queues]) + "\n"
+                )
+            if not root:
+                return Result(err="Root privileges required for this operation", status=1)
+            if args[2] not in ("on", "off"):
+                return Result(err=f"Invalid ECN status: {args[2]}", status=1)
+            self._set_queue_ecn(queues, args[2] == "on")
+            return Result()
+        if args[:1] == ["-p"]:
+            if not root:
+                return Result(err="Root privileges required for this operation", status=1)
+            return self.set_wred(args, "ecnconfig")
+        return Result(err="usage: ecnconfig [-h] [-l] [-p PROFILE] [-q QUEUE [{on,off}]] ...", status=2)
+
+    def _set_queue_ecn(self, queues: list[str], enable: bool) -> None:
+        table = self.db.setdefault("QUEUE", {})
+        for port in self.device.ports:
+            for queue in queues:
+                entry = table.setdefault(f"{port}|{queue}", {})
+                if enable:
+                    entry["wred_profile"] = LOSSLESS_PROFILE
+                else:
+                    entry.pop("wred_profile", None)
+                    if not entry:
+                        del table[f"{port}|{queue}"]
+
+    def db_cli(self, argv: list[str], root: bool, stdin: str | None) -> Result:
+        args = argv[1:]
+        if args[:1] != ["CONFIG_DB"] or len(args) < 3:
+            return Result(err="usage: sonic-db-cli [-h] [-s] [-n NAMESPACE] db_or_op [cmd ...]", status=2)
+        verb, rest = args[1].lower(), args[2:]
+        if verb == "hgetall" and len(rest) == 1:
+            return Result(show.hgetall(self.db, rest[0]) + "\n")
+        if verb == "hget" and len(rest) == 2:
+            table, _, key = rest[0].partition("|")
+            value = self.db.get(table, {}).get(key, {}).get(rest[1])
+            return Result("" if value is None else value + "\n")
+        if verb == "keys" and len(rest) == 1:
+            found = show.keys(self.db, rest[0])
+            return Result(found + "\n" if found else "")
+        return Result(err=f"(error) ERR unknown command '{args[1]}'", status=1)
+
+    def cfggen(self, argv: list[str], root: bool, stdin: str | None) -> Result:
+        if "-d" in argv and "--print-data" in argv:
+            return Result(show.config_json(self.db) + "\n")
+        return Result(err="usage: sonic-cfggen [-h] [-d] [--print-data] ...", status=2)
+
+    def clear(self, argv: list[str], root: bool, stdin: str | None) -> Result:
+        kinds = {
+            "pfccounters": ("pfc_rx", "pfc_tx"),
+            "queuecounters": ("tx_packets", "tx_bytes", "drops", "ecn_marked"),
+        }
+        if len(argv) != 2 or argv[1] not in kinds:
+            return click_error(
+                "sonic-clear", "COMMAND [ARGS]...", f'No such command "{argv[1:] and argv[1]}".'
+            )
+        self.device.counters.clear(self.device.ports, kinds[argv[1]])
+        return Result("Cleared counters\n")

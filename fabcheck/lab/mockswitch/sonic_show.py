@@ -1,0 +1,147 @@
+"""SONiC show/ecnconfig/sonic-db-cli output in the sonic-utilities layouts."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import json
+from collections.abc import Sequence
+
+from fabcheck.lab.mockswitch.device import Counters
+from fabcheck.lab.mockswitch.sonic_db import ConfigDb, ecn_queues
+from fabcheck.lab.mockswitch.textfmt import ruled_pairs, simple_table
+
+_table = functools.partial(simple_table, header_pad=2)  # sonic-utilities prints through tabulate
+
+
+def pfc_priority(db: ConfigDb, ports: Sequence[str]) -> str:
+    rows = [[p, db.get("PORT_QOS_MAP", {}).get(p, {}).get("pfc_enable", "")] for p in ports]
+    return _table(["Interface", "Lossless priorities"], rows, "ll")
+
+
+def pfc_counters(counters: Counters, ports: Sequence[str]) -> str:
+    heads = [f"PFC{i}" for i in range(8)]
+    rx = [[p, *counters.ports[p]["pfc_rx"]] for p in ports]
+    tx = [[p, *counters.ports[p]["pfc_tx"]] for p in ports]
+    return "\n\n".join([_table(["Port Rx", *heads], rx, "r" * 9), _table(["Port Tx", *heads], tx, "r" * 9)])
+
+
+def queue_counters(counters: Counters, ports: Sequence[str], as_json: bool) -> str:
+    if as_json:
+        data = {
+            p: {
+                f"UC{q}": {
+                    "totalpacket": str(c["tx_packets"][q]),
+                    "totalbytes": str(c["tx_bytes"][q]),
+                    "droppacket": str(c["drops"][q]),
+                    "dropbytes": str(c["drops"][q] * 1078),
+                }
+                for q in range(8)
+            }
+            for p, c in ((p, counters.ports[p]) for p in ports)
+        }
+        return json.dumps(data, indent=4)
+    blocks = []
+    for port in ports:
+        c = counters.ports[port]
+        rows = [
+            [port, f"UC{q}", c["tx_packets"][q], c["tx_bytes"][q], c["drops"][q], c["drops"][q] * 1078]
+            for q in range(8)
+        ]
+        blocks.append(
+            _table(
+                ["Port", "TxQ", "Counter/pkts", "Counter/bytes", "Drop/pkts", "Drop/bytes"], rows, "rrrrrr"
+            )
+        )
+    return "\n\n".join(blocks)
+
+
+def wred_counters(counters: Counters, ports: Sequence[str]) -> str:
+    blocks = []
+    for port in ports:
+        c = counters.ports[port]
+        rows = [[port, f"UC{q}", 0, 0, c["ecn_marked"][q], c["ecn_marked"][q] * 1078] for q in range(8)]
+        blocks.append(
+            _table(
+                ["Port", "TxQ", "WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts", "EcnMarked/bytes"],
+                rows,
+                "rrrrrr",
+            )
+        )
+    return "\n\n".join(blocks)
+
+
+def ecn_profiles(db: ConfigDb) -> str:
+    """`show ecn` / `ecnconfig -l`: every WRED profile as a ruled two-column table."""
+    blocks = []
+    for name, fields in sorted(db.get("WRED_PROFILE", {}).items()):
+        blocks.append(f"Profile: {name}\n" + ruled_pairs(sorted(fields.items())))
+    return "\n\n".join(blocks)
+
+
+def ecn_queue_status(db: ConfigDb, ports: Sequence[str], queues: Sequence[int]) -> str:
+    lines = ["ECN status:"]
+    for q in queues:
+        on = all(q in ecn_queues(db, p) for p in ports)
+        lines.append(f"queue {q}: {'on' if on else 'off'}")
+    return "\n".join(lines)
+
+
+def pfcwd_config(db: ConfigDb, ports: Sequence[str]) -> str:
+    wd = db.get("PFC_WD", {})
+    rows = [
+        [
+            p,
+            wd[p].get("action", "drop"),
+            wd[p].get("detection_time", "200"),
+            wd[p].get("restoration_time", "200"),
+            wd[p].get("pfc_stat_history", "disable"),
+        ]
+        for p in ports
+        if p in wd
+    ]
+    poll = wd.get("GLOBAL", {}).get("POLL_INTERVAL", "200")
+    table = _table(["PORT", "ACTION", "DETECTION TIME", "RESTORATION TIME", "HISTORY"], rows, "rrrrr")
+    return f"Changed polling interval to {poll}ms\n{table}"
+
+
+def config_json(db: ConfigDb) -> str:
+    return json.dumps(db, indent=4, sort_keys=True)
+
+
+def hgetall(db: ConfigDb, key: str) -> str:
+    table, sep, rest = key.partition("|")
+    fields = db.get(table, {}).get(rest, {}) if sep else {}
+    return repr(dict(fields))
+
+
+def keys(db: ConfigDb, pattern: str) -> str:
+    found = [
+        f"{t}|{k}" for t, entries in db.items() for k in entries if fnmatch.fnmatchcase(f"{t}|{k}", pattern)
+    ]
+    return "\n".join(sorted(found))
+
+
+def version(name: str) -> str:
+    return "\n".join(
+        [
+            "",
+            "SONiC Software Version: SONiC.202405.0-mock",
+            "SONiC OS Version: 12",
+            "Distribution: Debian 12.6",
+            "Kernel: 6.1.0-22-2-amd64",
+            "Build commit: 0000000",
+            "Build date: Mon Jun 10 00:00:00 UTC 2024",
+            "Built by: sonicbld@mock",
+            "",
+            "Platform: x86_64-nvidia_sn4700-r0",
+            "HwSKU: Mellanox-SN4700-O8C48",
+            "ASIC: mellanox",
+            "ASIC Count: 1",
+            f"Serial Number: MT0000X{name[:5].upper()}",
+            "Model Number: MSN4700-WS2FO",
+            "Hardware Revision: A1",
+            "Uptime: 10:00:00 up 1 day,  2:00,  1 user,  load average: 0.50, 0.40, 0.30",
+            "Date: Mon 01 Jul 2024 10:00:00",
+        ]
+    )

@@ -173,3 +173,18 @@ def out(text: str) -> None:
 
 def err(text: str) -> None:
     sys.stderr.write(text)
+
+
+def getopt_message(prog: str, exc: Exception) -> str:
+    """glibc getopt's wording for a bad option, from Python's getopt error."""
+    opt = str(getattr(exc, "opt", "") or "")
+    text = str(exc)
+    if "requires argument" in text:
+        return (
+            f"{prog}: option requires an argument -- '{opt}'"
+            if len(opt) == 1
+            else f"{prog}: option '--{opt}' requires an argument"
+        )
+    if len(opt) > 1:
+        return f"{prog}: unrecognized option '--{opt}'"
+    return f"{prog}: invalid option -- '{opt}'"

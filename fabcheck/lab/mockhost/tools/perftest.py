@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import traffic
-from .common import Node, ToolError, out
+from .common import Node, ToolError, getopt_message, out
 from .rdma_cm import rdma_cm_tos
 from .rdma_info import gid_entries
 
@@ -82,7 +82,7 @@ def parse_args(prog: str, args: list[str]) -> Params:
     try:
         opts, rest = getopt.gnu_getopt(args, SHORT, LONG)
     except getopt.GetoptError as exc:
-        raise ToolError(f"{prog}: {exc}\n Parser function exited with Error\n", 1) from None
+        raise ToolError(getopt_message(prog, exc) + "\n Parser function exited with Error\n", 1) from None
     p = Params(prog=prog)
     for flag, value in opts:
         apply_option(p, flag, value)

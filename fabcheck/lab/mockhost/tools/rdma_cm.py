@@ -5,7 +5,7 @@ from __future__ import annotations
 import getopt
 from typing import Any
 
-from .common import Node, ToolError, out
+from .common import Node, ToolError, getopt_message, out
 
 MODES = {1: "IB/RoCE v1", 2: "RoCE v2"}
 DEFAULT_MODE = 2
@@ -25,7 +25,7 @@ def parse(args: list[str], letters: str, usage: str) -> dict[str, str]:
     try:
         opts, rest = getopt.getopt(args, letters)
     except getopt.GetoptError as exc:
-        raise ToolError(f"{exc}\n{usage}", 1) from None
+        raise ToolError(getopt_message(usage.split()[1], exc) + "\n" + usage, 1) from None
     if rest:
         raise ToolError(usage, 1)
     return {flag: value for flag, value in opts}

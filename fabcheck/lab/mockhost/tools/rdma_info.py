@@ -12,7 +12,7 @@ import json
 import os
 from typing import Any
 
-from .common import Node, ToolError, out
+from .common import Node, ToolError, getopt_message, out
 
 STATE_WORDS = {"1": "Down", "2": "Initializing", "3": "Armed", "4": "Active"}
 PHYS_WORDS = {
@@ -201,7 +201,7 @@ def ibv_devinfo(node: Node, args: list[str]) -> int:
     try:
         opts, _ = getopt.gnu_getopt(args, "d:i:lv", ["ib-dev=", "ib-port=", "list", "verbose"])
     except getopt.GetoptError as exc:
-        raise ToolError(f"ibv_devinfo: {exc}\n{DEVINFO_USAGE}", 255) from None
+        raise ToolError(getopt_message("ibv_devinfo", exc) + "\n" + DEVINFO_USAGE, 255) from None
     wanted, port, verbose = None, 0, False
     for flag, value in opts:
         if flag in ("-l", "--list"):
@@ -257,7 +257,7 @@ def ibstat(node: Node, args: list[str]) -> int:
     try:
         opts, rest = getopt.gnu_getopt(args, "lps", ["list_of_cas", "port_list", "short"])
     except getopt.GetoptError as exc:
-        raise ToolError(f"ibstat: {exc}\n", 255) from None
+        raise ToolError(getopt_message("ibstat", exc) + "\n", 255) from None
     nics = node.rdma_nics()
     flags = {f for f, _ in opts}
     if flags & {"-l", "--list_of_cas"}:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import getopt
 from pathlib import Path
 
-from .common import Node, ToolError, out
+from .common import Node, ToolError, getopt_message, out
 
 KERNEL = "6.8.0-mock"
 # module -> (size, users) as lsmod shows them; which ones are loaded lives in modules.json
@@ -39,7 +39,7 @@ def modprobe(node: Node, args: list[str]) -> int:
     try:
         opts, names = getopt.gnu_getopt(args, "rqv", ["remove", "quiet", "verbose"])
     except getopt.GetoptError as exc:
-        raise ToolError(f"modprobe: ERROR: {exc}\n", 1) from None
+        raise ToolError(getopt_message("modprobe", exc) + "\n", 1) from None
     remove = any(flag in ("-r", "--remove") for flag, _ in opts)
     if not names:
         raise ToolError("modprobe: ERROR: missing parameters. See -h.\n", 1)
@@ -105,7 +105,7 @@ def sysctl(node: Node, args: list[str]) -> int:
             args, "nwpqeab", ["values", "write", "load", "quiet", "system", "all"]
         )
     except getopt.GetoptError as exc:
-        raise ToolError(f"sysctl: {exc}\n", 255) from None
+        raise ToolError(getopt_message("sysctl", exc) + "\n", 255) from None
     flags = {f for f, _ in opts}
     value_only = bool(flags & {"-n", "--values", "-b"})
     quiet = bool(flags & {"-q", "--quiet"})

@@ -49,12 +49,24 @@ def _keyword(choices: Sequence[str], token: str) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def _match_rule(rule: Rule, tokens: Sequence[str], interfaces: IfParser) -> tuple[str, int, list[Any], int]:
-    """(status, furthest token index, captured values, exact keyword count); status ok|fail|short."""
-    i, values, exact = 0, [], 0
+@dataclass
+class _Attempt:
+    status: str  # ok | fail | short
+    index: int  # furthest token reached
+    values: list[Any]
+    exact: int  # keywords typed in full
+    abbreviated: dict[int, str]  # token index -> keyword an abbreviation was taken for
+
+
+def _match_rule(rule: Rule, tokens: Sequence[str], interfaces: IfParser) -> _Attempt:
+    i, values, exact, abbreviated = 0, [], 0, {}
+
+    def done(status: str) -> _Attempt:
+        return _Attempt(status, i, values, exact, abbreviated)
+
     for element in rule.pattern:
         if i >= len(tokens):
-            return _SHORT, i, values, exact
+            return done(_SHORT)
         token = tokens[i]
         if element.startswith("<int:"):
             lo, hi = (int(x) for x in element[5:].rstrip("+").rstrip(">").split("-"))
@@ -65,12 +77,12 @@ def _match_rule(rule: Rule, tokens: Sequence[str], interfaces: IfParser) -> tupl
                 if not element.endswith("+"):
                     break
             if not taken:
-                return _FAIL, i, values, exact
+                return done(_FAIL)
             values.append(taken if element.endswith("+") else taken[0])
             continue
         if element == "<dec>":
             if not re.fullmatch(r"\d+(\.\d+)?", token):
-                return _FAIL, i, values, exact
+                return done(_FAIL)
             values.append(token)
         elif element == "<word>":
             values.append(token)
@@ -84,34 +96,37 @@ def _match_rule(rule: Rule, tokens: Sequence[str], interfaces: IfParser) -> tupl
                 i += 1
             names = interfaces(token)
             if not names:
-                return _FAIL, i, values, exact
+                return done(_FAIL)
             values.append(names)
         else:
             choices = element.strip("{}").split("|")
             word = _keyword(choices, token)
             if word is None:
-                return _FAIL, i, values, exact
+                return done(_FAIL)
             exact += word == token.lower()
+            if word != token.lower():
+                abbreviated[i] = word
             if len(choices) > 1:
                 values.append(word)
         i += 1
-    if i < len(tokens):
-        return _FAIL, i, values, exact
-    return "ok", i, values, exact
+    return done(_FAIL if i < len(tokens) else "ok")
+
+
+def _ambiguous(attempts: Sequence[_Attempt]) -> bool:
+    """EOS refuses an abbreviation that fits two keywords at the same position (`c` = configure|copy)."""
+    seen: dict[int, set[str]] = {}
+    for attempt in attempts:
+        for index, word in attempt.abbreviated.items():
+            seen.setdefault(index, set()).add(word)
+    return any(len(words) > 1 for words in seen.values())
 
 
 def match(rules: Sequence[Rule], tokens: Sequence[str], interfaces: IfParser) -> Matched:
     """The rule the tokens select, or EosInputError with EOS's message."""
-    full: list[tuple[int, Rule, list[Any]]] = []
-    furthest, short = 0, False
-    for rule in rules:
-        status, index, values, exact = _match_rule(rule, tokens, interfaces)
-        if status == "ok":
-            full.append((exact, rule, values))
-        elif status == _SHORT:
-            short = True
-        else:
-            furthest = max(furthest, index)
+    attempts = [(rule, _match_rule(rule, tokens, interfaces)) for rule in rules]
+    if _ambiguous([a for _, a in attempts]):
+        raise EosInputError(AMBIGUOUS)
+    full = [(a.exact, rule, a.values) for rule, a in attempts if a.status == "ok"]
     if full:
         best = max(e for e, _, _ in full)
         winners = {(r.action, r.pattern): v for e, r, v in full if e == best}
@@ -119,7 +134,8 @@ def match(rules: Sequence[Rule], tokens: Sequence[str], interfaces: IfParser) ->
             raise EosInputError(AMBIGUOUS)
         (action, _), values = next(iter(winners.items()))
         return Matched(action, values)
-    if short:
+    if any(a.status == _SHORT for _, a in attempts):
         raise EosInputError(INCOMPLETE)
+    furthest = max(a.index for _, a in attempts)
     token = tokens[furthest] if furthest < len(tokens) else tokens[-1]
     raise EosInputError(f"{INVALID} (at token {furthest}: '{token}')")

@@ -66,6 +66,7 @@ class Changes:
 
 
 def restore(node: Node, entries: list[dict[str, Any]]) -> None:
+    json_entries: dict[str, list[dict[str, Any]]] = {}
     for entry in reversed(entries):
         if entry["type"] == "sys":
             (node.sys_class / entry["file"]).write_text(entry["old"])
@@ -75,15 +76,19 @@ def restore(node: Node, entries: list[dict[str, Any]]) -> None:
                 path.unlink(missing_ok=True)
             else:
                 path.write_text(entry["old"])
-        else:
-            restore_json_key(node, entry)
+        elif entry["type"] == "json":
+            json_entries.setdefault(entry["file"], []).append(entry)
+    for name, keyed in json_entries.items():
+        restore_json_keys(node, name, keyed)
 
 
-def restore_json_key(node: Node, entry: dict[str, Any]) -> None:
-    name = entry["file"]
+def restore_json_keys(node: Node, name: str, entries: list[dict[str, Any]]) -> None:
+    """Put back the keys one fault changed in a file; a file it created goes once it is factory again."""
     data = node.load(name, {})
-    data[entry["key"]] = entry["old"]
-    if not entry["existed"] and name.startswith("qos/") and data == factory_state():
+    for entry in entries:
+        data[entry["key"]] = entry["old"]
+    created = not any(entry["existed"] for entry in entries)
+    if created and name.startswith("qos/") and data == factory_state():
         (node.state / name).unlink(missing_ok=True)
     else:
         node.save(name, data)
@@ -191,12 +196,13 @@ def node_of(paths: MockNodePaths) -> Node:
 
 
 def load_record(node: Node) -> dict[str, Any]:
-    return dict(node.load(RECORD, {}))
+    """Active faults in injection order (stored as a list: JSON objects are saved with sorted keys)."""
+    return {item["fault"]: item["changes"] for item in node.load(RECORD, [])}
 
 
 def save_record(node: Node, record: dict[str, Any]) -> None:
     if record:
-        node.save(RECORD, record)
+        node.save(RECORD, [{"fault": name, "changes": changes} for name, changes in record.items()])
     else:
         (node.state / RECORD).unlink(missing_ok=True)
 
@@ -218,7 +224,7 @@ def inject(paths: MockNodePaths, fault: str) -> None:
         INJECT[fault](node, changes)
     except BaseException:
         restore_moves(node, changes.entries)
-        restore(node, [e for e in changes.entries if e["type"] != "moved"])
+        restore(node, changes.entries)
         raise
     record[fault] = changes.entries
     save_record(node, record)
@@ -247,7 +253,7 @@ def heal(paths: MockNodePaths, fault: str | None = None) -> None:
         if entries is None:
             continue
         restore_moves(node, entries)
-        restore(node, [e for e in entries if e["type"] != "moved"])
+        restore(node, entries)
     save_record(node, record)
 
 

@@ -1,0 +1,110 @@
+"""`fabcheck lab ...` as a user meets it: listings and one-line errors (exit 2), no root needed."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from fabcheck.cli import main
+from fabcheck.lab import preflight
+from fabcheck.lab.faults import LAB_FAULTS
+from fabcheck.lab.mockhost.faults import HOST_FAULTS
+from fabcheck.lab.mockswitch import SWITCH_FAULTS
+from fabcheck.lab.state import LabError
+
+
+@pytest.fixture
+def empty_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the lab at a checkout that has never had a lab, so the real one is never touched."""
+    (tmp_path / "inventory").mkdir()
+    monkeypatch.setattr("fabcheck.lab.cli.project_root", lambda: tmp_path)
+    return tmp_path
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_faults_lists_every_fault_once_with_its_target(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lab", "faults"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = [line.split()[0] for line in lines]
+    assert names == [*HOST_FAULTS, *SWITCH_FAULTS, *LAB_FAULTS]
+    assert {line.split()[1] for line in lines} == {"host", "switch", "any"}
+    contract = {"pfc-off", "trust-pcp", "dscp-map", "ecn-off", "tos", "mtu", "affinity", "no-rdma"}
+    assert set(HOST_FAULTS) == contract
+    assert set(SWITCH_FAULTS) == {"switch-pfc-prio", "switch-ecn-off"}
+
+
+def test_unknown_fault_names_every_valid_fault(
+    capsys: pytest.CaptureFixture[str], empty_checkout: Path
+) -> None:
+    assert main(["lab", "inject", "cable-cut", "--node", "gpu01"]) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith("fabcheck: unknown fault 'cable-cut'; faults: ")
+    assert all(name in line for name in [*HOST_FAULTS, *SWITCH_FAULTS, *LAB_FAULTS])
+
+
+@pytest.mark.parametrize("argv", [["inject", "mtu", "--node", "gpu01"], ["heal", "--node", "gpu01"]])
+def test_faults_need_a_lab(argv: list[str], capsys: pytest.CaptureFixture[str], empty_checkout: Path) -> None:
+    assert main(["lab", *argv]) == 2
+    assert _one_error_line(capsys) == "fabcheck: no lab is up; start one with `fabcheck lab up`"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--hosts", "0"], "a lab needs at least one host (--hosts >= 1)"),
+        (["--profile", "ib", "--switches", "2"], "the ib profile has no Ethernet switches (drop --switches)"),
+        (["--hosts", "600"], "the lab holds at most 500 host nodes and 250 switches"),
+    ],
+)
+def test_impossible_lab_shapes(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lab", "up", *argv]) == 2
+    assert _one_error_line(capsys) == f"fabcheck: {message}"
+
+
+def test_up_as_non_root_is_one_clear_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, empty_checkout: Path
+) -> None:
+    monkeypatch.setattr("fabcheck.lab.preflight.os.geteuid", lambda: 1000)
+    assert main(["lab", "up"]) == 2
+    assert "needs root" in _one_error_line(capsys)
+
+
+def test_missing_tools_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("fabcheck.lab.preflight.shutil.which", lambda tool: None)
+    with pytest.raises(LabError, match=r"missing on this machine: unshare, tc"):
+        preflight.require_tools()
+
+
+def test_an_address_already_in_use_is_reported() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(LabError, match=rf"already in use: 127\.0\.0\.1:{port} \(another lab or sshd\?\)"):
+            preflight.require_free([("127.0.0.1", port)])
+
+
+def test_status_and_down_without_a_lab(capsys: pytest.CaptureFixture[str], empty_checkout: Path) -> None:
+    assert main(["lab", "status"]) == 1
+    assert capsys.readouterr().out.strip() == "no lab is up"
+    assert main(["lab", "status", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {"up": False, "nodes": [], "faults": []}
+    assert main(["lab", "down"]) == 0
+    assert capsys.readouterr().out.strip() == "no lab to take down"
+
+
+def test_bad_network_mode_is_an_argument_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["lab", "up", "--net", "netns"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'netns'" in capsys.readouterr().err

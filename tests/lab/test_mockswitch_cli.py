@@ -500,3 +500,66 @@ def test_line_reader_echo_and_line_ends() -> None:
     echo, lines = reader.feed("nv sh\x7fhow\r\nexit\n\x1b[Aab\x03")
     assert lines == ["nv show", "exit", None]
     assert echo == "nv sh\b \bhow\r\nexit\r\nab"
+
+
+def test_sonic_config_ecn_updates_wred_profile_and_validates() -> None:
+    dev = sonic()
+    s = dev.new_session("root")
+    assert s.handle("config ecn -profile AZURE_LOSSLESS -gmin 150000 -gmax 1500000 -gdrop 100") == ""
+    profile = dev.running["WRED_PROFILE"]["AZURE_LOSSLESS"]
+    assert (profile["green_min_threshold"], profile["green_max_threshold"]) == ("150000", "1500000")
+    out = s.handle("config ecn -profile AZURE_LOSSLESS -ymin 3000000")
+    assert "yellow_min_threshold 3000000 exceeds yellow_max_threshold 2097152" in out and s.last_failed
+    assert s.handle("config ecn -profile NOPE -gmin 1") == "Invalid profile name NOPE\n"
+    assert "green_min_threshold      150000" in s.handle("show ecn")
+
+
+def test_sonic_json_views_parse() -> None:
+    s = sonic().new_session("admin")
+    running = json.loads(s.handle("show runningconfiguration all"))
+    assert running["PORT_QOS_MAP"]["Ethernet8"]["pfc_enable"] == "3,4"
+    assert json.loads(s.handle("sonic-cfggen -d --print-data")) == running
+    queues = json.loads(s.handle("show queue counters Ethernet8 -j"))
+    assert queues["Ethernet8"]["UC1"] == {
+        "totalpacket": "1000",
+        "totalbytes": "1078000",
+        "droppacket": "30",
+        "dropbytes": "32340",
+    }
+
+
+def test_nvue_qos_object_shows_follow_documented_layouts() -> None:
+    dev = nvue()
+    s = dev.new_session("cumulus")
+    run(
+        s,
+        "nv set qos congestion-control default-global traffic-class 4,5,7 min-threshold 40000",
+        "nv set qos congestion-control default-global traffic-class 4,5,7 max-threshold 200000",
+        "nv set qos congestion-control default-global traffic-class 4,5,7 red enable",
+        "nv config apply -y",
+    )
+    assert s.handle("nv show qos congestion-control default-global").splitlines() == [
+        "    operational  applied  description",
+        "--  -----------  -------  -----------",
+        "",
+        "ECN Configurations",
+        "=====================",
+        "    traffic-class  ECN     RED      Min Th    Max Th     Probability",
+        "    -------------  ------  -------  --------  ---------  -----------",
+        "    0              enable  disable  150000 B  1500000 B  100",
+        "    4              enable  enable   40000 B   200000 B   100",
+        "    5              enable  enable   40000 B   200000 B   100",
+        "    7              enable  enable   40000 B   200000 B   100",
+    ]
+    run(
+        s,
+        "nv set qos pfc default-global switch-priority 0",
+        "nv set qos pfc default-global rx disable",
+        "nv set qos pfc default-global cable-length 50",
+        "nv config apply -y",
+    )
+    pfc = s.handle("nv show qos pfc default-global").splitlines()
+    assert pfc[2] == "cable-length       50           50       Cable Length (in meters)"
+    assert pfc[4] == "rx                 disable      disable  PFC Rx State"
+    assert pfc[-1] == "[switch-priority]  0            0        Collection of switch priorities."
+    assert dev.port_qos()["swp1"].pfc_priorities == (0,)

@@ -26,7 +26,7 @@ from fabcheck.lab.mockswitch.textfmt import simple_table
 
 DRIFT_PROFILE = "drift-pfc"
 NO_ITEM = "Error: The requested item does not exist."
-CONFIG_LINE_VERBS = {"set", "unset", "config", "action"}
+CONFIG_LINE_VERBS = {"set", "unset", "action"}
 
 
 def _stamp() -> str:
@@ -180,12 +180,17 @@ class NvueSession(CliSession):
         words = line.split()
         if words[:1] == ["sudo"]:
             words = words[1:]
-        return len(words) > 1 and words[0] == "nv" and words[1] in CONFIG_LINE_VERBS
+        if len(words) < 2 or words[0] != "nv":
+            return False
+        if words[1] == "config":
+            return words[2:3] in (["apply"], ["save"], ["detach"])
+        return words[1] in CONFIG_LINE_VERBS
 
     def handle(self, line: str) -> str:
         self.last_failed = False
         if self.awaiting is not None:
             answer, self.awaiting = self.awaiting, None
+            self.device.record(self.user, "answer", line.strip())
             return self._out(answer(line.strip()))
         text = line.strip()
         if not text:
@@ -193,7 +198,7 @@ class NvueSession(CliSession):
         try:
             words = shlex.split(text)
         except ValueError:
-            return self._fail("-bash: syntax error: unexpected end of file", text)
+            return self._fail("-bash: syntax error: unexpected end of file")
         output = self._dispatch(words, text)
         self.device.record(self.user, "command", text, not self.last_failed)
         return self._out(output)
@@ -201,7 +206,7 @@ class NvueSession(CliSession):
     def _out(self, text: str) -> str:
         return text if not text or text.endswith(("\n", "] ")) else text + "\n"
 
-    def _fail(self, message: str, text: str) -> str:
+    def _fail(self, message: str) -> str:
         self.last_failed = True
         return message
 
@@ -234,7 +239,7 @@ class NvueSession(CliSession):
         }
         if command in simple:
             return simple[command]
-        return self._fail(f"-bash: {command}: command not found", text)
+        return self._fail(f"-bash: {command}: command not found")
 
     # -- nv ---------------------------------------------------------------------------------------
     def _nv(self, args: list[str], text: str) -> str:

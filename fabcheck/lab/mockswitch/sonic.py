@@ -118,6 +118,7 @@ class SonicSession(CliSession):
         self.last_failed = False
         if self.awaiting is not None:
             answer, self.awaiting = self.awaiting, None
+            self.device.record(self.user, "answer", line.strip())
             return _lines(answer(line))
         if self.heredoc is not None:
             return self._heredoc_line(line)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -315,9 +316,9 @@ class EosSession(CliSession):
 
     def _c_interface(self, m: Matched) -> None:
         ports = m.values[0]
-        label = short_name(ports[0]) + (
-            f"-{ports[-1].rsplit('/', 1)[-1][len('Ethernet') :]}" if len(ports) > 1 else ""
-        )
+        label = short_name(ports[0])
+        if len(ports) > 1:  # EOS shows a range as its first port and the last number: Et1-4, Et1/1-4
+            label += "-" + re.findall(r"\d+", ports[-1])[-1]
         self.stack[1:] = [Frame("if", f"if-{label}", [("interfaces", p) for p in ports])]
 
     def _c_profile(self, m: Matched) -> None:

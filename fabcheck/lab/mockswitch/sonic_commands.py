@@ -59,8 +59,9 @@ class SonicCommands:
         args = argv[1:]
         ports = list(self.device.ports)
         picked = [a for a in args if a.startswith("Ethernet")]
-        if any(p not in ports for p in picked):
-            return Result(err=f"Invalid interface name {picked[0]}" if picked else "", status=1)
+        unknown = [p for p in picked if p not in ports]
+        if unknown:
+            return Result(err=f"Invalid interface name {unknown[0]}", status=1)
         chosen = picked or ports
         dev = self.device
         if args[:2] == ["pfc", "priority"]:

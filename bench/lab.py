@@ -35,14 +35,16 @@ class Run:
 
 
 def pss_kib(pid: int) -> int:
+    """PSS of one process in KiB (every lab process must still be there: a lost one is an error)."""
     try:
         with open(f"/proc/{pid}/smaps_rollup") as rollup:
-            for line in rollup:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+            text = rollup.read()
+    except OSError as err:
+        raise SystemExit(f"cannot read the memory of lab process {pid}: {err}") from err
+    for line in text.splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1])
+    raise SystemExit(f"/proc/{pid}/smaps_rollup has no Pss line: {text[:200]!r}")
 
 
 def measure_memory(paths: LabPaths) -> tuple[float, float]:

@@ -93,6 +93,7 @@ def check_affinity(node: MockNode) -> None:
     matrix = parse_topo(node.run("nvidia-smi", "topo", "-m").stdout)
     assert matrix.link("GPU0", "mlx5_0") == "SYS"
     assert matrix.link("GPU1", "mlx5_1") == "PIX"
+    assert node.sys_read("net/ens1np0/device/numa_node") == "1"
 
 
 def check_no_rdma(node: MockNode) -> None:

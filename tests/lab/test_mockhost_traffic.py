@@ -97,6 +97,14 @@ def test_send_bw_all_sizes_in_mb_and_server_peak_zero(pair: tuple[MockNode, Mock
     assert "RX depth        : 512" in server_out and "RKey" not in server_out
 
 
+def test_duration_mode_reports_no_peak(pair: tuple[MockNode, MockNode]) -> None:
+    server, client = pair
+    _, out = perftest_pair(server, client, "ib_write_bw", "-d", "mlx5_0", "-D", "1", "--report_gbits")
+    (row,) = parse_perftest(out).rows
+    assert row.bw_peak == 0 and row.bw_avg > 370
+    assert row.iterations == pytest.approx(row.bw_avg * 1e9 / 8 / 65536, rel=0.01)
+
+
 def test_read_bw_and_write_lat_parse(pair: tuple[MockNode, MockNode]) -> None:
     server, client = pair
     _, read_out = perftest_pair(server, client, "ib_read_bw", "-d", "mlx5_0", "-q", "2")

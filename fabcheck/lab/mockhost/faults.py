@@ -165,6 +165,7 @@ def inject_affinity(node: Node, changes: Changes) -> None:
     nic["numa"] = 1 - gpu["numa"]
     nic["switch"] = 1000 + topology["nics"].index(nic)
     changes.state_file("topology.json", json.dumps(topology, indent=1, sort_keys=True) + "\n")
+    changes.sys_file(f"net/{nic['netdev']}/device/numa_node", str(nic["numa"]))
 
 
 def inject_no_rdma(node: Node, changes: Changes) -> None:

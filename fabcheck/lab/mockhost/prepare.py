@@ -111,6 +111,8 @@ def write_netdev(sys_class: Path, nic: dict[str, Any], ifindex: int) -> None:
     }
     for name, value in values.items():
         write(net / name, value)
+    write(net / "device" / "numa_node", nic["numa"])
+    (net / "device" / "infiniband" / nic["name"]).mkdir(parents=True, exist_ok=True)
     if infiniband:
         return
     for point in ("roce_np", "roce_rp"):

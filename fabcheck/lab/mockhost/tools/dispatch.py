@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 from . import DISPATCHER, NCCL_TESTS, PERFTEST
 from .common import Node, ToolError, err, out
@@ -23,13 +24,14 @@ def run(tool: str, args: list[str]) -> int:
         from . import mpirun
 
         return mpirun.main(node if (node.state / "node.json").exists() else None, args)
-    handler = SIMPLE.get(tool)
+    handler = simple_tools().get(tool)
     if handler is None:
         raise ToolError(f"{DISPATCHER}: unknown tool {tool!r}\n", 127)
     return handler(node, args)
 
 
-def simple_tools() -> dict:
+def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
+    """Tools that only read or write node state (imported on demand to keep start-up small)."""
     from . import mlnx_qos, netdev, nvidia_smi, rdma_cm, rdma_info, subnet_manager, system
 
     dispatcher = subnet_manager.dispatcher_path()
@@ -53,18 +55,6 @@ def simple_tools() -> dict:
         "sminfo": subnet_manager.sminfo,
         "fabcheck-mock-opensm": lambda node, args: subnet_manager.daemon(node),
     }
-
-
-class LazyTools(dict):
-    """Import the simple tools only when one is asked for (keeps perftest/nccl start-up small)."""
-
-    def get(self, key, default=None):  # type: ignore[override]
-        if not self:
-            self.update(simple_tools())
-        return super().get(key, default)
-
-
-SIMPLE = LazyTools()
 
 
 def main() -> int:

@@ -129,27 +129,26 @@ def parse_args(prog: str, args: list[str]) -> Params:
 def apply_option(p: Params, flag: str, value: str) -> None:
     if flag in ("-h", "--help"):
         raise ToolError(USAGE.format(prog=p.prog), 0, stdout=True)
-    setters = {
-        ("-b", "--minbytes"): lambda: setattr(p, "min_bytes", parse_size(value)),
-        ("-e", "--maxbytes"): lambda: setattr(p, "max_bytes", parse_size(value)),
-        ("-i", "--stepbytes"): lambda: (
-            setattr(p, "step_bytes", parse_size(value)),
-            setattr(p, "step_factor", 1),
-        ),
-        ("-f", "--stepfactor"): lambda: setattr(p, "step_factor", int(value)),
-        ("-g", "--ngpus"): lambda: setattr(p, "ngpus", int(value)),
-        ("-n", "--iters"): lambda: setattr(p, "iters", int(value)),
-        ("-w", "--warmup_iters"): lambda: setattr(p, "warmup", int(value)),
-        ("-c", "--check"): lambda: setattr(p, "check", int(value)),
-        ("-d", "--datatype"): lambda: setattr(p, "dtype", value if value in DTYPES else bad(value)),
-    }
-    for flags, setter in setters.items():
-        if flag in flags:
-            setter()
-
-
-def bad(value: str) -> str:
-    raise ValueError(value)
+    if flag in ("-b", "--minbytes"):
+        p.min_bytes = parse_size(value)
+    elif flag in ("-e", "--maxbytes"):
+        p.max_bytes = parse_size(value)
+    elif flag in ("-i", "--stepbytes"):
+        p.step_bytes, p.step_factor = parse_size(value), 1
+    elif flag in ("-f", "--stepfactor"):
+        p.step_factor = int(value)
+    elif flag in ("-g", "--ngpus"):
+        p.ngpus = int(value)
+    elif flag in ("-n", "--iters"):
+        p.iters = int(value)
+    elif flag in ("-w", "--warmup_iters"):
+        p.warmup = int(value)
+    elif flag in ("-c", "--check"):
+        p.check = int(value)
+    elif flag in ("-d", "--datatype"):
+        if value not in DTYPES:
+            raise ValueError(value)
+        p.dtype = value
 
 
 def sizes(p: Params) -> list[int]:

@@ -3,7 +3,6 @@ transport/GDR lines that follow node state, and counters that move with traffic.
 
 from __future__ import annotations
 
-import importlib
 import random
 import re
 import subprocess
@@ -175,7 +174,8 @@ def run_mpi(tmp_path: Path, nodes: list[MockNode], *command: str, debug: bool = 
 
 def test_single_node_eight_gpus(tmp_path: Path, bin_dir: Path) -> None:
     (node,) = make_nodes(tmp_path, bin_dir, [("gpu1", "rail8")])
-    out = node.run("all_gather_perf", "-b", "8", "-e", "64M", "-f", "2", "-g", "8").stdout
+    args = ("all_gather_perf", "-b", "8", "-e", "64M", "-f", "2", "-g", "8")
+    out = node.run(*args, extra_env={"NCCL_DEBUG": "VERSION"}).stdout
     run = parse_nccl_tests(out)
     assert run.op == "all_gather" and run.nranks == 8 and run.hosts == ("gpu1",)
     # all_gather rounds each rank's share down to 16 bytes: with 8 ranks the first rows are empty
@@ -183,15 +183,36 @@ def test_single_node_eight_gpus(tmp_path: Path, bin_dir: Path) -> None:
     assert run.rows[-1].bytes == 64 * 1024 * 1024 and run.rows[-1].oop_busbw > 100
     assert run.avg_busbw is not None and run.nccl_version == "2.21.5+cuda12.4"
     assert "NCCL INFO" not in out
+    assert parse_nccl_tests(node.run(*args).stdout).nccl_version is None  # NCCL_DEBUG unset: no version line
     assert "invalid device ordinal" in node.run("all_reduce_perf", "-g", "9", rc=2).stdout
 
 
-def test_two_nodes_roce_gdr(tmp_path: Path, bin_dir: Path) -> None:
-    nodes = make_nodes(tmp_path, bin_dir, [("gpu1", "rail8"), ("gpu2", "rail8")])
+@pytest.fixture(scope="module")
+def nccl_logs(tmp_path_factory: pytest.TempPathFactory, bin_dir: Path) -> dict[str, str]:
+    """Two-node NCCL_DEBUG=INFO runs: RoCE with GDR, one node without peermem, no RDMA at all."""
+    logs: dict[str, str] = {}
+    tmp = tmp_path_factory.mktemp("nccl")
+    nodes = make_nodes(tmp, bin_dir, [("gpu1", "rail8"), ("gpu2", "rail8")])
     for node in nodes:
         configure_lossless(node, ["ens1np0"])
     before = counters(nodes[1])
-    out = run_mpi(tmp_path, nodes, "all_reduce_perf", "-b", "1M", "-e", "1G", "-f", "4", "-g", "1")
+    logs["gdr"] = run_mpi(tmp, nodes, "all_reduce_perf", "-b", "1M", "-e", "1G", "-f", "4", "-g", "1")
+    after = counters(nodes[1])
+    logs["counters"] = f"{after['tx_prio3_bytes'] - before['tx_prio3_bytes']} {after['rx_prio3_bytes']}"
+    nodes[1].run("modprobe", "-r", "nvidia_peermem")
+    logs["no-peermem"] = run_mpi(tmp, nodes, "all_reduce_perf", "-b", "64M", "-e", "64M")
+    for node in nodes:
+        inject(node.paths, "no-rdma")
+    logs["socket"] = run_mpi(tmp, nodes, "alltoall_perf", "-b", "64M", "-e", "64M")
+    return logs
+
+
+def busbw_at(out: str, size: int) -> float:
+    return next(r.oop_busbw for r in parse_nccl_tests(out).rows if r.bytes == size)
+
+
+def test_two_nodes_roce_gdr(nccl_logs: dict[str, str]) -> None:
+    out = nccl_logs["gdr"]
     run = parse_nccl_tests(out)
     assert run.op == "all_reduce" and run.nranks == 2 and run.hosts == ("gpu1", "gpu2")
     assert len(run.rows) == 6 and 35 < run.rows[-1].oop_busbw < 47
@@ -199,41 +220,47 @@ def test_two_nodes_roce_gdr(tmp_path: Path, bin_dir: Path) -> None:
     assert "NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE" in out
     assert re.search(r"\[send\] via NET/IB/0/GDRDMA$", out, re.M)
     assert "GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 3 <= 4)" in out
-    after = counters(nodes[1])
-    assert after["tx_prio3_bytes"] > before["tx_prio3_bytes"] and after["rx_prio3_bytes"] > 0
-    check_nccl_log_parser(out, network="IB", gdr=True, link_layers=["RoCE"])
+    sent, received = (int(v) for v in nccl_logs["counters"].split())
+    assert sent > 0 and received > 0
 
 
-def test_two_nodes_without_peermem_lose_gdr(tmp_path: Path, bin_dir: Path) -> None:
-    nodes = make_nodes(tmp_path, bin_dir, [("gpu1", "rail8"), ("gpu2", "rail8")])
-    for node in nodes:
-        configure_lossless(node, ["ens1np0"])
-    with_gdr = parse_nccl_tests(
-        run_mpi(tmp_path, nodes, "all_reduce_perf", "-b", "64M", "-e", "64M", debug=False)
-    )
-    nodes[1].run("modprobe", "-r", "nvidia_peermem")
-    out = run_mpi(tmp_path, nodes, "all_reduce_perf", "-b", "64M", "-e", "64M")
+def test_two_nodes_without_peermem_lose_gdr(nccl_logs: dict[str, str]) -> None:
+    out = nccl_logs["no-peermem"]
     gpu2_lines = [line for line in out.splitlines() if line.startswith("gpu2:")]
     assert "Using network IB" in out and not any("/GDRDMA" in line for line in gpu2_lines)
     assert re.search(r"^gpu1:.*\[send\] via NET/IB/0/GDRDMA$", out, re.M)  # GDR is decided per rank
     assert "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)" in out
     assert re.search(r"^gpu2:.*\[receive\] via NET/IB/0$", out, re.M)
-    assert parse_nccl_tests(out).rows[0].oop_busbw < with_gdr.rows[0].oop_busbw
-    check_nccl_log_parser(out, network="IB", gdr=False, link_layers=["RoCE"])
+    size = 64 * 1024 * 1024
+    assert busbw_at(out, size) < busbw_at(nccl_logs["gdr"], size)
 
 
-def test_two_nodes_without_rdma_fall_back_to_socket(tmp_path: Path, bin_dir: Path) -> None:
-    nodes = make_nodes(tmp_path, bin_dir, [("gpu1", "rail8"), ("gpu2", "rail8")])
-    for node in nodes:
-        configure_lossless(node, ["ens1np0"])
-        inject(node.paths, "no-rdma")
-    out = run_mpi(tmp_path, nodes, "alltoall_perf", "-b", "64M", "-e", "64M")
+def test_two_nodes_without_rdma_fall_back_to_socket(nccl_logs: dict[str, str]) -> None:
+    out = nccl_logs["socket"]
     assert "NCCL INFO NET/IB : No device found." in out
     assert re.search(r"NCCL INFO NET/Socket : Using \[0\]eth0:127\.[\d.]+<0>$", out, re.M)
     assert "Using network Socket" in out and "via NET/Socket/0" in out and "NET/IB/" not in out
     run = parse_nccl_tests(out)
     assert run.op == "alltoall" and run.rows[0].ip_wrong is None and run.rows[0].oop_busbw < 15
-    check_nccl_log_parser(out, network="Socket", gdr=False, link_layers=[])
+
+
+@pytest.mark.parametrize(
+    ("scenario", "network", "gdr", "link_layers"),
+    [("gdr", "IB", True, ["RoCE"]), ("no-peermem", "IB", False, ["RoCE"]), ("socket", "Socket", False, [])],
+)
+def test_nccl_log_parser_reads_mock_logs(
+    nccl_logs: dict[str, str], scenario: str, network: str, gdr: bool, link_layers: list[str]
+) -> None:
+    """The nccl_log parser (another helper's) must read the mock's log like a real one."""
+    module = pytest.importorskip(
+        "fabcheck.parsers.nccl_log", reason="fabcheck.parsers.nccl_log is not written yet"
+    )
+    facts = module.nccl_log_facts(module.parse_nccl_log(nccl_logs[scenario]))
+    assert facts["network"] == network and facts["link_layers"] == link_layers
+    assert facts["rdma"] is (network == "IB") and facts["errors"] is False
+    if scenario != "no-peermem":  # there the two nodes differ: gpu1 keeps GDR, gpu2 loses it
+        assert facts["gdr"] is gdr
+    assert facts["nccl_version"] == "2.21.5"
 
 
 def test_launcher_usage_and_rank_errors(tmp_path: Path, bin_dir: Path) -> None:
@@ -252,14 +279,3 @@ def test_launcher_usage_and_rank_errors(tmp_path: Path, bin_dir: Path) -> None:
                 "FABCHECK_MPI_PORT": str(random.randrange(20000, 40000)),
             },
         )
-
-
-def check_nccl_log_parser(out: str, *, network: str, gdr: bool, link_layers: list[str]) -> None:
-    """When the nccl_log parser exists, it must read the mock's log like a real one."""
-    try:
-        module = importlib.import_module("fabcheck.parsers.nccl_log")
-    except ModuleNotFoundError:
-        pytest.skip("fabcheck.parsers.nccl_log is not written yet; the log lines were checked directly")
-    facts = module.nccl_log_facts(module.parse_nccl_log(out))
-    assert facts["network"] == network and facts["gdr"] is gdr and facts["link_layers"] == link_layers
-    assert facts["errors"] is False

@@ -22,6 +22,7 @@ from .common import Node, ToolError, out
 from .nccl_log import RankLog, channel_lines, comm_lines, complete_line, gdr_line, init_lines, rank_net
 
 DEFAULT_PORT = 18600
+VERSION_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")  # NCCL_DEBUG levels that print "NCCL version"
 CALIBRATION_BYTES = 16 * 1024 * 1024
 CALIBRATION_SECONDS = 1.0
 NET_EFFICIENCY = 0.92
@@ -324,7 +325,6 @@ def render_header(node: Node, p: Params, ranks: list[dict[str, Any]]) -> str:
             f"#  Rank {r['rank']:2d} Group  0 Pid {r['pid']:6d} on {r['host']:>10} device {r['dev']:2d} "
             f"[{busid}] {r['gpu']['name']}"
         )
-    lines.append(f"NCCL version {node.topology['nccl_version']}")
     return "\n".join(lines) + "\n"
 
 
@@ -449,6 +449,8 @@ def main(node: Node, prog: str, args: list[str]) -> int:
         everyone, factor = join(world, node, mine)
     comm_id = int(env.get("FABCHECK_MPI_PORT", "0")) * 0x9E3779B97F4A7C15 % 2**64 or 0x1234
     text = render_header(node, p, everyone) if world.proc == 0 else ""
+    if world.proc == 0 and env.get("NCCL_DEBUG", "").upper() in VERSION_LEVELS:
+        text += f"NCCL version {node.topology['nccl_version']}\n"
     for log, rank in zip(logs, mine, strict=True):
         log_rank(node, rank, everyone, env, log, comm_id)
         count_rank_traffic(node, rank, ring_of(rank, everyone), p, len(everyone))

@@ -35,6 +35,7 @@ DEFAULT_HOSTS = 4
 DEFAULT_SWITCHES = {"roce": 2, "ib": 0}
 NETWORK_MODES = ("lo",)
 LOG_TAIL_LINES = 5
+SUPERVISOR_START_S = 10.0  # it only has to import and record its pid
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,16 @@ def _start(paths: LabPaths, state: LabState) -> None:
     _spawn_supervisor(paths)
     _wait_ready(paths, state, timeout=30.0 + 0.1 * len(state.nodes))
     if state.switch_nodes():
-        known_hosts += known_hosts_path(paths.run_dir).read_text().splitlines()
+        known_hosts += _switch_known_hosts(paths)
     write_access_files(paths, state, known_hosts)
+
+
+def _switch_known_hosts(paths: LabPaths) -> list[str]:
+    source = known_hosts_path(paths.run_dir)
+    try:
+        return source.read_text().splitlines()
+    except OSError as err:
+        raise LabError(f"the mock switch server is ready but wrote no {source.name}: {err.strerror}") from err
 
 
 def _spawn_supervisor(paths: LabPaths) -> None:
@@ -157,10 +166,13 @@ def _log_tail(path: Path) -> str:
 
 
 def _wait_ready(paths: LabPaths, state: LabState, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+    began = time.monotonic()
+    deadline = began + timeout
     pending = {(n.address, n.port): n for n in state.host_nodes()}
     while True:
         pids = load_pids(paths)
+        if pids is None and time.monotonic() - began > SUPERVISOR_START_S:
+            raise LabError(f"the lab supervisor did not start: {_log_tail(paths.supervisor_log)}")
         _check_alive(paths, state, pids, pending.values())
         answered = nodes.probe_banners(pending, timeout=0.5)
         pending = {target: node for target, node in pending.items() if not answered[target]}
@@ -179,9 +191,8 @@ def _check_alive(
     paths: LabPaths, state: LabState, pids: LabPids | None, waiting: Iterable[NodeRecord]
 ) -> None:
     if pids is None:
-        return  # the supervisor has not recorded its children yet
-    if not procs.is_running(pids.supervisor.pid, pids.supervisor.start):
-        raise LabError(f"the lab supervisor died: {_log_tail(paths.supervisor_log)}")
+        return  # the supervisor has not recorded itself yet
+    # The most specific failure first: a supervisor whose children all died exits too.
     for node in waiting:
         ref = pids.nodes.get(node.name)
         if ref is not None and not procs.is_running(ref.pid):
@@ -191,6 +202,8 @@ def _check_alive(
     if state.switch_nodes() and server is not None and not procs.is_running(server.pid):
         log = paths.run_dir / "switches" / "server.log"
         raise LabError(f"the mock switch server failed to start: {_log_tail(log)}")
+    if not procs.is_running(pids.supervisor.pid, pids.supervisor.start):
+        raise LabError(f"the lab supervisor died: {_log_tail(paths.supervisor_log)}")
 
 
 # ---- status ---------------------------------------------------------------------------------------

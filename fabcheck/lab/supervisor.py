@@ -44,16 +44,15 @@ def _ref(pid: int) -> ProcessRef:
     return ProcessRef(pid=pid, start=procs.start_time(pid))
 
 
-def start_all(paths: LabPaths, state: LabState) -> LabPids:
-    """Start the switch server and every host node; return what pids.json records."""
-    started = LabPids(supervisor=_ref(os.getpid()))
+def start_all(paths: LabPaths, state: LabState, started: LabPids) -> None:
+    """Start the switch server and every host node, recording each in started as it goes
+    (so a SIGTERM halfway through still stops whatever already runs)."""
     if state.switch_nodes():
         argv = [sys.executable, "-m", "fabcheck.lab.mockswitch", "--run-dir", str(paths.run_dir)]
         started.switch_server = _ref(_spawn(argv, paths.run_dir / "switches" / "server.log"))
     for node in state.host_nodes():
         argv = nodes.launch_argv(paths, node, state.state_mount)
         started.nodes[node.name] = _ref(_spawn(argv, paths.node_root(node.name) / "node.log"))
-    return started
 
 
 def _reap_for(seconds: float) -> bool:
@@ -90,7 +89,9 @@ def supervise(paths: LabPaths) -> int:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     started = LabPids(supervisor=_ref(os.getpid()))
     try:
-        started = start_all(paths, state)
+        # Recorded before anything starts: `up` can then tell a supervisor that died from a slow one.
+        write_atomic(paths.pids_file, started.to_json())
+        start_all(paths, state, started)
         write_atomic(paths.pids_file, started.to_json())
         _log(f"started {len(started.nodes)} nodes")
         while True:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from labsupport import requires_lab, running_lab
+from labsupport import lab_paths, requires_lab, running_lab
 
 from fabcheck.lab import faults, lifecycle, net, procs
 from fabcheck.lab.state import LabError, LabPaths, LabPids, load_pids
@@ -172,3 +172,23 @@ def test_node_root_is_an_overlay_that_keeps_writes_away_from_the_machine() -> No
         assert lines[0] == "inside" and lines[1] == "0"  # own empty /dev/shm: no controller key in sight
         assert "Read-only file system" in lines[2] and "Read-only file system" in lines[3]
         assert lines[4] == "gpu01"
+
+
+def test_a_node_that_cannot_start_is_named_with_its_log_and_nothing_is_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("fabcheck.lab.nodes.sshd_config", lambda address, port: "NoSuchOption yes\n")
+    paths = lab_paths()
+    with pytest.raises(LabError, match=r"lab node gpu01 failed to start: .*NoSuchOption"):  # noqa: SIM117
+        with running_lab(hosts=1, switches=0):
+            pass
+    assert not paths.run_dir.exists() and not paths.inventory.exists()
+    assert procs.pids_mentioning(str(paths.run_dir)) == []
+
+
+def test_a_taken_address_is_refused_before_anything_starts() -> None:
+    paths = lab_paths()
+    with socket.create_server(("127.0.1.2", 2222)), pytest.raises(LabError, match=r"127\.0\.1\.2:2222"):  # noqa: SIM117
+        with running_lab(hosts=2, switches=0):
+            pass
+    assert not paths.run_dir.exists()

@@ -159,7 +159,7 @@ def test_bandwidth_scales_with_the_measured_wire_rate() -> None:
     params = perftest.Params(prog="ib_write_bw", iters=5000)
     profile = {"mtu": 4096, "rate_gbps": 400, "link_layer": "Ethernet"}
     fast_row, slow_row = (perftest.bw_rows(params, profile, profile, f)[0] for f in (full, slow))
-    assert slow_row["gbps"] == pytest.approx(fast_row["gbps"] * 0.2)
+    assert slow_row["gbps"] == pytest.approx(fast_row["gbps"] * 0.2, rel=0.01)  # rows carry <1% jitter
 
 
 # --- nccl-tests -------------------------------------------------------------------------------

@@ -224,7 +224,7 @@ def address_lines(side: str, info: dict[str, Any], p: Params) -> list[str]:
     lines = []
     for qpn, psn in zip(info["qpns"], info["psns"], strict=True):
         text = f" {side} address: LID {c_hex(info['lid'], 4)} QPN {c_hex(qpn, 6)} PSN {c_hex(psn, 6)}"
-        if p.prog != "ib_send_bw":
+        if p.prog != "ib_send_bw" and not p.rdma_cm:  # RDMA-CM exchanges keys itself
             text += f" RKey {c_hex(info['rkey'], 8)} VAddr {c_hex(info['vaddr'], 16)}"
         lines.append(text)
         if info["gid"]:
@@ -237,9 +237,10 @@ def bw_rows(p: Params, local: dict[str, Any], remote: dict[str, Any], factor: fl
     mtu = min(local["mtu"], remote["mtu"])
     rate = min(local["rate_gbps"], remote["rate_gbps"])
     ceiling = rate * traffic.payload_efficiency(local["link_layer"], mtu) * BW_EFFICIENCY * factor
+    rng = random.Random()
     rows = []
     for size in p.sizes:
-        gbps = min(ceiling, size * 8 * MSG_RATE_LIMIT * p.qps / 1e9)
+        gbps = min(ceiling, size * 8 * MSG_RATE_LIMIT * p.qps / 1e9) * rng.uniform(0.992, 1.0)
         iters = p.iters if not p.duration else int(gbps * 1e9 / 8 / size * p.duration)
         rows.append(
             {"size": size, "iters": iters, "gbps": gbps, "peak": 0.0 if p.duration else gbps * 1.0012}

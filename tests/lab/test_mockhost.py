@@ -71,6 +71,15 @@ def test_topo_pcie_profile_has_no_pix_nic(tmp_path: Path, bin_dir: Path) -> None
     assert matrix.link("GPU0", "GPU1") == "PIX"
 
 
+def test_nvidia_smi_default_table(rail8: MockNode) -> None:
+    lines = rail8.run("nvidia-smi").stdout.splitlines()
+    assert "Driver Version: 550.90.07" in lines[2] and "CUDA Version: 12.4" in lines[2]
+    assert all(len(line) == 91 for line in lines[1:] if line.startswith(("|", "+")))
+    rows = [line for line in lines if "NVIDIA H100 80GB HBM3" in line]
+    assert len(rows) == 8 and "00000000:DB:00.0" in rows[7]
+    assert "No running processes found" in lines[-2]
+
+
 def test_nvidia_smi_list_query_and_errors(rail8: MockNode, tmp_path: Path, bin_dir: Path) -> None:
     listing = rail8.run("nvidia-smi", "-L").stdout.splitlines()
     assert len(listing) == 8 and listing[0].startswith("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-")

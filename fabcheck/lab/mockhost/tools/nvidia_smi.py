@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .common import Node, ToolError, out
@@ -131,6 +132,59 @@ def list_gpus(node: Node) -> str:
     return "".join(f"GPU {g['index']}: {g['name']} (UUID: {g['uuid']})\n" for g in node.gpus())
 
 
+def box_line(text: str) -> str:
+    return "|" + text.ljust(89) + "|"
+
+
+def gpu_rows(gpu: dict[str, Any]) -> list[str]:
+    name = f"  {gpu['index']:>2}  {gpu['name']}"
+    mem = f"{0:>8}MiB / {gpu['memory_mib']:>6}MiB "
+    return [
+        f"|{name}{'On  '.rjust(41 - len(name))}|   {gpu['bus_id']} Off |{'0'.rjust(21)} |",
+        f"| N/A   34C    P0{'71W /  700W '.rjust(25)}|{mem}|{'0%'.rjust(8)}      Default |",
+        f"|{' ' * 41}|{' ' * 24}|{'Disabled'.rjust(21)} |",
+        SEPARATOR,
+    ]
+
+
+SEPARATOR = "+" + "-" * 41 + "+" + "-" * 24 + "+" + "-" * 22 + "+"
+FULL_RULE = "+" + "-" * 89 + "+"
+
+
+def render_summary(node: Node) -> str:
+    """The default ``nvidia-smi`` table (driver/CUDA header, one block per GPU, no processes)."""
+    topo = node.topology
+    driver = topo["driver_version"]
+    cuda = f"{topo['cuda_driver'] // 1000}.{topo['cuda_driver'] % 1000 // 10}"
+    lines = [
+        time.strftime("%a %b %e %H:%M:%S %Y") + " " * 7,
+        FULL_RULE,
+        "| "
+        + f"NVIDIA-SMI {driver}".ljust(34)
+        + f"Driver Version: {driver}".ljust(31)
+        + f"CUDA Version: {cuda}".ljust(23)
+        + "|",
+        "|" + "-" * 41 + "+" + "-" * 24 + "+" + "-" * 22 + "+",
+        "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
+        "|                                         |                        |               MIG M. |",
+        "|" + "=" * 41 + "+" + "=" * 24 + "+" + "=" * 22 + "|",
+    ]
+    for gpu in node.gpus():
+        lines += gpu_rows(gpu)
+    lines += [
+        "",
+        FULL_RULE,
+        box_line(" Processes:"),
+        box_line("  GPU   GI   CI        PID   Type   Process name                              GPU Memory"),
+        box_line("        ID   ID                                                               Usage"),
+        "|" + "=" * 89 + "|",
+        box_line("  No running processes found"),
+        FULL_RULE,
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def option_value(args: list[str], name: str) -> tuple[str | None, list[str]]:
     """Take ``--name=value`` or ``--name value`` out of args."""
     rest, value = [], None
@@ -150,6 +204,9 @@ def option_value(args: list[str], name: str) -> tuple[str | None, list[str]]:
 def main(node: Node, args: list[str]) -> int:
     if not node.gpus():
         raise ToolError(NO_DRIVER, 9, stdout=True)
+    if not args:
+        out(render_summary(node))
+        return 0
     if args in (["topo", "-m"], ["topo", "--matrix"]):
         out(render_topo(node))
         return 0

@@ -81,17 +81,34 @@ def placement(nprocs: int, hosts: list[tuple[str, int]]) -> list[tuple[str, int,
     return plan
 
 
-def address_of(node: Node | None, host: str) -> str:
+def address_of(node: Node | None, host: str, ssh: list[str]) -> str:
+    """Where the ranks reach `host`: the node's peer table, else ssh's own config, else DNS."""
     if node is not None:
         if host == node.hostname:
             return node.address
         peers: dict[str, Any] = node.info.get("peers", {})
         if host in peers:
             return str(peers[host])
+    resolved = ssh_hostname(ssh, host)
+    if resolved:
+        return resolved
     try:
         return socket.gethostbyname(host)
     except OSError:
         return host
+
+
+def ssh_hostname(ssh: list[str], host: str) -> str | None:
+    """The HostName ssh would connect to (``ssh -G``), e.g. from the lab's ssh_config."""
+    try:
+        shown = subprocess.run([*ssh, "-G", host], capture_output=True, text=True, timeout=10, check=False)
+    except OSError:
+        return None
+    for line in shown.stdout.splitlines() if shown.returncode == 0 else []:
+        key, _, value = line.partition(" ")
+        if key == "hostname" and value != host:
+            return value.strip()
+    return None
 
 
 def is_local(node: Node | None, host: str) -> bool:
@@ -101,9 +118,9 @@ def is_local(node: Node | None, host: str) -> bool:
 def launch(node: Node | None, args: list[str]) -> int:
     nprocs, hosts, exports, command = parse(args)
     plan = placement(nprocs, hosts)
-    exports["FABCHECK_MPI_ROOT"] = address_of(node, plan[0][0])
-    exports["FABCHECK_MPI_PORT"] = str(random.randrange(20000, 40000))
     ssh = shlex.split(os.environ.get("FABCHECK_MPI_SSH", "ssh -o BatchMode=yes"))
+    exports["FABCHECK_MPI_ROOT"] = address_of(node, plan[0][0], ssh)
+    exports["FABCHECK_MPI_PORT"] = str(random.randrange(20000, 40000))
     procs = []
     for host, first, count in plan:
         inner = ["fabcheck-mpirun", LOCAL_FLAG, str(first), str(count), str(nprocs), "--", *command]

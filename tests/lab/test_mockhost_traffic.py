@@ -255,12 +255,17 @@ def test_nccl_log_parser_reads_mock_logs(
     module = pytest.importorskip(
         "fabcheck.parsers.nccl_log", reason="fabcheck.parsers.nccl_log is not written yet"
     )
-    facts = module.nccl_log_facts(module.parse_nccl_log(nccl_logs[scenario]))
+    summary = module.parse_nccl_log(nccl_logs[scenario])
+    facts = module.nccl_log_facts(summary)
     assert facts["network"] == network and facts["link_layers"] == link_layers
     assert facts["rdma"] is (network == "IB") and facts["errors"] is False
-    if scenario != "no-peermem":  # there the two nodes differ: gpu1 keeps GDR, gpu2 loses it
-        assert facts["gdr"] is gdr
+    assert facts["hcas"] == ([f"mlx5_{i}" for i in range(8)] if network == "IB" else [])
     assert facts["nccl_version"] == "2.21.5"
+    per_host = {rank.host: rank.gdr for rank in summary.ranks}
+    if scenario == "no-peermem":  # GDR is per rank: gpu1 keeps it, gpu2 lost nvidia_peermem
+        assert per_host == {"gpu1": True, "gpu2": False}
+    else:
+        assert facts["gdr"] is gdr and set(per_host.values()) == {gdr}
 
 
 def test_launcher_usage_and_rank_errors(tmp_path: Path, bin_dir: Path) -> None:

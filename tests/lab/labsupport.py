@@ -1,16 +1,20 @@
 """Lab test support: why lab tests would be skipped, and a context manager that runs one lab.
 
-Only one lab per checkout can run at a time (fixed addresses and run dir), so labs taken through
-``running_lab`` are serialised with a file lock, also across pytest-xdist workers.
+Test labs belong to a scratch checkout (the repo's lab intent, groups and ansible.cfg linked in, but its
+own .lab/, hosts.yml and run dir), so a test never touches a lab the user has up. Node addresses are
+fixed, so labs taken through ``running_lab`` are serialised with a file lock, also across xdist workers.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
+import functools
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,8 +44,19 @@ LAB_UNAVAILABLE = _lab_unavailable()
 requires_lab = pytest.mark.skipif(LAB_UNAVAILABLE is not None, reason=LAB_UNAVAILABLE or "")
 
 
+@functools.cache
+def lab_project() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="fabcheck-lab-tests-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    (root / "inventory" / "lab").mkdir(parents=True)
+    for shared in ("ansible.cfg", "inventory/lab/group_vars", "inventory/lab/groups.yml"):
+        if (REPO / shared).exists():
+            (root / shared).symlink_to(REPO / shared)
+    return root
+
+
 def lab_paths() -> LabPaths:
-    return LabPaths.for_project(REPO)
+    return LabPaths.for_project(lab_project())
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import testinfra
-from labsupport import REPO, requires_lab, running_lab
+from labsupport import requires_lab, running_lab
 from netmiko import ConnectHandler
 
 from fabcheck.cli import main
@@ -89,7 +89,17 @@ def _fresh(seconds: int) -> tuple[str, ...]:
 # ---- reachability with the real clients --------------------------------------------------------
 
 
-def test_status_json_reports_every_node_answering(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture
+def cli_on_lab(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> Lab:
+    """`fabcheck lab ...` commands act on the test lab's scratch checkout."""
+    monkeypatch.setattr("fabcheck.lab.cli.project_root", lambda: lab.paths.project)
+    return lab
+
+
+def test_status_json_reports_every_node_answering(
+    cli_on_lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lab = cli_on_lab
     assert main(["lab", "status", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["up"] and report["supervisor_alive"] and report["faults"] == []
@@ -100,7 +110,9 @@ def test_ansible_ping_reaches_every_host_with_host_key_checking(lab: Lab) -> Non
     ansible = Path(sys.executable).parent / "ansible"
     env = os.environ | {"ANSIBLE_DEPRECATION_WARNINGS": "False", "ANSIBLE_HOST_KEY_CHECKING": "True"}
     command = [str(ansible), "all", "-i", "inventory/lab", "-m", "ansible.builtin.ping", "-o"]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    result = subprocess.run(
+        command, capture_output=True, text=True, cwd=lab.paths.project, env=env, timeout=120
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     for node in lab.state.nodes:
@@ -296,7 +308,8 @@ def test_down_switch_refuses_netmiko_until_healed(lab: Lab) -> None:
         assert name in conn.base_prompt
 
 
-def test_heal_without_arguments_heals_everything(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+def test_heal_without_arguments_heals_everything(cli_on_lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    lab = cli_on_lab
     faults.inject(lab.paths, "slow-link", "gpu03")
     faults.inject(lab.paths, "switch-ecn-off", lab.state.switch_nodes()[1].name)
     assert main(["lab", "status"]) == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from labsupport import REPO, requires_lab, running_lab
+from labsupport import requires_lab, running_lab
 
 from fabcheck.lab.state import LabPaths
 from fabcheck.parsers.ibstat import parse_ibstat
@@ -33,7 +33,7 @@ def test_ib_lab_elects_the_highest_priority_subnet_manager() -> None:
         ansible = Path(sys.executable).parent / "ansible"
         env = os.environ | {"ANSIBLE_DEPRECATION_WARNINGS": "False"}
         ping = [str(ansible), "subnet_managers", "-i", "inventory/lab", "-m", "ansible.builtin.ping", "-o"]
-        pinged = subprocess.run(ping, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+        pinged = subprocess.run(ping, capture_output=True, text=True, cwd=paths.project, env=env, timeout=120)
         assert pinged.returncode == 0 and pinged.stdout.count("SUCCESS") == 2, pinged.stdout + pinged.stderr
 
         for node, priority in (("sm01", 15), ("sm02", 14)):

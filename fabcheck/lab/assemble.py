@@ -2,34 +2,33 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 
 from fabcheck.lab import nodes
 from fabcheck.lab.inventory import known_host_line
-from fabcheck.lab.keys import generate_keypair, write_private, write_secret
+from fabcheck.lab.keys import KeyPair, generate_keypair, write_private, write_secret
 from fabcheck.lab.mockhost.layout import MockNodePaths
 from fabcheck.lab.mockhost.prepare import install_tools, prepare_node
 from fabcheck.lab.mockswitch.spec import SwitchSpec, write_spec
 from fabcheck.lab.state import LabPaths, LabState, NodeRecord
+
+PARALLEL_FROM = 32  # below this many hosts a worker pool costs more than it saves
 
 
 def _peers_of(node: NodeRecord, everyone: Mapping[str, str]) -> dict[str, str]:
     return {name: address for name, address in everyone.items() if name != node.name}
 
 
-def assemble(paths: LabPaths, state: LabState) -> list[str]:
-    """Create the run dir for state; return the known_hosts lines of the host nodes."""
-    paths.run_dir.mkdir(mode=0o700, parents=True)
-    client = generate_keypair("fabcheck-lab-controller")
-    write_private(paths.client_key, client)
-    paths.client_key.with_suffix(".pub").write_text(client.public_line + "\n")
-
-    paths.bin_dir.mkdir()
-    install_tools(paths.bin_dir)
-    addresses = {n.name: n.address for n in state.nodes}
-    known_hosts: list[str] = []
-    for node in state.host_nodes():
+def _prepare_hosts(
+    paths: LabPaths, hosts: Sequence[NodeRecord], addresses: Mapping[str, str], client: KeyPair
+) -> dict[str, str]:
+    """Write each host's tree (mock state, sshd files); return node name -> known_hosts line."""
+    lines: dict[str, str] = {}
+    for node in hosts:
         root = paths.node_root(node.name)
         nodes.make_node_dirs(root)
         prepare_node(
@@ -42,7 +41,37 @@ def assemble(paths: LabPaths, state: LabState) -> list[str]:
         )
         host_key = generate_keypair(f"root@{node.name}")
         nodes.write_node_files(root, node, host_key, client)
-        known_hosts.append(known_host_line(node, host_key.public_blob))
+        lines[node.name] = known_host_line(node, host_key.public_blob)
+    return lines
+
+
+def _prepare_all_hosts(paths: LabPaths, state: LabState, client: KeyPair) -> list[str]:
+    """Hundreds of files per host make this CPU-bound: large labs spread it over every core."""
+    hosts = state.host_nodes()
+    addresses = {n.name: n.address for n in state.nodes}
+    workers = min(os.cpu_count() or 1, 8)
+    if len(hosts) < PARALLEL_FROM or workers == 1:
+        lines = _prepare_hosts(paths, hosts, addresses, client)
+    else:
+        batches = [hosts[i::workers] for i in range(workers)]
+        lines = {}
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            jobs = [pool.submit(_prepare_hosts, paths, batch, addresses, client) for batch in batches]
+            for job in jobs:
+                lines.update(job.result())
+    return [lines[node.name] for node in hosts]
+
+
+def assemble(paths: LabPaths, state: LabState) -> list[str]:
+    """Create the run dir for state; return the known_hosts lines of the host nodes."""
+    paths.run_dir.mkdir(mode=0o700, parents=True)
+    client = generate_keypair("fabcheck-lab-controller")
+    write_private(paths.client_key, client)
+    paths.client_key.with_suffix(".pub").write_text(client.public_line + "\n")
+
+    paths.bin_dir.mkdir()
+    install_tools(paths.bin_dir)
+    known_hosts = _prepare_all_hosts(paths, state, client)
 
     switches = state.switch_nodes()
     if switches:

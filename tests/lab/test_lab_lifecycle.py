@@ -192,3 +192,20 @@ def test_a_taken_address_is_refused_before_anything_starts() -> None:
         with running_lab(hosts=2, switches=0):
             pass
     assert not paths.run_dir.exists()
+
+
+@pytest.mark.scale
+def test_a_64_host_lab_comes_up_with_a_key_per_node_and_goes_away() -> None:
+    with running_lab(hosts=64, switches=3) as (paths, state):
+        pids = load_pids(paths)
+        assert pids is not None
+        report = lifecycle.status(paths)
+        assert report is not None and report.healthy and all(h.answers for h in report.nodes)
+        keys = [line.split()[2] for line in paths.known_hosts.read_text().splitlines()]
+        assert len(keys) == 64 + 3 and len(set(keys[:64])) == 64  # one key per node
+        assert len(set(keys[64:])) == 1  # one switch server key, listed for each switch address
+        last = state.host_nodes()[-1]
+        assert _ssh(paths, last.name, "hostname").stdout.strip() == last.name == "gpu64"
+        assert last.profile == "pcie"
+        lifecycle.down(paths)
+        assert _wait_no_traces(paths, pids) == []

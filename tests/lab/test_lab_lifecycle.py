@@ -174,6 +174,22 @@ def test_node_root_is_an_overlay_that_keeps_writes_away_from_the_machine() -> No
         assert lines[4] == "gpu01"
 
 
+def test_mock_sysfs_is_strict_like_the_real_one() -> None:
+    """Attributes can be written in place (echo, cp) but not replaced (mv, Ansible copy's rename)."""
+    with running_lab(hosts=1, switches=0) as (paths, _state):
+        mtu = "/sys/class/net/ens1np0/mtu"
+        script = (
+            f"echo 9000 > {mtu} && cat {mtu} && ip link show ens1np0 | head -1; "
+            f"echo 4200 > /tmp/mtu && cp /tmp/mtu {mtu} && cat {mtu}; "
+            f"(mv /tmp/mtu {mtu}) 2>&1 | grep -c -e 'Read-only file system' -e 'busy'; cat {mtu}"
+        )
+        lines = _ssh(paths, "gpu01", script).stdout.splitlines()
+        assert lines[0] == "9000" and "mtu 9000" in lines[1]
+        assert lines[2] == "4200"
+        assert lines[3] == "1" and lines[4] == "4200"
+        assert (paths.node_root("gpu01") / "sys_class" / "net" / "ens1np0" / "mtu").read_text() == "4200\n"
+
+
 def test_a_node_that_cannot_start_is_named_with_its_log_and_nothing_is_left(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fabcheck.checks.model import Finding, errored, failed, passed, skipped
 from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
 from fabcheck.ibverbs import describe_wc_status
@@ -10,6 +12,7 @@ from fabcheck.parsers.nccl_log import NcclLogSummary
 
 # NCCL names RoCE ports "RoCE" and InfiniBand ports "IB" in its NET/IB Using line.
 _LINK_LAYER_NAMES = {"roce": "RoCE", "ib": "IB"}
+_SOCKET = re.compile("socket", re.IGNORECASE)
 
 
 def check_nccl_log(log: NcclLogSummary, intent: FabricIntent) -> list[Finding]:
@@ -27,6 +30,19 @@ def _transport(log: NcclLogSummary, intent: FabricIntent) -> Finding:
         f"RDMA network ({', '.join(intent.nccl.allowed_networks)} or an RDMA plugin)",
     )
     network = log.network or "unknown"
+    # One node without RDMA drags the whole job onto sockets: judge every rank, not only the first.
+    socket_hosts = sorted(
+        {r.host or f"rank {r.rank}" for r in log.ranks if r.network and _SOCKET.search(r.network)}
+    )
+    if socket_hosts and log.rdma is not False:
+        return failed(
+            check,
+            ", ".join(socket_hosts),
+            expected,
+            f"network Socket on {', '.join(socket_hosts)}, {network} elsewhere",
+            "these hosts found no usable RDMA device (ibv_devinfo, rdma link, NCCL_IB_HCA); "
+            f"roles {GPU_RDMA_ROLE}, {HOST_QOS_ROLE}",
+        )
     if log.rdma is False or log.socket_fallback:
         return failed(
             check,
@@ -71,6 +87,16 @@ def _gdr(log: NcclLogSummary, intent: FabricIntent) -> Finding:
     if not intent.nccl.gdr_required:
         return skipped(check, "NCCL", "fabric_intent.nccl.gdr_required is false")
     expected = "GPUDirect RDMA on every NET channel (via NET/.../GDRDMA)"
+    without = sorted({f"{r.host or '?'}[{r.rank}]" for r in log.ranks if r.gdr is False})
+    if without and log.gdr is not False:
+        return failed(
+            check,
+            ", ".join(without[:8]) + (f" and {len(without) - 8} more" if len(without) > 8 else ""),
+            expected,
+            f"{len(without)} rank(s) with NET channels without GDRDMA",
+            "GPUDirect is off for these ranks: nvidia_peermem not loaded on their host, or the NIC is too "
+            f"far from the GPU (NCCL_NET_GDR_LEVEL, topology); role {GPU_RDMA_ROLE}",
+        )
     if log.gdr is True:
         return passed(check, "NCCL", expected, "GDRDMA")
     if log.gdr is False:

@@ -39,11 +39,17 @@ BLOCK_CHARS = 1 << 20
 MAX_LINE_CHARS = 1 << 20
 _CACHE_LIMIT = 100_000
 
-# A line worth a closer look contains a match; NET channel lines are found separately.
-_RARE = re.compile(
+# Every line worth a look (besides NET channel lines) holds a match, which runs to the line end.
+_MARKED = re.compile(
     r"NCCL(?: (?:INFO (?:Using network |Assigned NET plugin |NET/|GPU Direct RDMA |P2P plugin IB"
-    r"|NCCL_(?:IB_DISABLE|IB_HCA|NET) set)|WARN |version \d|error)|\(SeqNum)"
+    r"|NCCL_(?:IB_DISABLE|IB_HCA|NET) set)|WARN |version \d|error)|\(SeqNum)[^\n]*"
 )
+# Lines that must be read in order with their prefix and line number: failures.
+_IN_ORDER = re.compile(r"NCCL(?: (?:WARN |error)|\(SeqNum)")
+_IN_ORDER_MARKERS = ("NCCL WARN ", "NCCL error", "NCCL(SeqNum")
+# Lines whose prefix tells which rank they describe.
+_USING_MARKER = "NCCL INFO Using network "
+_ASSIGNED_MARKER = "NCCL INFO Assigned NET plugin "
 _PREFIX = re.compile(r"([^\s\[\]:]+):(\d+):(\d+) \[(\d+)\]\s*(.*)$", re.ASCII)
 _TORCH_RANK = re.compile(r"\[[Rr]ank ?(\d+)\]", re.ASCII)
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)", re.ASCII)
@@ -187,10 +193,21 @@ def _rdma_from_name(name: str, ofi_provider: str | None) -> bool | None:
     return None
 
 
+def _first_sighting(seen: set, key: object) -> bool:
+    """Add ``key`` to the bounded cache ``seen``; True when it was not there."""
+    if key in seen:
+        return False
+    if len(seen) >= _CACHE_LIMIT:
+        seen.clear()
+    seen.add(key)
+    return True
+
+
 class _LineBlocks:
     """Collects fed text and hands it out as blocks of whole lines of about BLOCK_CHARS.
 
     At most one partial line is held; a line longer than MAX_LINE_CHARS is cut to that length.
+    A big fed chunk is copied once: its first line (completing the held one) becomes its own block.
     """
 
     def __init__(self) -> None:
@@ -199,7 +216,7 @@ class _LineBlocks:
         self._line_open = False
         self._skipping = False
 
-    def add_line(self, line: str) -> str | None:
+    def add_line(self, line: str) -> list[str]:
         if self._line_open:
             line = "\n" + line
         if not line.endswith("\n"):
@@ -208,34 +225,48 @@ class _LineBlocks:
 
     def add_text(self, text: str) -> Iterator[str]:
         for start in range(0, len(text), BLOCK_CHARS):
-            block = self._add(text[start : start + BLOCK_CHARS])
-            if block:
-                yield block
+            yield from self._add(text[start : start + BLOCK_CHARS])
 
     def finish(self) -> str:
         data = "".join(self._parts)
         self._parts, self._size, self._line_open = [], 0, False
         return data if not data or data.endswith("\n") else data + "\n"
 
-    def _add(self, text: str) -> str | None:
+    def _add(self, text: str) -> list[str]:
         if self._skipping:
             cut = text.find("\n")
             if cut < 0:
-                return None
+                return []
             text, self._skipping = text[cut:], False
         self._parts.append(text)
         self._size += len(text)
         self._line_open = not text.endswith("\n")
-        return self._take() if self._size >= BLOCK_CHARS else None
+        return self._take() if self._size >= BLOCK_CHARS else []
 
-    def _take(self) -> str | None:
+    def _take(self) -> list[str]:
+        parts, last = self._parts, self._parts[-1]
+        cut = last.rfind("\n") + 1
+        if cut == 0:
+            return self._take_joined()
+        if cut == len(last):
+            self._parts, self._size = [], 0
+            return ["".join(parts) if len(parts) > 1 else last]
+        first = last.find("\n") + 1 if len(parts) > 1 else 0
+        blocks = ["".join(parts[:-1]) + last[:first]] if first else []
+        if cut > first:
+            blocks.append(last[first:cut])
+        self._parts, self._size = [last[cut:]], len(last) - cut
+        return blocks
+
+    def _take_joined(self) -> list[str]:
+        """The newest piece has no newline: join everything and keep (a bounded) partial line."""
         data = "".join(self._parts)
         cut = data.rfind("\n") + 1
         rest = data[cut:]
         if len(rest) > MAX_LINE_CHARS:
             rest, self._skipping = rest[:MAX_LINE_CHARS], True
         self._parts, self._size = ([rest] if rest else []), len(rest)
-        return data[:cut] or None
+        return [data[:cut]] if cut else []
 
 
 class _RankState:
@@ -356,7 +387,8 @@ class NcclLogParser:
         self._error_count = 0
         self._prefixes: dict[str, tuple[str, int, str] | None] = {}
         self._seen_channels: set[tuple[tuple[str, str], str]] = set()
-        self._seen_info: set[str] = set()
+        self._seen_rank_lines: set[tuple[str, str, str]] = set()
+        self._seen_marked: set[str] = set()
         self._state = _PLAIN
         self._state_budget = 0
         self._report_rank: int | None = None
@@ -370,8 +402,7 @@ class NcclLogParser:
     def feed(self, line: str) -> None:
         """Feed one line, with or without its trailing newline."""
         self._check_open()
-        block = self._blocks.add_line(line)
-        if block:
+        for block in self._blocks.add_line(line):
             self._scan_block(block)
 
     def feed_chunk(self, text: str) -> None:
@@ -409,34 +440,62 @@ class NcclLogParser:
             self._facts.seen_nccl = True
         if "via NET/" in block:
             self._scan_channels(block)
-        self._scan_rare_lines(block)
+        in_order, markers = self._scan_marked(block)
+        for marker in markers:
+            self._scan_rank_lines(block, marker)
+        if in_order or self._state != _PLAIN:
+            self._scan_in_order(block)
 
-    def _scan_rare_lines(self, block: str) -> None:
-        """Visit rare lines in order, and every line that follows one which left a state open."""
+    def _scan_marked(self, block: str) -> tuple[bool, list[str]]:
+        """Handle the marked lines that need no prefix; say which other kinds the block holds.
+
+        One C-level findall collects the tails of marked lines; identical tails (the same device
+        list printed by every rank) are handled once.
+        """
+        in_order, markers = False, []
+        for found in dict.fromkeys(_MARKED.findall(block)):
+            if any(marker in found for marker in _IN_ORDER_MARKERS):
+                in_order = True
+            elif found.startswith((_USING_MARKER, _ASSIGNED_MARKER)):
+                marker = _USING_MARKER if found.startswith(_USING_MARKER) else _ASSIGNED_MARKER
+                if marker not in markers:
+                    markers.append(marker)
+            elif _first_sighting(self._seen_marked, found):
+                self._handle_rare(found)
+        return in_order, markers
+
+    def _scan_rank_lines(self, block: str, marker: str) -> None:
+        """``<prefix> NCCL INFO Using network X``: note X for the rank named by each new prefix."""
+        pieces = block.split(marker)
+        heads = map(itemgetter(2), map(str.rpartition, pieces[:-1], repeat("\n")))
+        names = map(itemgetter(0), map(str.partition, pieces[1:], repeat("\n")))
+        for prefix, name in dict.fromkeys(zip(heads, names, strict=True)):
+            if _first_sighting(self._seen_rank_lines, (marker, prefix, name)):
+                self._handle_rare(f"{prefix}{marker}{name}")
+
+    def _scan_in_order(self, block: str) -> None:
+        """Visit failure lines in order, and every line that follows one which left a state open."""
         pos, end = 0, len(block)
-        seen_info = self._seen_info
         while self._state != _PLAIN and pos < end:
             pos = self._step_at(pos)
-        for match in _RARE.finditer(block):
+        for match in _IN_ORDER.finditer(block):
             start = match.start()
             if start < pos:
                 continue
             line_start = block.rfind("\n", 0, start) + 1
             line_end = block.find("\n", start)
-            line = block[line_start:line_end]
             pos = line_end + 1
-            if line not in seen_info:
-                self._cursor = line_start
-                self._handle_rare(line)
+            self._cursor = line_start
+            self._handle_rare(block[line_start:line_end])
             while self._state != _PLAIN and pos < end:
                 pos = self._step_at(pos)
 
     def _step_at(self, start: int) -> int:
-        """Offer the line at ``start`` to the open state; handle it as a rare line if not absorbed."""
+        """Offer the line at ``start`` to the open state; handle it as a marked line if not absorbed."""
         stop = self._block.find("\n", start)
         line = self._block[start:stop]
         self._cursor = start
-        if not self._continue_state(line) and "NCCL" in line and _RARE.search(line):
+        if not self._continue_state(line) and "NCCL" in line and _MARKED.search(line):
             self._handle_rare(line)
         return stop + 1
 
@@ -457,15 +516,9 @@ class NcclLogParser:
         heads = map(itemgetter(2), map(str.rpartition, pieces[:-1], repeat("\n")))
         prefixes = map(itemgetter(0, 1), map(str.partition, heads, repeat("NCCL INFO Channel ")))
         tails = map(itemgetter(0), map(str.partition, pieces[1:], repeat("\n")))
-        seen = self._seen_channels
         for key in dict.fromkeys(zip(prefixes, tails, strict=True)):
-            if key in seen:
-                continue
-            if len(seen) >= _CACHE_LIMIT:
-                seen.clear()
-            seen.add(key)
             (prefix, marker), tail = key
-            if marker:
+            if marker and _first_sighting(self._seen_channels, key):
                 self._note_channel(prefix, tail)
 
     def _note_channel(self, prefix: str, tail: str) -> None:
@@ -530,9 +583,6 @@ class NcclLogParser:
         info = text.find("NCCL INFO ")
         if info >= 0:
             self._handle_info(text[:info], text[info + 10 :].strip())
-            if len(self._seen_info) >= _CACHE_LIMIT:
-                self._seen_info.clear()
-            self._seen_info.add(line)
             return
         warn = text.find("NCCL WARN ")
         if warn >= 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import tracemalloc
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from conftest import CORPUS, corpus_samples, corpus_truth
@@ -12,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabcheck.errors import ParseError
+from fabcheck.parsers import nccl_log
 from fabcheck.parsers.nccl_log import (
     BLOCK_CHARS,
     MAX_ERRORS,
@@ -583,3 +585,24 @@ def test_truncated_samples_give_a_summary_or_parse_error(sample: Path, fraction:
     whole = _summary_or_parse_error(cut)
     if whole is not None:
         assert _by_chunks(cut, chunk) == whole
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(SAMPLES), st.integers(1, 300), st.integers(1, 3000))
+def test_block_boundaries_do_not_change_the_summary(sample: Path, chunk: int, block: int) -> None:
+    """Small blocks exercise the chunk assembly that real logs hit every BLOCK_CHARS characters."""
+    text = sample.read_text()
+    expected = parse_nccl_log(text)
+    with mock.patch.object(nccl_log, "BLOCK_CHARS", block):
+        assert _by_chunks(text, chunk) == expected
+        assert _by_lines(text) == expected
+
+
+def test_overlong_lines_are_cut_wherever_the_chunks_end() -> None:
+    first = P + "Using network IB" + "x" * 500
+    text = _log(first, "y" * 700, P + "Channel 00/0 : 1[0] -> 0[0] via NET/IB/0")
+    with mock.patch.object(nccl_log, "MAX_LINE_CHARS", 100), mock.patch.object(nccl_log, "BLOCK_CHARS", 64):
+        for chunk in (1, 33, 64, 1000):
+            summary = _by_chunks(text, chunk)
+            assert (summary.lines, summary.gdr) == (3, False)
+            assert summary.network == first[len(P) + len("Using network ") : 100]

@@ -138,6 +138,8 @@ class RankNet:
 
 @dataclass(frozen=True)
 class NcclLogSummary:
+    """What the whole log shows (see the module docstring for the rules); ``lines`` counts all lines."""
+
     nccl_version: str | None
     network: str | None
     rdma: bool | None
@@ -461,7 +463,7 @@ class NcclLogParser:
                 if marker not in markers:
                     markers.append(marker)
             elif _first_sighting(self._seen_marked, found):
-                self._handle_rare(found)
+                self._handle_line(found)
         return in_order, markers
 
     def _scan_rank_lines(self, block: str, marker: str) -> None:
@@ -471,7 +473,7 @@ class NcclLogParser:
         names = map(itemgetter(0), map(str.partition, pieces[1:], repeat("\n")))
         for prefix, name in dict.fromkeys(zip(heads, names, strict=True)):
             if _first_sighting(self._seen_rank_lines, (marker, prefix, name)):
-                self._handle_rare(f"{prefix}{marker}{name}")
+                self._handle_line(f"{prefix}{marker}{name}")
 
     def _scan_in_order(self, block: str) -> None:
         """Visit failure lines in order, and every line that follows one which left a state open."""
@@ -486,7 +488,7 @@ class NcclLogParser:
             line_end = block.find("\n", start)
             pos = line_end + 1
             self._cursor = line_start
-            self._handle_rare(block[line_start:line_end])
+            self._handle_line(block[line_start:line_end])
             while self._state != _PLAIN and pos < end:
                 pos = self._step_at(pos)
 
@@ -496,7 +498,7 @@ class NcclLogParser:
         line = self._block[start:stop]
         self._cursor = start
         if not self._continue_state(line) and "NCCL" in line and _MARKED.search(line):
-            self._handle_rare(line)
+            self._handle_line(line)
         return stop + 1
 
     def _line_number(self) -> int:
@@ -535,7 +537,7 @@ class NcclLogParser:
             return False
         text = _clean(line)
         if self._state == _WARN_HELD:
-            wrapped = self._held is not None and self._is_wrapped_part(text)
+            wrapped = self._is_wrapped_part(text)
             if wrapped and self._held is not None:
                 line_no, host, rank, message = self._held
                 self._held = (line_no, host, rank, f"{message} {text.strip()}")
@@ -575,8 +577,9 @@ class NcclLogParser:
             self._store_error(line_no, host, rank, message)
         self._state = _PLAIN
 
-    # ----------------------------------------------------------------- rare lines
-    def _handle_rare(self, line: str) -> None:
+    # ----------------------------------------------------------------- line handlers
+    def _handle_line(self, line: str) -> None:
+        """One marked line, whole or from its "NCCL" onwards (then without host/rank)."""
         text = _clean(line)
         if "NCCL version" in text:
             self._facts.note_version(text)

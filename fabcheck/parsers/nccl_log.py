@@ -6,7 +6,9 @@ artifacts; bare ``NCCL version 2.x.y+cudaZ`` lines and PyTorch ``NCCL error`` re
 
 Rules, in priority order where several sources exist:
 
-* network: ``Using network X`` / ``Assigned NET plugin X to comm``; else the first channel line
+* nccl_version: the first version NCCL prints (``NCCL version 2.x.y``, bare or as INFO); else the
+  one quoted in a PyTorch ``NCCL error ... NCCL version 2.x.y`` report.
+* network: ``Using network X``; else the first channel line
   ``via NET/<X>/<n>[/GDRDMA]``; else the first ``NET/<X> : Using [..]`` device list; else the
   ``NET/<X> :`` prefix of a WARN raised inside NCCL's own transport (source ``transport/net*``).
 * gdr: True if any NET channel has ``/GDRDMA`` or a ``GPU Direct RDMA Enabled`` line is printed;
@@ -41,15 +43,15 @@ _CACHE_LIMIT = 100_000
 
 # Every line worth a look (besides NET channel lines) holds a match, which runs to the line end.
 _MARKED = re.compile(
-    r"NCCL(?: (?:INFO (?:Using network |Assigned NET plugin |NET/|GPU Direct RDMA |P2P plugin IB"
+    r"NCCL(?: (?:INFO (?:Using network |NET/|GPU Direct RDMA |P2P plugin IB"
     r"|NCCL_(?:IB_DISABLE|IB_HCA|NET) set)|WARN |version \d|error)|\(SeqNum)[^\n]*"
 )
 # Lines that must be read in order with their prefix and line number: failures.
 _IN_ORDER = re.compile(r"NCCL(?: (?:WARN |error)|\(SeqNum)")
 _IN_ORDER_MARKERS = ("NCCL WARN ", "NCCL error", "NCCL(SeqNum")
-# Lines whose prefix tells which rank they describe.
+# Lines whose prefix tells which rank they describe. (NCCL 2.27+ also prints "Assigned NET plugin
+# X to comm" next to each of them, naming the same X.)
 _USING_MARKER = "NCCL INFO Using network "
-_ASSIGNED_MARKER = "NCCL INFO Assigned NET plugin "
 _PREFIX = re.compile(r"([^\s\[\]:]+):(\d+):(\d+) \[(\d+)\]\s*(.*)$", re.ASCII)
 _TORCH_RANK = re.compile(r"\[[Rr]ank ?(\d+)\]", re.ASCII)
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)", re.ASCII)
@@ -291,6 +293,7 @@ class _Facts:
     def __init__(self) -> None:
         self.seen_nccl = False
         self.version: str | None = None
+        self.reported_version: str | None = None
         self.using_network: str | None = None
         self.channel_network: str | None = None
         self.device_network: str | None = None
@@ -313,10 +316,15 @@ class _Facts:
             state = self.ranks[(host, rank)] = _RankState()
         return state
 
-    def note_version(self, text: str) -> None:
+    def note_version(self, text: str, reported: bool) -> None:
+        """A version NCCL printed, or (``reported``) one quoted in a PyTorch error report."""
         match = _VERSION.search(text)
-        if match:
-            self.seen_nccl = True
+        if match is None:
+            return
+        self.seen_nccl = True
+        if reported:
+            self.reported_version = self.reported_version or match.group(1)
+        else:
             self.version = self.version or match.group(1)
 
     def note_using(self, name: str, rank: _RankState | None) -> None:
@@ -359,7 +367,7 @@ class _Facts:
             rdma = True
         socket_like = network is not None and _SOCKET_NAME.search(network) is not None
         return NcclLogSummary(
-            nccl_version=self.version,
+            nccl_version=self.version or self.reported_version,
             network=network,
             rdma=rdma,
             link_layers=tuple(sorted(self.link_layers)),
@@ -389,7 +397,7 @@ class NcclLogParser:
         self._error_count = 0
         self._prefixes: dict[str, tuple[str, int, str] | None] = {}
         self._seen_channels: set[tuple[tuple[str, str], str]] = set()
-        self._seen_rank_lines: set[tuple[str, str, str]] = set()
+        self._seen_using: set[tuple[str, str]] = set()
         self._seen_marked: set[str] = set()
         self._state = _PLAIN
         self._state_budget = 0
@@ -442,41 +450,42 @@ class NcclLogParser:
             self._facts.seen_nccl = True
         if "via NET/" in block:
             self._scan_channels(block)
-        in_order, markers = self._scan_marked(block)
-        for marker in markers:
-            self._scan_rank_lines(block, marker)
+        in_order, using = self._scan_marked(block)
+        if using:
+            self._scan_using_lines(block)
         if in_order or self._state != _PLAIN:
             self._scan_in_order(block)
 
-    def _scan_marked(self, block: str) -> tuple[bool, list[str]]:
-        """Handle the marked lines that need no prefix; say which other kinds the block holds.
+    def _scan_marked(self, block: str) -> tuple[bool, bool]:
+        """Handle the marked lines that need no prefix; say if failures or Using lines are present.
 
         One C-level findall collects the tails of marked lines; identical tails (the same device
         list printed by every rank) are handled once.
         """
-        in_order, markers = False, []
+        in_order = using = False
         for found in dict.fromkeys(_MARKED.findall(block)):
+            using |= _USING_MARKER in found
             if any(marker in found for marker in _IN_ORDER_MARKERS):
                 in_order = True
-            elif found.startswith((_USING_MARKER, _ASSIGNED_MARKER)):
-                marker = _USING_MARKER if found.startswith(_USING_MARKER) else _ASSIGNED_MARKER
-                if marker not in markers:
-                    markers.append(marker)
-            elif _first_sighting(self._seen_marked, found):
-                self._handle_line(found)
-        return in_order, markers
+            elif not found.startswith(_USING_MARKER) and _first_sighting(self._seen_marked, found):
+                self._handle_marked(_clean(found))
+        return in_order, using
 
-    def _scan_rank_lines(self, block: str, marker: str) -> None:
+    def _scan_using_lines(self, block: str) -> None:
         """``<prefix> NCCL INFO Using network X``: note X for the rank named by each new prefix."""
-        pieces = block.split(marker)
+        pieces = block.split(_USING_MARKER)
         heads = map(itemgetter(2), map(str.rpartition, pieces[:-1], repeat("\n")))
         names = map(itemgetter(0), map(str.partition, pieces[1:], repeat("\n")))
         for prefix, name in dict.fromkeys(zip(heads, names, strict=True)):
-            if _first_sighting(self._seen_rank_lines, (marker, prefix, name)):
-                self._handle_line(f"{prefix}{marker}{name}")
+            if _first_sighting(self._seen_using, (prefix, name)):
+                self._note_using(_clean(prefix), _clean(name).strip())
 
     def _scan_in_order(self, block: str) -> None:
-        """Visit failure lines in order, and every line that follows one which left a state open."""
+        """Visit failure lines in order, and every line that follows one which left a state open.
+
+        Each pass notes its own facts only (this one: errors, reported version, WARN transport),
+        so the result does not depend on where blocks begin and end.
+        """
         pos, end = 0, len(block)
         while self._state != _PLAIN and pos < end:
             pos = self._step_at(pos)
@@ -488,17 +497,17 @@ class NcclLogParser:
             line_end = block.find("\n", start)
             pos = line_end + 1
             self._cursor = line_start
-            self._handle_line(block[line_start:line_end])
+            self._handle_failure(block[line_start:line_end])
             while self._state != _PLAIN and pos < end:
                 pos = self._step_at(pos)
 
     def _step_at(self, start: int) -> int:
-        """Offer the line at ``start`` to the open state; handle it as a marked line if not absorbed."""
+        """Offer the line at ``start`` to the open state; if not absorbed, it may be a failure."""
         stop = self._block.find("\n", start)
         line = self._block[start:stop]
         self._cursor = start
-        if not self._continue_state(line) and "NCCL" in line and _MARKED.search(line):
-            self._handle_line(line)
+        if not self._continue_state(line) and "NCCL" in line and _IN_ORDER.search(line):
+            self._handle_failure(line)
         return stop + 1
 
     def _line_number(self) -> int:
@@ -578,28 +587,16 @@ class NcclLogParser:
         self._state = _PLAIN
 
     # ----------------------------------------------------------------- line handlers
-    def _handle_line(self, line: str) -> None:
-        """One marked line, whole or from its "NCCL" onwards (then without host/rank)."""
-        text = _clean(line)
-        if "NCCL version" in text:
-            self._facts.note_version(text)
-        info = text.find("NCCL INFO ")
-        if info >= 0:
-            self._handle_info(text[:info], text[info + 10 :].strip())
-            return
-        warn = text.find("NCCL WARN ")
-        if warn >= 0:
-            self._handle_warn(text[:warn], text[warn + 10 :].strip())
-        else:
-            self._handle_report(text.strip())
+    def _handle_marked(self, text: str) -> None:
+        """A marked line from its "NCCL" on: ``NCCL version ...`` or ``NCCL INFO <fact>``."""
+        if text.startswith("NCCL version"):
+            self._facts.note_version(text, reported=False)
+        elif text.startswith("NCCL INFO "):
+            self._handle_info(text[10:].strip())
 
-    def _handle_info(self, prefix: str, message: str) -> None:
+    def _handle_info(self, message: str) -> None:
         facts = self._facts
-        if message.startswith("Using network "):
-            self._note_using(prefix, message[14:].strip())
-        elif message.startswith("Assigned NET plugin ") and message.endswith(" to comm"):
-            self._note_using(prefix, message[20:-8].strip())
-        elif message.startswith("NET/"):
+        if message.startswith("NET/"):
             self._handle_net_message(message)
         elif message.startswith("GPU Direct RDMA "):
             facts.note_gdr_line(message)
@@ -609,6 +606,15 @@ class NcclLogParser:
             facts.socket_chosen |= message.rstrip(".").endswith(" 1")
         elif message.startswith("NCCL_NET set by environment to "):
             facts.socket_chosen |= _SOCKET_NAME.search(message[31:]) is not None
+
+    def _handle_failure(self, line: str) -> None:
+        """A WARN line, or a PyTorch report line outside the NCCL prefix format."""
+        text = _clean(line)
+        warn = text.find("NCCL WARN ")
+        if warn >= 0:
+            self._handle_warn(text[:warn], text[warn + 10 :].strip())
+        else:
+            self._handle_report(text.strip())
 
     def _note_using(self, prefix: str, name: str) -> None:
         if name:
@@ -650,6 +656,7 @@ class NcclLogParser:
         rank_match = _TORCH_RANK.search(text)
         rank = int(rank_match.group(1)) if rank_match else None
         if "NCCL error" in text:
+            self._facts.note_version(text, reported=True)
             self._record_error(None, rank, text)
             self._state, self._state_budget, self._report_rank = _ERROR_REPORT, 3, rank
         elif "collective operation timeout" in text or "before timing out" in text:

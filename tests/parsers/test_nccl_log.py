@@ -229,7 +229,6 @@ def test_ib_plugin_that_finds_nothing_then_socket_is_a_fallback() -> None:
     [
         (["Using network NCCL RDMA Plugin v6"], "NCCL RDMA Plugin v6", True),
         (["Using network IBext_v8"], "IBext_v8", True),
-        (["Assigned NET plugin IB to comm"], "IB", True),
         (["NET/FastSocket : Using [0]ibs108:10.0.19.12<0> [1]ibs109:10.0.19.13<0>"], "FastSocket", False),
         (
             ["NET/OFI Selected Provider is efa (found 4 nics)", "Using network AWS Libfabric"],
@@ -606,3 +605,49 @@ def test_overlong_lines_are_cut_wherever_the_chunks_end() -> None:
             summary = _by_chunks(text, chunk)
             assert (summary.lines, summary.gdr) == (3, False)
             assert summary.network == first[len(P) + len("Using network ") : 100]
+
+
+_CORPUS_LINES = sorted(
+    {
+        line
+        for kind in ("nccl-log", "nccl-tests")
+        for sample in corpus_samples(kind)
+        for line in sample.read_text().split("\n")
+        if "NCCL" in line or "NET/" in line or not line.startswith(("#", " "))
+    }
+)
+_MIXED_LOG = st.lists(
+    st.one_of(st.sampled_from(_CORPUS_LINES).map(lambda line: line + "\n"), _FRAGMENTS, st.text(max_size=8)),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_MIXED_LOG, st.integers(1, 120), st.integers(1, 400))
+def test_mixed_logs_do_not_depend_on_block_boundaries(text: str, chunk: int, block: int) -> None:
+    expected = _summary_or_parse_error(text)
+    with mock.patch.object(nccl_log, "BLOCK_CHARS", block):
+        try:
+            chunked: NcclLogSummary | None = _by_chunks(text, chunk)
+        except ParseError:
+            chunked = None
+        assert chunked == expected
+
+
+def test_passes_over_a_block_agree_whatever_the_block_size() -> None:
+    """Lines that mix kinds: each fact must come from one pass, so block edges cannot reorder it."""
+    text = _log(
+        "[rank0]: NCCL error in: c10d.cpp:1, unhandled system error, NCCL version 2.20.5",
+        "NCCL errorhost9:1:2 [0] NCCL INFO Using network IB",
+        "h:1:2 [5] NCCL WARN x:1:2 [5] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>",
+        P + "Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IBext_v8/0",
+        "NCCL version 2.26.6+cuda12.8",
+        P + "NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>",
+        "gpu2:1:2 [1] NCCL INFO Using network Socket",
+    )
+    expected = parse_nccl_log(text)
+    assert (expected.nccl_version, expected.network) == ("2.26.6", "IB")
+    for block in range(1, len(text) + 2, 3):
+        with mock.patch.object(nccl_log, "BLOCK_CHARS", block):
+            assert _by_chunks(text, 17) == expected
+            assert _by_lines(text) == expected

@@ -153,19 +153,21 @@ def _probe_host(manager: Any) -> Any:
 
 def _host_intent(variables: Mapping[str, Any], loader: Any, host: str) -> FabricIntent:
     raw = variables[INTENT_VAR]
-    if not isinstance(raw, Mapping):
-        raise IntentError([f"{_where(raw)}{INTENT_VAR}: expected a mapping, got {type(raw).__name__}"])
     rails = variables.get(RAILS_VAR)
     try:
-        data = _plain(_render(raw, variables, loader))
-        if rails is not None:
-            data = {**data, "rails": _plain(_render(rails, variables, loader))}
+        # Rendered values keep their origin tags (ansible >= 2.19), so errors still name file and line.
+        rendered = _render(raw, variables, loader)
+        rendered_rails = None if rails is None else _render(rails, variables, loader)
     except Exception as err:  # template or vault errors carry their own explanation
         raise IntentError([f"{_where(raw)}{INTENT_VAR}: cannot resolve value: {err}"]) from None
+    if not isinstance(rendered, Mapping):
+        raise IntentError(
+            [f"{_where(raw)}{INTENT_VAR}: expected a mapping, got {type(_plain(rendered)).__name__}"]
+        )
+    tree = dict(rendered) if rendered_rails is None else {**rendered, "rails": rendered_rails}
     try:
-        return FabricIntent.model_validate(data)
+        return FabricIntent.model_validate(_plain(tree))
     except ValidationError as err:
-        tree = dict(raw) if rails is None else {**raw, "rails": rails}
         raise IntentError([_describe(e, tree) for e in err.errors()]) from None
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from fabcheck.lab.mockhost.profiles import rails_for
 from fabcheck.lab.mockswitch.spec import SWITCH_PLATFORMS
 from fabcheck.lab.state import LabPaths, LabState, NodeRecord, write_atomic
 
@@ -49,7 +50,13 @@ def _host_groups(paths: LabPaths, hosts: Iterable[NodeRecord]) -> dict[str, Any]
     groups: dict[str, Any] = {}
     for group in HOST_GROUPS:
         members = {
-            n.name: {"ansible_host": n.address, "ansible_port": n.port, "lab_profile": n.profile}
+            n.name: {
+                "ansible_host": n.address,
+                "ansible_port": n.port,
+                "lab_profile": n.profile,
+                # Each profile has its own NICs; the fabric-wide intent stays in group_vars.
+                **({"fabric_rails": rails_for(n.profile)} if rails_for(n.profile) else {}),
+            }
             for n in hosts
             if n.group == group
         }
@@ -88,7 +95,10 @@ def _switch_groups(paths: LabPaths, switches: Iterable[NodeRecord]) -> dict[str,
 def inventory_document(paths: LabPaths, state: LabState) -> dict[str, Any]:
     children = _host_groups(paths, state.host_nodes())
     children.update(_switch_groups(paths, state.switch_nodes()))
-    return {"all": {"children": children}}
+    # inventory/lab/group_vars picks the RoCE or the InfiniBand intent from this variable.
+    return {
+        "all": {"vars": {"lab_fabric_kind": "ib" if state.profile == "ib" else "roce"}, "children": children}
+    }
 
 
 def write_inventory(paths: LabPaths, state: LabState) -> Path:

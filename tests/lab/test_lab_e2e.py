@@ -280,6 +280,13 @@ def test_slow_link_lowers_measured_rdma_bandwidth_until_healed(lab: Lab) -> None
         faults.heal(lab.paths, "gpu02", "slow-link")
     assert slowed < baseline / 2, f"slow-link: {slowed} Gb/s vs {baseline} Gb/s"
     assert _write_bw(lab, "gpu03", "gpu02") > 300
+    # The client's own traffic leaves from its lab address, so slowing the client's link counts too.
+    faults.inject(lab.paths, "slow-link", "gpu03")
+    try:
+        slowed_client = _write_bw(lab, "gpu03", "gpu02")
+    finally:
+        faults.heal(lab.paths, "gpu03", "slow-link")
+    assert slowed_client < baseline / 2, f"slow-link on the client: {slowed_client} Gb/s vs {baseline} Gb/s"
 
 
 def test_down_host_stops_answering_ssh_until_healed(lab: Lab) -> None:

@@ -160,7 +160,12 @@ def test_inventory_has_contract_groups_and_connection_vars(tmp_path: Path) -> No
     document = inventory.inventory_document(paths, _state())
     children = document["all"]["children"]
     gpu = children["gpu_hosts"]
-    assert gpu["hosts"]["gpu04"] == {"ansible_host": "127.0.1.4", "ansible_port": 2222, "lab_profile": "pcie"}
+    pcie = {"ansible_host": "127.0.1.4", "ansible_port": 2222, "lab_profile": "pcie"}
+    # The PCIe server has 2 NICs, one per socket: its rails follow the NUMA node of each GPU.
+    pcie["fabric_rails"] = {i: "mlx5_0" if i < 4 else "mlx5_1" for i in range(8)}
+    assert gpu["hosts"]["gpu04"] == pcie
+    assert gpu["hosts"]["gpu01"]["fabric_rails"] == {i: f"mlx5_{i}" for i in range(8)}
+    assert document["all"]["vars"] == {"lab_fabric_kind": "roce"}
     args = gpu["vars"]["ansible_ssh_common_args"]
     assert f"-o UserKnownHostsFile={paths.known_hosts}" in args
     assert "-o StrictHostKeyChecking=yes" in args and f"-o ControlPath={paths.control_dir}/%C" in args

@@ -118,3 +118,15 @@ def topology_for(profile: str, index: int) -> dict[str, Any]:
         "cuda_driver": 12040,
         "nccl_version": "2.21.5+cuda12.4",
     }
+
+
+def rails_for(profile: str) -> dict[int, str]:
+    """GPU index -> the NIC NCCL should use: the NIC on the GPU's NUMA node (own PCIe switch on rail8/ib)."""
+    nics = nics_for(profile, 0)
+    rails = {}
+    for gpu in gpus_for(profile, 0):
+        same_switch = [n for n in nics if n["switch"] == gpu["switch"]]
+        same_numa = [n for n in nics if n["numa"] == gpu["numa"]]
+        nearest = (same_switch or same_numa or nics)[0]
+        rails[gpu["index"]] = nearest["name"]
+    return rails

@@ -363,7 +363,7 @@ def gather(world: World, node: Node, mine: list[dict[str, Any]]) -> tuple[list[d
 
 
 def join(world: World, node: Node, mine: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
-    sock = traffic.connect(str(world.root), world.port, wait=20.0)
+    sock = traffic.connect(str(world.root), world.port, wait=20.0, source=node.address)
     if sock is None:
         raise ToolError(
             f"{node.hostname}: NCCL WARN Bootstrap : connect to {world.root}:{world.port} failed\n", 1

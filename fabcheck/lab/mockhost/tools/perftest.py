@@ -333,7 +333,7 @@ def run_client(node: Node, p: Params) -> int:
     nic = find_device(node, p.dev)
     info = qp_info(node, nic, p)
     local = traffic.nic_profile(node, nic)
-    sock = traffic.connect(str(p.server), p.port, wait=1.0)
+    sock = traffic.connect(str(p.server), p.port, wait=1.0, source=node.address)
     if sock is None:
         raise ToolError(
             f"Couldn't connect to {p.server}:{p.port}\nUnable to open file descriptor for socket "

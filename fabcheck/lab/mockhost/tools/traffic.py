@@ -12,6 +12,7 @@ on both ends for that priority. Faults therefore show up in ``ethtool -S`` exact
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import socket
@@ -185,15 +186,23 @@ def wire_factor(nbytes: int, seconds: float) -> float:
     return min(1.0, (nbytes * 8 / seconds) / LAB_WIRE_RATE_BPS)
 
 
-def connect(address: str, port: int, wait: float) -> socket.socket | None:
-    """Connect, retrying for `wait` seconds while the peer's listener is coming up."""
+def connect(address: str, port: int, wait: float, source: str | None = None) -> socket.socket | None:
+    """Connect, retrying for `wait` seconds while the peer's listener is coming up.
+
+    `source` is the node's own address: traffic then leaves from it, so a rate limit on that address
+    (the lab's slow-link fault) slows this node as a client too, not only as a server.
+    """
     deadline = time.time() + wait
+    bind = (source, 0) if source else None
     while True:
         try:
-            sock = socket.create_connection((address, port), timeout=30)
+            sock = socket.create_connection((address, port), timeout=30, source_address=bind)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             return sock
-        except OSError:
+        except OSError as err:
+            if bind and err.errno == errno.EADDRNOTAVAIL:
+                bind = None  # the node's address is not local here (unit tests): use the default source
+                continue
             if time.time() >= deadline:
                 return None
             time.sleep(0.05)

@@ -39,7 +39,12 @@ MAX_ERRORS = 1000
 MAX_RANKS = 65536
 BLOCK_CHARS = 1 << 20
 MAX_LINE_CHARS = 1 << 20
-_CACHE_LIMIT = 100_000
+MAX_MESSAGE_CHARS = 2000  # error messages are kept up to this length
+_MAX_NAME_CHARS = 200  # network and HCA names longer than this are not names
+_MAX_HCAS = 4096
+_PREFIX_WINDOW = 512  # the line prefix is looked for in the text right before the NCCL marker
+_CACHE_LIMIT = 50_000  # entries per "seen before" cache; it is emptied when full
+_MAX_CACHED_KEY = 512  # longer lines are handled every time instead of being remembered
 
 # Every line worth a look (besides NET channel lines) holds a match, which runs to the line end.
 _MARKED = re.compile(
@@ -52,12 +57,12 @@ _IN_ORDER_MARKERS = ("NCCL WARN ", "NCCL error", "NCCL(SeqNum")
 # Lines whose prefix tells which rank they describe. (NCCL 2.27+ also prints "Assigned NET plugin
 # X to comm" next to each of them, naming the same X.)
 _USING_MARKER = "NCCL INFO Using network "
-_PREFIX = re.compile(r"([^\s\[\]:]+):(\d+):(\d+) \[(\d+)\]\s*(.*)$", re.ASCII)
+_PREFIX = re.compile(r"([^\s\[\]:]{1,255}):(\d{1,10}):(\d{1,10}) \[(\d{1,6})\]\s*(.*)$", re.ASCII)
 _TORCH_RANK = re.compile(r"\[[Rr]ank ?(\d+)\]", re.ASCII)
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)", re.ASCII)
-_CITE = re.compile(r"\[cite_start\]|\s*\[cite:[\d,\s]*\]")
-_NET_MESSAGE = re.compile(r"NET/([^\s:]+)\s*:?\s*(.*)$")
-_HCA_ENTRY = re.compile(r"\]\s*([A-Za-z0-9_.\-]+):\d+/(IB|RoCE)\b", re.ASCII)
+_CITE = re.compile(r"\[cite_start\]| ?\[cite:[\d, ]*\]")
+_NET_MESSAGE = re.compile(r"NET/([^\s:]{1,200})(?=[\s:]|$)\s*:?\s*(.*)$")
+_HCA_ENTRY = re.compile(r"\]\s*([A-Za-z0-9_.\-]{1,64}):\d+/(IB|RoCE)\b", re.ASCII)
 _CHANNEL_TAIL = re.compile(r"(.+?)/(\d+)(?:\(\d+\))?((?:/[A-Za-z]+)*)$", re.ASCII)
 _STATUS_NUMBER = re.compile(r"(?:\bwith error\s+|\bstatus\s*=\s*(?:[A-Za-z_][\w ]*?\()?)(\d+)", re.ASCII)
 _STATUS_NAME = re.compile(r"IBV_WC_([A-Z_]+)")
@@ -197,8 +202,10 @@ def _rdma_from_name(name: str, ofi_provider: str | None) -> bool | None:
     return None
 
 
-def _first_sighting(seen: set, key: object) -> bool:
-    """Add ``key`` to the bounded cache ``seen``; True when it was not there."""
+def _first_sighting(seen: set, key: object, size: int) -> bool:
+    """Add ``key`` (``size`` characters) to the bounded cache ``seen``; True when it was not there."""
+    if size > _MAX_CACHED_KEY:
+        return True
     if key in seen:
         return False
     if len(seen) >= _CACHE_LIMIT:
@@ -348,7 +355,8 @@ class _Facts:
     def note_devices(self, name: str, devices: str) -> None:
         entries = _HCA_ENTRY.findall(devices)
         for hca, link_layer in entries:
-            self.hcas.add(hca)
+            if len(self.hcas) < _MAX_HCAS:
+                self.hcas.add(hca)
             self.link_layers.add(link_layer)
         if entries:
             self.verbs_evidence = self.ib_sought = True
@@ -467,7 +475,9 @@ class NcclLogParser:
             using |= _USING_MARKER in found
             if any(marker in found for marker in _IN_ORDER_MARKERS):
                 in_order = True
-            elif not found.startswith(_USING_MARKER) and _first_sighting(self._seen_marked, found):
+            elif found.startswith(_USING_MARKER):
+                continue
+            elif _first_sighting(self._seen_marked, found, len(found)):
                 self._handle_marked(_clean(found))
         return in_order, using
 
@@ -477,7 +487,7 @@ class NcclLogParser:
         heads = map(itemgetter(2), map(str.rpartition, pieces[:-1], repeat("\n")))
         names = map(itemgetter(0), map(str.partition, pieces[1:], repeat("\n")))
         for prefix, name in dict.fromkeys(zip(heads, names, strict=True)):
-            if _first_sighting(self._seen_using, (prefix, name)):
+            if _first_sighting(self._seen_using, (prefix, name), len(prefix) + len(name)):
                 self._note_using(_clean(prefix), _clean(name).strip())
 
     def _scan_in_order(self, block: str) -> None:
@@ -529,11 +539,12 @@ class NcclLogParser:
         tails = map(itemgetter(0), map(str.partition, pieces[1:], repeat("\n")))
         for key in dict.fromkeys(zip(prefixes, tails, strict=True)):
             (prefix, marker), tail = key
-            if marker and _first_sighting(self._seen_channels, key):
+            if marker and _first_sighting(self._seen_channels, key, len(prefix) + len(tail)):
                 self._note_channel(prefix, tail)
 
     def _note_channel(self, prefix: str, tail: str) -> None:
-        match = _CHANNEL_TAIL.match(_clean(tail))
+        tail = _clean(tail)
+        match = _CHANNEL_TAIL.match(tail) if len(tail) <= _MAX_NAME_CHARS else None
         if match:
             host, rank, _ = self._prefix_fields(_clean(prefix))
             gdr = "/GDRDMA" in match.group(3)
@@ -557,7 +568,7 @@ class NcclLogParser:
     @staticmethod
     def _is_wrapped_part(text: str) -> bool:
         """The second half of a WARN wrapped onto the next physical line: no prefix, mid-sentence."""
-        if not text or "NCCL" in text or _PREFIX.search(text):
+        if not text or "NCCL" in text or _PREFIX.search(text[:_PREFIX_WINDOW]):
             return False
         return _WRAPPED_START.match(text) is not None
 
@@ -617,7 +628,7 @@ class NcclLogParser:
             self._handle_report(text.strip())
 
     def _note_using(self, prefix: str, name: str) -> None:
-        if name:
+        if 0 < len(name) <= _MAX_NAME_CHARS:
             host, rank, _ = self._prefix_fields(prefix)
             self._facts.note_using(name, self._facts.rank(host, rank))
 
@@ -634,7 +645,7 @@ class NcclLogParser:
         elif "GPU Direct RDMA " in rest:
             facts.note_gdr_line(rest)
         elif name == "OFI" and rest.startswith("Selected Provider is "):
-            facts.ofi_provider = facts.ofi_provider or rest[21:]
+            facts.ofi_provider = facts.ofi_provider or rest[21 : 21 + _MAX_NAME_CHARS]
 
     def _handle_warn(self, prefix: str, message: str) -> None:
         host, rank, source = self._prefix_fields(prefix)
@@ -669,11 +680,13 @@ class NcclLogParser:
         self._facts.seen_nccl = True
         self._error_count += 1
         if len(self._errors) < MAX_ERRORS:
+            message = message[:MAX_MESSAGE_CHARS]
             status, vendor_err = completion_status(message)
             self._errors.append(NcclError(line_no, host, rank, message, status, vendor_err))
 
     def _prefix_fields(self, prefix: str) -> tuple[str | None, int | None, str]:
         """(host, bracketed device, source file) from ``host:pid:tid [dev] [file.cc:123]``."""
+        prefix = prefix[-_PREFIX_WINDOW:]
         cached = self._prefixes.get(prefix, False)
         if cached is False:
             match = _PREFIX.search(prefix)

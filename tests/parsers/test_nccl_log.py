@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import tracemalloc
 from pathlib import Path
 from unittest import mock
@@ -18,6 +19,7 @@ from fabcheck.parsers.nccl_log import (
     BLOCK_CHARS,
     MAX_ERRORS,
     MAX_LINE_CHARS,
+    MAX_MESSAGE_CHARS,
     NcclError,
     NcclLogParser,
     NcclLogSummary,
@@ -651,3 +653,25 @@ def test_passes_over_a_block_agree_whatever_the_block_size() -> None:
         with mock.patch.object(nccl_log, "BLOCK_CHARS", block):
             assert _by_chunks(text, 17) == expected
             assert _by_lines(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 200_000 + " NCCL INFO Channel 00/0 : 1[0] -> 0[0] via NET/IB/0\n",
+        "h:1:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] via NET/" + "1/" * 100_000 + "x\n",
+        "a" * 200_000 + " NCCL WARN boom\n",
+        "a" * 200_000 + " NCCL INFO Using network IB\n",
+        "h:1:2 [0] NCCL WARN Got completion len\n0" + "a" * 200_000 + "\n",
+        "h:1:2 [0] NCCL INFO Using network IB" + " " * 200_000 + "[cite: 1]\n",
+        "h:1:2 [0] NCCL WARN " + ("status=" + "a " * 50) * 2000 + "\n",
+        "h:1:2 [0] NCCL INFO NET/" + "x" * 200_000 + " : Using [0]" + "m" * 100_000 + ":1/IB\n",
+    ],
+    ids=["chan-prefix", "chan-tail", "warn-prefix", "using-prefix", "wrap", "cite", "status", "devices"],
+)
+def test_pathological_long_lines_stay_linear(text: str) -> None:
+    started = time.perf_counter()
+    summary = parse_nccl_log(text)
+    assert time.perf_counter() - started < 10  # a quadratic regex would take minutes here
+    assert summary.lines == text.count("\n")
+    assert all(len(error.message) <= MAX_MESSAGE_CHARS for error in summary.errors)

@@ -58,15 +58,15 @@ _IN_ORDER_MARKERS = ("NCCL WARN ", "NCCL error", "NCCL(SeqNum")
 # X to comm" next to each of them, naming the same X.)
 _USING_MARKER = "NCCL INFO Using network "
 _PREFIX = re.compile(r"([^\s\[\]:]{1,255}):(\d{1,10}):(\d{1,10}) \[(\d{1,6})\]\s*(.*)$", re.ASCII)
-_TORCH_RANK = re.compile(r"\[[Rr]ank ?(\d+)\]", re.ASCII)
+_TORCH_RANK = re.compile(r"\[[Rr]ank ?(\d{1,9})\]", re.ASCII)
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)", re.ASCII)
 _CITE = re.compile(r"\[cite_start\]| ?\[cite:[\d, ]*\]")
 _NET_MESSAGE = re.compile(r"NET/([^\s:]{1,200})(?=[\s:]|$)\s*:?\s*(.*)$")
 _HCA_ENTRY = re.compile(r"\]\s*([A-Za-z0-9_.\-]{1,64}):\d+/(IB|RoCE)\b", re.ASCII)
 _CHANNEL_TAIL = re.compile(r"(.+?)/(\d+)(?:\(\d+\))?((?:/[A-Za-z]+)*)$", re.ASCII)
-_STATUS_NUMBER = re.compile(r"(?:\bwith error\s+|\bstatus\s*=\s*(?:[A-Za-z_][\w ]*?\()?)(\d+)", re.ASCII)
+_STATUS_NUMBER = re.compile(r"(?:\bwith error\s+|\bstatus\s*=\s*(?:[A-Za-z_][\w ]*?\()?)(\d{1,9})", re.ASCII)
 _STATUS_NAME = re.compile(r"IBV_WC_([A-Z_]+)")
-_VENDOR_ERR = re.compile(r"vendor[ _]err\s*[= ]?\s*(0x[0-9a-fA-F]+|\d+)", re.ASCII)
+_VENDOR_ERR = re.compile(r"vendor[ _]err\s*[= ]?\s*(?:0x([0-9a-fA-F]{1,8})|(\d{1,9}))", re.ASCII)
 _TORCH_ERROR_NAME = re.compile(r"nccl[A-Z]\w*Error\b", re.ASCII)
 _WRAPPED_START = re.compile(r"[0-9a-z,.;:)/\-]", re.ASCII)
 _BENIGN_WARN = re.compile(
@@ -174,7 +174,9 @@ def completion_status(message: str) -> tuple[int | None, int | None]:
             lowered = message.lower()
             status = next((code for phrase, code in _WC_PHRASES if phrase in lowered), None)
     vendor = _VENDOR_ERR.search(message)
-    return status, int(vendor.group(1), 0) if vendor else None
+    if vendor is None:
+        return status, None
+    return status, int(vendor.group(1), 16) if vendor.group(1) else int(vendor.group(2))
 
 
 def _clean(line: str) -> str:

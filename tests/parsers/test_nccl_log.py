@@ -384,6 +384,7 @@ def test_new_style_completion_error_behind_timestamp_and_linkified_source() -> N
         ("NET/IB : request failed: retry exceeded", 12, None),
         ("NET/IB : RNR retry counter exceeded", 13, None),
         ("vendor err 0x81 without status", None, 129),
+        ("with error 012, vendor err 0129", 12, 129),
         ("ncclIbTest: Got CQE with error (devIndex=0, req=0x7f, wr_id=0, qp_num=26257)", None, None),
         ("socketFinalizeAccept: wrong type 3 != 4", None, None),
     ],
@@ -407,6 +408,11 @@ def test_pytorch_report_with_last_error_detail() -> None:
         (5, 9, 5, 244),
     ]
     assert (summary.nccl_version, summary.network, summary.rdma) == ("2.20.5", None, True)
+
+
+def test_absurd_numbers_do_not_break_parsing() -> None:
+    summary = _parse("[rank" + "9" * 5000 + "] NCCL error: x", "h:1:2 [0] NCCL WARN with error " + "7" * 5000)
+    assert [(e.rank, e.status) for e in summary.errors] == [(None, None), (0, 777777777)]
 
 
 def test_watchdog_timeout_is_an_error() -> None:

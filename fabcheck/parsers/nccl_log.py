@@ -18,10 +18,14 @@ Rules, in priority order where several sources exist:
 * errors: NCCL WARN lines (except plugin-loading chatter), PyTorch ``NCCL error`` reports and
   their ``Last error:`` detail line, collective watchdog timeouts.
 
-Speed and memory: text is handled in blocks of whole lines; NET channel lines are split out with
-C-level string operations and only the first sighting of each (line prefix, NET tail) pair reaches
-Python code; other lines are found with one regex scan. Errors keep the first ``MAX_ERRORS``
-(``error_count`` has the total) and every cache is bounded, so memory does not grow with the log.
+Speed and memory: text is handled in blocks of whole lines (``feed`` batches lines into blocks
+too, so both entry points share one code path). Per block, C-level passes pick out NET channel
+lines and ``Using network`` lines (split + map, keyed by line prefix) and every other marked line
+(one findall); only the first sighting of each distinct key reaches Python code. Failure lines
+are then visited in order, because they need line numbers and may wrap onto the next line. Each
+pass owns its facts, so results never depend on where blocks start. Errors keep the first
+``MAX_ERRORS`` (``error_count`` has the total), long lines, names and messages are capped and
+every cache is bounded, so memory does not grow with the log.
 """
 
 from __future__ import annotations
@@ -163,7 +167,9 @@ class NcclLogSummary:
 def completion_status(message: str) -> tuple[int | None, int | None]:
     """(IBV_WC status, vendor error) printed in a completion error message, None where absent."""
     status: int | None = None
-    number = _STATUS_NUMBER.search(message)
+    lowered = message.lower()
+    # "with error N" elsewhere is an errno (e.g. a failed ibv_modify_qp), not a work completion.
+    number = _STATUS_NUMBER.search(message) if "completion" in lowered or "ibv_wc" in lowered else None
     if number:
         status = int(number.group(1))
     else:
@@ -171,7 +177,6 @@ def completion_status(message: str) -> tuple[int | None, int | None]:
         if name and name.group(1) in _WC_NAMES:
             status = _WC_NAMES.index(name.group(1))
         else:
-            lowered = message.lower()
             status = next((code for phrase, code in _WC_PHRASES if phrase in lowered), None)
     vendor = _VENDOR_ERR.search(message)
     if vendor is None:

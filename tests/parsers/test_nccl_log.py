@@ -377,14 +377,15 @@ def test_new_style_completion_error_behind_timestamp_and_linkified_source() -> N
         ),
         ("Got completion from peer 10.0.0.1<1> with error 5, opcode 0, len 1, vendor err 244 (Recv)", 5, 244),
         ("Got completion from peer 10.0.0.1<1> with status=12 opcode=0 len=0 vendor err 129 (Recv)", 12, 129),
-        ("with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_RDMA_WRITE(1) vendor_err=129", 12, 129),
-        ("with status=transport retry counter exceeded(12) opcode=1 vendor_err=129", 12, 129),
+        ("completion with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) vendor_err=129", 12, 129),
+        ("completion with status=transport retry counter exceeded(12) opcode=1 vendor_err=129", 12, 129),
+        ("Call to ibv_modify_qp failed with error 110", None, None),
         ("Got completion with error 4, opcode 8983, len 0, vendor err 81", 4, 81),
         ("completion status IBV_WC_WR_FLUSH_ERR on qp 7", 5, None),
         ("NET/IB : request failed: retry exceeded", 12, None),
         ("NET/IB : RNR retry counter exceeded", 13, None),
         ("vendor err 0x81 without status", None, 129),
-        ("with error 012, vendor err 0129", 12, 129),
+        ("Got completion with error 012, vendor err 0129", 12, 129),
         ("ncclIbTest: Got CQE with error (devIndex=0, req=0x7f, wr_id=0, qp_num=26257)", None, None),
         ("socketFinalizeAccept: wrong type 3 != 4", None, None),
     ],
@@ -411,7 +412,10 @@ def test_pytorch_report_with_last_error_detail() -> None:
 
 
 def test_absurd_numbers_do_not_break_parsing() -> None:
-    summary = _parse("[rank" + "9" * 5000 + "] NCCL error: x", "h:1:2 [0] NCCL WARN with error " + "7" * 5000)
+    summary = _parse(
+        "[rank" + "9" * 5000 + "] NCCL error: x",
+        "h:1:2 [0] NCCL WARN Got completion with error " + "7" * 5000,
+    )
     assert [(e.rank, e.status) for e in summary.errors] == [(None, None), (0, 777777777)]
 
 

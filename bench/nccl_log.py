@@ -205,6 +205,22 @@ from fabcheck.parsers.nccl_log import NcclLogParser, nccl_log_facts
 path, mode = sys.argv[1], sys.argv[2]
 start = time.perf_counter()
 parser = NcclLogParser(source=path)
+if mode == "analyze":
+    # The whole user-facing command: fabcheck analyze nccl-log FILE --json (parse + checks + JSON).
+    import contextlib, io
+    from fabcheck.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["analyze", "nccl-log", path, "--json"])
+    report = json.loads(out.getvalue())
+    keys = ("nccl_version", "network", "rdma", "link_layers", "hcas", "gdr", "errors")
+    print(json.dumps({
+        "seconds": time.perf_counter() - start,
+        "ranks": len(report["ranks"]),
+        "facts": {key: report[key] for key in keys},
+        "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }))
+    sys.exit(0)
 if mode == "chunks":
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
@@ -245,16 +261,22 @@ def run_one(size_mb: int, directory: Path) -> None:
         grep_s, net_lines = time_grep(path)
         chunks = min((time_parser(path, "chunks") for _ in range(2)), key=lambda r: r["seconds"])
         lines = time_parser(path, "lines")
+        command = time_parser(path, "analyze")
         print(f"size {mb:,.0f} MB, {chunks['lines']:,} lines, {net_lines:,} lines with NET/")
         print(f"  grep -c NET/             : {grep_s:6.2f} s {mb / grep_s:7.0f} MB/s")
-        for name, report in (("parser, 1 MiB chunks", chunks), ("parser, line by line", lines)):
+        runs = (
+            ("parser, 1 MiB chunks", chunks),
+            ("parser, line by line", lines),
+            ("fabcheck analyze --json", command),
+        )
+        for name, report in runs:
             seconds = report["seconds"]
             speed = f"{seconds:6.2f} s {mb / seconds:7.0f} MB/s"
             print(
                 f"  {name:<25}: {speed}  ratio to grep {grep_s / seconds:.2f}"
                 f"  peak RSS {report['peak_kib'] / 1024:.0f} MB"
             )
-        assert lines["facts"] == chunks["facts"] and lines["lines"] == chunks["lines"]
+        assert lines["facts"] == chunks["facts"] == command["facts"] and lines["lines"] == chunks["lines"]
         print(f"  facts: {json.dumps(chunks['facts'])}; ranks seen: {chunks['ranks']}")
 
 

@@ -50,7 +50,11 @@ def _topo(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -
 
 
 def _nccl_log(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -> Analysis:
-    summary = nccl_log.parse_nccl_log(lines, source)
+    # Logs can be many GB: stream the pieces (lines or larger chunks) through the parser.
+    parser = nccl_log.NcclLogParser(source)
+    for piece in lines:
+        parser.feed_chunk(piece)
+    summary = parser.result()
     facts = nccl_log.nccl_log_facts(summary)
     facts["error_details"] = [
         {
@@ -98,5 +102,8 @@ ANALYZERS: dict[str, AnalyzerFn] = {
 def analyze(
     kind: str, lines: Iterable[str], source: str, intent: FabricIntent, options: Options | None = None
 ) -> Analysis:
-    """Parse one output of `kind` and judge it. Raises ParseError on unreadable input."""
+    """Parse one output of `kind` and judge it. Raises ParseError on unreadable input.
+
+    `lines` are consecutive pieces of the text (lines with their newlines, or larger chunks).
+    """
     return ANALYZERS[kind](lines, source, intent, options or Options())

@@ -14,6 +14,8 @@ from fabcheck.intent.loader import load_inventory
 from fabcheck.intent.model import FabricIntent, default_intent
 from fabcheck.report import text
 
+READ_CHUNK_CHARS = 1 << 20
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("analyze", help="judge recorded tool output against the fabric intent")
@@ -64,14 +66,16 @@ def _intent(args: argparse.Namespace) -> FabricIntent:
 
 def _lines(name: str) -> Iterator[str]:
     if name == "-":
-        yield from sys.stdin
+        while piece := sys.stdin.read(READ_CHUNK_CHARS):
+            yield piece
         return
     path = Path(name)
     if path.is_dir():
         raise UsageError(f"{name} is a directory; pass the output files")
-    # Logs are streamed line by line so a multi-GB NCCL log never sits in memory.
+    # Logs are streamed in 1 MiB pieces so a multi-GB NCCL log never sits in memory.
     with path.open(encoding="utf-8", errors="replace", newline="") as handle:
-        yield from handle
+        while piece := handle.read(READ_CHUNK_CHARS):
+            yield piece
 
 
 def _emit_error(args: argparse.Namespace, name: str, message: str) -> None:

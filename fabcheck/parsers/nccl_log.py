@@ -288,16 +288,22 @@ class _LineBlocks:
 
 
 class _RankState:
-    __slots__ = ("channel_network", "gdr_off", "gdr_on", "using_network")
+    __slots__ = ("channel_network", "gdr_off", "gdr_on", "receive_gdr_off", "using_network")
 
     def __init__(self) -> None:
         self.using_network: str | None = None
         self.channel_network: str | None = None
         self.gdr_on = False
         self.gdr_off = False
+        self.receive_gdr_off = False
 
     def rank_net(self, host: str, rank: int) -> RankNet:
-        gdr = True if self.gdr_on else (False if self.gdr_off else None)
+        # A receive channel without GDRDMA means host-staged traffic for that rank (e.g. a far NIC),
+        # even when other channels use GDR. Send channels may legitimately lack it (GDR read off).
+        if self.receive_gdr_off:
+            gdr: bool | None = False
+        else:
+            gdr = True if self.gdr_on else (False if self.gdr_off else None)
         return RankNet(host, rank, self.using_network or self.channel_network, gdr)
 
 
@@ -346,8 +352,10 @@ class _Facts:
         if rank is not None:
             rank.using_network = rank.using_network or name
 
-    def note_channel(self, name: str, gdr: bool, rank: _RankState | None) -> None:
+    def note_channel(self, name: str, gdr: bool, rank: _RankState | None, sending: bool = False) -> None:
         self.seen_nccl = True
+        if rank is not None and not gdr and not sending:
+            rank.receive_gdr_off = True
         self.channel_network = self.channel_network or name
         for state in (self, rank):
             if state is None:
@@ -542,20 +550,24 @@ class NcclLogParser:
         """
         pieces = block.split("via NET/")
         heads = map(itemgetter(2), map(str.rpartition, pieces[:-1], repeat("\n")))
-        prefixes = map(itemgetter(0, 1), map(str.partition, heads, repeat("NCCL INFO Channel ")))
+        prefixes = map(str.partition, heads, repeat("NCCL INFO Channel "))
         tails = map(itemgetter(0), map(str.partition, pieces[1:], repeat("\n")))
-        for key in dict.fromkeys(zip(prefixes, tails, strict=True)):
-            (prefix, marker), tail = key
+        keyed = (
+            ((before, marker, "[send]" in after), tail)
+            for (before, marker, after), tail in zip(prefixes, tails, strict=True)
+        )
+        for key in dict.fromkeys(keyed):
+            (prefix, marker, sending), tail = key
             if marker and _first_sighting(self._seen_channels, key, len(prefix) + len(tail)):
-                self._note_channel(prefix, tail)
+                self._note_channel(prefix, tail, sending)
 
-    def _note_channel(self, prefix: str, tail: str) -> None:
+    def _note_channel(self, prefix: str, tail: str, sending: bool = False) -> None:
         tail = _clean(tail)
         match = _CHANNEL_TAIL.match(tail) if len(tail) <= _MAX_NAME_CHARS else None
         if match:
             host, rank, _ = self._prefix_fields(_clean(prefix))
             gdr = "/GDRDMA" in match.group(3)
-            self._facts.note_channel(match.group(1), gdr, self._facts.rank(host, rank))
+            self._facts.note_channel(match.group(1), gdr, self._facts.rank(host, rank), sending)
 
     # ----------------------------------------------------------------- open states
     def _continue_state(self, line: str) -> bool:

@@ -75,3 +75,10 @@ def test_one_host_on_sockets_fails_the_whole_job() -> None:
     assert verdict(findings) is Status.FAIL
     transport = next(f for f in findings if f.check == "nccl.transport")
     assert transport.subject == "nodeB" and "Socket on nodeB" in transport.actual
+
+
+def test_rank_with_a_host_staged_rail_fails_gdr() -> None:
+    # NET/IB/1 receives without GDRDMA (far-socket NIC) while NET/IB/0 uses it: not GDR on every channel.
+    finding = findings_for("nccl-2345-rail-mixed-gdrdma-and-nongdr-channels.txt")["nccl.gpudirect_rdma"]
+    assert finding.status is Status.FAIL
+    assert finding.subject == "kg35-nvl03[0]"

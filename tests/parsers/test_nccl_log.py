@@ -145,10 +145,20 @@ def test_ranks_carry_their_own_network_and_gdr() -> None:
     assert summary.gdr is True  # any GDRDMA channel makes the log-level answer True
 
 
-def test_mixed_gdr_channels_of_one_rank_count_as_gdr() -> None:
+def test_mixed_gdr_receive_channels_make_the_rank_host_staged() -> None:
     summary = _parse(
         P + "Channel 00/0 : 7[3] -> 0[0] [receive] via NET/IB/0/GDRDMA",
         P + "Channel 01/0 : 7[3] -> 0[0] [receive] via NET/IB/1",
+    )
+    assert summary.gdr is True  # log level: any GDRDMA channel (the truth files' rule)
+    assert summary.ranks == (RankNet("gpu1", 0, "IB", False),)  # but this rank stages one NIC via host
+
+
+def test_send_channels_without_gdrdma_do_not_make_a_rank_host_staged() -> None:
+    # With GDR read off (NCCL_NET_GDR_READ=0) only receive channels print /GDRDMA.
+    summary = _parse(
+        P + "Channel 00/0 : 7[3] -> 0[0] [receive] via NET/IB/0/GDRDMA",
+        P + "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0",
     )
     assert summary.ranks == (RankNet("gpu1", 0, "IB", True),)
 

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from fabcheck.errors import IntentError, UsageError
-from fabcheck.intent.model import FabricIntent
+from fabcheck.intent.model import SKIP_COHERENCE, FabricIntent, coherence_problems
 
 INTENT_VAR = "fabric_intent"
 RAILS_VAR = "fabric_rails"  # optional per-host override of fabric_intent.rails
@@ -165,10 +165,26 @@ def _host_intent(variables: Mapping[str, Any], loader: Any, host: str) -> Fabric
             [f"{_where(raw)}{INTENT_VAR}: expected a mapping, got {type(_plain(rendered)).__name__}"]
         )
     tree = dict(rendered) if rendered_rails is None else {**rendered, "rails": rendered_rails}
+    data = _plain(tree)
     try:
-        return FabricIntent.model_validate(_plain(tree))
+        intent = FabricIntent.model_validate(data, context={SKIP_COHERENCE: True})
     except ValidationError as err:
         raise IntentError([_describe(e, tree) for e in err.errors()]) from None
+    problems = coherence_problems(intent)
+    if problems:
+        raise IntentError([_describe_rule(key, message, tree, intent, rendered) for key, message in problems])
+    return intent
+
+
+def _describe_rule(key: str, message: str, raw: Mapping[str, Any], intent: FabricIntent, root: Any) -> str:
+    """A rule spanning several keys, reported at the key to fix; an unset key shows its default."""
+    node, found = _walk(raw, key.split("."))
+    if found and not isinstance(node, Mapping):
+        return f"{_where(node)}{INTENT_VAR}.{key} = {_plain(node)!r}: {message}"
+    default: Any = intent
+    for part in key.split("."):
+        default = getattr(default, part)
+    return f"{_where(root)}{INTENT_VAR}.{key} = {default!r} (default, not set): {message}"
 
 
 def _render(value: Any, variables: Mapping[str, Any], loader: Any) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 Priority = Annotated[int, Field(ge=0, le=7, description="802.1p priority / traffic class 0..7")]
 Dscp = Annotated[int, Field(ge=0, le=63, description="DSCP code point 0..63")]
@@ -199,31 +199,12 @@ class FabricIntent(StrictModel):
     subnet_manager: SubnetManager = Field(default_factory=SubnetManager)
 
     @model_validator(mode="after")
-    def _coherent(self) -> FabricIntent:
-        problems = []
-        if self.cnp.priority == self.lossless.priority:
-            problems.append(
-                f"cnp.priority {self.cnp.priority} equals lossless.priority: CNPs must ride their own "
-                "strict-priority queue, not the PFC-paused RoCE queue"
-            )
-        if self.cnp.dscp in self.lossless.dscp:
-            problems.append(f"cnp.dscp {self.cnp.dscp} is also a lossless (RoCE data) DSCP")
-        if self.congestion_control == "pfc_only" and not self.lossless.pfc:
-            problems.append("congestion_control pfc_only needs lossless.pfc: true")
-        if self.congestion_control == "ecn_only" and self.lossless.pfc:
-            problems.append("congestion_control ecn_only (lossy RoCE) needs lossless.pfc: false")
-        if self.congestion_control in ("dcqcn", "ecn_only") and not self.ecn.enabled:
-            problems.append(f"congestion_control {self.congestion_control} needs ecn.enabled: true")
-        if self.kind == "roce" and (self.roce_tos >> 2) not in self.lossless.dscp:
-            problems.append(
-                f"roce_tos {self.roce_tos} carries DSCP {self.roce_tos >> 2}, "
-                f"which is not a lossless DSCP {self.lossless.dscp}"
-            )
-        expected_layer = "Ethernet" if self.kind == "roce" else "InfiniBand"
-        if self.link.link_layer not in (None, expected_layer):
-            problems.append(f"link.link_layer {self.link.link_layer} does not match kind {self.kind}")
+    def _coherent(self, info: ValidationInfo) -> FabricIntent:
+        if info.context and info.context.get(SKIP_COHERENCE):
+            return self
+        problems = coherence_problems(self)
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError("; ".join(f"{key}: {message}" for key, message in problems))
         return self
 
     @property
@@ -238,6 +219,46 @@ class FabricIntent(StrictModel):
     def dcqcn_on(self) -> bool:
         """Whether NIC reaction/notification points must be enabled on the lossless priority."""
         return self.congestion_control in ("dcqcn", "ecn_only")
+
+
+SKIP_COHERENCE = "skip_coherence"  # validation context flag: check fields only (the loader reports keys)
+
+
+def coherence_problems(intent: FabricIntent) -> list[tuple[str, str]]:
+    """Rules that span several keys: (the key to fix, why) for each one broken."""
+    problems: list[tuple[str, str]] = []
+    lossless, cnp = intent.lossless, intent.cnp
+    if cnp.priority == lossless.priority:
+        problems.append(
+            (
+                "cnp.priority",
+                f"must differ from lossless.priority {lossless.priority}: CNPs ride their own "
+                "strict-priority queue, never the PFC-paused RoCE queue",
+            )
+        )
+    if cnp.dscp in lossless.dscp:
+        problems.append(("cnp.dscp", f"is also a lossless (RoCE data) DSCP {lossless.dscp}"))
+    if intent.congestion_control == "pfc_only" and not lossless.pfc:
+        problems.append(("lossless.pfc", "congestion_control pfc_only needs lossless.pfc: true"))
+    if intent.congestion_control == "ecn_only" and lossless.pfc:
+        problems.append(
+            ("lossless.pfc", "congestion_control ecn_only (lossy RoCE) needs lossless.pfc: false")
+        )
+    if intent.congestion_control in ("dcqcn", "ecn_only") and not intent.ecn.enabled:
+        problems.append(
+            ("ecn.enabled", f"congestion_control {intent.congestion_control} needs ecn.enabled: true")
+        )
+    if intent.kind == "roce" and (intent.roce_tos >> 2) not in lossless.dscp:
+        problems.append(
+            (
+                "roce_tos",
+                f"carries DSCP {intent.roce_tos >> 2}, which is not a lossless DSCP {lossless.dscp}",
+            )
+        )
+    expected_layer = "Ethernet" if intent.kind == "roce" else "InfiniBand"
+    if intent.link.link_layer not in (None, expected_layer):
+        problems.append(("link.link_layer", f"does not match kind {intent.kind} (expected {expected_layer})"))
+    return problems
 
 
 def default_intent() -> FabricIntent:

@@ -90,7 +90,7 @@ def test_cnp_priority_equal_to_lossless_is_refused(tmp_path: Path) -> None:
           cnp: {priority: 3}
         """,
     )
-    assert "cnp.priority 3 equals lossless.priority" in problem
+    assert "fabric.yml:2: fabric_intent.cnp.priority = 3: must differ from lossless.priority 3" in problem
 
 
 def test_ecn_min_above_max_is_refused(tmp_path: Path) -> None:
@@ -204,3 +204,22 @@ def test_cli_intent_check_exit_codes(tmp_path: Path) -> None:
     assert "fabric.yml:3: fabric_intent.lossless.priority = 9: out of range, allowed: 0..7" in bad.stderr
     missing = run_cli("intent", "check", "-i", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_cross_key_rules_name_the_key_to_fix_even_when_it_is_a_default(tmp_path: Path) -> None:
+    problems = problems_of(
+        tmp_path,
+        """\
+        fabric_intent:
+          lossless:
+            dscp: [24]
+          cnp:
+            dscp: 24
+        """,
+    )
+    assert len(problems) == 2
+    assert (
+        "fabric.yml:5: fabric_intent.cnp.dscp = 24: is also a lossless (RoCE data) DSCP [24]" in problems[0]
+    )
+    assert "fabric_intent.roce_tos = 106 (default, not set): carries DSCP 26" in problems[1]
+    assert "group_vars/all/fabric.yml:" in problems[1]

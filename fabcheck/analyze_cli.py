@@ -34,23 +34,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     intent = _intent(args)
     options = Options(line_rate_gbps=args.line_rate_gbps)
-    analyses: list[Analysis] = []
-    unreadable = False
+    results: list[Analysis | dict[str, object]] = []  # in file order; a dict is an unreadable file
     for name in args.files:
         try:
-            analyses.append(analyze(args.kind, _lines(name), name, intent, options))
+            results.append(analyze(args.kind, _lines(name), name, intent, options))
         except ParseError as err:
-            unreadable = True
-            _emit_error(args, name, f"cannot read it as {args.kind}: {err}")
+            results.append(_unreadable(args, name, f"cannot read it as {args.kind}: {err}", line=err.line))
         except OSError as err:
-            unreadable = True
-            _emit_error(args, name, f"cannot open: {err.strerror or err}")
+            results.append(_unreadable(args, name, f"cannot open: {err.strerror or err}"))
+    analyses = [r for r in results if isinstance(r, Analysis)]
     if args.json:
-        for analysis in analyses:
-            print(json.dumps(analysis.to_json()))
+        for result in results:
+            print(json.dumps(result.to_json() if isinstance(result, Analysis) else result))
     elif analyses:
         print(text.render(analyses, verbose=args.verbose))
-    if unreadable:
+    if len(analyses) < len(results):
         return 2
     return 0 if all(a.verdict == "pass" for a in analyses) else 1
 
@@ -78,7 +76,16 @@ def _lines(name: str) -> Iterator[str]:
             yield piece
 
 
-def _emit_error(args: argparse.Namespace, name: str, message: str) -> None:
-    if args.json:
-        print(json.dumps({"file": name, "kind": args.kind, "verdict": "error", "error": message}))
+def _unreadable(
+    args: argparse.Namespace, name: str, message: str, line: int | None = None
+) -> dict[str, object]:
+    """Report an input that could not be read (stderr now, JSON in file order) as a parse error."""
     print(f"fabcheck: {name}: {message}", file=sys.stderr)
+    return {
+        "file": name,
+        "kind": args.kind,
+        "verdict": "error",
+        "parse_error": True,
+        "line": line,
+        "error": message,
+    }

@@ -82,7 +82,8 @@ def test_cli_unreadable_input_exits_2_without_traceback(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "cannot open" in missing.stderr
     damaged = run_cli("topo", "tests/data/corpus/topo/tpgds-0008-12nic-CORRUPTED-missing-tabs.txt", "--json")
     assert damaged.returncode == 2
-    assert json.loads(damaged.stdout)["verdict"] == "error"
+    report = json.loads(damaged.stdout)
+    assert (report["verdict"], report["parse_error"], report["line"]) == ("error", True, 7)
     assert "tpgds-0008-12nic-CORRUPTED-missing-tabs.txt:" in damaged.stderr
 
 

@@ -14,11 +14,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fabcheck", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     # Imported here so that `fabcheck --help` stays fast and one broken area cannot hide the others.
-    from fabcheck import analyze_cli, intent_cli
+    from fabcheck import analyze_cli, intent_cli, validate_cli
     from fabcheck.lab import cli as lab_cli
 
     intent_cli.register(sub)
     analyze_cli.register(sub)
+    validate_cli.register(sub)
     lab_cli.register(sub)
     return parser
 

@@ -1,0 +1,464 @@
+"""Host checks of the pre-flight gate: parsed host evidence + the host's intent -> findings.
+
+Pure. Evidence that could not be read arrives as `Unreadable` and becomes an ERROR naming the command,
+never a pass. Every failure hint names the role that fixes it fleet-wide and the command that fixes
+it on this one host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from fabcheck.checks.model import Finding, errored, failed, passed, skipped
+from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
+from fabcheck.checks.topo import CHECK as TOPO_CHECK
+from fabcheck.checks.topo import check_topo
+from fabcheck.intent.model import ROCE_HEADER_BYTES, FabricIntent
+from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
+from fabcheck.parsers.mlnx_qos import PRIORITIES, MlnxQos
+from fabcheck.parsers.rdma_link import RdmaLink
+from fabcheck.parsers.topo import TopoMatrix
+
+RDMA_DEVICE = "host.rdma_device"
+PORT_STATE = "host.port_state"
+LINK_LAYER = "host.link_layer"
+TRUST = "host.trust"
+PFC = "host.pfc"
+DSCP2PRIO = "host.dscp2prio"
+ECN_ENABLE = "host.ecn_enable"
+CNP = "host.cnp"
+ROCE_TOS = "host.roce_tos"
+NETDEV_MTU = "host.netdev_mtu"
+RDMA_MTU = "host.rdma_mtu"
+PEERMEM = "host.nvidia_peermem"
+AFFINITY = TOPO_CHECK
+ROCE_ONLY_CHECKS = (TRUST, PFC, DSCP2PRIO, ECN_ENABLE, CNP, ROCE_TOS, NETDEV_MTU)
+HOST_CHECKS = (RDMA_DEVICE, PORT_STATE, LINK_LAYER, *ROCE_ONLY_CHECKS, RDMA_MTU, PEERMEM, AFFINITY)
+
+PEERMEM_MODULE = "nvidia_peermem"
+GOOD_PORT = ("ACTIVE", "LINK_UP")
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """Evidence that could not be read: the command, and why (exit code, stderr, parse error)."""
+
+    command: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class NetdevEvidence:
+    """What the host showed for one RoCE netdev."""
+
+    qos: MlnxQos | Unreadable
+    mtu: int | Unreadable
+    np_enable: int | Unreadable  # roce_np/enable/<lossless priority>
+    rp_enable: int | Unreadable
+    cnp_dscp: int | Unreadable
+    cnp_prio: int | Unreadable
+
+
+@dataclass(frozen=True)
+class HostEvidence:
+    """Everything one collection round trip showed, parsed. Per-NIC data is keyed by netdev / device."""
+
+    topo: TopoMatrix | Unreadable
+    links: tuple[RdmaLink, ...] | Unreadable
+    devices: tuple[IbvDevice, ...] | Unreadable
+    modules: frozenset[str] | Unreadable
+    netdevs: Mapping[str, NetdevEvidence] = field(default_factory=dict)
+    traffic_class: Mapping[str, int | Unreadable] = field(default_factory=dict)  # "mlx5_0/1" -> TClass
+
+
+@dataclass(frozen=True)
+class _Nic:
+    """One rail NIC as the host shows it: its ports in `rdma link` and `ibv_devinfo`."""
+
+    name: str
+    links: tuple[RdmaLink, ...]
+    ports: tuple[IbvPort, ...]
+
+    @property
+    def netdev(self) -> str | None:
+        return next((link.netdev for link in self.links if link.netdev), None)
+
+
+def check_host(evidence: HostEvidence, intent: FabricIntent) -> list[Finding]:
+    """Every host check for one host, in a stable order (HOST_CHECKS)."""
+    findings = check_rdma_devices(evidence, intent)
+    nics = _present_nics(evidence, intent)
+    findings += check_port_state(nics)
+    findings += check_link_layer(nics, intent)
+    for check in (check_trust, check_pfc, check_dscp2prio, check_ecn_enable, check_cnp):
+        findings += _per_netdev(check, evidence, nics, intent)
+    findings += check_roce_tos(evidence, nics, intent)
+    findings += _per_netdev(check_netdev_mtu, evidence, nics, intent)
+    findings += check_rdma_mtu(nics, intent)
+    findings += check_peermem(evidence.modules, intent)
+    findings += check_affinity(evidence.topo, intent)
+    return findings
+
+
+def rail_nics(evidence: HostEvidence, intent: FabricIntent) -> list[str]:
+    """The NICs to judge: the intent's rails, else every RDMA device the host shows."""
+    if intent.rails:
+        return sorted(set(intent.rails.values()))
+    names: set[str] = set()
+    if not isinstance(evidence.links, Unreadable):
+        names |= {link.dev for link in evidence.links}
+    if not isinstance(evidence.devices, Unreadable):
+        names |= {device.hca_id for device in evidence.devices}
+    return sorted(names)
+
+
+# ---- RDMA devices ---------------------------------------------------------------------------------
+
+
+def check_rdma_devices(evidence: HostEvidence, intent: FabricIntent) -> list[Finding]:
+    unreadable = [e for e in (evidence.links, evidence.devices) if isinstance(e, Unreadable)]
+    if unreadable:
+        return [_error(RDMA_DEVICE, "host", "RDMA devices listed", e) for e in unreadable]
+    assert not isinstance(evidence.links, Unreadable) and not isinstance(evidence.devices, Unreadable)
+    names = rail_nics(evidence, intent)
+    if not names:
+        return [
+            failed(
+                RDMA_DEVICE,
+                "host",
+                "at least one RDMA device",
+                "`rdma link` and `ibv_devinfo` show no RDMA device",
+                f"load the RDMA driver (role {GPU_RDMA_ROLE}; on this host: `modprobe mlx5_ib`), "
+                "then check `ibv_devinfo`",
+            )
+        ]
+    in_link = {link.dev for link in evidence.links}
+    in_devinfo = {device.hca_id for device in evidence.devices}
+    return [_device_finding(name, name in in_link, name in in_devinfo) for name in names]
+
+
+def _device_finding(name: str, in_link: bool, in_devinfo: bool) -> Finding:
+    expected = f"{name} in `rdma link` and `ibv_devinfo`"
+    if in_link and in_devinfo:
+        return passed(RDMA_DEVICE, name, expected, "listed by both")
+    missing = " and ".join(
+        t for t, seen in (("`rdma link`", in_link), ("`ibv_devinfo`", in_devinfo)) if not seen
+    )
+    return failed(
+        RDMA_DEVICE,
+        name,
+        expected,
+        f"not listed by {missing}",
+        f"the rail NIC is missing: load the RDMA driver (role {GPU_RDMA_ROLE}; on this host: "
+        f"`modprobe mlx5_ib`) and check `ibv_devinfo -d {name}`, or fix fabric_rails",
+    )
+
+
+def _present_nics(evidence: HostEvidence, intent: FabricIntent) -> list[_Nic]:
+    links = () if isinstance(evidence.links, Unreadable) else evidence.links
+    devices = () if isinstance(evidence.devices, Unreadable) else evidence.devices
+    nics = []
+    for name in rail_nics(evidence, intent):
+        nic_links = tuple(link for link in links if link.dev == name)
+        ports = tuple(p for d in devices if d.hca_id == name for p in d.ports)
+        if nic_links and ports:
+            nics.append(_Nic(name, nic_links, ports))
+    return nics
+
+
+def check_port_state(nics: list[_Nic]) -> list[Finding]:
+    findings = []
+    for nic in nics:
+        for link in nic.links:
+            actual = f"{link.state}/{link.physical_state}"
+            expected = "/".join(GOOD_PORT)
+            if (link.state, link.physical_state) == GOOD_PORT:
+                findings.append(passed(PORT_STATE, link.name, expected, actual))
+            else:
+                findings.append(
+                    failed(
+                        PORT_STATE,
+                        link.name,
+                        expected,
+                        actual,
+                        f"the link is not up: check the cable and the switch port; on this host "
+                        f"`rdma link show {link.name}` and `ip link show {link.netdev or '<netdev>'}`",
+                    )
+                )
+    return findings
+
+
+def check_link_layer(nics: list[_Nic], intent: FabricIntent) -> list[Finding]:
+    expected = intent.link_layer
+    want = "ETH(2)" if expected == "Ethernet" else "IB(1)"
+    findings = []
+    for nic in nics:
+        for port in nic.ports:
+            subject = f"{nic.name}/{port.number}"
+            if port.link_layer == expected:
+                findings.append(passed(LINK_LAYER, subject, expected, port.link_layer))
+            else:
+                findings.append(
+                    failed(
+                        LINK_LAYER,
+                        subject,
+                        expected,
+                        port.link_layer,
+                        f"fabric_intent.kind is {intent.kind}: set the port type with "
+                        f"`mlxconfig -d {nic.name} set LINK_TYPE_P{port.number}={want}` and reset the NIC, "
+                        "or fix fabric_intent.kind",
+                    )
+                )
+    return findings
+
+
+# ---- per-netdev RoCE QoS --------------------------------------------------------------------------
+
+NetdevCheck = Callable[[str, str, NetdevEvidence, FabricIntent], list[Finding]]
+
+
+def _per_netdev(
+    check: NetdevCheck, evidence: HostEvidence, nics: list[_Nic], intent: FabricIntent
+) -> list[Finding]:
+    name = _CHECK_NAMES[check]
+    if intent.kind != "roce":
+        return [skipped(name, "host", f"RoCE-only check; fabric_intent.kind is {intent.kind}")]
+    findings: list[Finding] = []
+    for nic in nics:
+        netdev = nic.netdev
+        data = evidence.netdevs.get(netdev) if netdev else None
+        if netdev is None or data is None:
+            actual = f"`rdma link` shows no netdev for {nic.name}" if netdev is None else "not collected"
+            findings.append(
+                errored(
+                    name, nic.name, "a RoCE netdev to read", actual, "check `rdma link` and `ibdev2netdev`"
+                )
+            )
+            continue
+        findings += check(nic.name, netdev, data, intent)
+    return findings
+
+
+def check_trust(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent) -> list[Finding]:
+    if isinstance(data.qos, Unreadable):
+        return [_error(TRUST, nic, f"trust {intent.trust}", data.qos)]
+    actual = f"trust {data.qos.trust or 'not shown'}"
+    if data.qos.trust == intent.trust:
+        return [passed(TRUST, nic, f"trust {intent.trust}", actual)]
+    return [
+        failed(
+            TRUST,
+            nic,
+            f"trust {intent.trust}",
+            actual,
+            _fix(HOST_QOS_ROLE, f"mlnx_qos -i {netdev} --trust {intent.trust}"),
+        )
+    ]
+
+
+def check_pfc(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent) -> list[Finding]:
+    want = (intent.lossless.priority,) if intent.lossless.pfc else ()
+    expected = _pfc_text(want)
+    if isinstance(data.qos, Unreadable):
+        return [_error(PFC, nic, expected, data.qos)]
+    actual = _pfc_text(tuple(sorted(data.qos.pfc_enabled)))
+    if tuple(sorted(data.qos.pfc_enabled)) == want:
+        return [passed(PFC, nic, expected, actual)]
+    bitmap = ",".join("1" if p in want else "0" for p in PRIORITIES)
+    return [failed(PFC, nic, expected, actual, _fix(HOST_QOS_ROLE, f"mlnx_qos -i {netdev} --pfc {bitmap}"))]
+
+
+def _pfc_text(priorities: tuple[int, ...]) -> str:
+    return (
+        f"PFC on priority {','.join(map(str, priorities))} only"
+        if priorities
+        else "PFC off on every priority"
+    )
+
+
+def check_dscp2prio(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent) -> list[Finding]:
+    wanted = {d: intent.lossless.priority for d in intent.lossless.dscp} | {
+        intent.cnp.dscp: intent.cnp.priority
+    }
+    expected = ", ".join(f"DSCP {d} -> prio {p}" for d, p in sorted(wanted.items()))
+    if intent.trust != "dscp":
+        return [skipped(DSCP2PRIO, nic, f"fabric_intent.trust is {intent.trust}: no DSCP map in use")]
+    if isinstance(data.qos, Unreadable):
+        return [_error(DSCP2PRIO, nic, expected, data.qos)]
+    if data.qos.trust != "dscp":
+        return [
+            skipped(DSCP2PRIO, nic, f"the NIC trusts {data.qos.trust}: its DSCP map is not in use ({TRUST})")
+        ]
+    if not data.qos.dscp2prio_shown:
+        unshown = Unreadable(f"mlnx_qos -i {netdev}", "trust dscp but no dscp2prio mapping printed")
+        return [_error(DSCP2PRIO, nic, expected, unshown)]
+    actual_map = {d: data.qos.dscp2prio.get(d) for d in wanted}
+    actual = ", ".join(
+        f"DSCP {d} -> prio {'unmapped' if p is None else p}" for d, p in sorted(actual_map.items())
+    )
+    wrong = sorted(d for d, p in wanted.items() if actual_map[d] != p)
+    if not wrong:
+        return [passed(DSCP2PRIO, nic, expected, actual)]
+    options = " ".join(f"--dscp2prio set,{d},{wanted[d]}" for d in wrong)
+    return [failed(DSCP2PRIO, nic, expected, actual, _fix(HOST_QOS_ROLE, f"mlnx_qos -i {netdev} {options}"))]
+
+
+def check_ecn_enable(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent) -> list[Finding]:
+    prio = intent.lossless.priority
+    want_np = int(intent.dcqcn_on and intent.dcqcn.np_enable)
+    want_rp = int(intent.dcqcn_on and intent.dcqcn.rp_enable)
+    expected = f"roce_np/enable/{prio}={want_np} roce_rp/enable/{prio}={want_rp}"
+    for value in (data.np_enable, data.rp_enable):
+        if isinstance(value, Unreadable):
+            return [_error(ECN_ENABLE, nic, expected, value)]
+    assert isinstance(data.np_enable, int) and isinstance(data.rp_enable, int)
+    actual = f"roce_np/enable/{prio}={data.np_enable} roce_rp/enable/{prio}={data.rp_enable}"
+    if (data.np_enable, data.rp_enable) == (want_np, want_rp):
+        return [passed(ECN_ENABLE, nic, expected, actual)]
+    commands = [
+        f"echo {want} > /sys/class/net/{netdev}/ecn/{point}/enable/{prio}"
+        for point, want, have in (("roce_np", want_np, data.np_enable), ("roce_rp", want_rp, data.rp_enable))
+        if want != have
+    ]
+    return [failed(ECN_ENABLE, nic, expected, actual, _fix(HOST_QOS_ROLE, "; ".join(commands)))]
+
+
+def check_cnp(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent) -> list[Finding]:
+    want = {"cnp_dscp": intent.cnp.dscp, "cnp_802p_prio": intent.cnp.priority}
+    expected = " ".join(f"{k}={v}" for k, v in want.items())
+    have = {"cnp_dscp": data.cnp_dscp, "cnp_802p_prio": data.cnp_prio}
+    for value in have.values():
+        if isinstance(value, Unreadable):
+            return [_error(CNP, nic, expected, value)]
+    actual = " ".join(f"{k}={v}" for k, v in have.items())
+    commands = [
+        f"echo {v} > /sys/class/net/{netdev}/ecn/roce_np/{k}" for k, v in want.items() if have[k] != v
+    ]
+    if not commands:
+        return [passed(CNP, nic, expected, actual)]
+    return [failed(CNP, nic, expected, actual, _fix(HOST_QOS_ROLE, "; ".join(commands)))]
+
+
+def check_netdev_mtu(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent) -> list[Finding]:
+    expected = f"{netdev} MTU {intent.mtu.netdev}"
+    if isinstance(data.mtu, Unreadable):
+        return [_error(NETDEV_MTU, nic, expected, data.mtu)]
+    actual = f"{netdev} MTU {data.mtu}"
+    if data.mtu == intent.mtu.netdev:
+        return [passed(NETDEV_MTU, nic, expected, actual)]
+    return [
+        failed(
+            NETDEV_MTU,
+            nic,
+            expected,
+            actual,
+            _fix(HOST_QOS_ROLE, f"ip link set dev {netdev} mtu {intent.mtu.netdev}"),
+        )
+    ]
+
+
+_CHECK_NAMES: Mapping[NetdevCheck, str] = {
+    check_trust: TRUST,
+    check_pfc: PFC,
+    check_dscp2prio: DSCP2PRIO,
+    check_ecn_enable: ECN_ENABLE,
+    check_cnp: CNP,
+    check_netdev_mtu: NETDEV_MTU,
+}
+
+
+# ---- per-device -----------------------------------------------------------------------------------
+
+
+def check_roce_tos(evidence: HostEvidence, nics: list[_Nic], intent: FabricIntent) -> list[Finding]:
+    if intent.kind != "roce":
+        return [skipped(ROCE_TOS, "host", f"RoCE-only check; fabric_intent.kind is {intent.kind}")]
+    findings = []
+    expected = f"traffic_class {intent.roce_tos}"
+    for nic in nics:
+        for link in nic.links:
+            value = evidence.traffic_class.get(link.name)
+            if value is None:
+                value = Unreadable(
+                    f"cat /sys/class/infiniband/{nic.name}/tc/{link.port}/traffic_class", "not collected"
+                )
+            if isinstance(value, Unreadable):
+                findings.append(_error(ROCE_TOS, link.name, expected, value))
+            elif value == intent.roce_tos:
+                findings.append(passed(ROCE_TOS, link.name, expected, f"traffic_class {value}"))
+            else:
+                command = (
+                    f"echo {intent.roce_tos} > /sys/class/infiniband/{nic.name}/tc/{link.port}/traffic_class"
+                )
+                rdma_cm = f"cma_roce_tos -d {nic.name} -p {link.port} -t {intent.roce_tos}"
+                findings.append(
+                    failed(
+                        ROCE_TOS,
+                        link.name,
+                        expected,
+                        f"traffic_class {value}",
+                        _fix(HOST_QOS_ROLE, f"{command}; {rdma_cm}"),
+                    )
+                )
+    return findings
+
+
+def check_rdma_mtu(nics: list[_Nic], intent: FabricIntent) -> list[Finding]:
+    expected = f"active_mtu >= {intent.mtu.rdma}"
+    findings = []
+    for nic in nics:
+        for port in nic.ports:
+            subject = f"{nic.name}/{port.number}"
+            actual = f"active_mtu {port.active_mtu} (max_mtu {port.max_mtu})"
+            if port.active_mtu >= intent.mtu.rdma:
+                findings.append(passed(RDMA_MTU, subject, expected, actual))
+            elif intent.kind == "roce":
+                hint = f"RoCE active_mtu follows the netdev MTU minus {ROCE_HEADER_BYTES} B: " + _fix(
+                    HOST_QOS_ROLE, f"ip link set dev {nic.netdev or '<netdev>'} mtu {intent.mtu.netdev}"
+                )
+                findings.append(failed(RDMA_MTU, subject, expected, actual, hint))
+            else:
+                hint = (
+                    "InfiniBand MTU is set by the subnet manager's partition (mtu=5 for 4096) and the switch"
+                )
+                findings.append(failed(RDMA_MTU, subject, expected, actual, hint))
+    return findings
+
+
+def check_peermem(modules: frozenset[str] | Unreadable, intent: FabricIntent) -> list[Finding]:
+    if not intent.nccl.gdr_required:
+        return [skipped(PEERMEM, "host", "fabric_intent.nccl.gdr_required is false")]
+    expected = f"{PEERMEM_MODULE} loaded (GPUDirect RDMA)"
+    if isinstance(modules, Unreadable):
+        return [_error(PEERMEM, "host", expected, modules)]
+    if PEERMEM_MODULE in modules:
+        return [passed(PEERMEM, "host", expected, "loaded")]
+    return [
+        failed(
+            PEERMEM, "host", expected, "not loaded (lsmod)", _fix(GPU_RDMA_ROLE, f"modprobe {PEERMEM_MODULE}")
+        )
+    ]
+
+
+def check_affinity(topo: TopoMatrix | Unreadable, intent: FabricIntent) -> list[Finding]:
+    if isinstance(topo, Unreadable):
+        return [_error(AFFINITY, "topology", f"GPU-NIC links at {intent.max_gpu_nic_link} or better", topo)]
+    return check_topo(topo, intent)
+
+
+# ---- helpers --------------------------------------------------------------------------------------
+
+
+def _fix(role: str, command: str) -> str:
+    return f"role {role} sets it fleet-wide; on this host: `{command}`"
+
+
+def _error(check: str, subject: str, expected: str, missing: Unreadable) -> Finding:
+    return errored(
+        check,
+        subject,
+        expected,
+        f"could not read `{missing.command}`: {missing.reason}",
+        "fix collection first (tool installed? run as root?), then run validate again",
+    )

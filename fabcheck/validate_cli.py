@@ -1,0 +1,70 @@
+"""`fabcheck validate -i INVENTORY`: the pre-flight gate over every GPU host, one ssh round trip each."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from fabcheck import validate
+from fabcheck.errors import UsageError
+from fabcheck.intent.loader import HostEntry, load_inventory
+from fabcheck.report.text import render_findings
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "validate", help="pre-flight gate: check every GPU host's RDMA/QoS state against the intent"
+    )
+    parser.add_argument("-i", "--inventory", required=True, help="Ansible inventory with the fabric intent")
+    parser.add_argument("--limit", help="only these hosts: NAME[,NAME...]")
+    parser.add_argument("--json", action="store_true", help="one JSON object per host, one per line")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also list passing checks")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=validate.DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help=f"seconds for each host's round trip (default {validate.DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    limit = [name.strip() for name in (args.limit or "").split(",") if name.strip()]
+    inventory = load_inventory(args.inventory)
+    chosen = validate.plan(inventory, limit)
+    if chosen.not_checked:
+        # stdout stays one JSON object per line with --json; the note goes to stderr there.
+        print(_not_checked_line(chosen.not_checked), file=sys.stderr if args.json else sys.stdout)
+    results = validate.validate(chosen.hosts, args.timeout)
+    if args.json:
+        for result in results:
+            print(json.dumps(result.to_json()))
+    else:
+        print(render(results, verbose=args.verbose))
+    return validate.exit_code(results)
+
+
+def _not_checked_line(hosts: Sequence[HostEntry]) -> str:
+    names = ", ".join(h.name for h in hosts)
+    scope = f"validate v0 judges {validate.GPU_HOSTS} only; switches and subnet managers later"
+    return f"not checked ({scope}): {names}"
+
+
+def render(results: Sequence[validate.HostResult], verbose: bool = False) -> str:
+    out: list[str] = []
+    for result in results:
+        out.append(f"{result.verdict.value.upper():5} {result.host}")
+        out += render_findings(result.findings, verbose)
+    overall = validate.overall(results)
+    counts = {s: sum(r.verdict is s for r in results) for s in (validate.Status.PASS, validate.Status.FAIL)}
+    errors = len(results) - sum(counts.values())
+    out.append(
+        f"{overall.value.upper()}: {len(results)} host(s): {counts[validate.Status.PASS]} pass, "
+        f"{counts[validate.Status.FAIL]} fail, {errors} could not be checked"
+    )
+    return "\n".join(out)

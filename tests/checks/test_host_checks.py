@@ -1,0 +1,591 @@
+"""Host checks of `fabcheck validate`: every check passes on a host set to the intent, fails on the one
+setting that is wrong, and is an ERROR (never a pass) when its evidence is missing; plus the section
+splitter of the one-round-trip collection and the gate's verdict / exit-code rules."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from collections.abc import Mapping
+
+import pytest
+
+from fabcheck import validate
+from fabcheck.checks import host as checks
+from fabcheck.checks.model import Finding, Status
+from fabcheck.collect.host import (
+    COLLECT_SCRIPT,
+    HostCollection,
+    Section,
+    SshTarget,
+    remote_command,
+    section_command,
+    split_sections,
+)
+from fabcheck.errors import ParseError
+from fabcheck.intent.model import FabricIntent
+from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort, render_ibv_devinfo
+from fabcheck.parsers.mlnx_qos import MlnxQos, render_mlnx_qos
+from fabcheck.parsers.rdma_link import RdmaLink, render_rdma_link
+
+RAILS = {0: "mlx5_0", 1: "mlx5_1"}
+NETDEVS = {"mlx5_0": "ens1np0", "mlx5_1": "ens2np0"}
+INTENT = FabricIntent(rails=RAILS)
+TOPO = (
+    "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+    "GPU0\t X \tNV18\tPIX\tSYS\t0-55\t0\t\tN/A\n"
+    "GPU1\tNV18\t X \tSYS\tPIX\t56-111\t1\t\tN/A\n"
+    "NIC0\tPIX\tSYS\t X \tSYS\n"
+    "NIC1\tSYS\tPIX\tSYS\t X \n"
+    "\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_1\n"
+)
+LSMOD = (
+    "Module                  Size  Used by\n"
+    "nvidia_peermem         16384  0\n"
+    "nvidia               9719808  1 nvidia_peermem\n"
+    "mlx5_ib               483328  0\n"
+)
+DEFAULT_DSCP_MAP = {d: d >> 3 for d in range(64)}
+
+
+def qos(**changes: object) -> MlnxQos:
+    base = MlnxQos(dcbx_mode="os", trust="dscp", dscp2prio=DEFAULT_DSCP_MAP, pfc_enabled=(3,), cable_len=7)
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def port(**changes: object) -> IbvPort:
+    base = IbvPort(
+        number=1,
+        state="PORT_ACTIVE",
+        max_mtu=4096,
+        active_mtu=4096,
+        sm_lid=0,
+        port_lid=0,
+        port_lmc=0,
+        link_layer="Ethernet",
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def device(name: str, index: int, **port_changes: object) -> IbvDevice:
+    guid = f"a088:c203:0000:{index:04x}"
+    return IbvDevice(
+        hca_id=name,
+        transport="InfiniBand",
+        fw_ver="28.39.1002",
+        node_guid=guid,
+        sys_image_guid=guid,
+        vendor_id=0x02C9,
+        vendor_part_id=4129,
+        hw_ver="0x0",
+        board_id="MT_0000000838",
+        phys_port_cnt=1,
+        ports=(port(**port_changes),),
+    )
+
+
+def links(**state: str) -> str:
+    return render_rdma_link(
+        [
+            RdmaLink(dev, 1, state.get(dev, "ACTIVE"), "LINK_UP" if dev not in state else "DISABLED", netdev)
+            for dev, netdev in NETDEVS.items()
+        ]
+    )
+
+
+def ok(text: str) -> Section:
+    return Section(0, text)
+
+
+def healthy_sections() -> dict[str, Section]:
+    """What the collection script brings back from a host configured exactly to INTENT."""
+    sections = {
+        "topo": ok(TOPO),
+        "lsmod": ok(LSMOD),
+        "rdma_link": ok(links()),
+        "ibv_devinfo": ok(render_ibv_devinfo([device(n, i) for i, n in enumerate(NETDEVS)])),
+    }
+    for dev, netdev in NETDEVS.items():
+        sections[f"traffic_class:{dev}/1"] = ok("Global tclass=106\n")
+        sections[f"mlnx_qos:{netdev}"] = ok(render_mlnx_qos(qos()))
+        sections[f"mtu:{netdev}"] = ok("9000\n")
+        sections[f"ecn_np_enable:{netdev}"] = ok("1\n")
+        sections[f"ecn_rp_enable:{netdev}"] = ok("1\n")
+        sections[f"cnp_dscp:{netdev}"] = ok("48\n")
+        sections[f"cnp_802p_prio:{netdev}"] = ok("6\n")
+    return sections
+
+
+def run_checks(
+    changes: Mapping[str, Section | None] | None = None, intent: FabricIntent = INTENT
+) -> list[Finding]:
+    sections = healthy_sections()
+    for name, section in (changes or {}).items():
+        if section is None:
+            sections.pop(name)
+        else:
+            sections[name] = section
+    collection = HostCollection("gpu01", sections, complete=True, priority=intent.lossless.priority)
+    return list(validate.judge(collection, intent).findings)
+
+
+def not_passing(findings: list[Finding]) -> dict[tuple[str, str], Status]:
+    return {(f.check, f.subject): f.status for f in findings if f.status is not Status.PASS}
+
+
+def failing(findings: list[Finding]) -> dict[tuple[str, str], Status]:
+    return {(f.check, f.subject): f.status for f in findings if f.status in (Status.FAIL, Status.ERROR)}
+
+
+def only(findings: list[Finding], check: str, subject: str) -> Finding:
+    matches = [f for f in findings if f.check == check and f.subject == subject]
+    assert len(matches) == 1, matches
+    return matches[0]
+
+
+# ---- a healthy host ----------------------------------------------------------------------------
+
+
+def test_host_set_to_the_intent_passes_every_check_on_every_rail() -> None:
+    findings = run_checks()
+    assert not_passing(findings) == {}
+    assert {f.check for f in findings} == set(checks.HOST_CHECKS)
+    per_nic = [f for f in findings if f.check == checks.TRUST]
+    assert [f.subject for f in per_nic] == ["mlx5_0", "mlx5_1"]
+
+
+def test_traffic_class_accepts_the_plain_upstream_form() -> None:
+    findings = run_checks({"traffic_class:mlx5_0/1": ok("106\n")})
+    assert only(findings, checks.ROCE_TOS, "mlx5_0/1").status is Status.PASS
+
+
+# ---- one wrong setting fails exactly its check, with the fixing command ------------------------
+
+FAULTS: list[tuple[str, dict[str, Section], str, str, str, str]] = [
+    (
+        "trust",
+        {"mlnx_qos:ens1np0": ok(render_mlnx_qos(qos(trust="pcp", dscp2prio={}, dscp2prio_shown=False)))},
+        checks.TRUST,
+        "mlx5_0",
+        "trust pcp",
+        "mlnx_qos -i ens1np0 --trust dscp",
+    ),
+    (
+        "pfc-off",
+        {"mlnx_qos:ens1np0": ok(render_mlnx_qos(qos(pfc_enabled=())))},
+        checks.PFC,
+        "mlx5_0",
+        "PFC off on every priority",
+        "mlnx_qos -i ens1np0 --pfc 0,0,0,1,0,0,0,0",
+    ),
+    (
+        "pfc-extra",
+        {"mlnx_qos:ens2np0": ok(render_mlnx_qos(qos(pfc_enabled=(3, 4))))},
+        checks.PFC,
+        "mlx5_1",
+        "PFC on priority 3,4 only",
+        "mlnx_qos -i ens2np0 --pfc 0,0,0,1,0,0,0,0",
+    ),
+    (
+        "dscp-map",
+        {"mlnx_qos:ens1np0": ok(render_mlnx_qos(qos(dscp2prio=DEFAULT_DSCP_MAP | {26: 0})))},
+        checks.DSCP2PRIO,
+        "mlx5_0",
+        "DSCP 26 -> prio 0, DSCP 48 -> prio 6",
+        "mlnx_qos -i ens1np0 --dscp2prio set,26,3",
+    ),
+    (
+        "cnp-map",
+        {"mlnx_qos:ens1np0": ok(render_mlnx_qos(qos(dscp2prio=DEFAULT_DSCP_MAP | {48: 3})))},
+        checks.DSCP2PRIO,
+        "mlx5_0",
+        "DSCP 26 -> prio 3, DSCP 48 -> prio 3",
+        "mlnx_qos -i ens1np0 --dscp2prio set,48,6",
+    ),
+    (
+        "ecn-np-off",
+        {"ecn_np_enable:ens1np0": ok("0\n")},
+        checks.ECN_ENABLE,
+        "mlx5_0",
+        "roce_np/enable/3=0 roce_rp/enable/3=1",
+        "echo 1 > /sys/class/net/ens1np0/ecn/roce_np/enable/3",
+    ),
+    (
+        "ecn-rp-off",
+        {"ecn_rp_enable:ens2np0": ok("0\n")},
+        checks.ECN_ENABLE,
+        "mlx5_1",
+        "roce_np/enable/3=1 roce_rp/enable/3=0",
+        "echo 1 > /sys/class/net/ens2np0/ecn/roce_rp/enable/3",
+    ),
+    (
+        "cnp-dscp",
+        {"cnp_dscp:ens1np0": ok("46\n")},
+        checks.CNP,
+        "mlx5_0",
+        "cnp_dscp=46 cnp_802p_prio=6",
+        "echo 48 > /sys/class/net/ens1np0/ecn/roce_np/cnp_dscp",
+    ),
+    (
+        "cnp-prio",
+        {"cnp_802p_prio:ens1np0": ok("7\n")},
+        checks.CNP,
+        "mlx5_0",
+        "cnp_dscp=48 cnp_802p_prio=7",
+        "echo 6 > /sys/class/net/ens1np0/ecn/roce_np/cnp_802p_prio",
+    ),
+    (
+        "tos",
+        {"traffic_class:mlx5_1/1": ok("Global tclass=0\n")},
+        checks.ROCE_TOS,
+        "mlx5_1/1",
+        "traffic_class 0",
+        "echo 106 > /sys/class/infiniband/mlx5_1/tc/1/traffic_class",
+    ),
+    (
+        "netdev-mtu",
+        {"mtu:ens1np0": ok("1500\n")},
+        checks.NETDEV_MTU,
+        "mlx5_0",
+        "ens1np0 MTU 1500",
+        "ip link set dev ens1np0 mtu 9000",
+    ),
+    (
+        "rdma-mtu",
+        {"ibv_devinfo": ok(render_ibv_devinfo([device("mlx5_0", 0, active_mtu=1024), device("mlx5_1", 1)]))},
+        checks.RDMA_MTU,
+        "mlx5_0/1",
+        "active_mtu 1024 (max_mtu 4096)",
+        "ip link set dev ens1np0 mtu 9000",
+    ),
+    (
+        "peermem",
+        {"lsmod": ok("Module                  Size  Used by\nmlx5_ib               483328  0\n")},
+        checks.PEERMEM,
+        "host",
+        "not loaded (lsmod)",
+        "modprobe nvidia_peermem",
+    ),
+    (
+        "port-down",
+        {"rdma_link": ok(links(mlx5_1="DOWN"))},
+        checks.PORT_STATE,
+        "mlx5_1/1",
+        "DOWN/DISABLED",
+        "rdma link show mlx5_1/1",
+    ),
+    (
+        "link-layer",
+        {
+            "ibv_devinfo": ok(
+                render_ibv_devinfo([device("mlx5_0", 0), device("mlx5_1", 1, link_layer="InfiniBand")])
+            )
+        },
+        checks.LINK_LAYER,
+        "mlx5_1/1",
+        "InfiniBand",
+        "mlxconfig -d mlx5_1 set LINK_TYPE_P1=ETH(2)",
+    ),
+    (
+        "affinity",
+        {
+            "topo": ok(
+                TOPO.replace("GPU0\t X \tNV18\tPIX", "GPU0\t X \tNV18\tSYS").replace("NIC0\tPIX", "NIC0\tSYS")
+            )
+        },
+        checks.AFFINITY,
+        "GPU0",
+        "GPU0 -> mlx5_0 SYS",
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("changes", "check", "subject", "actual", "command"),
+    [case[1:] for case in FAULTS],
+    ids=[case[0] for case in FAULTS],
+)
+def test_one_wrong_setting_fails_exactly_its_check(
+    changes: dict[str, Section], check: str, subject: str, actual: str, command: str
+) -> None:
+    findings = run_checks(changes)
+    assert failing(findings) == {(check, subject): Status.FAIL}
+    finding = only(findings, check, subject)
+    assert finding.actual == actual
+    assert command in finding.hint
+    if check in (*checks.ROCE_ONLY_CHECKS, checks.RDMA_MTU):
+        assert "role roce_host" in finding.hint
+    if check == checks.PEERMEM:
+        assert "role gpu_rdma" in finding.hint
+
+
+def test_nic_trusting_pcp_skips_its_dscp_map_with_the_reason() -> None:
+    pcp = ok(render_mlnx_qos(qos(trust="pcp", dscp2prio={}, dscp2prio_shown=False)))
+    skipped = only(run_checks({"mlnx_qos:ens1np0": pcp}), checks.DSCP2PRIO, "mlx5_0")
+    assert skipped.status is Status.SKIP
+    assert skipped.actual == "the NIC trusts pcp: its DSCP map is not in use (host.trust)"
+
+
+def test_missing_rail_nic_fails_device_check_and_skips_nothing_silently() -> None:
+    rdma = render_rdma_link([RdmaLink("mlx5_0", 1, "ACTIVE", "LINK_UP", "ens1np0")])
+    devinfo = render_ibv_devinfo([device("mlx5_0", 0)])
+    findings = run_checks({"rdma_link": ok(rdma), "ibv_devinfo": ok(devinfo)})
+    assert not_passing(findings) == {(checks.RDMA_DEVICE, "mlx5_1"): Status.FAIL}
+    missing = only(findings, checks.RDMA_DEVICE, "mlx5_1")
+    assert missing.actual == "not listed by `rdma link` and `ibv_devinfo`"
+    assert "role gpu_rdma" in missing.hint
+
+
+def test_host_without_rdma_devices_fails() -> None:
+    findings = run_checks({"rdma_link": ok(""), "ibv_devinfo": ok("No IB devices found\n")})
+    device_findings = [f for f in findings if f.check == checks.RDMA_DEVICE]
+    assert {f.status for f in device_findings} == {Status.FAIL}
+    assert [f.subject for f in device_findings] == ["mlx5_0", "mlx5_1"]
+
+
+def test_pfc_must_be_off_everywhere_when_the_intent_is_lossy() -> None:
+    lossy = FabricIntent(rails=RAILS, congestion_control="ecn_only", lossless={"pfc": False})
+    findings = run_checks(intent=lossy)
+    pfc = only(findings, checks.PFC, "mlx5_0")
+    assert pfc.status is Status.FAIL
+    assert pfc.expected == "PFC off on every priority"
+    assert "--pfc 0,0,0,0,0,0,0,0" in pfc.hint
+
+
+def test_pfc_only_intent_wants_nic_dcqcn_off() -> None:
+    pfc_only = FabricIntent(rails=RAILS, congestion_control="pfc_only")
+    ecn = only(run_checks(intent=pfc_only), checks.ECN_ENABLE, "mlx5_0")
+    assert ecn.status is Status.FAIL
+    assert ecn.expected == "roce_np/enable/3=0 roce_rp/enable/3=0"
+    disabled = {f"ecn_{p}_enable:{n}": ok("0\n") for p in ("np", "rp") for n in NETDEVS.values()}
+    assert only(run_checks(disabled, intent=pfc_only), checks.ECN_ENABLE, "mlx5_0").status is Status.PASS
+
+
+def test_peermem_not_judged_when_gdr_is_not_required() -> None:
+    no_gdr = FabricIntent(rails=RAILS, nccl={"gdr_required": False})
+    findings = run_checks({"lsmod": ok("Module   Size  Used by\n")}, intent=no_gdr)
+    assert only(findings, checks.PEERMEM, "host").status is Status.SKIP
+
+
+def test_trust_pcp_intent_skips_the_dscp_map() -> None:
+    pcp = FabricIntent(rails=RAILS, trust="pcp")
+    findings = run_checks(
+        {
+            f"mlnx_qos:{n}": ok(render_mlnx_qos(qos(trust="pcp", dscp2prio={}, dscp2prio_shown=False)))
+            for n in ("ens1np0", "ens2np0")
+        },
+        intent=pcp,
+    )
+    assert not_passing(findings) == {
+        (checks.DSCP2PRIO, "mlx5_0"): Status.SKIP,
+        (checks.DSCP2PRIO, "mlx5_1"): Status.SKIP,
+    }
+
+
+def test_infiniband_intent_skips_roce_only_checks_with_a_reason() -> None:
+    ib = FabricIntent(kind="ib", roce_tos=104, rails=RAILS)
+    ib_ports = render_ibv_devinfo([device(n, i, link_layer="InfiniBand") for i, n in enumerate(NETDEVS)])
+    findings = run_checks({"ibv_devinfo": ok(ib_ports)}, intent=ib)
+    skipped = {f.check for f in findings if f.status is Status.SKIP}
+    assert skipped == set(checks.ROCE_ONLY_CHECKS)
+    assert all("RoCE-only" in f.actual for f in findings if f.status is Status.SKIP)
+    assert not any(f.status is Status.FAIL for f in findings)
+
+
+# ---- missing evidence is an ERROR naming the command -------------------------------------------
+
+MISSING = [
+    (
+        "mlnx_qos:ens1np0",
+        Section(127, "", "sh: 1: mlnx_qos: not found\n"),
+        checks.TRUST,
+        "mlnx_qos -i ens1np0",
+    ),
+    ("mtu:ens2np0", None, checks.NETDEV_MTU, "cat /sys/class/net/ens2np0/mtu"),
+    ("ecn_np_enable:ens1np0", Section(1, "", "cat: No such file\n"), checks.ECN_ENABLE, "roce_np/enable/3"),
+    ("cnp_dscp:ens1np0", ok("forty-eight\n"), checks.CNP, "cat /sys/class/net/ens1np0/ecn/roce_np/cnp_dscp"),
+    ("traffic_class:mlx5_0/1", Section(None, "Glob"), checks.ROCE_TOS, "tc/1/traffic_class"),
+    ("lsmod", ok("garbage\n"), checks.PEERMEM, "lsmod"),
+    ("topo", Section(127, "", "nvidia-smi: not found\n"), checks.AFFINITY, "nvidia-smi topo -m"),
+    ("rdma_link", None, checks.RDMA_DEVICE, "rdma link"),
+    ("ibv_devinfo", ok("hca_id:\n"), checks.RDMA_DEVICE, "ibv_devinfo -v"),
+]
+
+
+@pytest.mark.parametrize(("section", "replacement", "check", "command"), MISSING, ids=[m[0] for m in MISSING])
+def test_unreadable_evidence_is_an_error_never_a_pass(
+    section: str, replacement: Section | None, check: str, command: str
+) -> None:
+    findings = run_checks({section: replacement})
+    errors = [f for f in findings if f.check == check and f.status is Status.ERROR]
+    assert errors, not_passing(findings)
+    assert command in errors[0].actual
+    assert validate.verdict(findings) is Status.ERROR
+    assert not any(f.status is Status.FAIL for f in findings)
+
+
+def test_truncated_and_failed_sections_say_why() -> None:
+    findings = run_checks({"traffic_class:mlx5_0/1": Section(None, "Glob")})
+    assert "output truncated" in only(findings, checks.ROCE_TOS, "mlx5_0/1").actual
+    findings = run_checks({"mlnx_qos:ens1np0": Section(127, "", "sh: 1: mlnx_qos: not found\n")})
+    assert only(findings, checks.PFC, "mlx5_0").actual == (
+        "could not read `mlnx_qos -i ens1np0`: exit 127: sh: 1: mlnx_qos: not found"
+    )
+
+
+def test_unreachable_host_is_one_error() -> None:
+    collection = HostCollection(
+        "gpu09", {}, complete=False, error="ssh to 10.0.0.9 failed: Connection refused"
+    )
+    result = validate.judge(collection, INTENT)
+    assert result.verdict is Status.ERROR
+    assert [(f.check, f.status) for f in result.findings] == [(validate.COLLECTION_CHECK, Status.ERROR)]
+    assert "Connection refused" in result.findings[0].actual
+
+
+def test_partial_collection_keeps_an_error_even_if_every_section_passed() -> None:
+    collection = HostCollection("gpu01", healthy_sections(), complete=False, error="no answer within 5 s")
+    result = validate.judge(collection, INTENT)
+    assert result.verdict is Status.ERROR
+    assert result.findings[0].check == validate.COLLECTION_CHECK
+
+
+def test_exit_codes_follow_the_worst_host() -> None:
+    good = validate.judge(HostCollection("a", healthy_sections(), True), INTENT)
+    bad = validate.judge(
+        HostCollection("b", {**healthy_sections(), "mtu:ens1np0": ok("1500\n")}, True), INTENT
+    )
+    down = validate.judge(HostCollection("c", {}, False, error="timeout"), INTENT)
+    assert validate.exit_code([good]) == 0
+    assert validate.exit_code([good, bad, down]) == 1
+    assert validate.exit_code([good, down]) == 3
+    assert validate.exit_code([down]) == 3
+
+
+# ---- small readers ---------------------------------------------------------------------------
+
+
+def test_sysfs_readers() -> None:
+    assert validate.sysfs_int("9000\n", "x") == 9000
+    assert validate.traffic_class("Global tclass=106\n", "x") == 106
+    assert validate.traffic_class("106\n", "x") == 106
+    for bad in ("", "abc", "1 2", "Global tclass=", "1" * 30):
+        with pytest.raises(ParseError):
+            validate.sysfs_int(bad, "x")
+    with pytest.raises(ParseError):
+        validate.traffic_class("Global tclass=300", "x")
+    assert validate.loaded_modules(LSMOD, "lsmod") == {"nvidia_peermem", "nvidia", "mlx5_ib"}
+
+
+# ---- the section splitter --------------------------------------------------------------------
+
+TOKEN = "0123abcd"
+
+
+def marked(name: str, stdout: str, rc: int, stderr: str = "", token: str = TOKEN) -> str:
+    return (
+        f"<<<fabcheck {token} begin {name}>>>\n{stdout}\n<<<fabcheck {token} stderr {name}>>>\n{stderr}\n"
+        f"<<<fabcheck {token} end {name} rc={rc}>>>\n"
+    )
+
+
+def test_split_sections_keeps_stdout_exact_with_rc_and_stderr() -> None:
+    text = (
+        "motd banner line\n"
+        + marked("topo", "a\tb\n", 0)
+        + marked("mtu:ens1np0", "no newline at end", 0)
+        + marked("lsmod", "", 127, "sh: 1: lsmod: not found\n")
+        + f"<<<fabcheck {TOKEN} complete>>>\n"
+    )
+    parsed = split_sections(text, TOKEN)
+    assert parsed.complete
+    assert parsed.sections == {
+        "topo": Section(0, "a\tb\n", ""),
+        "mtu:ens1np0": Section(0, "no newline at end", ""),
+        "lsmod": Section(127, "", "sh: 1: lsmod: not found\n"),
+    }
+
+
+def test_split_sections_truncated_output() -> None:
+    text = marked("topo", "x\n", 0) + f"<<<fabcheck {TOKEN} begin lsmod>>>\nModule  Size  Used by\nmlx5"
+    parsed = split_sections(text, TOKEN)
+    assert not parsed.complete
+    assert parsed.sections["topo"] == Section(0, "x\n", "")
+    assert parsed.sections["lsmod"].rc is None
+    assert parsed.sections["lsmod"].stdout.startswith("Module")
+    cut_mid_marker = marked("topo", "x\n", 0)[:-10]
+    assert split_sections(cut_mid_marker, TOKEN).sections["topo"].rc is None
+
+
+def test_split_sections_ignores_markers_of_another_token() -> None:
+    forged = marked("lsmod", "nvidia_peermem 1 0", 0, token="ffff0000")
+    text = marked("topo", forged.rstrip("\n"), 0) + f"<<<fabcheck {TOKEN} complete>>>\n"
+    parsed = split_sections(text, TOKEN)
+    assert set(parsed.sections) == {"topo"}
+    assert parsed.sections["topo"].stdout == forged.rstrip("\n")
+
+
+def test_split_sections_complete_marker_inside_a_section_is_not_completion() -> None:
+    text = f"<<<fabcheck {TOKEN} begin topo>>>\nx\n<<<fabcheck {TOKEN} complete>>>\n"
+    parsed = split_sections(text, TOKEN)
+    assert not parsed.complete and parsed.sections["topo"].rc is None
+
+
+def test_collection_script_runs_under_posix_sh_and_splits_back() -> None:
+    """The real script under the local sh: tools missing here are reported per section, then complete."""
+    done = subprocess.run(
+        ["/bin/sh", "-c", COLLECT_SCRIPT, "fabcheck-collect", TOKEN, "3"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env={"PATH": "/nonexistent"},
+    )
+    parsed = split_sections(done.stdout, TOKEN)
+    assert parsed.complete
+    assert {"topo", "lsmod", "ibv_devinfo", "rdma_link"} <= set(parsed.sections)
+    assert all(s.rc not in (None, 0) for s in parsed.sections.values())
+
+
+def test_collection_script_rejects_bad_arguments() -> None:
+    for token, prio in (("not-hex", "3"), (TOKEN, "8"), (TOKEN, "3;reboot")):
+        done = subprocess.run(
+            ["sh", "-c", COLLECT_SCRIPT, "x", token, prio],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert done.returncode == 2 and "<<<fabcheck" not in done.stdout
+    with pytest.raises(ValueError):
+        remote_command(TOKEN, 9)
+
+
+def test_section_command_names_what_ran() -> None:
+    assert section_command("mlnx_qos:ens1np0", 3) == "mlnx_qos -i ens1np0"
+    assert section_command("ecn_rp_enable:ens1np0", 5) == "cat /sys/class/net/ens1np0/ecn/roce_rp/enable/5"
+    assert (
+        section_command("traffic_class:mlx5_0/1", 3) == "cat /sys/class/infiniband/mlx5_0/tc/1/traffic_class"
+    )
+
+
+def test_ssh_argv_from_ansible_host_vars_keeps_host_key_checking() -> None:
+    target = SshTarget.from_host_vars(
+        "gpu01",
+        {
+            "ansible_host": "10.0.0.1",
+            "ansible_port": 2222,
+            "ansible_user": "root",
+            "ansible_ssh_private_key_file": "/keys/id",
+            "ansible_ssh_common_args": "-o UserKnownHostsFile='/k h/known' -o StrictHostKeyChecking=yes",
+        },
+    )
+    argv = target.argv("true", 10)
+    assert argv[:3] == ["ssh", "-o", "BatchMode=yes"]
+    assert argv[-3:] == ["--", "10.0.0.1", "true"]
+    assert argv[3:5] == ["-p", "2222"] and argv[5:7] == ["-l", "root"] and argv[7:9] == ["-i", "/keys/id"]
+    assert "UserKnownHostsFile=/k h/known" in argv
+    assert not any("StrictHostKeyChecking=no" in a for a in argv)
+    bare = SshTarget.from_host_vars("gpu02", {}).argv("true", 5)
+    assert bare == ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "--", "gpu02", "true"]

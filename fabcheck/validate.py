@@ -16,7 +16,7 @@ from fabcheck.collect.host import HostCollection, Section, SshTarget
 from fabcheck.errors import ParseError, UsageError
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.intent.model import FabricIntent
-from fabcheck.parsers.ibv_devinfo import parse_ibv_devinfo
+from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
 from fabcheck.parsers.rdma_link import parse_rdma_link
 from fabcheck.parsers.topo import parse_topo
@@ -113,7 +113,7 @@ def evidence(collection: HostCollection) -> HostEvidence:
     return HostEvidence(
         topo=_read(sections, collect.TOPO, prio, parse_topo),
         links=links,
-        devices=_read(sections, collect.IBV_DEVINFO, prio, parse_ibv_devinfo),
+        devices=_read(sections, collect.IBV_DEVINFO, prio, parse_ibv_devinfo, empty_when=NO_DEVICES),
         modules=_read(sections, collect.LSMOD, prio, loaded_modules),
         netdevs=netdevs,
         traffic_class=_traffic_classes(sections, links, prio),
@@ -148,14 +148,22 @@ def _traffic_classes(sections: Mapping[str, Section], links: Any, prio: int) -> 
 
 
 def _read(
-    sections: Mapping[str, Section], name: str, prio: int, parse: Callable[[str, str], T]
+    sections: Mapping[str, Section],
+    name: str,
+    prio: int,
+    parse: Callable[[str, str], T],
+    empty_when: str | None = None,
 ) -> T | Unreadable:
+    """Parse one section. `empty_when`: the tool's own "nothing here" message, printed with a failing
+    exit code (``ibv_devinfo`` says "No IB devices found" on stderr and exits 255): an empty reading."""
     command = collect.section_command(name, prio)
     section = sections.get(name)
     if section is None:
         return Unreadable(command, "not in the collected output")
     if section.rc is None:
         return Unreadable(command, "output truncated (no end marker)")
+    if empty_when is not None and section.rc != 0 and section.stderr.strip() == empty_when:
+        return parse(empty_when, command)
     if section.rc != 0:
         detail = _last_line(section.stderr) or _last_line(section.stdout)
         return Unreadable(command, f"exit {section.rc}" + (f": {detail}" if detail else ""))

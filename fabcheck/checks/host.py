@@ -444,7 +444,29 @@ def check_peermem(modules: frozenset[str] | Unreadable, intent: FabricIntent) ->
 def check_affinity(topo: TopoMatrix | Unreadable, intent: FabricIntent) -> list[Finding]:
     if isinstance(topo, Unreadable):
         return [_error(AFFINITY, "topology", f"GPU-NIC links at {intent.max_gpu_nic_link} or better", topo)]
+    if topo.gpus and not topo.nics:
+        # No NIC column at all is a definite finding: NCCL on this host sees no RDMA NIC either.
+        return [_no_nic_in_topology(gpu, intent) for gpu in _judged_gpus(topo, intent)]
     return check_topo(topo, intent)
+
+
+def _judged_gpus(topo: TopoMatrix, intent: FabricIntent) -> list[tuple[str, str | None]]:
+    if intent.rails:
+        return [(f"GPU{index}", nic) for index, nic in sorted(intent.rails.items())]
+    return [(gpu, None) for gpu in topo.gpus]
+
+
+def _no_nic_in_topology(gpu_nic: tuple[str, str | None], intent: FabricIntent) -> Finding:
+    gpu, nic = gpu_nic
+    target = nic or "nearest NIC"
+    return failed(
+        AFFINITY,
+        gpu,
+        f"{gpu} -> {target} at {intent.max_gpu_nic_link} or better",
+        "no NIC in topology (`nvidia-smi topo -m` shows no NIC column)",
+        f"no RDMA NIC is visible: load the NIC driver (role {GPU_RDMA_ROLE}; on this host: "
+        "`modprobe mlx5_ib`) and check `ibv_devinfo`",
+    )
 
 
 # ---- helpers --------------------------------------------------------------------------------------

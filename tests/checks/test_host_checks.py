@@ -337,11 +337,38 @@ def test_missing_rail_nic_fails_device_check_and_skips_nothing_silently() -> Non
     assert "role gpu_rdma" in missing.hint
 
 
-def test_host_without_rdma_devices_fails() -> None:
-    findings = run_checks({"rdma_link": ok(""), "ibv_devinfo": ok("No IB devices found\n")})
-    device_findings = [f for f in findings if f.check == checks.RDMA_DEVICE]
-    assert {f.status for f in device_findings} == {Status.FAIL}
-    assert [f.subject for f in device_findings] == ["mlx5_0", "mlx5_1"]
+NO_NIC_TOPO = (
+    "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+    "GPU0\t X \tNV18\t0-55\t0\t\tN/A\n"
+    "GPU1\tNV18\t X \t56-111\t1\t\tN/A\n"
+    "\nLegend:\n\n  X    = Self\n"
+)
+
+
+def test_host_without_rdma_devices_fails_devices_and_affinity() -> None:
+    # As the tools print it: `rdma link` prints nothing; ibv_devinfo says so on stderr and exits 255.
+    findings = run_checks(
+        {
+            "rdma_link": ok(""),
+            "ibv_devinfo": Section(255, "", "No IB devices found\n"),
+            "topo": ok(NO_NIC_TOPO),
+        }
+    )
+    assert failing(findings) == {
+        (checks.RDMA_DEVICE, "mlx5_0"): Status.FAIL,
+        (checks.RDMA_DEVICE, "mlx5_1"): Status.FAIL,
+        (checks.AFFINITY, "GPU0"): Status.FAIL,
+        (checks.AFFINITY, "GPU1"): Status.FAIL,
+    }
+    assert "no NIC in topology" in only(findings, checks.AFFINITY, "GPU0").actual
+    assert not any(f.check in checks.ROCE_ONLY_CHECKS for f in findings)  # nothing to judge, nothing passed
+
+
+def test_ibv_devinfo_failing_for_another_reason_is_an_error() -> None:
+    broken = Section(255, "", "Failed to get IB devices list: Function not implemented\n")
+    device = only(run_checks({"ibv_devinfo": broken}), checks.RDMA_DEVICE, "host")
+    assert device.status is Status.ERROR
+    assert device.actual.endswith("exit 255: Failed to get IB devices list: Function not implemented")
 
 
 def test_pfc_must_be_off_everywhere_when_the_intent_is_lossy() -> None:

@@ -1,0 +1,151 @@
+"""`fabcheck validate` against a 2-host RoCE lab over real ssh: a factory host fails exactly the settings
+the roles would change, a host configured to the intent by hand passes every check, each host fault
+fails exactly its check (and heals), and a host that stops answering is an ERROR, never a pass."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from labsupport import requires_lab, running_lab
+
+from fabcheck.checks import host as checks
+from fabcheck.cli import main
+from fabcheck.lab import faults
+from fabcheck.lab.state import LabPaths
+from fabcheck.parsers.rdma_link import parse_rdma_link
+
+pytestmark = [pytest.mark.lab, requires_lab]
+
+CONFIGURED, FACTORY = "gpu01", "gpu02"
+FAULTED_NIC, FAULTED_PORT = "mlx5_0", "mlx5_0/1"  # host faults hit the first RoCE NIC
+
+
+@dataclass(frozen=True)
+class Lab:
+    paths: LabPaths
+
+    def ssh(self, node: str, command: str) -> str:
+        argv = ["ssh", "-F", str(self.paths.ssh_config), node, command]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, f"{node}: {command}: {done.stderr}"
+        return done.stdout
+
+    def validate(self, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict]]:
+        capsys.readouterr()
+        rc = main(["validate", "-i", str(self.paths.inventory.parent), "--json", *args])
+        lines = capsys.readouterr().out.splitlines()
+        return rc, [json.loads(line) for line in lines]
+
+
+def configure_to_intent(lab: Lab, node: str) -> None:
+    """What the roce_host / gpu_rdma roles do, typed by hand with the (mock) vendor tools."""
+    commands = []
+    for link in parse_rdma_link(lab.ssh(node, "rdma link")):
+        netdev = link.netdev
+        commands += [
+            f"mlnx_qos -i {netdev} --trust dscp >/dev/null",
+            f"mlnx_qos -i {netdev} --pfc 0,0,0,1,0,0,0,0 >/dev/null",
+            f"echo 106 > /sys/class/infiniband/{link.dev}/tc/{link.port}/traffic_class",
+            f"ip link set dev {netdev} mtu 9000",
+        ]
+    commands.append("modprobe nvidia_peermem")
+    lab.ssh(node, " && ".join(commands))
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[Lab]:
+    with running_lab(profile="roce", hosts=2, switches=0) as (paths, _state):
+        lab = Lab(paths)
+        configure_to_intent(lab, CONFIGURED)
+        yield lab
+
+
+def failing(result: dict) -> set[tuple[str, str]]:
+    return {(f["check"], f["subject"]) for f in result["findings"] if f["status"] in ("fail", "error")}
+
+
+def test_factory_host_fails_the_settings_the_roles_change(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, results = lab.validate(capsys, "--limit", FACTORY)
+    assert rc == 1
+    [result] = results
+    assert result["host"] == FACTORY and result["verdict"] == "fail"
+    nics = [f"mlx5_{i}" for i in range(8)]
+    expected = {(check, nic) for check in (checks.TRUST, checks.PFC, checks.NETDEV_MTU) for nic in nics}
+    expected |= {(check, f"{nic}/1") for check in (checks.ROCE_TOS, checks.RDMA_MTU) for nic in nics}
+    expected.add((checks.PEERMEM, "host"))
+    assert failing(result) == expected
+    by_check = {(f["check"], f["subject"]): f for f in result["findings"]}
+    assert by_check[(checks.TRUST, "mlx5_0")]["actual"] == "trust pcp"
+    assert "`mlnx_qos -i ens1np0 --trust dscp`" in by_check[(checks.TRUST, "mlx5_0")]["hint"]
+    assert by_check[(checks.ROCE_TOS, "mlx5_0/1")]["actual"] == "traffic_class 0"
+    assert by_check[(checks.RDMA_MTU, "mlx5_0/1")]["actual"].startswith("active_mtu 1024")
+    assert by_check[(checks.DSCP2PRIO, "mlx5_0")]["status"] == "skip"  # trust pcp: the map is not in use
+
+
+def test_host_configured_to_the_intent_passes_every_check(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, [result] = lab.validate(capsys, "--limit", CONFIGURED)
+    assert rc == 0, failing(result)
+    assert result["verdict"] == "pass"
+    assert {f["status"] for f in result["findings"]} == {"pass"}
+    assert {f["check"] for f in result["findings"]} == set(checks.HOST_CHECKS)
+
+
+def test_text_report_groups_by_host_and_names_what_was_not_checked(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", "-i", str(lab.paths.inventory.parent)]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith(f"PASS  {CONFIGURED}")
+    assert f"FAIL  {FACTORY}" in out
+    assert out.rstrip().endswith("FAIL: 2 host(s): 1 pass, 1 fail, 0 could not be checked")
+
+
+NO_RDMA = ((checks.RDMA_DEVICE, "mlx5_"), (checks.AFFINITY, "GPU"))
+HOST_FAULT_CHECKS = {
+    "pfc-off": {(checks.PFC, FAULTED_NIC)},
+    "trust-pcp": {(checks.TRUST, FAULTED_NIC)},
+    "dscp-map": {(checks.DSCP2PRIO, FAULTED_NIC)},
+    "ecn-off": {(checks.ECN_ENABLE, FAULTED_NIC)},
+    "tos": {(checks.ROCE_TOS, FAULTED_PORT)},
+    "mtu": {(checks.NETDEV_MTU, FAULTED_NIC), (checks.RDMA_MTU, FAULTED_PORT)},
+    "affinity": {(checks.AFFINITY, "GPU0")},
+    # Every rail NIC is gone, and nvidia-smi shows no NIC column for any GPU either.
+    "no-rdma": {(check, f"{prefix}{i}") for check, prefix in NO_RDMA for i in range(8)},
+}
+
+
+@pytest.mark.parametrize("fault", sorted(HOST_FAULT_CHECKS))
+def test_each_host_fault_fails_exactly_its_check(
+    lab: Lab, capsys: pytest.CaptureFixture[str], fault: str
+) -> None:
+    assert faults.inject(lab.paths, fault, CONFIGURED)
+    try:
+        rc, [result] = lab.validate(capsys, "--limit", CONFIGURED)
+    finally:
+        faults.heal(lab.paths, CONFIGURED, fault)
+    assert rc == 1
+    assert failing(result) == HOST_FAULT_CHECKS[fault]
+    rc, [healed] = lab.validate(capsys, "--limit", CONFIGURED)
+    assert rc == 0, failing(healed)
+
+
+def test_down_host_is_an_error_never_a_pass(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    faults.inject(lab.paths, "down", FACTORY)
+    try:
+        rc, [result] = lab.validate(capsys, "--limit", FACTORY, "--timeout", "4")
+        rc_both, both = lab.validate(capsys, "--timeout", "4")
+    finally:
+        faults.heal(lab.paths, FACTORY, "down")
+    assert rc == 3
+    assert result["verdict"] == "error"
+    assert [(f["check"], f["status"]) for f in result["findings"]] == [("host.collection", "error")]
+    assert rc_both == 3  # nothing failed, but one host could not be checked: not a pass
+    assert [r["verdict"] for r in both] == ["pass", "error"]

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from fabcheck import validate
+from fabcheck import validate, validate_cli
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Finding, Status
 from fabcheck.collect.host import (
@@ -22,7 +22,8 @@ from fabcheck.collect.host import (
     section_command,
     split_sections,
 )
-from fabcheck.errors import ParseError
+from fabcheck.errors import ParseError, UsageError
+from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort, render_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import MlnxQos, render_mlnx_qos
@@ -616,3 +617,45 @@ def test_ssh_argv_from_ansible_host_vars_keeps_host_key_checking() -> None:
     assert not any("StrictHostKeyChecking=no" in a for a in argv)
     bare = SshTarget.from_host_vars("gpu02", {}).argv("true", 5)
     assert bare == ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "--", "gpu02", "true"]
+
+
+# ---- orchestration and report (no ssh: the collector is injected) ------------------------------
+
+
+def _entry(name: str, *groups: str) -> HostEntry:
+    return HostEntry(name, tuple(groups), INTENT, {"ansible_host": f"10.0.0.{len(name)}"})
+
+
+def test_plan_judges_gpu_hosts_and_lists_the_rest() -> None:
+    inventory = Inventory(
+        "inv",
+        INTENT,
+        (_entry("gpu01", "gpu_hosts"), _entry("sm01", "subnet_managers"), _entry("leaf1", "switches")),
+    )
+    chosen = validate.plan(inventory)
+    assert [h.name for h in chosen.hosts] == ["gpu01"]
+    assert [h.name for h in chosen.not_checked] == ["sm01", "leaf1"]
+    with pytest.raises(UsageError):
+        validate.plan(inventory, ["gpu99"])
+    with pytest.raises(UsageError):
+        validate.plan(inventory, ["sm01"])
+
+
+def test_validate_collects_each_host_with_its_target_and_lossless_priority() -> None:
+    seen: list[tuple[str, str, int, float]] = []
+
+    def collector(target: SshTarget, priority: int, timeout_s: float) -> HostCollection:
+        seen.append((target.name, target.address, priority, timeout_s))
+        if target.name == "gpu02":
+            return HostCollection(target.name, {}, False, "ssh to 10.0.0.5 failed: Connection refused")
+        return HostCollection(target.name, healthy_sections(), True, priority=priority)
+
+    results = validate.validate([_entry("gpu01", "gpu_hosts"), _entry("gpu02", "gpu_hosts")], 7.0, collector)
+    assert sorted(seen) == [("gpu01", "10.0.0.5", 3, 7.0), ("gpu02", "10.0.0.5", 3, 7.0)]
+    assert [(r.host, r.verdict) for r in results] == [("gpu01", Status.PASS), ("gpu02", Status.ERROR)]
+    report = validate_cli.render(results).splitlines()
+    assert report[0] == "PASS  gpu01"
+    assert "ERROR gpu02" in report
+    assert "  ERROR host.collection [gpu02]" in report
+    assert report[-1] == "ERROR: 2 host(s): 1 pass, 0 fail, 1 could not be checked"
+    assert results[1].to_json()["verdict"] == "error"

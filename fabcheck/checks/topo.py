@@ -33,7 +33,7 @@ def _check_rail(matrix: TopoMatrix, intent: FabricIntent, index: int, nic: str) 
             "a GPU is missing (nvidia-smi -L); or fabric_intent.rails names more GPUs than the host has",
         )
     if nic not in matrix.nics:
-        if all(n.startswith("NIC") for n in matrix.nics):
+        if matrix.nics and all(n.startswith("NIC") for n in matrix.nics):
             return errored(
                 CHECK,
                 gpu,

@@ -65,3 +65,10 @@ def test_rails_against_unnamed_nics_is_an_error_not_a_pass() -> None:
     text = RAIL.split("\nLegend")[0] + "\n"
     findings = check_topo(parse_topo(text), FabricIntent(rails={0: "mlx5_0"}))
     assert verdict(findings) is Status.ERROR
+
+
+def test_rails_against_a_topology_without_nics_fail() -> None:
+    text = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV2\t0-7\t0\nGPU1\tNV2\t X \t0-7\t0\n"
+    findings = check_topo(parse_topo(text), FabricIntent(rails={0: "mlx5_0"}))
+    assert verdict(findings) is Status.FAIL
+    assert "mlx5_0 not in topology (NICs: none)" in findings[0].actual

@@ -1,0 +1,475 @@
+#!/usr/bin/python3
+"""Ansible module roce_nic: bring RoCE NICs to the fabric intent, writing only what differs.
+
+Runs on the target host (stdlib + ansible.module_utils only). For every RDMA device it reads the whole
+current state once (mlnx_qos, ECN/CNP sysfs, traffic_class, RDMA-CM ToS, netdev MTU), diffs it against
+the desired state and writes only the differences, always through argv lists or direct sysfs writes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from ansible.module_utils.basic import AnsibleModule
+
+DOCUMENTATION = r"""
+module: roce_nic
+short_description: Configure RoCE QoS (trust, PFC, DSCP map, ECN/DCQCN, CNP, ToS, MTU) on RDMA NICs
+description:
+  - Reads each NIC's state in one pass (C(mlnx_qos -i IF), C(/sys/class/net/IF/ecn/...),
+    C(/sys/class/infiniband/DEV/tc/PORT/traffic_class), C(cma_roce_tos), C(/sys/class/net/IF/mtu)),
+    compares it with the desired state and changes only what differs.
+  - Supports check mode (reports the changes, writes nothing) and diff mode (before/after per NIC).
+options:
+  devices:
+    description: RDMA devices to configure (the host's rails). Empty means every Ethernet RDMA device.
+    type: list
+    elements: str
+    default: []
+  trust: {description: Priority trust state., type: str, choices: [dscp, pcp], default: dscp}
+  lossless_priority: {description: Priority of RoCE data (0..7)., type: int, default: 3}
+  lossless_dscp: {description: DSCPs of RoCE data (0..63)., type: list, elements: int, default: [26]}
+  pfc: {description: Enable PFC on the lossless priority (and no other)., type: bool, default: true}
+  cnp_dscp: {description: DSCP of CNPs., type: int, default: 48}
+  cnp_priority: {description: Priority of CNPs., type: int, default: 6}
+  np_enable: {description: DCQCN notification point on the lossless priority., type: bool, default: true}
+  rp_enable: {description: DCQCN reaction point on the lossless priority., type: bool, default: true}
+  min_time_between_cnps: {description: roce_np/min_time_between_cnps (us); null leaves it., type: int}
+  rp_params: {description: roce_rp sysfs values to set., type: dict, default: {}}
+  roce_tos: {description: RoCE traffic class and RDMA-CM ToS byte (0..255)., type: int, default: 106}
+  mtu: {description: Netdev MTU., type: int, default: 9000}
+author: fabcheck
+"""
+
+EXAMPLES = r"""
+- name: Configure the rail NICs
+  roce_nic:
+    devices: [mlx5_0, mlx5_1]
+    lossless_priority: 3
+    lossless_dscp: [26]
+"""
+
+RETURN = r"""
+nics:
+  description: Per RDMA device, its netdev, the settings changed (or to change in check mode) and the
+    resulting state.
+  type: dict
+  returned: always
+"""
+
+
+NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")
+SYS_NET = "/sys/class/net"
+SYS_IB = "/sys/class/infiniband"
+PRIORITIES = range(8)
+HIDDEN_MAP = "hidden while trust is pcp"
+RP_PARAMS = (
+    "clamp_tgt_rate",
+    "clamp_tgt_rate_ati",
+    "rpg_time_reset",
+    "rpg_byte_reset",
+    "rpg_threshold",
+    "rpg_max_rate",
+    "rpg_ai_rate",
+    "rpg_hai_rate",
+    "rpg_gd",
+    "rpg_min_dec_fac",
+    "rpg_min_rate",
+    "rate_to_set_on_first_cnp",
+    "dce_tcp_g",
+    "dce_tcp_rtt",
+    "rate_reduce_monitor_period",
+    "initial_alpha_value",
+)
+
+
+class NicError(Exception):
+    """A read or write on one NIC failed; the message names the NIC and the command."""
+
+
+@dataclass
+class Change:
+    """One setting that differs: its key, before/after text, and how to write it (argv or sysfs)."""
+
+    key: str
+    before: str
+    after: str
+    argv: list[str] | None = None
+    sysfs: tuple[str, str] | None = None  # (path, value)
+
+
+@dataclass
+class Nic:
+    dev: str
+    netdev: str
+    ports: list[str]
+    state: dict[str, str] = field(default_factory=dict)  # key -> current value as text
+    dscp2prio: dict[int, int] | None = None  # None: hidden (trust pcp)
+
+
+# ---- validation -----------------------------------------------------------------------------------
+
+
+def check_name(kind: str, name: str) -> str:
+    if not NAME.match(name) or set(name) == {"."}:
+        raise NicError(f"invalid {kind} name {name!r}: allowed ^[A-Za-z0-9_.:-]+$")
+    return name
+
+
+def check_params(params: dict) -> None:
+    def in_range(key: str, value: int, low: int, high: int) -> None:
+        if not low <= value <= high:
+            raise NicError(f"{key}={value}: out of range, allowed {low}..{high}")
+
+    in_range("lossless_priority", params["lossless_priority"], 0, 7)
+    in_range("cnp_priority", params["cnp_priority"], 0, 7)
+    in_range("cnp_dscp", params["cnp_dscp"], 0, 63)
+    for dscp in params["lossless_dscp"]:
+        in_range("lossless_dscp", dscp, 0, 63)
+    in_range("roce_tos", params["roce_tos"], 0, 255)
+    in_range("mtu", params["mtu"], 68, 65535)
+    if params["min_time_between_cnps"] is not None:
+        in_range("min_time_between_cnps", params["min_time_between_cnps"], 0, 1 << 20)
+    for key, value in params["rp_params"].items():
+        if key not in RP_PARAMS:
+            raise NicError(f"rp_params.{key}: unknown, allowed: {', '.join(RP_PARAMS)}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise NicError(f"rp_params.{key}={value!r}: must be a non-negative integer")
+    for dev in params["devices"]:
+        check_name("RDMA device", dev)
+
+
+# ---- reading --------------------------------------------------------------------------------------
+
+
+def read_sys(path: str) -> str:
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError as exc:
+        raise NicError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def write_sys(path: str, value: str) -> None:
+    try:
+        # In place, as `echo VALUE > PATH` does: sysfs attributes cannot be replaced.
+        with open(path, "w", encoding="ascii") as handle:
+            handle.write(value + "\n")
+    except OSError as exc:
+        raise NicError(f"`echo {value} > {path}` failed: {exc.strerror}") from None
+
+
+def traffic_class_value(text: str) -> str:
+    """`106` or `Global tclass=106` -> `106`."""
+    match = re.fullmatch(r"(?:Global tclass=)?\s*(\d+)", text.strip())
+    return match.group(1) if match else text.strip()
+
+
+def all_ethernet_devices() -> list[str]:
+    if not os.path.isdir(SYS_IB):
+        return []
+    found = []
+    for dev in sorted(os.listdir(SYS_IB)):
+        ports = os.path.join(SYS_IB, dev, "ports")
+        layers = {read_sys(os.path.join(ports, p, "link_layer")) for p in sorted(os.listdir(ports))}
+        if "Ethernet" in layers:
+            found.append(dev)
+    return found
+
+
+def netdev_of(module: AnsibleModule, dev: str) -> str:
+    net_dir = os.path.join(SYS_IB, dev, "device", "net")
+    names = sorted(os.listdir(net_dir)) if os.path.isdir(net_dir) else []
+    if not names:
+        names = netdevs_from_rdma_link(module, dev)
+    if len(names) != 1:
+        raise NicError(f"{dev}: expected one netdev, found {names or 'none'} ({net_dir}, `rdma link`)")
+    return check_name("interface", names[0])
+
+
+def netdevs_from_rdma_link(module: AnsibleModule, dev: str) -> list[str]:
+    rc, out, _err = module.run_command(["rdma", "link", "show"])
+    if rc != 0:
+        return []
+    found = []
+    for line in out.splitlines():
+        words = line.split()
+        if len(words) > 1 and words[0] == "link" and words[1].split("/")[0] == dev and "netdev" in words:
+            found.append(words[words.index("netdev") + 1])
+    return sorted(set(found))
+
+
+def ports_of(dev: str) -> list[str]:
+    ports_dir = os.path.join(SYS_IB, dev, "ports")
+    if not os.path.isdir(ports_dir):
+        raise NicError(f"{dev}: no such RDMA device ({ports_dir} missing)")
+    return [check_name("port", p) for p in sorted(os.listdir(ports_dir))]
+
+
+def parse_mlnx_qos(text: str) -> tuple[str, list[int], dict[int, int] | None]:
+    """(trust, PFC-enabled priorities, dscp2prio or None when not shown) from `mlnx_qos -i IF`."""
+    trust, pfc, mapping = "", None, {}
+    shown = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("Priority trust state:"):
+            trust = line.split(":", 1)[1].strip()
+        elif line.startswith("dscp2prio mapping"):
+            shown = True
+        elif line.startswith("prio:") and " dscp:" in line:
+            prio_text, dscps = line.split(" dscp:", 1)
+            for dscp in filter(None, (d.strip() for d in dscps.split(","))):
+                mapping[int(dscp)] = int(prio_text[len("prio:") :])
+        elif line.startswith("enabled") and pfc is None:
+            flags = line.split()[1:]
+            pfc = [p for p, flag in zip(PRIORITIES, flags, strict=False) if flag == "1"]
+    if not trust or pfc is None:
+        raise ValueError("no 'Priority trust state' or PFC 'enabled' line")
+    return trust, pfc, mapping if shown else None
+
+
+def read_qos(module: AnsibleModule, nic: Nic) -> None:
+    argv = ["mlnx_qos", "-i", nic.netdev]
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        raise NicError(f"{nic.dev}: `{' '.join(argv)}` failed (rc={rc}): {err.strip() or out.strip()}")
+    try:
+        trust, pfc, mapping = parse_mlnx_qos(out)
+    except ValueError as exc:
+        raise NicError(f"{nic.dev}: cannot read `{' '.join(argv)}` output: {exc}") from None
+    nic.state["trust"] = trust
+    nic.state["pfc"] = pfc_text(pfc)
+    nic.dscp2prio = mapping
+
+
+def read_rdma_cm_tos(module: AnsibleModule, dev: str, port: str) -> str:
+    argv = ["cma_roce_tos", "-d", dev, "-p", port]
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        raise NicError(f"{dev}: `{' '.join(argv)}` failed (rc={rc}): {err.strip() or out.strip()}")
+    return out.strip().splitlines()[-1].strip() if out.strip() else ""
+
+
+def read_nic(module: AnsibleModule, dev: str, params: dict) -> Nic:
+    nic = Nic(dev=dev, netdev=netdev_of(module, dev), ports=ports_of(dev))
+    read_qos(module, nic)
+    for key, path in sysfs_keys(nic, params).items():
+        value = read_sys(path)
+        nic.state[key] = traffic_class_value(value) if key.startswith("traffic_class") else value
+    for port in nic.ports:
+        nic.state[f"rdma_cm_tos/{port}"] = read_rdma_cm_tos(module, dev, port)
+    return nic
+
+
+def sysfs_keys(nic: Nic, params: dict) -> dict[str, str]:
+    """Every sysfs attribute this module manages on one NIC: key -> path."""
+    ecn = os.path.join(SYS_NET, nic.netdev, "ecn")
+    prio = str(params["lossless_priority"])
+    keys = {
+        f"roce_np/enable/{prio}": os.path.join(ecn, "roce_np", "enable", prio),
+        f"roce_rp/enable/{prio}": os.path.join(ecn, "roce_rp", "enable", prio),
+        "roce_np/cnp_dscp": os.path.join(ecn, "roce_np", "cnp_dscp"),
+        "roce_np/cnp_802p_prio": os.path.join(ecn, "roce_np", "cnp_802p_prio"),
+        "mtu": os.path.join(SYS_NET, nic.netdev, "mtu"),
+    }
+    if params["min_time_between_cnps"] is not None:
+        keys["roce_np/min_time_between_cnps"] = os.path.join(ecn, "roce_np", "min_time_between_cnps")
+    for name in sorted(params["rp_params"]):
+        keys[f"roce_rp/{name}"] = os.path.join(ecn, "roce_rp", name)
+    for port in nic.ports:
+        keys[f"traffic_class/{port}"] = os.path.join(SYS_IB, nic.dev, "tc", port, "traffic_class")
+    return keys
+
+
+# ---- desired state and diff -----------------------------------------------------------------------
+
+
+def pfc_text(priorities: list[int]) -> str:
+    return ",".join(map(str, sorted(priorities))) if priorities else "none"
+
+
+def desired_dscp_map(params: dict) -> dict[int, int]:
+    wanted = {dscp: params["lossless_priority"] for dscp in params["lossless_dscp"]}
+    wanted[params["cnp_dscp"]] = params["cnp_priority"]
+    return wanted
+
+
+def plan(nic: Nic, params: dict) -> list[Change]:
+    """Every setting of this NIC that differs from the desired state, in the order to write them."""
+    changes = qos_changes(nic, params)
+    paths = sysfs_keys(nic, params)
+    for key, want in desired_sysfs(nic, params).items():
+        if nic.state[key] != want:
+            changes.append(sysfs_change(nic, key, paths[key], want, params))
+    for port in nic.ports:
+        key, want = f"rdma_cm_tos/{port}", str(params["roce_tos"])
+        if nic.state[key] != want:
+            argv = ["cma_roce_tos", "-d", nic.dev, "-p", port, "-t", want]
+            changes.append(Change(key, nic.state[key], want, argv=argv))
+    return changes
+
+
+def qos_changes(nic: Nic, params: dict) -> list[Change]:
+    qos = ["mlnx_qos", "-i", nic.netdev]
+    changes = []
+    if nic.state["trust"] != params["trust"]:
+        changes.append(
+            Change("trust", nic.state["trust"], params["trust"], argv=[*qos, "--trust", params["trust"]])
+        )
+    if params["trust"] == "dscp":
+        changes += dscp_map_changes(nic, params, qos)
+    want_pfc = [params["lossless_priority"]] if params["pfc"] else []
+    if nic.state["pfc"] != pfc_text(want_pfc):
+        bitmap = ",".join("1" if p in want_pfc else "0" for p in PRIORITIES)
+        changes.append(Change("pfc", nic.state["pfc"], pfc_text(want_pfc), argv=[*qos, "--pfc", bitmap]))
+    return changes
+
+
+def dscp_map_changes(nic: Nic, params: dict, qos: list[str]) -> list[Change]:
+    wanted = desired_dscp_map(params)
+    current = nic.dscp2prio
+    wrong = sorted(wanted) if current is None else sorted(d for d, p in wanted.items() if current.get(d) != p)
+    if not wrong:
+        return []
+    before = HIDDEN_MAP if current is None else map_text({d: current.get(d) for d in wrong})
+    argv = [*qos]
+    for dscp in wrong:
+        argv += ["--dscp2prio", f"set,{dscp},{wanted[dscp]}"]
+    return [Change("dscp2prio", before, map_text({d: wanted[d] for d in wrong}), argv=argv)]
+
+
+def map_text(mapping: dict[int, int | None]) -> str:
+    return ",".join(f"{d}->{'unmapped' if p is None else p}" for d, p in sorted(mapping.items()))
+
+
+def desired_sysfs(nic: Nic, params: dict) -> dict[str, str]:
+    prio = params["lossless_priority"]
+    wanted = {
+        f"roce_np/enable/{prio}": str(int(params["np_enable"])),
+        f"roce_rp/enable/{prio}": str(int(params["rp_enable"])),
+        "roce_np/cnp_dscp": str(params["cnp_dscp"]),
+        "roce_np/cnp_802p_prio": str(params["cnp_priority"]),
+        "mtu": str(params["mtu"]),
+    }
+    if params["min_time_between_cnps"] is not None:
+        wanted["roce_np/min_time_between_cnps"] = str(params["min_time_between_cnps"])
+    wanted.update({f"roce_rp/{name}": str(value) for name, value in params["rp_params"].items()})
+    wanted.update({f"traffic_class/{port}": str(params["roce_tos"]) for port in nic.ports})
+    return wanted
+
+
+def sysfs_change(nic: Nic, key: str, path: str, want: str, params: dict) -> Change:
+    if key == "mtu":
+        argv = ["ip", "link", "set", "dev", nic.netdev, "mtu", want]
+        return Change(key, nic.state[key], want, argv=argv)
+    return Change(key, nic.state[key], want, sysfs=(path, want))
+
+
+# ---- writing --------------------------------------------------------------------------------------
+
+
+def apply(module: AnsibleModule, nic: Nic, changes: list[Change], params: dict) -> list[Change]:
+    """Write the changes; a hidden DSCP map is re-read once trust is dscp, so only real differences go."""
+    done = []
+    for change in changes:
+        if change.key == "dscp2prio" and change.before == HIDDEN_MAP:
+            read_qos(module, nic)
+            fresh = dscp_map_changes(nic, params, ["mlnx_qos", "-i", nic.netdev])
+            if not fresh:
+                continue
+            change = fresh[0]
+        write(module, nic, change)
+        done.append(change)
+    return done
+
+
+def write(module: AnsibleModule, nic: Nic, change: Change) -> None:
+    if change.sysfs is not None:
+        try:
+            write_sys(*change.sysfs)
+        except NicError as exc:
+            raise NicError(f"{nic.dev} ({nic.netdev}): {exc}") from None
+        return
+    assert change.argv is not None
+    rc, out, err = module.run_command(change.argv)
+    if rc != 0:
+        raise NicError(
+            f"{nic.dev} ({nic.netdev}): `{' '.join(change.argv)}` failed (rc={rc}): "
+            f"{err.strip() or out.strip()}"
+        )
+
+
+# ---- reporting ------------------------------------------------------------------------------------
+
+
+def state_text(nic: Nic, params: dict, changes: list[Change], after: bool) -> str:
+    values = dict(nic.state)
+    wanted = desired_dscp_map(params)
+    current = nic.dscp2prio
+    values["dscp2prio"] = HIDDEN_MAP if current is None else map_text({d: current.get(d) for d in wanted})
+    for change in changes:
+        if after:
+            values[change.key] = change.after if change.key != "dscp2prio" else map_text(wanted)
+    return "".join(f"{key}: {values[key]}\n" for key in sorted(values))
+
+
+def run(module: AnsibleModule) -> dict:
+    params = module.params
+    check_params(params)
+    devices = sorted(set(params["devices"])) or all_ethernet_devices()
+    if not devices:
+        raise NicError("no RDMA device given and none with an Ethernet port found in /sys/class/infiniband")
+    nics = [read_nic(module, dev, params) for dev in devices]
+    result: dict = {"changed": False, "nics": {}, "diff": []}
+    for nic in nics:
+        changes = plan(nic, params)
+        before = state_text(nic, params, changes, after=False)
+        if changes and not module.check_mode:
+            changes = apply(module, nic, changes, params)
+        result["changed"] |= bool(changes)
+        result["nics"][nic.dev] = {
+            "netdev": nic.netdev,
+            "changed": [c.key for c in changes],
+            "changes": {c.key: {"before": c.before, "after": c.after} for c in changes},
+        }
+        if changes:
+            after = state_text(nic, params, changes, after=True)
+            header = f"{nic.dev} ({nic.netdev})"
+            result["diff"].append(
+                {"before_header": header, "after_header": header, "before": before, "after": after}
+            )
+    return result
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "devices": {"type": "list", "elements": "str", "default": []},
+            "trust": {"type": "str", "choices": ["dscp", "pcp"], "default": "dscp"},
+            "lossless_priority": {"type": "int", "default": 3},
+            "lossless_dscp": {"type": "list", "elements": "int", "default": [26]},
+            "pfc": {"type": "bool", "default": True},
+            "cnp_dscp": {"type": "int", "default": 48},
+            "cnp_priority": {"type": "int", "default": 6},
+            "np_enable": {"type": "bool", "default": True},
+            "rp_enable": {"type": "bool", "default": True},
+            "min_time_between_cnps": {"type": "int", "default": None},
+            "rp_params": {"type": "dict", "default": {}},
+            "roce_tos": {"type": "int", "default": 106},
+            "mtu": {"type": "int", "default": 9000},
+        },
+        supports_check_mode=True,
+    )
+    try:
+        result = run(module)
+    except NicError as exc:
+        module.fail_json(msg=str(exc))
+    if not module._diff:
+        result.pop("diff")
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

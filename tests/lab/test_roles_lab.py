@@ -1,0 +1,153 @@
+"""Roles roce_host and gpu_rdma over real ssh on a 2-host RoCE lab, judged by `fabcheck validate`.
+
+One module fixture drives the sequence (check mode, apply, re-apply, fault + repair) and records every
+run; each test asserts one step. `--check --diff` writes nothing, one run makes both hosts pass validate,
+a second run changes nothing, and a PFC fault on one host is repaired by changing that host only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from labsupport import REPO, requires_lab, running_lab
+
+from fabcheck.checks import host as checks
+from fabcheck.lab import faults
+from fabcheck.lab.state import LabPaths
+
+pytestmark = [pytest.mark.lab, requires_lab]
+
+HOSTS = ("gpu01", "gpu02")
+FAULTED = "gpu01"
+NICS = tuple(f"mlx5_{i}" for i in range(8))
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+@dataclass(frozen=True)
+class PlaybookRun:
+    rc: int
+    output: str
+    changed: dict[str, int]  # host -> changed count from PLAY RECAP
+    failed: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Validation:
+    rc: int
+    results: dict[str, dict]  # host -> JSON result
+
+
+@dataclass
+class Story:
+    """Everything the sequence produced, in order."""
+
+    runs: dict[str, PlaybookRun] = field(default_factory=dict)
+    validations: dict[str, Validation] = field(default_factory=dict)
+
+
+def run_site(paths: LabPaths, *options: str) -> PlaybookRun:
+    playbook = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(playbook), "-i", str(paths.inventory.parent), str(REPO / "site.yml"), *options]
+    env = os.environ | {"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    output = done.stdout + done.stderr
+    recap = {m.group(1): (int(m.group(3)), int(m.group(5))) for m in RECAP.finditer(output)}
+    return PlaybookRun(
+        rc=done.returncode,
+        output=output,
+        changed={host: counts[0] for host, counts in recap.items()},
+        failed={host: counts[1] for host, counts in recap.items()},
+    )
+
+
+def validate(paths: LabPaths) -> Validation:
+    argv = [sys.executable, "-m", "fabcheck.cli", "validate", "-i", str(paths.inventory.parent), "--json"]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    return Validation(rc=done.returncode, results={r["host"]: r for r in results})
+
+
+def failing(result: dict) -> set[tuple[str, str]]:
+    return {(f["check"], f["subject"]) for f in result["findings"] if f["status"] in ("fail", "error")}
+
+
+@pytest.fixture(scope="module")
+def story() -> Iterator[Story]:
+    story = Story()
+    with running_lab(profile="roce", hosts=2, switches=0) as (paths, _state):
+        story.runs["check"] = run_site(paths, "--check", "--diff")
+        story.validations["after_check"] = validate(paths)
+        story.runs["apply"] = run_site(paths)
+        story.validations["after_apply"] = validate(paths)
+        story.runs["again"] = run_site(paths)
+        faults.inject(paths, "pfc-off", FAULTED)
+        try:
+            story.validations["fault"] = validate(paths)
+            story.runs["repair"] = run_site(paths, "--diff")
+            story.validations["repaired"] = validate(paths)
+        finally:
+            faults.heal(paths, FAULTED, "pfc-off")
+        yield story
+
+
+def assert_ran_clean(run: PlaybookRun) -> None:
+    assert run.rc == 0, run.output[-4000:]
+    assert set(HOSTS) <= set(run.changed), run.output[-4000:]
+    assert not any(run.failed.values()), run.output[-4000:]
+
+
+def test_check_mode_reports_changes_and_writes_nothing(story: Story) -> None:
+    run = story.runs["check"]
+    assert_ran_clean(run)
+    assert all(run.changed[host] >= 1 for host in HOSTS)
+    # --diff shows before/after per NIC, with the NIC and its netdev in the header.
+    assert "mlx5_0 (ens1np0)" in run.output
+    for line in ("-trust: pcp", "+trust: dscp", "-pfc: none", "+pfc: 3", "-mtu: 1500", "+mtu: 9000"):
+        assert re.search(rf"^{re.escape(line)}$", run.output, re.M), line
+    after = story.validations["after_check"]
+    assert after.rc == 1
+    for host in HOSTS:
+        bad = failing(after.results[host])
+        assert {(checks.TRUST, nic) for nic in NICS} <= bad
+        assert {(checks.PFC, nic) for nic in NICS} <= bad
+        assert {(checks.ROCE_TOS, f"{nic}/1") for nic in NICS} <= bad
+        assert (checks.PEERMEM, "host") in bad
+
+
+def test_site_yml_brings_both_hosts_to_the_intent(story: Story) -> None:
+    assert_ran_clean(story.runs["apply"])
+    after = story.validations["after_apply"]
+    assert after.rc == 0, {host: failing(result) for host, result in after.results.items()}
+    assert sorted(after.results) == sorted(HOSTS)
+    for result in after.results.values():
+        assert result["verdict"] == "pass"
+        assert {f["status"] for f in result["findings"]} == {"pass"}
+
+
+def test_second_run_changes_nothing(story: Story) -> None:
+    run = story.runs["again"]
+    assert_ran_clean(run)
+    assert run.changed == dict.fromkeys(run.changed, 0)
+
+
+def test_fault_is_caught_and_repaired_on_that_host_only(story: Story) -> None:
+    fault = story.validations["fault"]
+    assert fault.rc == 1
+    assert failing(fault.results[FAULTED]) == {(checks.PFC, "mlx5_0")}
+    assert failing(fault.results["gpu02"]) == set()
+    run = story.runs["repair"]
+    assert_ran_clean(run)
+    assert run.changed[FAULTED] == 1
+    assert all(count == 0 for host, count in run.changed.items() if host != FAULTED)
+    assert "+pfc: 3" in run.output.splitlines() and "-pfc: none" in run.output.splitlines()
+    assert "mlx5_1 (" not in run.output  # only the faulted NIC has a diff
+    repaired = story.validations["repaired"]
+    assert repaired.rc == 0, {host: failing(result) for host, result in repaired.results.items()}

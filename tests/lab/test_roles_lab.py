@@ -1,8 +1,9 @@
 """Roles roce_host and gpu_rdma over real ssh on a 2-host RoCE lab, judged by `fabcheck validate`.
 
-One module fixture drives the sequence (check mode, apply, re-apply, fault + repair) and records every
+One class fixture drives the sequence (check mode, apply, re-apply, fault + repair) and records every
 run; each test asserts one step. `--check --diff` writes nothing, one run makes both hosts pass validate,
-a second run changes nothing, and a PFC fault on one host is repaired by changing that host only.
+a second run changes nothing, and a PFC fault on one host is repaired by changing that host only;
+an InfiniBand intent leaves the RoCE settings alone.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def failing(result: dict) -> set[tuple[str, str]]:
     return {(f["check"], f["subject"]) for f in result["findings"] if f["status"] in ("fail", "error")}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="class")
 def story() -> Iterator[Story]:
     story = Story()
     with running_lab(profile="roce", hosts=2, switches=0) as (paths, _state):
@@ -104,50 +105,60 @@ def assert_ran_clean(run: PlaybookRun) -> None:
     assert not any(run.failed.values()), run.output[-4000:]
 
 
-def test_check_mode_reports_changes_and_writes_nothing(story: Story) -> None:
-    run = story.runs["check"]
-    assert_ran_clean(run)
-    assert all(run.changed[host] >= 1 for host in HOSTS)
-    # --diff shows before/after per NIC, with the NIC and its netdev in the header.
-    assert "mlx5_0 (ens1np0)" in run.output
-    for line in ("-trust: pcp", "+trust: dscp", "-pfc: none", "+pfc: 3", "-mtu: 1500", "+mtu: 9000"):
-        assert re.search(rf"^{re.escape(line)}$", run.output, re.M), line
-    after = story.validations["after_check"]
-    assert after.rc == 1
-    for host in HOSTS:
-        bad = failing(after.results[host])
-        assert {(checks.TRUST, nic) for nic in NICS} <= bad
-        assert {(checks.PFC, nic) for nic in NICS} <= bad
-        assert {(checks.ROCE_TOS, f"{nic}/1") for nic in NICS} <= bad
-        assert (checks.PEERMEM, "host") in bad
+class TestRoceLab:
+    """One sequence on one lab: check mode, apply, re-apply, fault and repair."""
+
+    def test_check_mode_reports_changes_and_writes_nothing(self, story: Story) -> None:
+        run = story.runs["check"]
+        assert_ran_clean(run)
+        assert all(run.changed[host] >= 1 for host in HOSTS)
+        # --diff shows before/after per NIC, with the NIC and its netdev in the header.
+        assert "mlx5_0 (ens1np0)" in run.output
+        for line in ("-trust: pcp", "+trust: dscp", "-pfc: none", "+pfc: 3", "-mtu: 1500", "+mtu: 9000"):
+            assert re.search(rf"^{re.escape(line)}$", run.output, re.M), line
+        after = story.validations["after_check"]
+        assert after.rc == 1
+        for host in HOSTS:
+            bad = failing(after.results[host])
+            assert {(checks.TRUST, nic) for nic in NICS} <= bad
+            assert {(checks.PFC, nic) for nic in NICS} <= bad
+            assert {(checks.ROCE_TOS, f"{nic}/1") for nic in NICS} <= bad
+            assert (checks.PEERMEM, "host") in bad
+
+    def test_site_yml_brings_both_hosts_to_the_intent(self, story: Story) -> None:
+        assert_ran_clean(story.runs["apply"])
+        after = story.validations["after_apply"]
+        assert after.rc == 0, {host: failing(result) for host, result in after.results.items()}
+        assert sorted(after.results) == sorted(HOSTS)
+        for result in after.results.values():
+            assert result["verdict"] == "pass"
+            assert {f["status"] for f in result["findings"]} == {"pass"}
+
+    def test_second_run_changes_nothing(self, story: Story) -> None:
+        run = story.runs["again"]
+        assert_ran_clean(run)
+        assert run.changed == dict.fromkeys(run.changed, 0)
+
+    def test_fault_is_caught_and_repaired_on_that_host_only(self, story: Story) -> None:
+        fault = story.validations["fault"]
+        assert fault.rc == 1
+        assert failing(fault.results[FAULTED]) == {(checks.PFC, "mlx5_0")}
+        assert failing(fault.results["gpu02"]) == set()
+        run = story.runs["repair"]
+        assert_ran_clean(run)
+        assert run.changed[FAULTED] == 1
+        assert all(count == 0 for host, count in run.changed.items() if host != FAULTED)
+        assert "+pfc: 3" in run.output.splitlines() and "-pfc: none" in run.output.splitlines()
+        assert "mlx5_1 (" not in run.output  # only the faulted NIC has a diff
+        repaired = story.validations["repaired"]
+        assert repaired.rc == 0, {host: failing(result) for host, result in repaired.results.items()}
 
 
-def test_site_yml_brings_both_hosts_to_the_intent(story: Story) -> None:
-    assert_ran_clean(story.runs["apply"])
-    after = story.validations["after_apply"]
-    assert after.rc == 0, {host: failing(result) for host, result in after.results.items()}
-    assert sorted(after.results) == sorted(HOSTS)
-    for result in after.results.values():
-        assert result["verdict"] == "pass"
-        assert {f["status"] for f in result["findings"]} == {"pass"}
-
-
-def test_second_run_changes_nothing(story: Story) -> None:
-    run = story.runs["again"]
-    assert_ran_clean(run)
-    assert run.changed == dict.fromkeys(run.changed, 0)
-
-
-def test_fault_is_caught_and_repaired_on_that_host_only(story: Story) -> None:
-    fault = story.validations["fault"]
-    assert fault.rc == 1
-    assert failing(fault.results[FAULTED]) == {(checks.PFC, "mlx5_0")}
-    assert failing(fault.results["gpu02"]) == set()
-    run = story.runs["repair"]
-    assert_ran_clean(run)
-    assert run.changed[FAULTED] == 1
-    assert all(count == 0 for host, count in run.changed.items() if host != FAULTED)
-    assert "+pfc: 3" in run.output.splitlines() and "-pfc: none" in run.output.splitlines()
-    assert "mlx5_1 (" not in run.output  # only the faulted NIC has a diff
-    repaired = story.validations["repaired"]
-    assert repaired.rc == 0, {host: failing(result) for host, result in repaired.results.items()}
+def test_infiniband_intent_skips_roce_settings() -> None:
+    with running_lab(profile="ib", hosts=1, switches=0) as (paths, _state):
+        run = run_site(paths, "--diff", "--limit", "gpu_hosts")
+    assert run.rc == 0, run.output[-4000:]
+    task = run.output.split("TASK [roce_host : Bring the rail NICs", 1)[1].split("TASK [", 1)[0]
+    assert re.search(r"^skipping: \[\w+\]", task, re.M), task
+    assert "changed:" not in task
+    assert "--- before: mlx5_0" not in run.output

@@ -52,6 +52,7 @@ class Story:
 
     runs: dict[str, PlaybookRun] = field(default_factory=dict)
     validations: dict[str, Validation] = field(default_factory=dict)
+    adhoc: dict[str, PlaybookRun] = field(default_factory=dict)
 
 
 def run_site(paths: LabPaths, *options: str) -> PlaybookRun:
@@ -67,6 +68,20 @@ def run_site(paths: LabPaths, *options: str) -> PlaybookRun:
         changed={host: counts[0] for host, counts in recap.items()},
         failed={host: counts[1] for host, counts in recap.items()},
     )
+
+
+def run_roce_nic(paths: LabPaths, host: str, devices: list[str]) -> PlaybookRun:
+    """The module alone, ad hoc, as `ansible HOST -m roce_nic` would run it."""
+    ansible = Path(sys.executable).parent / "ansible"
+    args = json.dumps({"devices": devices})
+    argv = [str(ansible), "-i", str(paths.inventory.parent), host, "-m", "roce_nic", "-a", args]
+    env = os.environ | {
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_LIBRARY": str(REPO / "roles" / "roce_host" / "library"),
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=False)
+    return PlaybookRun(rc=done.returncode, output=done.stdout + done.stderr, changed={}, failed={})
 
 
 def validate(paths: LabPaths) -> Validation:
@@ -85,6 +100,8 @@ def story() -> Iterator[Story]:
     story = Story()
     with running_lab(profile="roce", hosts=2, switches=0) as (paths, _state):
         story.runs["check"] = run_site(paths, "--check", "--diff")
+        story.adhoc["missing"] = run_roce_nic(paths, "gpu02", ["mlx5_0", "mlx5_9"])
+        story.adhoc["bad_name"] = run_roce_nic(paths, "gpu02", ["../mlx5_0"])
         story.validations["after_check"] = validate(paths)
         story.runs["apply"] = run_site(paths)
         story.validations["after_apply"] = validate(paths)
@@ -124,6 +141,13 @@ class TestRoceLab:
             assert {(checks.PFC, nic) for nic in NICS} <= bad
             assert {(checks.ROCE_TOS, f"{nic}/1") for nic in NICS} <= bad
             assert (checks.PEERMEM, "host") in bad
+
+    def test_module_refuses_unknown_and_unsafe_device_names(self, story: Story) -> None:
+        missing, bad_name = story.adhoc["missing"], story.adhoc["bad_name"]
+        assert missing.rc != 0 and "mlx5_9: no such RDMA device" in missing.output, missing.output
+        assert bad_name.rc != 0 and "invalid RDMA device name '../mlx5_0'" in bad_name.output, bad_name.output
+        # Every NIC is read before any write: mlx5_0 exists but was left as it was.
+        assert (checks.TRUST, "mlx5_0") in failing(story.validations["after_check"].results["gpu02"])
 
     def test_site_yml_brings_both_hosts_to_the_intent(self, story: Story) -> None:
         assert_ran_clean(story.runs["apply"])

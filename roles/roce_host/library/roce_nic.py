@@ -253,7 +253,8 @@ def read_rdma_cm_tos(module: AnsibleModule, dev: str, port: str) -> str:
 
 
 def read_nic(module: AnsibleModule, dev: str, params: dict) -> Nic:
-    nic = Nic(dev=dev, netdev=netdev_of(module, dev), ports=ports_of(dev))
+    ports = ports_of(dev)  # first: a device that does not exist is named as such
+    nic = Nic(dev=dev, netdev=netdev_of(module, dev), ports=ports)
     read_qos(module, nic)
     for key, path in sysfs_keys(nic, params).items():
         value = read_sys(path)

@@ -116,3 +116,10 @@ def test_out_of_range_values_are_refused(roce_nic: ModuleType) -> None:
     with pytest.raises(roce_nic.NicError, match=re.escape("rp_params.bogus: unknown")):
         roce_nic.check_params(params(rp_params={"bogus": 1}))
     assert roce_nic.traffic_class_value("Global tclass=106") == "106"
+
+
+def test_module_knows_the_same_dcqcn_parameters_as_the_intent(roce_nic: ModuleType) -> None:
+    # The module runs on targets without fabcheck, so it carries its own copy of the list.
+    from fabcheck.intent.model import DCQCN_RP_PARAMS
+
+    assert tuple(roce_nic.RP_PARAMS) == DCQCN_RP_PARAMS

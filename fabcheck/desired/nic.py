@@ -1,0 +1,180 @@
+"""Desired state of a GPU host and its RoCE NICs, derived from the host's validated intent.
+
+Every NIC-side value the host role writes and the gate expects is computed here and nowhere else:
+which priorities carry PFC, which DSCPs map to which priority, whether the DCQCN reaction and
+notification points run, the CNP marking, the RDMA-CM ToS byte and the MTUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fabcheck.intent.model import FabricIntent
+
+PRIORITY_COUNT = 8  # 802.1p priorities 0..7: mlnx_qos --pfc takes one flag per priority
+
+
+@dataclass(frozen=True)
+class DesiredNic:
+    """What one RDMA NIC (and its netdev) must hold. Pairs are sorted tuples so records stay hashable."""
+
+    host: str
+    device: str
+    trust: str
+    pfc_priorities: tuple[int, ...]
+    lossless_dscp: tuple[int, ...]
+    dscp_to_priority_pairs: tuple[tuple[int, int], ...]
+    ecn_priority: int
+    np_enable: bool
+    rp_enable: bool
+    min_time_between_cnps: int
+    rp_param_pairs: tuple[tuple[str, int], ...]
+    cnp_dscp: int
+    cnp_priority: int
+    roce_tos: int
+    netdev_mtu: int
+    rdma_mtu: int
+    link_layer: str
+    speed_gbps: int
+
+    @property
+    def dscp_to_priority(self) -> dict[int, int]:
+        """Only the DSCPs the intent pins (lossless data and CNP); other entries are left as they are."""
+        return dict(self.dscp_to_priority_pairs)
+
+    @property
+    def rp_params(self) -> dict[str, int]:
+        return dict(self.rp_param_pairs)
+
+    @property
+    def pfc_bitmap(self) -> tuple[int, ...]:
+        """One 0/1 flag per priority, as `mlnx_qos --pfc 0,0,0,1,0,0,0,0` takes and prints them."""
+        return tuple(int(prio in self.pfc_priorities) for prio in range(PRIORITY_COUNT))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "device": self.device,
+            "trust": self.trust,
+            "pfc_priorities": list(self.pfc_priorities),
+            "pfc_bitmap": list(self.pfc_bitmap),
+            "lossless_dscp": list(self.lossless_dscp),
+            "dscp_to_priority": {str(d): p for d, p in self.dscp_to_priority_pairs},
+            "ecn_priority": self.ecn_priority,
+            "np_enable": self.np_enable,
+            "rp_enable": self.rp_enable,
+            "min_time_between_cnps": self.min_time_between_cnps,
+            "rp_params": self.rp_params,
+            "cnp_dscp": self.cnp_dscp,
+            "cnp_priority": self.cnp_priority,
+            "roce_tos": self.roce_tos,
+            "netdev_mtu": self.netdev_mtu,
+            "rdma_mtu": self.rdma_mtu,
+            "link_layer": self.link_layer,
+            "speed_gbps": self.speed_gbps,
+        }
+
+
+def desired_nic(intent: FabricIntent, host: str, nic: str) -> DesiredNic:
+    """Pure: the host's intent -> what NIC `nic` on `host` must hold."""
+    lossless, cnp = intent.lossless, intent.cnp
+    dscp_map = {dscp: lossless.priority for dscp in lossless.dscp} | {cnp.dscp: cnp.priority}
+    return DesiredNic(
+        host=host,
+        device=nic,
+        trust=intent.trust,
+        pfc_priorities=(lossless.priority,) if lossless.pfc else (),
+        lossless_dscp=tuple(sorted(lossless.dscp)),
+        dscp_to_priority_pairs=tuple(sorted(dscp_map.items())),
+        ecn_priority=lossless.priority,
+        # pfc_only (Meta-style lossless without DCQCN) turns both NIC points off; dcqcn and ecn_only
+        # run them unless the intent switches one off explicitly.
+        np_enable=intent.dcqcn_on and intent.dcqcn.np_enable,
+        rp_enable=intent.dcqcn_on and intent.dcqcn.rp_enable,
+        min_time_between_cnps=intent.dcqcn.min_time_between_cnps,
+        rp_param_pairs=tuple(sorted(intent.dcqcn.rp_params.items())),
+        cnp_dscp=cnp.dscp,
+        cnp_priority=cnp.priority,
+        roce_tos=intent.roce_tos,
+        netdev_mtu=intent.mtu.netdev,
+        rdma_mtu=intent.mtu.rdma,
+        link_layer=intent.link_layer,
+        speed_gbps=intent.link.speed_gbps,
+    )
+
+
+@dataclass(frozen=True)
+class DesiredHost:
+    """A GPU host: its rails (GPU index -> NIC), the desired state of each rail NIC, and host modules."""
+
+    host: str
+    kind: str
+    rail_pairs: tuple[tuple[int, str], ...]
+    nics: tuple[DesiredNic, ...]
+    # Settings every NIC of this host shares; also the template for a NIC found at run time when the
+    # intent names no rails (then the role configures every RoCE NIC it finds).
+    template: DesiredNic
+    nvidia_peermem: bool
+
+    @property
+    def rails(self) -> dict[int, str]:
+        return dict(self.rail_pairs)
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return tuple(nic.device for nic in self.nics)
+
+    def nic(self, device: str) -> DesiredNic:
+        """The desired state of `device`: a rail NIC's record, else the host's shared settings."""
+        for nic in self.nics:
+            if nic.device == device:
+                return nic
+        return _with_device(self.template, device)
+
+    def roce_nic_args(self) -> dict[str, Any]:
+        """Arguments of the roce_nic module (roles/roce_host): the host's rail devices and their settings."""
+        nic = self.template
+        return {
+            "devices": list(self.devices),
+            "trust": nic.trust,
+            "lossless_priority": nic.ecn_priority,
+            "lossless_dscp": list(nic.lossless_dscp),
+            "pfc": bool(nic.pfc_priorities),
+            "cnp_dscp": nic.cnp_dscp,
+            "cnp_priority": nic.cnp_priority,
+            "np_enable": nic.np_enable,
+            "rp_enable": nic.rp_enable,
+            "min_time_between_cnps": nic.min_time_between_cnps,
+            "rp_params": nic.rp_params,
+            "roce_tos": nic.roce_tos,
+            "mtu": nic.netdev_mtu,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "kind": self.kind,
+            "rails": {str(gpu): nic for gpu, nic in self.rail_pairs},
+            "nics": [nic.to_json() for nic in self.nics],
+            "nic_settings": self.template.to_json() | {"device": None},
+            "nvidia_peermem": self.nvidia_peermem,
+        }
+
+
+def desired_host(intent: FabricIntent, host: str) -> DesiredHost:
+    """Pure: a GPU host's intent (rails already merged from `fabric_rails`) -> its desired state."""
+    devices = sorted(set(intent.rails.values()))
+    template = desired_nic(intent, host, "")
+    return DesiredHost(
+        host=host,
+        kind=intent.kind,
+        rail_pairs=tuple(sorted(intent.rails.items())),
+        nics=tuple(_with_device(template, device) for device in devices),
+        template=template,
+        nvidia_peermem=intent.nccl.gdr_required,
+    )
+
+
+def _with_device(template: DesiredNic, device: str) -> DesiredNic:
+    return replace(template, device=device)

@@ -1,0 +1,97 @@
+"""The desired NIC/host state follows the intent, for the default recipe and for non-default intents."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabcheck.desired import desired_host, desired_nic
+from fabcheck.intent.model import FabricIntent
+
+
+def intent(**overrides: object) -> FabricIntent:
+    return FabricIntent.model_validate(overrides)
+
+
+def test_default_recipe() -> None:
+    nic = desired_nic(intent(), "gpu01", "mlx5_0")
+    assert (nic.host, nic.device, nic.trust) == ("gpu01", "mlx5_0", "dscp")
+    assert nic.pfc_priorities == (3,)
+    assert nic.pfc_bitmap == (0, 0, 0, 1, 0, 0, 0, 0)
+    assert nic.dscp_to_priority == {26: 3, 48: 6}
+    assert (nic.ecn_priority, nic.np_enable, nic.rp_enable) == (3, True, True)
+    assert (nic.cnp_dscp, nic.cnp_priority, nic.min_time_between_cnps) == (48, 6, 4)
+    assert (nic.roce_tos, nic.netdev_mtu, nic.rdma_mtu) == (106, 9000, 4096)
+    assert (nic.link_layer, nic.speed_gbps) == ("Ethernet", 400)
+    assert nic.rp_params == {}
+
+
+def test_non_default_intent_changes_every_derived_value() -> None:
+    custom = intent(
+        lossless={"dscp": [24, 25], "priority": 4},
+        cnp={"dscp": 46, "priority": 5},
+        roce_tos=98,  # DSCP 24 << 2 | ECT(0)
+        congestion_control="pfc_only",
+        mtu={"netdev": 4200, "rdma": 4096, "switch": 9216},
+        dcqcn={"min_time_between_cnps": 8, "rp_params": {"rpg_ai_rate": 10}},
+        link={"speed_gbps": 200},
+    )
+    nic = desired_nic(custom, "h", "mlx5_3")
+    assert nic.pfc_bitmap == (0, 0, 0, 0, 1, 0, 0, 0)
+    assert nic.dscp_to_priority == {24: 4, 25: 4, 46: 5}
+    assert nic.lossless_dscp == (24, 25)
+    # pfc_only: lossless without DCQCN, both NIC points off whatever dcqcn.* says.
+    assert (nic.ecn_priority, nic.np_enable, nic.rp_enable) == (4, False, False)
+    assert (nic.min_time_between_cnps, nic.rp_params) == (8, {"rpg_ai_rate": 10})
+    assert (nic.roce_tos, nic.netdev_mtu, nic.speed_gbps) == (98, 4200, 200)
+
+
+def test_lossy_ecn_only_has_no_pfc() -> None:
+    nic = desired_nic(intent(congestion_control="ecn_only", lossless={"pfc": False}), "h", "mlx5_0")
+    assert nic.pfc_priorities == ()
+    assert nic.pfc_bitmap == (0,) * 8
+    assert (nic.np_enable, nic.rp_enable) == (True, True)
+
+
+@pytest.mark.parametrize(("np_enable", "rp_enable"), [(False, True), (True, False)])
+def test_one_dcqcn_point_switched_off(np_enable: bool, rp_enable: bool) -> None:
+    nic = desired_nic(intent(dcqcn={"np_enable": np_enable, "rp_enable": rp_enable}), "h", "d")
+    assert (nic.np_enable, nic.rp_enable) == (np_enable, rp_enable)
+
+
+def test_host_rails_and_module_arguments() -> None:
+    host = desired_host(intent(rails={0: "mlx5_1", 1: "mlx5_0", 2: "mlx5_1"}), "gpu07")
+    assert host.devices == ("mlx5_0", "mlx5_1")
+    assert host.rails == {0: "mlx5_1", 1: "mlx5_0", 2: "mlx5_1"}
+    assert host.nic("mlx5_0") == desired_nic(intent(rails={0: "mlx5_0"}), "gpu07", "mlx5_0")
+    assert host.nic("mlx5_9").device == "mlx5_9"  # a NIC found at run time gets the host's settings
+    assert (host.kind, host.nvidia_peermem) == ("roce", True)
+    assert host.roce_nic_args() == {
+        "devices": ["mlx5_0", "mlx5_1"],
+        "trust": "dscp",
+        "lossless_priority": 3,
+        "lossless_dscp": [26],
+        "pfc": True,
+        "cnp_dscp": 48,
+        "cnp_priority": 6,
+        "np_enable": True,
+        "rp_enable": True,
+        "min_time_between_cnps": 4,
+        "rp_params": {},
+        "roce_tos": 106,
+        "mtu": 9000,
+    }
+
+
+def test_no_rails_means_every_nic_the_role_finds() -> None:
+    host = desired_host(intent(nccl={"gdr_required": False}), "gpu01")
+    assert host.devices == () and host.roce_nic_args()["devices"] == []
+    assert host.nvidia_peermem is False
+
+
+def test_json_is_plain_data() -> None:
+    import json
+
+    data = desired_host(intent(rails={0: "mlx5_0"}), "gpu01").to_json()
+    assert json.loads(json.dumps(data, allow_nan=False)) == data
+    assert data["nics"][0]["pfc_bitmap"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert data["nics"][0]["dscp_to_priority"] == {"26": 3, "48": 6}

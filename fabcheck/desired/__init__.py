@@ -6,5 +6,14 @@ value of the intent is derived anywhere else.
 """
 
 from fabcheck.desired.nic import DesiredHost, DesiredNic, desired_host, desired_nic
+from fabcheck.desired.switch import DesiredSwitch, DesiredSwitchPort, desired_switch
 
-__all__ = ["DesiredHost", "DesiredNic", "desired_host", "desired_nic"]
+__all__ = [
+    "DesiredHost",
+    "DesiredNic",
+    "DesiredSwitch",
+    "DesiredSwitchPort",
+    "desired_host",
+    "desired_nic",
+    "desired_switch",
+]

@@ -1,0 +1,180 @@
+"""Desired state of a switch: the lossless class, its queues and every cabled port, from the intent.
+
+One record per switch, platform-neutral: the templates of each platform render it, and the gate's
+switch checks compare what a switch shows against it. Values the intent does not set (watchdog
+timers, the default class's scheduler share) are the platforms' RoCE defaults, named here once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from fabcheck.intent.fabric import Fabric, Switch
+from fabcheck.intent.model import FabricIntent
+
+PRIORITY_COUNT = 8
+DEFAULT_TRAFFIC_CLASS = 0
+# EOS refuses an MTU above 9214 on routed ports; the others take the intent's 9216.
+PLATFORM_MAX_MTU = {"nvue": 9216, "sonic": 9216, "eos": 9214}
+# PFC watchdog: detection and restoration 200 ms, drop on a storm (SONiC start_default, close to the
+# Cumulus and EOS defaults); the intent enables it wherever PFC runs.
+WATCHDOG_DETECTION_MS = 200
+WATCHDOG_RESTORATION_MS = 200
+WATCHDOG_ACTION = "drop"
+
+
+@dataclass(frozen=True)
+class DesiredQueue:
+    """One egress traffic class: scheduler share and ECN marking."""
+
+    traffic_class: int
+    scheduler: Literal["strict", "dwrr"]
+    weight_percent: int | None  # dwrr only
+    lossless: bool  # PFC protects it (and its ingress priority group)
+    ecn: bool
+    ecn_min_bytes: int | None
+    ecn_max_bytes: int | None
+    ecn_probability: int | None
+
+
+@dataclass(frozen=True)
+class PfcWatchdog:
+    enabled: bool
+    detection_ms: int
+    restoration_ms: int
+    action: str
+
+
+@dataclass(frozen=True)
+class DesiredSwitchPort:
+    port: str
+    role: Literal["host", "uplink"]
+    peer: str | None  # "gpu01:mlx5_0" from the cabling map; None for an uncabled host port
+    speed_gbps: int | None  # None: the inventory does not say (uplinks without switch_port_speeds)
+    mtu: int
+    trust: str
+    pfc_priorities: tuple[int, ...]
+    pfc_watchdog: bool
+
+
+@dataclass(frozen=True)
+class DesiredSwitch:
+    name: str
+    platform: str
+    device_type: str
+    trust: str
+    dscp_to_switch_priority_pairs: tuple[tuple[int, int], ...]
+    switch_priority_to_traffic_class: tuple[int, ...]  # index = switch priority 0..7
+    pfc_priorities: tuple[int, ...]
+    lossless_traffic_class: int
+    cnp_traffic_class: int
+    queues: tuple[DesiredQueue, ...]
+    watchdog: PfcWatchdog
+    mtu: int
+    ports: tuple[DesiredSwitchPort, ...]
+
+    @property
+    def dscp_to_switch_priority(self) -> dict[int, int]:
+        return dict(self.dscp_to_switch_priority_pairs)
+
+    @property
+    def dscp_to_traffic_class(self) -> dict[int, int]:
+        """SONiC's DSCP_TO_TC_MAP and EOS's `qos map dscp ... to traffic-class` need it directly."""
+        return {d: self.switch_priority_to_traffic_class[p] for d, p in self.dscp_to_switch_priority_pairs}
+
+    def queue(self, traffic_class: int) -> DesiredQueue | None:
+        return next((q for q in self.queues if q.traffic_class == traffic_class), None)
+
+    def port(self, name: str) -> DesiredSwitchPort:
+        for port in self.ports:
+            if port.port == name:
+                return port
+        raise KeyError(name)
+
+    def to_json(self) -> dict[str, Any]:
+        data = _json_ready(asdict(self))
+        data["dscp_to_switch_priority"] = {str(d): p for d, p in data.pop("dscp_to_switch_priority_pairs")}
+        return data
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(item) for item in value]
+    return value
+
+
+def desired_switch(intent: FabricIntent, fabric: Fabric, name: str) -> DesiredSwitch:
+    """Pure: the fabric intent + the inventory's switch and cabling -> what switch `name` must hold."""
+    switch = fabric.switch(name)
+    lossless, cnp = intent.lossless, intent.cnp
+    # Switch priority = traffic class for the two RoCE classes; every other priority rides TC0.
+    sp_to_tc = tuple(
+        prio if prio in (lossless.priority, cnp.priority) else DEFAULT_TRAFFIC_CLASS
+        for prio in range(PRIORITY_COUNT)
+    )
+    pfc = (lossless.priority,) if lossless.pfc else ()
+    dscp_map = {dscp: lossless.priority for dscp in lossless.dscp} | {cnp.dscp: cnp.priority}
+    mtu = min(intent.mtu.switch, PLATFORM_MAX_MTU[switch.platform])
+    return DesiredSwitch(
+        name=switch.name,
+        platform=switch.platform,
+        device_type=switch.device_type,
+        trust=intent.trust,
+        dscp_to_switch_priority_pairs=tuple(sorted(dscp_map.items())),
+        switch_priority_to_traffic_class=sp_to_tc,
+        pfc_priorities=pfc,
+        lossless_traffic_class=sp_to_tc[lossless.priority],
+        cnp_traffic_class=sp_to_tc[cnp.priority],
+        queues=_queues(intent, sp_to_tc[lossless.priority], sp_to_tc[cnp.priority]),
+        watchdog=PfcWatchdog(bool(pfc), WATCHDOG_DETECTION_MS, WATCHDOG_RESTORATION_MS, WATCHDOG_ACTION),
+        mtu=mtu,
+        ports=_ports(intent, fabric, switch, mtu, pfc),
+    )
+
+
+def _queues(intent: FabricIntent, roce_tc: int, cnp_tc: int) -> tuple[DesiredQueue, ...]:
+    """ETS as the RoCE recipe has it: CNP strict, RoCE and the default class DWRR 50 % each."""
+    ecn = intent.ecn
+    roce = DesiredQueue(
+        traffic_class=roce_tc,
+        scheduler="dwrr",
+        weight_percent=50 if roce_tc != DEFAULT_TRAFFIC_CLASS else 100,
+        lossless=intent.lossless.pfc,
+        ecn=ecn.enabled,
+        ecn_min_bytes=ecn.min_bytes if ecn.enabled else None,
+        ecn_max_bytes=ecn.max_bytes if ecn.enabled else None,
+        ecn_probability=ecn.probability if ecn.enabled else None,
+    )
+    strict = DesiredQueue(cnp_tc, "strict", None, False, False, None, None, None)
+    queues = [roce, strict]
+    if DEFAULT_TRAFFIC_CLASS not in (roce_tc, cnp_tc):
+        queues.append(DesiredQueue(DEFAULT_TRAFFIC_CLASS, "dwrr", 50, False, False, None, None, None))
+    return tuple(sorted(queues, key=lambda q: q.traffic_class))
+
+
+def _ports(
+    intent: FabricIntent, fabric: Fabric, switch: Switch, mtu: int, pfc: tuple[int, ...]
+) -> tuple[DesiredSwitchPort, ...]:
+    peers = {link.port: f"{link.host}:{link.nic}" for link in fabric.links_of_switch(switch.name)}
+    speeds = switch.port_speeds
+    ports = [
+        DesiredSwitchPort(
+            port=port,
+            role="host",
+            peer=peers.get(port),
+            speed_gbps=speeds.get(port, intent.link.speed_gbps),
+            mtu=mtu,
+            trust=intent.trust,
+            pfc_priorities=pfc,
+            pfc_watchdog=bool(pfc),
+        )
+        for port in switch.host_ports
+    ]
+    ports += [
+        DesiredSwitchPort(port, "uplink", None, speeds.get(port), mtu, intent.trust, pfc, bool(pfc))
+        for port in switch.uplinks
+    ]
+    return tuple(ports)

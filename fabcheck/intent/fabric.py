@@ -1,0 +1,342 @@
+"""The physical fabric from the inventory: switches (platform, address, ports) and the cabling map.
+
+Switches are inventory hosts of group `switches_nvue`, `switches_sonic` or `switches_eos` (or with a
+`switch_platform` variable). The cabling map is per GPU host, `fabric_links: {mlx5_0: leaf01:swp1}`:
+which switch port each NIC plugs into. The gate judges both ends of every link against each other
+from it, and the switch roles configure exactly the ports it names, so every problem in it is an
+error naming the file, line and variable, never a silent default.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fabcheck.errors import IntentError
+
+GPU_HOSTS = "gpu_hosts"
+LINKS_VAR = "fabric_links"
+
+# Platform -> the netmiko device_type that drives it. A platform is supported when it has templates
+# and a driver; adding one (NX-OS, Junos) starts here.
+SWITCH_PLATFORMS: Mapping[str, str] = {"nvue": "cumulus_linux", "sonic": "linux", "eos": "arista_eos"}
+PLATFORM_GROUP_PREFIX = "switches_"
+# Front-panel port names as each platform prints them (breakouts included).
+PORT_NAME: Mapping[str, re.Pattern[str]] = {
+    "nvue": re.compile(r"swp[0-9]+(s[0-9]+)?"),
+    "sonic": re.compile(r"Ethernet[0-9]+"),
+    "eos": re.compile(r"Ethernet[0-9]+(/[0-9]+){0,2}"),
+}
+DEFAULT_SSH_PORT = 22
+
+Where = Callable[[Any], str]  # a loaded value -> "file:line: " (or "" when unknown)
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One managed switch: how to reach it and which of its ports face GPU hosts or other switches."""
+
+    name: str
+    platform: str
+    device_type: str
+    address: str
+    ssh_port: int
+    username: str
+    host_ports: tuple[str, ...]
+    uplinks: tuple[str, ...]
+    port_speed_pairs: tuple[tuple[str, int], ...]  # explicit per-port speeds (Gb/s); others: the intent's
+
+    @property
+    def port_speeds(self) -> dict[str, int]:
+        return dict(self.port_speed_pairs)
+
+
+@dataclass(frozen=True)
+class Link:
+    """One cable: a host NIC at one end, a switch port at the other."""
+
+    host: str
+    nic: str
+    switch: str
+    port: str
+
+    @property
+    def switch_end(self) -> str:
+        return f"{self.switch}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Fabric:
+    switches: tuple[Switch, ...]
+    links: tuple[Link, ...]
+
+    def switch(self, name: str) -> Switch:
+        for switch in self.switches:
+            if switch.name == name:
+                return switch
+        raise KeyError(name)
+
+    def links_of_switch(self, name: str) -> tuple[Link, ...]:
+        return tuple(link for link in self.links if link.switch == name)
+
+    def link_of_nic(self, host: str, nic: str) -> Link | None:
+        return next((lk for lk in self.links if (lk.host, lk.nic) == (host, nic)), None)
+
+
+@dataclass(frozen=True)
+class InventoryNode:
+    """What this module needs of an inventory host: its name, groups, raw variables and rail NICs."""
+
+    name: str
+    groups: tuple[str, ...]
+    variables: Mapping[str, Any]
+    rails: Mapping[int, str]
+
+
+def read_fabric(nodes: Sequence[InventoryNode], where: Where) -> Fabric:
+    """Switches and cabling of an inventory; IntentError listing every problem at once."""
+    problems: list[str] = []
+    switches = [s for s in (_switch(n, where, problems) for n in nodes if _is_switch(n)) if s is not None]
+    by_name = {s.name: s for s in switches}
+    links: list[Link] = []
+    for node in nodes:
+        if GPU_HOSTS in node.groups:
+            links += _links(node, by_name, where, problems)
+    problems += _cabled_twice(links, nodes, where)
+    if switches:
+        problems += _uncabled_rails(nodes, links, where)
+    if problems:
+        raise IntentError(problems)
+    return Fabric(tuple(sorted(switches, key=lambda s: s.name)), tuple(links))
+
+
+def _is_switch(node: InventoryNode) -> bool:
+    return "switch_platform" in node.variables or any(
+        g.startswith(PLATFORM_GROUP_PREFIX) for g in node.groups
+    )
+
+
+def _switch(node: InventoryNode, where: Where, problems: list[str]) -> Switch | None:
+    found: list[str] = []
+
+    def bad(var: str, value: Any, message: str, *, secret: bool = False) -> None:
+        shown = "<redacted>" if secret else _shown(value)  # never echo a secret
+        found.append(f"{where(value)}{node.name}: {var} = {shown}: {message}")
+
+    variables = node.variables
+    platform = _platform(node, bad)
+    device_type = SWITCH_PLATFORMS.get(platform or "", "")
+    given_type = variables.get("netmiko_device_type")
+    if platform and given_type is not None and str(given_type) != device_type:
+        bad("netmiko_device_type", given_type, f"platform {platform} is driven as {device_type}")
+    address = _text(variables, "switch_address", bad)
+    username = _text(variables, "switch_username", bad)
+    ssh_port = _ssh_port(variables.get("switch_port", DEFAULT_SSH_PORT), bad)
+    _password_kept_secret(variables.get("switch_password"), bad)
+    style = PORT_NAME.get(platform or "")
+    host_ports = _ports(variables, "switch_ports", style, platform, bad, required=True)
+    uplinks = _ports(variables, "switch_uplinks", style, platform, bad, required=False)
+    both = sorted(set(host_ports) & set(uplinks))
+    if both:
+        bad("switch_uplinks", variables.get("switch_uplinks"), f"{both} are also host-facing switch_ports")
+    speeds = _speeds(variables.get("switch_port_speeds", {}), set(host_ports) | set(uplinks), bad)
+    problems += found
+    if found or platform is None:
+        return None
+    return Switch(
+        name=node.name,
+        platform=platform,
+        device_type=device_type,
+        address=address,
+        ssh_port=ssh_port,
+        username=username,
+        host_ports=host_ports,
+        uplinks=uplinks,
+        port_speed_pairs=tuple(sorted(speeds.items())),
+    )
+
+
+def _platform(node: InventoryNode, bad: Callable[[str, Any, str], None]) -> str | None:
+    allowed = ", ".join(sorted(SWITCH_PLATFORMS))
+    from_groups = sorted(
+        g.removeprefix(PLATFORM_GROUP_PREFIX) for g in node.groups if g.startswith(PLATFORM_GROUP_PREFIX)
+    )
+    declared = node.variables.get("switch_platform")
+    if declared is not None:
+        name = str(declared)
+        if name not in SWITCH_PLATFORMS:
+            bad("switch_platform", declared, f"no templates or driver for this platform; allowed: {allowed}")
+            return None
+        if from_groups and from_groups != [name]:
+            groups = ", ".join(PLATFORM_GROUP_PREFIX + g for g in from_groups)
+            bad("switch_platform", declared, f"contradicts its group(s) {groups}")
+            return None
+        return name
+    if len(from_groups) != 1 or from_groups[0] not in SWITCH_PLATFORMS:
+        groups = ", ".join(PLATFORM_GROUP_PREFIX + g for g in from_groups)
+        bad(
+            "groups",
+            groups,
+            f"a switch needs exactly one platform group of {PLATFORM_GROUP_PREFIX}{{{allowed}}} "
+            "(or switch_platform)",
+        )
+        return None
+    return from_groups[0]
+
+
+def _text(variables: Mapping[str, Any], var: str, bad: Callable[[str, Any, str], None]) -> str:
+    value = variables.get(var)
+    if value is None or not isinstance(value, str) or not value.strip():
+        bad(var, value, "required: a non-empty string")
+        return ""
+    return str(value)
+
+
+def _ssh_port(value: Any, bad: Callable[[str, Any, str], None]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= int(value) <= 65535:
+        bad("switch_port", value, "expected a TCP port 1..65535")
+        return DEFAULT_SSH_PORT
+    return int(value)
+
+
+def _password_kept_secret(value: Any, bad: Callable[..., None]) -> None:
+    """A switch password comes from ansible-vault or a lookup (environment, file), never plain text."""
+    if value is None:
+        return
+    from ansible.parsing.vault import EncryptedString
+
+    if isinstance(value, EncryptedString) or (isinstance(value, str) and "{{" in value):
+        return
+    bad(
+        "switch_password",
+        value,
+        "a password in plain text in the inventory: encrypt it with ansible-vault "
+        "or read it with lookup('ansible.builtin.env', ...)",
+        secret=True,
+    )
+
+
+def _ports(
+    variables: Mapping[str, Any],
+    var: str,
+    style: re.Pattern[str] | None,
+    platform: str | None,
+    bad: Callable[[str, Any, str], None],
+    *,
+    required: bool,
+) -> tuple[str, ...]:
+    value = variables.get(var)
+    if value is None and not required:
+        return ()
+    if not isinstance(value, (list, tuple)) or (required and not value):
+        bad(
+            var,
+            value,
+            "expected a list of port names" + (" (the ports facing GPU hosts)" if required else ""),
+        )
+        return ()
+    ports = [str(p) for p in value]
+    if style is not None:
+        wrong = [p for p in ports if not style.fullmatch(p)]
+        if wrong:
+            bad(var, value, f"{wrong} are not {platform} port names (like {_example(platform)})")
+    twice = sorted({p for p in ports if ports.count(p) > 1})
+    if twice:
+        bad(var, value, f"{twice} listed more than once")
+    return tuple(ports)
+
+
+def _example(platform: str | None) -> str:
+    return {"nvue": "swp1, swp1s0", "sonic": "Ethernet0", "eos": "Ethernet1/1"}.get(platform or "", "?")
+
+
+def _speeds(value: Any, known: set[str], bad: Callable[[str, Any, str], None]) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        bad("switch_port_speeds", value, "expected a mapping port -> Gb/s")
+        return {}
+    speeds: dict[str, int] = {}
+    for port, speed in value.items():
+        if str(port) not in known:
+            bad("switch_port_speeds", port, "not one of switch_ports or switch_uplinks")
+        elif isinstance(speed, bool) or not isinstance(speed, int) or speed < 1:
+            bad(f"switch_port_speeds.{port}", speed, "expected a speed in Gb/s (a positive integer)")
+        else:
+            speeds[str(port)] = int(speed)
+    return speeds
+
+
+def _links(
+    node: InventoryNode, switches: Mapping[str, Switch], where: Where, problems: list[str]
+) -> list[Link]:
+    raw = node.variables.get(LINKS_VAR)
+    if raw is None:
+        return []
+    if not isinstance(raw, Mapping):
+        problems.append(f"{where(raw)}{node.name}: {LINKS_VAR}: expected a mapping NIC -> 'switch:port'")
+        return []
+    links = []
+    for nic, end in raw.items():
+        var = f"{LINKS_VAR}.{nic}"
+        switch_name, sep, port = str(end).rpartition(":")
+        if not sep or not switch_name or not port:
+            problems.append(f"{where(end)}{node.name}: {var} = {_shown(end)}: expected 'switch:port'")
+            continue
+        switch = switches.get(switch_name)
+        if switch is None:
+            known = ", ".join(sorted(switches)) or "none"
+            problems.append(
+                f"{where(end)}{node.name}: {var} = {_shown(end)}: unknown switch {switch_name!r} "
+                f"(switches: {known})"
+            )
+            continue
+        if port not in switch.host_ports:
+            problems.append(
+                f"{where(end)}{node.name}: {var} = {_shown(end)}: {port} is not one of "
+                f"{switch_name}'s switch_ports ({', '.join(switch.host_ports)})"
+            )
+            continue
+        links.append(Link(node.name, str(nic), switch_name, port))
+    return links
+
+
+def _cabled_twice(links: Iterable[Link], nodes: Sequence[InventoryNode], where: Where) -> list[str]:
+    ends: dict[str, list[Link]] = {}
+    for link in links:
+        ends.setdefault(link.switch_end, []).append(link)
+    variables = {node.name: node.variables for node in nodes}
+    problems = []
+    for end, cabled in sorted(ends.items()):
+        if len(cabled) > 1:
+            first = variables[cabled[1].host][LINKS_VAR][cabled[1].nic]
+            nics = ", ".join(f"{lk.host}:{lk.nic}" for lk in cabled)
+            problems.append(f"{where(first)}switch port {end} is cabled to {len(cabled)} NICs: {nics}")
+    return problems
+
+
+def _uncabled_rails(nodes: Sequence[InventoryNode], links: Iterable[Link], where: Where) -> list[str]:
+    cabled = {(link.host, link.nic) for link in links}
+    problems = []
+    for node in nodes:
+        if GPU_HOSTS not in node.groups:
+            continue
+        missing = sorted({nic for nic in node.rails.values() if (node.name, nic) not in cabled})
+        if missing:
+            raw = node.variables.get(LINKS_VAR)
+            problems.append(
+                f"{where(raw) if raw is not None else ''}{node.name}: {LINKS_VAR}: rail NIC(s) "
+                f"{', '.join(missing)} have no switch port (add e.g. {missing[0]}: leaf01:swp1)"
+            )
+    return problems
+
+
+def _shown(value: Any) -> str:
+    return repr(_plain_text(value))
+
+
+def _plain_text(value: Any) -> Any:
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind):
+            return kind(value)
+    return value

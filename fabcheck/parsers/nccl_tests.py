@@ -13,34 +13,44 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers._text import parse_number, strip_ansi
+from fabcheck.parsers._text import split_checked_lines
+from fabcheck.parsers.numbers import read_float, read_int, read_number
 
+# Numbers in tool output are ASCII: every pattern is compiled with re.ASCII so [0-9]/\d/\w/\s
+# never match other scripts' digits or spaces.
 _WRAPPERS = (
-    re.compile(r"^\([^()]*\)\s?"),  # SkyPilot: "(head, rank=0, pid=3808) "
-    re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:"),  # mpirun --tag-output
-    re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?\s"),  # kubectl logs --timestamps
-    re.compile(r"^\d+: "),  # srun --label
+    re.compile(r"^\([^()]*\)\s?", re.ASCII),  # SkyPilot: "(head, rank=0, pid=3808) "
+    re.compile(r"^\[[0-9]+,[0-9]+\]<std(?:out|err)>:", re.ASCII),  # mpirun --tag-output
+    # kubectl logs --timestamps
+    re.compile(r"^[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9:.]+(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?\s", re.ASCII),
+    re.compile(r"^[0-9]+: ", re.ASCII),  # srun --label
 )
-_COLUMN_HEADER = re.compile(r"#\s*size\s+count\s+type\b")
-_ROW_START = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z_]\w*(?:\s|$)")
+# Launchers nest a few prefixes at most (SkyPilot around OpenMPI); more is not a prefix but data.
+_MAX_WRAPPER_DEPTH = 8
+_COLUMN_HEADER = re.compile(r"#\s*size\s+count\s+type\b", re.ASCII)
+_ROW_START = re.compile(r"^\s*[0-9]+\s+[0-9]+\s+[A-Za-z_]\w*(?:\s|$)", re.ASCII)
 _RANK = re.compile(
-    r"^#\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+"
-    r"device\s+\d+\s+\[[^\]]*\]\s*(?P<gpu>.*)$"
+    r"^#\s*Rank\s+(?P<rank>[0-9]+)\s+(?:Group\s+[0-9]+\s+)?Pid\s+[0-9]+\s+on\s+(?P<host>\S+)\s+"
+    r"device\s+[0-9]+\s+\[[^\]]*\]\s*(?P<gpu>.*)$",
+    re.ASCII,
 )
-_NCCL_VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+\S*)")
-_LIBRARY_CODE = re.compile(r"# nccl-tests version \S+.*?nccl-library=(?P<code>\d+)")
-_TEST_STARTING = re.compile(r"# Collective test starting:\s*(?P<name>\S+)")
-_OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<count>\d+)")
-_AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<value>\S+)")
+_NCCL_VERSION = re.compile(r"NCCL version (?P<version>[0-9]+\.[0-9]+\.[0-9]+\S*)", re.ASCII)
+_TESTS_VERSION = "# nccl-tests version "
+_LIBRARY_MARK = "nccl-library="
+_CODE = re.compile(r"[0-9]+", re.ASCII)
+_TEST_STARTING = re.compile(r"# Collective test starting:\s*(?P<name>\S+)", re.ASCII)
+_OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<count>[0-9]+)", re.ASCII)
+_AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<value>\S+)", re.ASCII)
 _PARAMS = re.compile(
     r"(?P<key>nThread|nGpus|minBytes|maxBytes|step:|warmup iters:|agg iters:|iters:|validation:|graph:|"
-    r"unalign:)\s*(?P<value>\S+)"
+    r"unalign:)\s*(?P<value>\S+)",
+    re.ASCII,
 )
 _OPS = (
     "all_reduce", "all_gather", "reduce_scatter", "alltoallv", "alltoall", "broadcast", "reduce",
     "sendrecv", "scatter", "gather", "hypercube",
 )  # fmt: skip
-_BINARY = re.compile(r"\b(?P<op>" + "|".join(_OPS) + r")_perf(?:_mpi)?\b")
+_BINARY = re.compile(r"\b(?P<op>" + "|".join(_OPS) + r")_perf(?:_mpi)?\b", re.ASCII)
 _REDUCING_OPS = {"sum", "prod", "min", "max", "avg", "mulsum", "premulsum"}
 _TIME_COLUMNS = {"time", "cputime"}
 _WRONG_COLUMNS = {"#wrong", "error"}
@@ -108,7 +118,7 @@ class _State:
 
 def parse_nccl_tests(text: str, source: str = "<text>") -> NcclTestsRun:
     """Parse one nccl-tests run. Raises ParseError when there is no result table or a row is damaged."""
-    lines = strip_ansi(text).splitlines()
+    lines = split_checked_lines(text, source, "nccl-tests")
     prefix = _header_prefix(lines)
     state = _State(source=source)
     for number, raw in enumerate(lines, start=1):
@@ -120,9 +130,9 @@ def parse_nccl_tests(text: str, source: str = "<text>") -> NcclTestsRun:
 
 def _strip_wrappers(line: str) -> str:
     """Remove launcher prefixes, repeatedly, since they nest (SkyPilot around OpenMPI)."""
-    changed = True
-    while changed:
-        changed = False
+    changed, depth = True, 0
+    while changed and depth < _MAX_WRAPPER_DEPTH:
+        changed, depth = False, depth + 1
         for wrapper in _WRAPPERS:
             stripped = wrapper.sub("", line, count=1)
             if stripped != line:
@@ -153,7 +163,7 @@ def _consume(state: _State, number: int, line: str) -> None:
     elif _COLUMN_HEADER.match(line):
         _start_table(state, number, line)
     elif line.startswith("#"):
-        _on_comment(state, line)
+        _on_comment(state, number, line)
     elif state.nccl_version is None and (version := _NCCL_VERSION.search(line)) is not None:
         state.nccl_version = version["version"]
     if state.layout is None:
@@ -162,19 +172,20 @@ def _consume(state: _State, number: int, line: str) -> None:
             state.binary_op = binary["op"]
 
 
-def _on_comment(state: _State, line: str) -> None:
+def _on_comment(state: _State, number: int, line: str) -> None:
+    where = {"source": state.source, "line": number}
     if (started := _TEST_STARTING.search(line)) is not None and state.layout is None:
         state.started_op = _op_from_binary(started["name"])
     elif (rank := _RANK.match(line)) is not None:
-        state.ranks[int(rank["rank"])] = (rank["host"], rank["gpu"].strip())
+        state.ranks[read_int(rank["rank"], what="rank", **where)] = (rank["host"], rank["gpu"].strip())
     elif (bounds := _OUT_OF_BOUNDS.match(line)) is not None:
-        state.out_of_bounds = int(bounds["count"])
+        state.out_of_bounds = read_int(bounds["count"], what="out-of-bounds count", **where)
         state.table_open = False
     elif (avg := _AVG_BUSBW.match(line)) is not None:
         state.avg_busbw = _float_or_none(avg["value"])
         state.table_open = False
-    elif (code := _LIBRARY_CODE.match(line)) is not None:
-        state.library_code = int(code["code"])
+    elif (code := _library_code(line)) is not None:
+        state.library_code = read_int(code, what="nccl-library code", max_digits=9, **where)
     elif line.startswith("# nThread"):
         state.params = {m["key"].rstrip(":"): m["value"] for m in _PARAMS.finditer(line)}
 
@@ -184,10 +195,20 @@ def _op_from_binary(name: str) -> str | None:
     return match["op"] if match else None
 
 
+def _library_code(line: str) -> str | None:
+    """'# nccl-tests version 2.13.8 nccl-headers=... nccl-library=21903' -> '21903' (None if absent)."""
+    if not line.startswith(_TESTS_VERSION) or line[len(_TESTS_VERSION) : len(_TESTS_VERSION) + 1].isspace():
+        return None
+    mark = line.find(_LIBRARY_MARK, len(_TESTS_VERSION) + 1)
+    code = _CODE.match(line, mark + len(_LIBRARY_MARK)) if mark >= 0 else None
+    return code[0] if code else None
+
+
 def _float_or_none(token: str) -> float | None:
+    """The footer's average: informative only (no check uses it), so an unreadable one is None."""
     try:
-        return float(token)
-    except ValueError:
+        return read_float(token)
+    except ParseError:
         return None
 
 
@@ -236,27 +257,34 @@ def _parse_row(state: _State, number: int, line: str) -> NcclTestsRow:
     leading = dict(zip(leading_names, tokens[:leading_count], strict=True))
     oop = tokens[leading_count : leading_count + len(layout.side)]
     ip = tokens[leading_count + len(layout.side) : leading_count + measured]
+    where = (state.source, number)
     try:
-        return _build_row(leading, _side_values(layout.side, oop), _side_values(layout.side, ip))
-    except (ValueError, OverflowError) as error:
+        return _build_row(
+            leading, _side_values(layout.side, oop, *where), _side_values(layout.side, ip, *where)
+        )
+    except ValueError as error:  # only the whole-number checks below raise it
         raise _damaged(state, number, line, str(error)) from None
+    except ParseError as error:
+        raise _damaged(state, number, line, error.message) from None
 
 
 def _damaged(state: _State, number: int, line: str, why: str) -> ParseError:
     return ParseError(f"damaged nccl-tests row ({why}): {line.strip()!r}", source=state.source, line=number)
 
 
-def _side_values(names: tuple[str, ...], cells: list[str]) -> dict[str, float | int | None]:
-    """One side's cells by column name; 'N/A' becomes None, anything else must be a number."""
+def _side_values(
+    names: tuple[str, ...], cells: list[str], source: str, number: int
+) -> dict[str, float | int | None]:
+    """One side's cells by column name; 'N/A' becomes None, anything else must be a finite number."""
     values: dict[str, float | int | None] = {}
     for name, cell in zip(names, cells, strict=True):
-        values[name] = None if cell == "N/A" else parse_number(cell)
+        values[name] = None if cell == "N/A" else read_number(cell, source=source, line=number, what=name)
     return values
 
 
 def _build_row(leading: dict[str, str], oop: dict, ip: dict) -> NcclTestsRow:
-    size, count = int(leading["size"]), int(leading["count"])
-    root = int(leading["root"]) if "root" in leading else None
+    size, count = read_int(leading["size"], what="size"), read_int(leading["count"], what="count")
+    root = read_int(leading["root"], what="root", signed=True) if "root" in leading else None
     time_key = "cputime" if "cputime" in oop else "time"
     wrong_key = next((k for k in oop if k in _WRONG_COLUMNS), None)
     measured = (oop[time_key], oop["algbw"], oop["busbw"], ip[time_key], ip["algbw"], ip["busbw"])

@@ -8,11 +8,12 @@ latency layouts are handled without guessing column positions.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers._text import parse_number, strip_ansi
+from fabcheck.parsers._text import split_checked_lines
+from fabcheck.parsers.numbers import is_int_token, read_int, read_number
 
 # perftest's own MB is 2**20 bytes (format_factor 0x100000 in its report code), not 10**6.
 _BYTES_PER_PERFTEST_MB = 1 << 20
@@ -25,19 +26,33 @@ _TITLE = re.compile(
     r"(?P<kind>BW|Latency)\s+(?:forwarding\s+)?(?:Multicast\s+)?Test\s*$"
 )
 _VERB_NAMES = {"Send": "send", "RDMA_Write": "write", "RDMA_Write_imm": "write", "RDMA_Read": "read"}
-_SETTING = re.compile(r"([^\s:][^:\t]*?)\s*:\s*(\S+(?: \S+)*)")
+_SETTING_VALUE = re.compile(r"\S+(?: \S+)*")
 _ADDRESS = re.compile(r"^\s*(?P<side>local|remote) address:\s*(?P<rest>.*)$")
 _GID = re.compile(r"^\s*GID:\s*(?P<gid>\S+)\s*$")
 _SERVER_BANNER = re.compile(r"Waiting for client to connect")
 _TABLE_HEADER = re.compile(r"^\s*#bytes\b")
-_COLUMN = re.compile(r"#\w+|tps average|[^\s\[\]#][^\[\]#]*?\[[^\]]*\]")
-_ROW_START = re.compile(r"^\s*\d")
+# Header tokens: '#name', a bracketed unit, a word, or one other character. Every alternative
+# consumes its text and none can rescan it, so tokenising is linear in the line length.
+_HEADER_TOKEN = re.compile(r"#\w+|\[[^\[\]]*\]|[^\s\[\]#]+|\s+|.", re.DOTALL)
+_ROW_START = re.compile(r"^\s*[0-9]", re.ASCII)
 
 _COMPLETION_ERROR = re.compile(r"Completion with error at (?P<role>client|server)")
-_FAILED_STATUS = re.compile(r"Failed status (?P<status>\d+):.*?syndr?ome? (?P<syndrome>0x[0-9a-fA-F]+)")
+_FAILED_STATUS = re.compile(r"Failed status (?P<status>[0-9]+):", re.ASCII)
+_SYNDROME = re.compile(r"syndr?ome? (?P<syndrome>0x[0-9a-fA-F]+)", re.ASCII)
+# An optional 'function_name:' prefix, never a warning or notice label: 'WARNING: Could not determine
+# NUMA node' is advice printed by passing runs.
+_FAILURE_PREFIX = r"^(?:(?!(?:WARN(?:ING)?|[Ww]arn(?:ing)?|NOTE|[Nn]ote|INFO|[Ii]nfo)\b)\w+:\s*)?"
+# Failure lines only perftest prints: on their own they make a text a (failed) perftest run.
+_PERFTEST_FAILURE = re.compile(
+    _FAILURE_PREFIX + r"(?:Completion with error|Failed status|Failed to|Couldn't|Unable to|"
+    r"No IB devices|IB device \S+ not found|scnt=[0-9]+)",
+    re.ASCII,
+)
+# Generic failure wording: a failure inside a perftest run, but no evidence that a text is one.
 _FAILURE = re.compile(
-    r"^(?:\w+:\s*)?(?:Completion with error|Failed\b|Couldn't|Could not|Unable to|Cannot|Can't|"
-    r"Error\b|ERROR\b|No IB devices|Did not detect|IB device \S+ not found|scnt=\d+)"
+    _FAILURE_PREFIX + r"(?:Completion with error|Failed\b|Couldn't|Could not|Unable to|Cannot|Can't|"
+    r"Error\b|ERROR\b|No IB devices|Did not detect|IB device \S+ not found|scnt=[0-9]+)",
+    re.ASCII,
 )
 _WARNING = re.compile(
     r"WARNING|[Ww]arning:|Conflicting CPU frequency|CPU Frequency is not max|Max msg size|"
@@ -83,7 +98,7 @@ class PerftestAddress:
     def ipv4(self) -> str | None:
         """The IPv4 address inside an IPv4-mapped GID (perftest prints GID bytes in decimal)."""
         parts = (self.gid or "").split(":")
-        if len(parts) != 16 or not all(p.isdigit() for p in parts):
+        if len(parts) != 16 or not all(is_int_token(p, max_digits=3) for p in parts):
             return None
         octets = [int(p) for p in parts]
         if octets[:10] != [0] * 10 or octets[10:12] != [255, 255] or max(octets[12:]) > 255:
@@ -138,6 +153,7 @@ class _State:
     columns: list[str] | None = None
     rows: list[PerftestRow] = field(default_factory=list)
     errors: list[PerftestError] = field(default_factory=list)
+    perftest_failures: int = 0  # failure lines of a shape only perftest prints
     warnings: list[str] = field(default_factory=list)
     in_header: bool = False
     in_table: bool = False
@@ -147,16 +163,12 @@ class _State:
 def parse_perftest(text: str, source: str = "<text>") -> PerftestRun:
     """Parse one perftest run. Raises ParseError when the text holds no perftest output at all."""
     state = _State(source=source)
-    for number, line in _lines(text):
-        _consume(state, number, line)
-    if state.test is None and state.columns is None and not state.errors:
+    for number, line in enumerate(split_checked_lines(text, source, "perftest"), start=1):
+        _consume(state, number, line.rstrip())
+    if state.test is None and state.columns is None and not state.perftest_failures:
+        # Generic 'Error ...' lines (MPI, CUDA, shell) alone do not make a text a perftest run.
         raise ParseError("no perftest header, result table or failure line found", source=source)
     return _freeze(state)
-
-
-def _lines(text: str) -> Iterator[tuple[int, str]]:
-    for number, line in enumerate(strip_ansi(text).splitlines(), start=1):
-        yield number, line.rstrip()
 
 
 def _consume(state: _State, number: int, line: str) -> None:
@@ -202,13 +214,50 @@ def _on_title(state: _State, number: int, title: re.Match[str]) -> None:
 
 def _looks_like_setting(line: str) -> bool:
     """perftest pads setting names so the colon sits in column 18, even when the title was cut off."""
-    expanded = line.expandtabs(8)
+    expanded = line[:19].expandtabs(8)  # only columns 0..18 matter; a tab widens, never narrows
     return len(expanded) > 18 and expanded[0] == " " and expanded[1] != " " and expanded[17] == ":"
 
 
 def _parse_settings(line: str) -> dict[str, str]:
-    """' Dual-port       : OFF          Device         : mlx4_0' -> {'dual-port': 'OFF', 'device': ...}."""
-    return {m[1].strip().lower(): m[2] for m in _SETTING.finditer(line)}
+    """' Dual-port       : OFF          Device         : mlx4_0' -> {'dual-port': 'OFF', 'device': ...}.
+
+    A name starts at a character that is neither blank nor ':' and runs to the next ':' (with no tab
+    inside it); the value is words separated by single spaces. One left-to-right scan, so a long line
+    costs linear time (a regex doing the same retries every start position).
+    """
+    settings: dict[str, str] = {}
+    position, end = 0, len(line)
+    while position < end:
+        start = _next_name_start(line, position)
+        colon = line.find(":", start)
+        if start < 0 or colon < 0:
+            break
+        name = line[start:colon]
+        tab = name.find("\t")
+        if tab >= 0 and name[tab:].strip():
+            position = start + tab + 1  # a name cannot hold a tab: look again after it
+            continue
+        value = _SETTING_VALUE.match(line, _skip_blanks(line, colon + 1))
+        if value is None:
+            position = colon + 1  # nothing after the colon: no setting with this colon
+            continue
+        settings[name.strip().lower()] = value[0]
+        position = value.end()
+    return settings
+
+
+def _next_name_start(line: str, position: int) -> int:
+    for index in range(position, len(line)):
+        char = line[index]
+        if char != ":" and not char.isspace():
+            return index
+    return -1
+
+
+def _skip_blanks(line: str, position: int) -> int:
+    while position < len(line) and line[position].isspace():
+        position += 1
+    return position
 
 
 def _parse_address(match: re.Match[str]) -> PerftestAddress:
@@ -228,7 +277,7 @@ def _start_table(state: _State, number: int, line: str) -> None:
             source=state.source,
             line=number,
         )
-    columns = [c.strip() for c in _COLUMN.findall(line)]
+    columns = _table_columns(line)
     if columns[:1] != ["#bytes"] or len(columns) < 2:
         raise ParseError(
             f"unrecognised perftest table header: {line.strip()!r}", source=state.source, line=number
@@ -236,6 +285,43 @@ def _start_table(state: _State, number: int, line: str) -> None:
     state.columns = columns
     state.in_header = False
     state.in_table = True
+
+
+def _table_columns(line: str) -> list[str]:
+    """'#bytes #iterations  BW peak[Gb/sec] ...' -> ['#bytes', '#iterations', 'BW peak[Gb/sec]', ...].
+
+    A column is '#name', 'tps average', or words (single or multiple spaces apart) followed by a
+    bracketed unit; other words are not columns.
+    """
+    columns: list[str] = []
+    words_start: int | None = None  # where the current run of words began
+    position = 0
+    for token in _HEADER_TOKEN.finditer(line):
+        text = token[0]
+        if text.startswith("#") and len(text) > 1:
+            _close_words(line, words_start, token.start(), columns)
+            columns.append(text)
+            words_start = None
+        elif text.startswith("[") and text.endswith("]") and len(text) > 1:
+            if words_start is not None:
+                columns.append(line[words_start : token.end()].strip())
+            words_start = None
+        elif text.isspace():
+            pass
+        elif text in ("[", "]", "#"):
+            _close_words(line, words_start, token.start(), columns)
+            words_start = None
+        elif words_start is None:
+            words_start = token.start()
+        position = token.end()
+    _close_words(line, words_start, position, columns)
+    return columns
+
+
+def _close_words(line: str, start: int | None, end: int, columns: list[str]) -> None:
+    """Words with no unit after them are no column, except perftest's 'tps average'."""
+    if start is not None and "tps average" in line[start:end]:
+        columns.append("tps average")
 
 
 def _parse_row(state: _State, number: int, line: str) -> PerftestRow:
@@ -247,23 +333,18 @@ def _parse_row(state: _State, number: int, line: str) -> PerftestRow:
             source=state.source,
             line=number,
         )
-    try:
-        values = [parse_number(cell) for cell in cells]
-        for value in values:
-            float(value)  # an integer too large for a float is damage too
-    except (ValueError, OverflowError):
-        raise ParseError(
-            f"result row holds a cell that is not a number: {line.strip()!r}",
-            source=state.source,
-            line=number,
-        ) from None
+    values = [
+        read_number(cell, source=state.source, line=number, what=f"result cell {column!r}")
+        for column, cell in zip(columns, cells, strict=True)
+    ]
     return _row_from_cells(dict(zip(columns, values, strict=True)), state.source, number)
 
 
 def _row_from_cells(cells: dict[str, float | int], source: str, number: int) -> PerftestRow:
     size = cells["#bytes"]
     iterations = cells.get("#iterations")
-    if not isinstance(size, int) or (iterations is not None and not isinstance(iterations, int)):
+    bad_iterations = iterations is not None and (not isinstance(iterations, int) or iterations < 0)
+    if not isinstance(size, int) or size < 0 or bad_iterations:
         raise ParseError("#bytes and #iterations must be whole numbers", source=source, line=number)
     named: dict[str, float] = {}
     percentiles: dict[str, float] = {}
@@ -271,7 +352,7 @@ def _row_from_cells(cells: dict[str, float | int], source: str, number: int) -> 
         key = _field_for_column(name)
         if key is not None:
             named[key] = float(value)
-        elif (pct := re.match(r"([\d.]+)% percentile\[", name)) is not None:
+        elif (pct := re.match(r"([0-9.]{1,20})% percentile\[", name)) is not None:
             percentiles[pct[1]] = float(value)
     return PerftestRow(bytes=size, iterations=iterations, percentiles=percentiles, **named)
 
@@ -300,7 +381,8 @@ def _on_message(state: _State, number: int, line: str) -> None:
 
 
 def _on_failure(state: _State, number: int, text: str) -> None:
-    state.errors.append(_parse_error(number, text))
+    state.errors.append(_parse_error(state.source, number, text))
+    state.perftest_failures += _PERFTEST_FAILURE.match(text) is not None
     if (role := _COMPLETION_ERROR.search(text)) is not None:
         state.error_role = role["role"]
 
@@ -310,11 +392,16 @@ def _is_perftest_message(line: str) -> bool:
     return len(line) > 1 and line[0] == " " and line[1].isalpha()
 
 
-def _parse_error(number: int, text: str) -> PerftestError:
+def _parse_error(source: str, number: int, text: str) -> PerftestError:
     status = _FAILED_STATUS.search(text)
     if status is None:
         return PerftestError(line=number, message=text)
-    return PerftestError(line=number, message=text, status=int(status["status"]), syndrome=status["syndrome"])
+    # The first syndrome after the status; searched once, so repeated 'Failed status' stays linear.
+    syndrome = _SYNDROME.search(text, status.end())
+    if syndrome is None:
+        return PerftestError(line=number, message=text)
+    code = read_int(status["status"], source=source, line=number, what="completion status")
+    return PerftestError(line=number, message=text, status=code, syndrome=syndrome["syndrome"])
 
 
 def _freeze(state: _State) -> PerftestRun:
@@ -323,10 +410,10 @@ def _freeze(state: _State) -> PerftestRun:
         test=_test_name(state),
         role=_role(state),
         connection=settings.get("connection type"),
-        qps=_int_setting(settings, "number of qps"),
+        qps=_int_setting(state, "number of qps"),
         link_layer=settings.get("link type"),
-        mtu=_int_setting(settings, "mtu"),
-        gid_index=_int_setting(settings, "gid index"),
+        mtu=_int_setting(state, "mtu"),
+        gid_index=_int_setting(state, "gid index"),
         device=settings.get("device"),
         bw_unit=_column_unit(state.columns, ("BW average", "BW peak")),
         lat_unit=_column_unit(state.columns, ("t_avg", "t_typical", "t_min")),
@@ -370,9 +457,12 @@ def _role(state: _State) -> str | None:
     return None
 
 
-def _int_setting(settings: Mapping[str, str], key: str) -> int | None:
-    match = re.match(r"\d+", settings.get(key, ""))
-    return int(match[0]) if match else None
+def _int_setting(state: _State, key: str) -> int | None:
+    """The leading number of a setting ('4096[B]' -> 4096); the settings block has no line numbers."""
+    match = re.match(r"[0-9]+", state.settings.get(key, ""), re.ASCII)
+    if match is None:
+        return None
+    return read_int(match[0], source=state.source, what=f"setting {key!r}")
 
 
 def _column_unit(columns: list[str] | None, names: tuple[str, ...]) -> str | None:

@@ -40,6 +40,13 @@ options:
   rp_params: {description: roce_rp sysfs values to set., type: dict, default: {}}
   roce_tos: {description: RoCE traffic class and RDMA-CM ToS byte (0..255)., type: int, default: 106}
   mtu: {description: Netdev MTU., type: int, default: 9000}
+  rollback_on_failure:
+    description:
+      - When a write fails, write back every setting already changed on that NIC (newest first), read
+        the NIC again and report whether it is as before the run. NICs finished before it keep the
+        intent. C(false) leaves the NIC as the failed run left it.
+    type: bool
+    default: true
 author: fabcheck
 """
 
@@ -54,8 +61,14 @@ EXAMPLES = r"""
 RETURN = r"""
 nics:
   description: Per RDMA device, its netdev, the settings changed (or to change in check mode) and the
-    resulting state.
+    resulting state. On a failed write also C(failed_write), C(rolled_back), C(rollback_ok) and
+    C(rollback) (settings written back, errors, settings still different from before the run).
   type: dict
+  returned: always
+writes:
+  description: Every write made by this run, in order (C(nic), C(setting), C(before), C(after),
+    C(command), C(rolled_back)); on success the same settings as C(nics.*.changed).
+  type: list
   returned: always
 """
 
@@ -89,6 +102,15 @@ class NicError(Exception):
     """A read or write on one NIC failed; the message names the NIC and the command."""
 
 
+class WriteFailed(NicError):
+    """A write (or the re-read between writes) failed after `done` writes on the same NIC."""
+
+    def __init__(self, message: str, done: list[Change], failed: Change | None) -> None:
+        super().__init__(message)
+        self.done = done
+        self.failed = failed  # None: the re-read of a hidden DSCP map failed, no write was attempted
+
+
 @dataclass
 class Change:
     """One setting that differs: its key, before/after text, and how to write it (argv or sysfs)."""
@@ -98,6 +120,21 @@ class Change:
     after: str
     argv: list[str] | None = None
     sysfs: tuple[str, str] | None = None  # (path, value)
+    undo_argv: list[str] | None = None  # the command that writes `before` back; None: it cannot be
+    dscps: tuple[int, ...] = ()  # dscp2prio only: the DSCPs this change maps
+
+    def undo(self) -> Change | None:
+        """The write that puts `before` back, or None when `before` is not a value that can be written."""
+        if self.sysfs is not None:
+            return Change(self.key, self.after, self.before, sysfs=(self.sysfs[0], self.before))
+        if self.undo_argv is None:
+            return None
+        return Change(self.key, self.after, self.before, argv=self.undo_argv, dscps=self.dscps)
+
+    def command(self) -> str:
+        if self.sysfs is not None:
+            return f"echo {self.sysfs[1]} > {self.sysfs[0]}"
+        return " ".join(self.argv or [])
 
 
 @dataclass
@@ -308,7 +345,8 @@ def plan(nic: Nic, params: dict) -> list[Change]:
         key, want = f"rdma_cm_tos/{port}", str(params["roce_tos"])
         if nic.state[key] != want:
             argv = ["cma_roce_tos", "-d", nic.dev, "-p", port, "-t", want]
-            changes.append(Change(key, nic.state[key], want, argv=argv))
+            undo = [*argv[:-1], nic.state[key]] if nic.state[key].isdigit() else None
+            changes.append(Change(key, nic.state[key], want, argv=argv, undo_argv=undo))
     return changes
 
 
@@ -316,16 +354,25 @@ def qos_changes(nic: Nic, params: dict) -> list[Change]:
     qos = ["mlnx_qos", "-i", nic.netdev]
     changes = []
     if nic.state["trust"] != params["trust"]:
-        changes.append(
-            Change("trust", nic.state["trust"], params["trust"], argv=[*qos, "--trust", params["trust"]])
-        )
+        argv, undo = [*qos, "--trust", params["trust"]], [*qos, "--trust", nic.state["trust"]]
+        changes.append(Change("trust", nic.state["trust"], params["trust"], argv=argv, undo_argv=undo))
     if params["trust"] == "dscp":
         changes += dscp_map_changes(nic, params, qos)
     want_pfc = [params["lossless_priority"]] if params["pfc"] else []
     if nic.state["pfc"] != pfc_text(want_pfc):
-        bitmap = ",".join("1" if p in want_pfc else "0" for p in PRIORITIES)
-        changes.append(Change("pfc", nic.state["pfc"], pfc_text(want_pfc), argv=[*qos, "--pfc", bitmap]))
+        argv = [*qos, "--pfc", pfc_bitmap(want_pfc)]
+        undo = [*qos, "--pfc", pfc_bitmap(pfc_priorities(nic.state["pfc"]))]
+        changes.append(Change("pfc", nic.state["pfc"], pfc_text(want_pfc), argv=argv, undo_argv=undo))
     return changes
+
+
+def pfc_bitmap(priorities: list[int]) -> str:
+    return ",".join("1" if p in priorities else "0" for p in PRIORITIES)
+
+
+def pfc_priorities(text: str) -> list[int]:
+    """Inverse of pfc_text: `3` or `3,4` or `none`."""
+    return [] if text == "none" else [int(p) for p in text.split(",")]
 
 
 def dscp_map_changes(nic: Nic, params: dict, qos: list[str]) -> list[Change]:
@@ -335,10 +382,18 @@ def dscp_map_changes(nic: Nic, params: dict, qos: list[str]) -> list[Change]:
     if not wrong:
         return []
     before = HIDDEN_MAP if current is None else map_text({d: current.get(d) for d in wrong})
-    argv = [*qos]
+    argv, undo = [*qos], [*qos]
     for dscp in wrong:
         argv += ["--dscp2prio", f"set,{dscp},{wanted[dscp]}"]
-    return [Change("dscp2prio", before, map_text({d: wanted[d] for d in wrong}), argv=argv)]
+        old = None if current is None else current.get(dscp)
+        undo += ["--dscp2prio", f"set,{dscp},{old}"]
+    # A hidden map (trust pcp) is only known after trust is dscp: apply() plans it again then.
+    known = current is not None and all(current.get(d) is not None for d in wrong)
+    after = map_text({d: wanted[d] for d in wrong})
+    change = Change(
+        "dscp2prio", before, after, argv=argv, undo_argv=undo if known else None, dscps=tuple(wrong)
+    )
+    return [change]
 
 
 def map_text(mapping: dict[int, int | None]) -> str:
@@ -364,7 +419,8 @@ def desired_sysfs(nic: Nic, params: dict) -> dict[str, str]:
 def sysfs_change(nic: Nic, key: str, path: str, want: str, params: dict) -> Change:
     if key == "mtu":
         argv = ["ip", "link", "set", "dev", nic.netdev, "mtu", want]
-        return Change(key, nic.state[key], want, argv=argv)
+        undo = [*argv[:-1], nic.state[key]] if nic.state[key].isdigit() else None
+        return Change(key, nic.state[key], want, argv=argv, undo_argv=undo)
     return Change(key, nic.state[key], want, sysfs=(path, want))
 
 
@@ -372,16 +428,24 @@ def sysfs_change(nic: Nic, key: str, path: str, want: str, params: dict) -> Chan
 
 
 def apply(module: AnsibleModule, nic: Nic, changes: list[Change], params: dict) -> list[Change]:
-    """Write the changes; a hidden DSCP map is re-read once trust is dscp, so only real differences go."""
-    done = []
+    """Write the changes; a hidden DSCP map is re-read once trust is dscp, so only real differences go.
+
+    Raises WriteFailed with the writes already made when one fails.
+    """
+    done: list[Change] = []
     for change in changes:
-        if change.key == "dscp2prio" and change.before == HIDDEN_MAP:
-            read_qos(module, nic)
-            fresh = dscp_map_changes(nic, params, ["mlnx_qos", "-i", nic.netdev])
-            if not fresh:
-                continue
-            change = fresh[0]
-        write(module, nic, change)
+        attempt: Change | None = None
+        try:
+            if change.key == "dscp2prio" and change.before == HIDDEN_MAP:
+                read_qos(module, nic)
+                fresh = dscp_map_changes(nic, params, ["mlnx_qos", "-i", nic.netdev])
+                if not fresh:
+                    continue
+                change = fresh[0]
+            attempt = change
+            write(module, nic, change)
+        except NicError as exc:
+            raise WriteFailed(str(exc), done, attempt) from None
         done.append(change)
     return done
 
@@ -400,6 +464,157 @@ def write(module: AnsibleModule, nic: Nic, change: Change) -> None:
             f"{nic.dev} ({nic.netdev}): `{' '.join(change.argv)}` failed (rc={rc}): "
             f"{err.strip() or out.strip()}"
         )
+
+
+# ---- rollback after a failed write ---------------------------------------------------------------
+
+
+@dataclass
+class Rollback:
+    """What putting one NIC back after a failed write did, and whether it now reads as before the run."""
+
+    undone: list[str] = field(default_factory=list)  # settings written back, newest first
+    errors: list[str] = field(default_factory=list)  # write-backs that failed or cannot be expressed
+    remaining: dict[str, tuple[str, str]] = field(default_factory=dict)  # setting -> (before the run, now)
+    unverified: str = ""  # why the NIC could not be read again to compare
+
+    @property
+    def ok(self) -> bool:
+        return not (self.errors or self.remaining or self.unverified)
+
+
+def snapshot(nic: Nic) -> Nic:
+    """A copy of the NIC as read before any write: apply() re-reads into the live object."""
+    mapping = None if nic.dscp2prio is None else dict(nic.dscp2prio)
+    return Nic(nic.dev, nic.netdev, list(nic.ports), dict(nic.state), mapping)
+
+
+def differences(original: Nic, current: Nic) -> dict[str, tuple[str, str]]:
+    """Settings whose value now differs from the original read, as (then, now)."""
+    found = {
+        key: (value, current.state.get(key, "unread"))
+        for key, value in original.state.items()
+        if current.state.get(key) != value
+    }
+    old, new = original.dscp2prio, current.dscp2prio
+    if old is not None and new is not None:  # a map hidden on either side follows trust, compared above
+        moved = sorted(d for d in set(old) | set(new) if old.get(d) != new.get(d))
+        if moved:
+            found["dscp2prio"] = (
+                map_text({d: old.get(d) for d in moved}),
+                map_text({d: new.get(d) for d in moved}),
+            )
+    return found
+
+
+def took_effect(change: Change, current: Nic) -> bool:
+    """Whether a failed write changed its setting anyway (one mlnx_qos call sets several DSCPs in turn)."""
+    if change.key == "dscp2prio":
+        if current.dscp2prio is None:
+            return change.before != HIDDEN_MAP
+        return map_text({d: current.dscp2prio.get(d) for d in change.dscps}) != change.before
+    return current.state.get(change.key) != change.before
+
+
+def roll_back(
+    module: AnsibleModule, original: Nic, done: list[Change], failed: Change | None, params: dict
+) -> Rollback:
+    """Write back every setting changed on this NIC, newest first, then read the NIC again to compare.
+
+    Newest first matters: mlx5 turns trust to dscp when a DSCP mapping is set, so the map is put back
+    while trust is still dscp and trust last.
+    """
+    report = Rollback()
+    undo = list(done)
+    if failed is not None:
+        try:
+            if took_effect(failed, read_nic(module, original.dev, params)):
+                undo.append(failed)
+        except NicError:
+            undo.append(failed)  # cannot tell whether it took effect: writing the old value is harmless
+    for change in reversed(undo):
+        inverse = change.undo()
+        if inverse is None:
+            report.errors.append(f"{change.key}: the previous value {change.before!r} cannot be written back")
+            continue
+        try:
+            write(module, original, inverse)
+        except NicError as exc:
+            report.errors.append(str(exc))
+            continue
+        report.undone.append(change.key)
+    try:
+        report.remaining = differences(original, read_nic(module, original.dev, params))
+    except NicError as exc:
+        report.unverified = str(exc)
+    return report
+
+
+def failed_run(module: AnsibleModule, result: dict, original: Nic, exc: WriteFailed, params: dict) -> dict:
+    """The module result after a failed write on `original`: every write made, and what rollback did."""
+    rollback = (
+        roll_back(module, original, exc.done, exc.failed, params) if params["rollback_on_failure"] else None
+    )
+    earlier = [
+        f"{dev} ({', '.join(entry['changed'])})" for dev, entry in result["nics"].items() if entry["changed"]
+    ]
+    undone = set(rollback.undone) if rollback else set()
+    result["writes"] += [write_record(original, c, rolled_back=c.key in undone) for c in exc.done]
+    result["changed"] |= bool(exc.done)
+    entry: dict = {
+        "netdev": original.netdev,
+        "changed": [c.key for c in exc.done],
+        "changes": {c.key: {"before": c.before, "after": c.after} for c in exc.done},
+        "failed_write": None if exc.failed is None else exc.failed.key,
+        "rolled_back": rollback is not None,
+        "rollback_ok": rollback is not None and rollback.ok,
+    }
+    if rollback is not None:
+        entry["rollback"] = {
+            "undone": rollback.undone,
+            "errors": rollback.errors,
+            "still_different": {k: {"before_run": a, "now": b} for k, (a, b) in rollback.remaining.items()},
+            "unverified": rollback.unverified,
+        }
+    result["nics"][original.dev] = entry
+    result["failed"] = True
+    result["msg"] = failure_message(original, exc, rollback, earlier)
+    return result
+
+
+def failure_message(nic: Nic, exc: WriteFailed, rollback: Rollback | None, earlier: list[str]) -> str:
+    made = ", ".join(f"{c.key} {c.before} -> {c.after}" for c in exc.done)
+    parts = [
+        str(exc),
+        f"writes made on {nic.dev} before it: {made}" if made else f"nothing written on {nic.dev}",
+    ]
+    if rollback is None:
+        if exc.done:
+            parts.append(f"not rolled back (rollback_on_failure: false): {nic.dev} is left with those writes")
+    elif rollback.ok:
+        undone = f"rolled back ({', '.join(rollback.undone)})" if rollback.undone else "nothing to roll back"
+        parts.append(f"{undone}; rollback succeeded: {nic.dev} reads as before the run")
+    else:
+        problems = rollback.errors + [f"{k} was {a}, now {b}" for k, (a, b) in rollback.remaining.items()]
+        if rollback.unverified:
+            problems.append(f"cannot read it again to compare: {rollback.unverified}")
+        undone = ", ".join(rollback.undone) or "nothing"
+        parts.append(f"rollback FAILED (written back: {undone}): {nic.dev} is not as before the run")
+        parts.append("; ".join(problems))
+    if earlier:
+        parts.append(f"configured before this NIC and kept: {', '.join(earlier)}")
+    return ". ".join(parts)
+
+
+def write_record(nic: Nic, change: Change, rolled_back: bool) -> dict:
+    return {
+        "nic": nic.dev,
+        "setting": change.key,
+        "before": change.before,
+        "after": change.after,
+        "command": change.command(),
+        "rolled_back": rolled_back,
+    }
 
 
 # ---- reporting ------------------------------------------------------------------------------------
@@ -423,12 +638,17 @@ def run(module: AnsibleModule) -> dict:
     if not devices:
         raise NicError("no RDMA device given and none with an Ethernet port found in /sys/class/infiniband")
     nics = [read_nic(module, dev, params) for dev in devices]
-    result: dict = {"changed": False, "nics": {}, "diff": []}
+    result: dict = {"changed": False, "nics": {}, "writes": [], "diff": []}
     for nic in nics:
         changes = plan(nic, params)
         before = state_text(nic, params, changes, after=False)
         if changes and not module.check_mode:
-            changes = apply(module, nic, changes, params)
+            original = snapshot(nic)
+            try:
+                changes = apply(module, nic, changes, params)
+            except WriteFailed as exc:
+                return failed_run(module, result, original, exc, params)
+            result["writes"] += [write_record(nic, c, rolled_back=False) for c in changes]
         result["changed"] |= bool(changes)
         result["nics"][nic.dev] = {
             "netdev": nic.netdev,
@@ -460,15 +680,19 @@ def main() -> None:
             "rp_params": {"type": "dict", "default": {}},
             "roce_tos": {"type": "int", "default": 106},
             "mtu": {"type": "int", "default": 9000},
+            "rollback_on_failure": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
     )
     try:
         result = run(module)
     except NicError as exc:
-        module.fail_json(msg=str(exc))
-    if not module._diff:
+        module.fail_json(msg=str(exc), changed=False)
+    failed = result.pop("failed", False)
+    if failed or not module._diff:
         result.pop("diff")
+    if failed:
+        module.fail_json(**result)  # changed stays true when writes were made, rolled back or not
     module.exit_json(**result)
 
 

@@ -664,24 +664,27 @@ def run(module: AnsibleModule) -> dict:
     return result
 
 
+ARGUMENT_SPEC: dict[str, dict] = {
+    "devices": {"type": "list", "elements": "str", "default": []},
+    "trust": {"type": "str", "choices": ["dscp", "pcp"], "default": "dscp"},
+    "lossless_priority": {"type": "int", "default": 3},
+    "lossless_dscp": {"type": "list", "elements": "int", "default": [26]},
+    "pfc": {"type": "bool", "default": True},
+    "cnp_dscp": {"type": "int", "default": 48},
+    "cnp_priority": {"type": "int", "default": 6},
+    "np_enable": {"type": "bool", "default": True},
+    "rp_enable": {"type": "bool", "default": True},
+    "min_time_between_cnps": {"type": "int", "default": None},
+    "rp_params": {"type": "dict", "default": {}},
+    "roce_tos": {"type": "int", "default": 106},
+    "mtu": {"type": "int", "default": 9000},
+    "rollback_on_failure": {"type": "bool", "default": True},
+}
+
+
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={
-            "devices": {"type": "list", "elements": "str", "default": []},
-            "trust": {"type": "str", "choices": ["dscp", "pcp"], "default": "dscp"},
-            "lossless_priority": {"type": "int", "default": 3},
-            "lossless_dscp": {"type": "list", "elements": "int", "default": [26]},
-            "pfc": {"type": "bool", "default": True},
-            "cnp_dscp": {"type": "int", "default": 48},
-            "cnp_priority": {"type": "int", "default": 6},
-            "np_enable": {"type": "bool", "default": True},
-            "rp_enable": {"type": "bool", "default": True},
-            "min_time_between_cnps": {"type": "int", "default": None},
-            "rp_params": {"type": "dict", "default": {}},
-            "roce_tos": {"type": "int", "default": 106},
-            "mtu": {"type": "int", "default": 9000},
-            "rollback_on_failure": {"type": "bool", "default": True},
-        },
+        argument_spec=ARGUMENT_SPEC,
         supports_check_mode=True,
     )
     try:

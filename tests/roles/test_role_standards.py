@@ -1,0 +1,59 @@
+"""Every role documents its interface: meta/argument_specs.yml lists exactly its defaults, typed and
+described, and the roce_nic module's argument spec, its DOCUMENTATION and the role's task agree."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ROLES = sorted(p for p in (REPO / "roles").iterdir() if p.is_dir())
+
+
+def load(path: Path) -> dict:
+    data = yaml.safe_load(path.read_text())
+    assert isinstance(data, dict), f"{path}: not a mapping"
+    return data
+
+
+def test_the_roles_are_found() -> None:
+    assert {role.name for role in ROLES} >= {"rdma_inventory", "roce_host", "gpu_rdma"}
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_argument_specs_list_exactly_the_defaults_typed_and_described(role: Path) -> None:
+    for needed in ("meta/main.yml", "meta/argument_specs.yml", "defaults/main.yml", "tasks/main.yml"):
+        assert (role / needed).is_file(), f"{role.name}: {needed} missing"
+    options = load(role / "meta" / "argument_specs.yml")["argument_specs"]["main"]["options"]
+    defaults = load(role / "defaults" / "main.yml")
+    assert set(options) == set(defaults), f"{role.name}: specs and defaults differ"
+    for name, spec in options.items():
+        assert name.startswith(f"{role.name}_"), f"{role.name}: {name} lacks the role prefix"
+        assert spec.get("type") and spec.get("description"), f"{role.name}: {name} needs type and description"
+
+
+def roce_nic() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("roce_nic", REPO / "roles/roce_host/library/roce_nic.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["roce_nic"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_roce_nic_spec_documentation_and_task_agree() -> None:
+    module = roce_nic()
+    documented = yaml.safe_load(module.DOCUMENTATION)["options"]
+    assert set(documented) == set(module.ARGUMENT_SPEC)
+    for name, spec in module.ARGUMENT_SPEC.items():
+        assert documented[name]["type"] == spec["type"], name
+        assert documented[name].get("default") == spec.get("default"), name
+    task = yaml.safe_load((REPO / "roles/roce_host/tasks/main.yml").read_text())[0]
+    passed = task["roce_nic"]
+    assert set(passed) == set(module.ARGUMENT_SPEC), "the task must pass every option from a role variable"
+    assert all(value == f"{{{{ roce_host_{name} }}}}" for name, value in passed.items())

@@ -1,0 +1,84 @@
+"""Open a netmiko session to a switch: the platform's real device_type, host keys verified, bounded.
+
+Host-key checking is never turned off: keys come from the user's known_hosts, or from a known_hosts
+file named in the inventory (`switch_known_hosts`, which the lab writes). The password is passed to
+netmiko only; no message of this module contains it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fabcheck.errors import FabcheckError
+
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 60.0  # one command; `nv config apply` on a busy switch takes tens of seconds
+
+
+class ConnectError(FabcheckError):
+    """The switch could not be reached or refused the login; names the switch, never the secret."""
+
+
+@dataclass(frozen=True)
+class SwitchLogin:
+    name: str
+    device_type: str
+    address: str
+    port: int
+    username: str
+    password: str = field(repr=False)
+    known_hosts: Path | None = None
+    connect_timeout_s: float = CONNECT_TIMEOUT_S
+    read_timeout_s: float = READ_TIMEOUT_S
+
+    def netmiko_args(self) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "device_type": self.device_type,
+            "host": self.address,
+            "port": self.port,
+            "username": self.username,
+            "password": self.password,
+            "ssh_strict": True,  # an unknown or changed host key is refused
+            "allow_agent": False,
+            "use_keys": False,
+            "conn_timeout": self.connect_timeout_s,
+            "banner_timeout": self.connect_timeout_s,
+            "auth_timeout": self.connect_timeout_s,
+            "read_timeout_override": self.read_timeout_s,
+            "fast_cli": False,
+        }
+        if self.known_hosts is not None:
+            args |= {"system_host_keys": False, "alt_host_keys": True, "alt_key_file": str(self.known_hosts)}
+        else:
+            args |= {"system_host_keys": True}
+        return args
+
+
+def connect(login: SwitchLogin) -> Any:
+    """A connected netmiko session, or ConnectError saying what failed (timeout, key, credentials)."""
+    from netmiko import ConnectHandler
+    from netmiko.exceptions import NetmikoAuthenticationException, NetmikoTimeoutException
+    from paramiko.ssh_exception import SSHException
+
+    where = f"switch {login.name} ({login.address}:{login.port}, {login.device_type})"
+    if login.known_hosts is not None and not login.known_hosts.is_file():
+        raise ConnectError(f"{where}: known_hosts file {login.known_hosts} does not exist")
+    try:
+        return ConnectHandler(**login.netmiko_args())
+    except NetmikoAuthenticationException:
+        raise ConnectError(
+            f"{where}: login refused for user {login.username!r} (wrong credentials)"
+        ) from None
+    except NetmikoTimeoutException:
+        raise ConnectError(f"{where}: no SSH answer within {login.connect_timeout_s:g} s") from None
+    except SSHException as err:
+        # paramiko says "Server '[127.0.3.1]:2201' not found in known_hosts" for an unknown key.
+        raise ConnectError(f"{where}: SSH refused: {_scrub(str(err), login.password)}") from None
+    except (OSError, EOFError) as err:
+        raise ConnectError(f"{where}: connection failed: {_scrub(str(err), login.password)}") from None
+
+
+def _scrub(text: str, secret: str) -> str:
+    return text.replace(secret, "<redacted>") if secret else text

@@ -1,0 +1,70 @@
+"""Render a desired switch state with the Jinja2 templates of its platform (`templates/<platform>/`).
+
+The templates only spell the desired record in the platform's terms: every value comes from the
+record, none from a constant in a template. Undefined names are errors, never empty strings.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from fabcheck.desired.switch import DesiredSwitch
+from fabcheck.errors import FabcheckError
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+ENTRY_TEMPLATE = "switch.j2"  # templates/<platform>/switch.j2 renders one whole switch
+
+
+class RenderError(FabcheckError):
+    """A platform without templates, or a template that cannot render the desired state."""
+
+
+@dataclass(frozen=True)
+class RenderedConfig:
+    """What would be pushed: the platform's own config text (commands, CLI lines or CONFIG_DB JSON)."""
+
+    switch: str
+    platform: str
+    text: str
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self.text.splitlines() if line.strip()]
+
+
+def template_platforms() -> tuple[str, ...]:
+    """Platforms with templates on disk (a platform also needs a driver to be pushed)."""
+    if not TEMPLATES.is_dir():
+        return ()
+    return tuple(sorted(p.name for p in TEMPLATES.iterdir() if (p / ENTRY_TEMPLATE).is_file()))
+
+
+@functools.cache
+def _environment(platform: str) -> jinja2.Environment:
+    folder = TEMPLATES / platform
+    if not (folder / ENTRY_TEMPLATE).is_file():
+        known = ", ".join(template_platforms()) or "none"
+        raise RenderError(f"no templates for platform {platform!r} in {TEMPLATES} (have: {known})")
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(folder)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,  # switch CLI text, not HTML
+    )
+
+
+def render_switch(desired: DesiredSwitch) -> RenderedConfig:
+    """Pure: the desired state of one switch -> the config text its platform takes."""
+    try:
+        template = _environment(desired.platform).get_template(ENTRY_TEMPLATE)
+        text = template.render(switch=desired)
+    except jinja2.TemplateError as err:
+        where = f"{getattr(err, 'filename', None) or desired.platform}:{getattr(err, 'lineno', '?')}"
+        raise RenderError(f"{where}: cannot render switch {desired.name}: {err}") from None
+    return RenderedConfig(desired.name, desired.platform, text)

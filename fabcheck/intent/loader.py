@@ -43,6 +43,8 @@ class Inventory:
     source: str
     intent: FabricIntent
     hosts: tuple[HostEntry, ...]
+    # ansible-core's InventoryManager, so `validate --limit` matches patterns exactly as Ansible does.
+    manager: Any = field(default=None, repr=False, compare=False)
 
     def host(self, name: str) -> HostEntry:
         for entry in self.hosts:
@@ -100,7 +102,7 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
             ]
         )
     assert fabric is not None
-    return Inventory(str(path), fabric, tuple(entries))
+    return Inventory(str(path), fabric, tuple(entries), manager)
 
 
 def _open(path: Path) -> tuple[Any, Any, Any]:

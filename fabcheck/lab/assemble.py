@@ -14,7 +14,7 @@ from fabcheck.lab.keys import KeyPair, generate_keypair, write_private, write_se
 from fabcheck.lab.mockhost.layout import MockNodePaths
 from fabcheck.lab.mockhost.prepare import install_tools, prepare_node
 from fabcheck.lab.mockswitch.spec import SwitchSpec, write_spec
-from fabcheck.lab.state import LabPaths, LabState, NodeRecord
+from fabcheck.lab.state import PASSWORD_ENV, LabError, LabPaths, LabState, NodeRecord
 
 PARALLEL_FROM = 32  # below this many hosts a worker pool costs more than it saves
 
@@ -75,10 +75,21 @@ def assemble(paths: LabPaths, state: LabState) -> list[str]:
 
     switches = state.switch_nodes()
     if switches:
-        password = secrets.token_urlsafe(18)
+        password = switch_password()
         write_secret(paths.switch_password, password + "\n")
         write_spec(paths.run_dir, [_switch_spec(node, password) for node in switches])
     return known_hosts
+
+
+def switch_password() -> str:
+    """The switches' password: FABCHECK_LAB_SWITCH_PASSWORD when set at `up`, else a fresh random one.
+
+    It is written once to the run dir's 0600 file, which both the switch server and the inventory read.
+    """
+    chosen = os.environ.get(PASSWORD_ENV, "")
+    if chosen.strip() != chosen or "\n" in chosen:
+        raise LabError(f"{PASSWORD_ENV} must not start or end with white space nor hold a newline")
+    return chosen or secrets.token_urlsafe(18)
 
 
 def _switch_spec(node: NodeRecord, password: str) -> SwitchSpec:

@@ -5,14 +5,64 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fabcheck.lab.state import LabPaths, project_root
+from fabcheck.lab.state import MAX_HOST_NODES, MAX_SWITCHES, PASSWORD_ENV, LabPaths, project_root
 
 if TYPE_CHECKING:
     from fabcheck.lab.lifecycle import LabStatus
 
 HOSTS_HELP = "GPU hosts (default 4; roce: rail8, the last one pcie when more than 2; ib: ib hosts)"
+MAX_RTT_MS = 1000.0
+
+
+def count_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in low..high, refused with the allowed range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            message = f"{text!r} is not a whole number (allowed: {low}..{high})"
+            raise argparse.ArgumentTypeError(message) from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range (allowed: {low}..{high})")
+        return value
+
+    parse.__name__ = "count"  # argparse names the type in its own messages
+    return parse
+
+
+def rtt_ms(text: str) -> float:
+    """An argparse type: a round-trip delay in milliseconds, 0..MAX_RTT_MS."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of milliseconds") from None
+    if not 0.0 <= value <= MAX_RTT_MS:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text} is out of range (allowed: 0..{MAX_RTT_MS:.0f} ms)")
+    return value
+
+
+def faults_epilog() -> str:
+    from fabcheck.lab import faults
+
+    listing = faults.catalog()
+    width = max(len(name) for name in listing)
+    lines = [f"  {name:<{width}}  {applies_to:<8}  {text}" for name, (applies_to, text) in listing.items()]
+    return "faults (FAULT, applies to, what it does):\n" + "\n".join(lines)
+
+
+# Replaced when help is printed: the fault registry is too heavy to import for every command.
+FAULTS_EPILOG = "(the fault list)"
+
+
+class FaultListFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help of `lab inject`: the epilog is the fault list, built only when help is shown."""
+
+    def add_text(self, text: str | None) -> None:
+        super().add_text(faults_epilog() if text == FAULTS_EPILOG else text)
 
 
 def register(subparsers: Any) -> None:
@@ -21,8 +71,11 @@ def register(subparsers: Any) -> None:
 
     up = commands.add_parser("up", help="start the lab (no-op when the same lab is already up)")
     up.add_argument("--profile", choices=("roce", "ib"), default="roce", help="roce (default) or ib fabric")
-    up.add_argument("--hosts", type=int, default=4, metavar="N", help=HOSTS_HELP)
-    up.add_argument("--switches", type=int, metavar="N", help="mock switches (roce default 2; ib has none)")
+    up.add_argument("--hosts", type=count_in(1, MAX_HOST_NODES), default=4, metavar="N", help=HOSTS_HELP)
+    up.add_argument("--switches", type=count_in(0, MAX_SWITCHES), metavar="N",
+                    help=f"mock switches, 0..{MAX_SWITCHES} (roce default 2; ib has none)")  # fmt: skip
+    rtt_help = "round-trip delay between the controller and each host node's sshd (default 0)"
+    up.add_argument("--rtt-ms", type=rtt_ms, default=0.0, metavar="MS", help=rtt_help)
     up.add_argument("--net", choices=("lo",), default="lo", help="node addresses on loopback (127.0.x.y)")
     up.set_defaults(func=_up)
 
@@ -36,8 +89,9 @@ def register(subparsers: Any) -> None:
     faults = commands.add_parser("faults", help="list every fault the lab can inject")
     faults.set_defaults(func=_faults)
 
-    inject = commands.add_parser("inject", help="inject a fault into one node")
-    inject.add_argument("fault")
+    inject = commands.add_parser("inject", help="inject a fault into one node", epilog=FAULTS_EPILOG,
+                                 formatter_class=FaultListFormatter)  # fmt: skip
+    inject.add_argument("fault", metavar="FAULT", help="one of the faults listed below")
     inject.add_argument("--node", required=True, help="lab node name (see `fabcheck lab status`)")
     inject.set_defaults(func=_inject)
 
@@ -60,16 +114,18 @@ def _up(args: argparse.Namespace) -> int:
 
     paths = _paths()
     result = lifecycle.up(paths, profile=args.profile, hosts=args.hosts, switches=args.switches,
-                          network=args.net)  # fmt: skip
+                          network=args.net, rtt_ms=args.rtt_ms)  # fmt: skip
     state = result.state
     verb = "already up" if result.already_up else f"up in {result.seconds:.1f} s"
+    delay = f", RTT {state.rtt_ms:g} ms to the hosts" if state.rtt_ms else ""
     print(f"lab {verb}: profile {state.profile}, {len(state.host_nodes())} host nodes, "
-          f"{len(state.switch_nodes())} switches (run dir {paths.run_dir})")  # fmt: skip
+          f"{len(state.switch_nodes())} switches{delay} (run dir {paths.run_dir})")  # fmt: skip
     inventory_dir = _relative(paths.inventory.parent)
     print(f"  inventory:  {_relative(paths.inventory)}   (ansible all -m ping -i {inventory_dir})")
     print(f"  ssh:        ssh -F {paths.ssh_config} {state.host_nodes()[0].name}")
     if state.switch_nodes():
-        print(f"  switches:   password in {paths.switch_password} (or set FABCHECK_LAB_SWITCH_PASSWORD)")
+        chosen = f"set {PASSWORD_ENV} before `up` to choose it"
+        print(f"  switches:   password in {paths.switch_password} ({chosen})")
     return 0
 
 

@@ -1,8 +1,8 @@
 """Controller-side access files of a running lab: Ansible inventory, ssh_config and known_hosts.
 
 Host-key checking stays on everywhere: known_hosts holds each node's own key and the switch server's.
-The switch password never appears in these files; the inventory reads it from the environment or from
-the lab's 0600 password file at run time.
+The switch password never appears in these files; the inventory reads it from the lab's 0600 password
+file at run time, the same file the switch server was given its password from (one source).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from fabcheck.lab.mockhost.profiles import rails_for
 from fabcheck.lab.mockswitch.spec import SWITCH_PLATFORMS
 from fabcheck.lab.state import LabPaths, LabState, NodeRecord, write_atomic
 
-PASSWORD_ENV = "FABCHECK_LAB_SWITCH_PASSWORD"
 HOST_GROUPS = ("gpu_hosts", "subnet_managers")
 SWITCH_GROUPS = tuple(f"switches_{platform}" for platform in SWITCH_PLATFORMS)
 SERVER_ALIVE = ("ServerAliveInterval=5", "ServerAliveCountMax=3")  # a stopped node fails, never hangs
@@ -79,10 +78,7 @@ def _switch_groups(paths: LabPaths, switches: Iterable[NodeRecord]) -> dict[str,
         children.setdefault(node.group, {"hosts": {}})["hosts"][node.name] = entry
     if not children:
         return {}
-    password = (
-        f"{{{{ lookup('ansible.builtin.env', '{PASSWORD_ENV}', "
-        f"default=lookup('ansible.builtin.file', '{paths.switch_password}')) }}}}"
-    )
+    password = f"{{{{ lookup('ansible.builtin.file', '{paths.switch_password}') }}}}"
     shared = {
         "ansible_connection": "local",
         "ansible_python_interpreter": "{{ ansible_playbook_python }}",  # netmiko lives with ansible

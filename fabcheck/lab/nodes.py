@@ -12,11 +12,17 @@ from pathlib import Path
 
 from fabcheck.lab import nodeinit
 from fabcheck.lab.keys import KeyPair, write_private, write_secret
-from fabcheck.lab.state import HOST_PORT, SWITCH_PORT, LabError, LabPaths, NodeRecord
+from fabcheck.lab.state import (
+    HOST_PORT,
+    MAX_HOST_NODES,
+    MAX_SWITCHES,
+    SWITCH_PORT,
+    LabError,
+    LabPaths,
+    NodeRecord,
+)
 
 SYSTEM_PYTHON = "/usr/bin/python3"
-MAX_HOST_NODES = 500  # 127.0.1.x and 127.0.2.x; 127.0.3.x belongs to switches
-MAX_SWITCHES = 250
 SWITCH_PLATFORM_CYCLE = ("nvue", "sonic", "eos")
 SWITCH_USERS = {"nvue": "cumulus", "sonic": "admin", "eos": "admin"}
 SWITCH_PORT_COUNT = 32
@@ -64,8 +70,11 @@ def plan_nodes(profile: str, hosts: int, switches: int) -> list[NodeRecord]:
         host_names += ["sm01", "sm02"]
         host_profiles += ["sm", "sm"]
         groups += ["subnet_managers"] * 2
-    if len(host_names) > MAX_HOST_NODES or switches > MAX_SWITCHES or switches < 0:
-        raise LabError(f"the lab holds at most {MAX_HOST_NODES} host nodes and {MAX_SWITCHES} switches")
+    if len(host_names) > MAX_HOST_NODES:
+        extra = " including the 2 subnet-manager nodes of the ib profile" if profile == "ib" else ""
+        raise LabError(f"--hosts {hosts}: the lab holds at most {MAX_HOST_NODES} host nodes{extra}")
+    if not 0 <= switches <= MAX_SWITCHES:
+        raise LabError(f"--switches {switches}: out of range, allowed: 0..{MAX_SWITCHES}")
     nodes = [
         NodeRecord(name, "host", prof, group, i, host_address(i), HOST_PORT)
         for i, (name, prof, group) in enumerate(zip(host_names, host_profiles, groups, strict=True))

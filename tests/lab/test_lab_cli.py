@@ -61,14 +61,50 @@ def test_faults_need_a_lab(argv: list[str], capsys: pytest.CaptureFixture[str], 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--hosts", "0"], "a lab needs at least one host (--hosts >= 1)"),
         (["--profile", "ib", "--switches", "2"], "the ib profile has no Ethernet switches (drop --switches)"),
-        (["--hosts", "600"], "the lab holds at most 500 host nodes and 250 switches"),
+        (
+            ["--profile", "ib", "--hosts", "499"],
+            "--hosts 499: the lab holds at most 500 host nodes"
+            " including the 2 subnet-manager nodes of the ib profile",
+        ),
     ],
 )
 def test_impossible_lab_shapes(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lab", "up", *argv]) == 2
     assert _one_error_line(capsys) == f"fabcheck: {message}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--switches", "-1"], "argument --switches: -1 is out of range (allowed: 0..250)"),
+        (["--switches", "251"], "argument --switches: 251 is out of range (allowed: 0..250)"),
+        (["--switches", "two"], "argument --switches: 'two' is not a whole number (allowed: 0..250)"),
+        (["--hosts", "0"], "argument --hosts: 0 is out of range (allowed: 1..500)"),
+        (["--hosts", "600"], "argument --hosts: 600 is out of range (allowed: 1..500)"),
+        (["--rtt-ms", "-1"], "argument --rtt-ms: -1 is out of range (allowed: 0..1000 ms)"),
+        (["--rtt-ms", "nan"], "argument --rtt-ms: nan is out of range (allowed: 0..1000 ms)"),
+        (["--rtt-ms", "fast"], "argument --rtt-ms: 'fast' is not a number of milliseconds"),
+    ],
+)
+def test_out_of_range_counts_name_the_option_and_its_range(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["lab", "up", *argv])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"fabcheck lab up: error: {message}"
+
+
+def test_inject_help_lists_every_fault_with_its_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["lab", "inject", "--help"])
+    assert exit_info.value.code == 0
+    help_lines = capsys.readouterr().out.splitlines()
+    listing = {**HOST_FAULTS, **SWITCH_FAULTS, **LAB_FAULTS}
+    for name, text in listing.items():
+        line = next((line for line in help_lines if line.split()[:1] == [name]), None)
+        assert line is not None and line.rstrip().endswith(text), name
 
 
 def test_up_as_non_root_is_one_clear_error(

@@ -6,14 +6,15 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .layout import MockNodePaths
+from .layout import MOCK_STATE_MOUNT, MockNodePaths
 from .profiles import HOST_PROFILES, topology_for
-from .tools import DISPATCHER, TOOL_NAMES
+from .tools import CLIENT, DISPATCHER, SERVED_TOOLS, SOCKET_NAME, TOOL_NAMES
 
 __all__ = ["HOST_PROFILES", "install_tools", "prepare_node"]
 
@@ -69,19 +70,51 @@ def zipapp_bytes() -> bytes:
     return f"#!{SYSTEM_PYTHON} -IS\n".encode() + buffer.getvalue()
 
 
-def install_tools(bin_dir: Path) -> None:
-    """Write the dispatcher and one symlink per tool name into bin_dir (later /usr/local/bin)."""
+CLIENT_SOURCE = Path(__file__).parent / "client.c"
+NODE_SOCKET = f"{MOCK_STATE_MOUNT}/{SOCKET_NAME}"
+COMPILE_TIMEOUT_S = 120.0  # a loaded 2-core machine; the real cost is ~0.2 s of CPU
+
+
+def compile_client(target: Path, socket_path: str = NODE_SOCKET) -> str | None:
+    """Build the C client of the tool server at target; None when built, else why not."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return "no C compiler (cc) on this machine"
+    if '"' in socket_path or "\\" in socket_path:
+        return f"socket path {socket_path!r} cannot be compiled in"
+    tmp = target.with_name(f".{target.name}.tmp")
+    argv = [compiler, "-O2", "-s", f'-DSOCKET_PATH="{socket_path}"', "-o", str(tmp), str(CLIENT_SOURCE)]
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"{compiler} failed: {err}"
+    if result.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        return f"{compiler} failed: {(result.stderr or result.stdout).strip()[:300]}"
+    os.replace(tmp, target)
+    return None
+
+
+def install_tools(bin_dir: Path, *, client_socket: str | None = None) -> str | None:
+    """Write the dispatcher and one symlink per tool name into bin_dir (later /usr/local/bin).
+
+    With client_socket, the served tools are linked to the C client of the tool server listening there
+    instead (built here); returns why that could not be done (the tools then all use the dispatcher).
+    """
     bin_dir.mkdir(parents=True, exist_ok=True)
     target = bin_dir / DISPATCHER
     tmp = bin_dir / f".{DISPATCHER}.tmp"
     tmp.write_bytes(zipapp_bytes())
     tmp.chmod(0o755)
     os.replace(tmp, target)
+    problem = None if client_socket is None else compile_client(bin_dir / CLIENT, client_socket)
+    served = client_socket is not None and problem is None
     for name in TOOL_NAMES:
         link = bin_dir / name
         if link.is_symlink() or link.exists():
             link.unlink()
-        link.symlink_to(DISPATCHER)
+        link.symlink_to(CLIENT if served and name in SERVED_TOOLS else DISPATCHER)
+    return problem
 
 
 def write(path: Path, value: object) -> None:

@@ -5,6 +5,8 @@ chosen by the name it is called by, or by ``fabcheck-mock TOOL ARGS...``. Never 
 """
 
 DISPATCHER = "fabcheck-mock"
+CLIENT = "fabcheck-mock-client"  # C client of the lab's tool server (see toolserver.py)
+SOCKET_NAME = ".tools.sock"  # in a node's state folder, one per node
 PERFTEST = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat")
 NCCL_TESTS = (
     "all_reduce_perf",
@@ -35,4 +37,23 @@ TOOL_NAMES = (
     "sysctl",
     "systemctl",
     "sminfo",
+)
+# Tools that only read and write node state and sysfs: the lab's tool server runs them in-process.
+# Not served: perftest, nccl-tests and mpirun (they move bytes and start processes in the node),
+# systemctl/sminfo (node pids) and sysctl (reads files by their path in the node).
+SERVED_TOOLS = (
+    "nvidia-smi",
+    "mlnx_qos",
+    "cma_roce_tos",
+    "cma_roce_mode",
+    "ibv_devinfo",
+    "ibstat",
+    "ibstatus",
+    "show_gids",
+    "ibdev2netdev",
+    "rdma",
+    "ip",
+    "ethtool",
+    "lsmod",
+    "modprobe",
 )

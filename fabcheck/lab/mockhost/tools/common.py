@@ -37,6 +37,11 @@ class ToolError(Exception):
         self.stdout = stdout
 
 
+class Delegate(Exception):
+    """Raised under the tool server: this call must run as its own process in the node to behave exactly
+    as it does there (the client then runs the interpreter path). Only raised before anything is written."""
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write through a temporary file and rename, so readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,10 +58,15 @@ def write_atomic(path: Path, text: str) -> None:
 class Node:
     """One mock node: its state folder, its /sys/class tree and its /etc."""
 
-    def __init__(self, state: Path, sys_class: Path, etc: Path) -> None:
+    def __init__(
+        self, state: Path, sys_class: Path, etc: Path, *, served: bool = False, pid: int | None = None
+    ) -> None:
         self.state = state
         self.sys_class = sys_class
         self.etc = etc
+        self.served = served  # run by the tool server on the controller, for a client in the node
+        self.pid = pid  # the calling process's pid in the node (the server's own pid means nothing there)
+        self.wrote = False  # state or sysfs changed: from here on the call can no longer be delegated
         self._info: dict[str, Any] | None = None
         self._topology: dict[str, Any] | None = None
 
@@ -77,6 +87,7 @@ class Node:
             return default
 
     def save(self, name: str, data: Any) -> None:
+        self.wrote = True
         write_atomic(self.state / name, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
     @property
@@ -116,7 +127,17 @@ class Node:
             return default
 
     def write_sys(self, rel: str, value: str) -> None:
-        (self.sys_class / rel).write_text(value + "\n")
+        path = self.sys_class / rel
+        if self.served and not path.is_file():
+            # In the node a missing attribute fails the way the strict sysfs mount makes it fail; on the
+            # controller the same write would create a file, so the node itself must run this call.
+            raise Delegate
+        self.wrote = True
+        path.write_text(value + "\n")
+
+    def process_id(self) -> int:
+        """The pid the tool reports as its own (tools such as ibstat print it in their messages)."""
+        return self.pid if self.pid is not None else os.getpid()
 
     # --- hardware views ---------------------------------------------------------------------
     def gpus(self) -> list[dict[str, Any]]:

@@ -32,9 +32,22 @@ def run(tool: str, args: list[str]) -> int:
 
 def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
     """Tools that only read or write node state (imported on demand to keep start-up small)."""
-    from . import mlnx_qos, netdev, nvidia_smi, rdma_cm, rdma_info, subnet_manager, system
+    from . import subnet_manager, system
 
     dispatcher = subnet_manager.dispatcher_path()
+    return {
+        **state_tools(),
+        "sysctl": system.sysctl,
+        "systemctl": lambda node, args: subnet_manager.systemctl(node, args, dispatcher),
+        "sminfo": subnet_manager.sminfo,
+        "fabcheck-mock-opensm": lambda node, args: subnet_manager.daemon(node),
+    }
+
+
+def state_tools() -> dict[str, Callable[[Node, list[str]], int]]:
+    """The tools of SERVED_TOOLS: their output depends on the node's state and sysfs only."""
+    from . import mlnx_qos, netdev, nvidia_smi, rdma_cm, rdma_info, system
+
     return {
         "nvidia-smi": nvidia_smi.main,
         "mlnx_qos": mlnx_qos.main,
@@ -50,10 +63,6 @@ def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
         "ethtool": netdev.ethtool,
         "lsmod": system.lsmod,
         "modprobe": system.modprobe,
-        "sysctl": system.sysctl,
-        "systemctl": lambda node, args: subnet_manager.systemctl(node, args, dispatcher),
-        "sminfo": subnet_manager.sminfo,
-        "fabcheck-mock-opensm": lambda node, args: subnet_manager.daemon(node),
     }
 
 

@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-from .common import Node, ToolError, out
+from .common import Delegate, Node, ToolError, out
 
 REAL_IP = ("/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip")
 READ_ONLY_VERBS = {"show", "list", "lst", "get", "help"}
@@ -106,7 +106,9 @@ def link_brief(rec: dict[str, Any]) -> str:
     return f"{rec['ifname']:<16} {rec['operstate']:<14} {rec['address']} <{flags}> \n"
 
 
-def exec_real_ip(args: list[str]) -> int:
+def exec_real_ip(node: Node, args: list[str]) -> int:
+    if node.served:
+        raise Delegate  # the real ip must run in the node itself
     for path in REAL_IP:
         if os.path.exists(path):
             os.execv(path, [path, *args])
@@ -146,7 +148,7 @@ def ip(node: Node, args: list[str]) -> int:
         verb = words[1] if len(words) > 1 else "show"
         if lo_mode(node) and verb not in READ_ONLY_VERBS:
             raise ToolError("RTNETLINK answers: Operation not permitted\n", 2)
-        return exec_real_ip(args)
+        return exec_real_ip(node, args)
     verb = words[1] if len(words) > 1 else "show"
     if verb == "set":
         return ip_link_set(node, words[2:])

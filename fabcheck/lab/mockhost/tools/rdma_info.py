@@ -9,7 +9,6 @@ from __future__ import annotations
 import getopt
 import ipaddress
 import json
-import os
 from typing import Any
 
 from .common import Node, ToolError, getopt_message, out
@@ -269,17 +268,21 @@ def ibstat(node: Node, args: list[str]) -> int:
     if rest:
         nic = node.nic_by_name(rest[0])
         if nic is None:
-            raise ToolError(f"ibpanic: [{os.getpid()}] main: stat of IB device '{rest[0]}' failed\n", 255)
+            raise ToolError(no_device(node, rest[0]), 255)
         if len(rest) > 1:
             if rest[1] != "1":
-                raise ToolError(f"ibpanic: [{os.getpid()}] main: stat of IB device '{rest[0]}' failed\n", 255)
+                raise ToolError(no_device(node, rest[0]), 255)
             out("\n".join(ibstat_port(node, nic, alone=True)) + "\n")
             return 0
         nics = [nic]
     if not nics:
-        raise ToolError(f"ibpanic: [{os.getpid()}] main: can't list IB device names\n", 255)
+        raise ToolError(f"ibpanic: [{node.process_id()}] main: can't list IB device names\n", 255)
     out("".join("\n".join(ibstat_ca(node, n)) + "\n" for n in nics))
     return 0
+
+
+def no_device(node: Node, name: str) -> str:
+    return f"ibpanic: [{node.process_id()}] main: stat of IB device '{name}' failed\n"
 
 
 def ibstatus(node: Node, args: list[str]) -> int:

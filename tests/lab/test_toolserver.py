@@ -1,0 +1,212 @@
+"""The mock-tool server and its C client answer exactly as the interpreter path does (no root needed).
+
+Two copies of one node: every call runs through the interpreter path on one and through client + server
+on the other; stdout, stderr (bytes) and exit codes must match call by call, and the two nodes' state and
+sysfs trees must match at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from test_mockhost_support import BASE_PATH, MockNode, installed_bin, make_nodes, tree_bytes, unique_subnet
+
+from fabcheck.lab.mockhost.layout import MockNodePaths
+from fabcheck.lab.mockhost.prepare import install_tools
+from fabcheck.lab.mockhost.tools import CLIENT, DISPATCHER, SERVED_TOOLS, SOCKET_NAME, TOOL_NAMES
+from fabcheck.lab.mockhost.tools.dispatch import state_tools
+from fabcheck.lab.mockhost.toolserver import DELEGATE, Request, parse_request, run_call, stdout_errors
+
+READY_TIMEOUT_S = 120.0  # generous: the machine may be fully loaded
+PID = re.compile(rb"\[\d+\]")
+
+
+@dataclass
+class Pair:
+    direct: MockNode
+    served: MockNode
+    served_bin: Path
+    server: subprocess.Popen[bytes]
+
+    def run_served(
+        self, *argv: str | bytes, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        command = [str(self.served_bin / os.fsdecode(argv[0])), *argv[1:]]
+        environment = {"PATH": f"{self.served_bin}:{BASE_PATH}", "LANG": "C.UTF-8", **(env or {})}
+        return subprocess.run(command, env=environment, capture_output=True, timeout=60, check=False)
+
+    def run_direct(self, *argv: str | bytes) -> subprocess.CompletedProcess[bytes]:
+        command = [str(self.direct.bin_dir / os.fsdecode(argv[0])), *argv[1:]]
+        return subprocess.run(command, env=self.direct.env, capture_output=True, timeout=60, check=False)
+
+
+def _start_server(node: MockNode, ready: Path) -> subprocess.Popen[bytes]:
+    argv = [
+        sys.executable,
+        "-m",
+        "fabcheck.lab.mockhost.toolserver",
+        "--node",
+        f"{node.name}={node.paths.root}",
+    ]
+    server = subprocess.Popen([*argv, "--ready", str(ready)], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not ready.exists():
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise AssertionError(f"tool server did not start: {server.communicate()[1].decode()}")
+        time.sleep(0.02)
+    return server
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[Pair]:
+    subnet = unique_subnet()
+    direct = make_nodes(tmp_path / "direct", installed_bin(tmp_path / "direct"), [("gpu1", "rail8")], subnet)[
+        0
+    ]
+    served_bin = tmp_path / "served" / "bin"
+    served = make_nodes(tmp_path / "served", served_bin, [("gpu1", "rail8")], subnet)[0]
+    problem = install_tools(served_bin, client_socket=str(served.paths.state / SOCKET_NAME))
+    if problem is not None:
+        pytest.skip(f"the fast mock tools need a C compiler: {problem}")
+    server = _start_server(served, tmp_path / "ready")
+    try:
+        yield Pair(direct, served, served_bin, server)
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+
+
+# Reads, state changes, usage errors, --help, and arguments no shell should ever see interpreted.
+CALLS: list[tuple[str | bytes, ...]] = [
+    ("nvidia-smi", "topo", "-m"),
+    ("nvidia-smi", "-L"),
+    ("nvidia-smi", "--query-gpu=index,name,pci.bus_id", "--format=csv"),
+    ("mlnx_qos", "-i", "ens1np0"),
+    ("mlnx_qos", "-i", "ens1np0", "--trust", "dscp"),
+    ("mlnx_qos", "-i", "ens1np0", "--pfc", "0,0,0,1,0,0,0,0"),
+    ("mlnx_qos", "-i", "ens1np0", "--dscp2prio", "set,26,3", "--dscp2prio", "set,48,6"),
+    ("mlnx_qos", "-i", "ens1np0", "--trust", "bogus"),
+    ("mlnx_qos", "-i", "ens1np0", "--pfc", "1,2"),
+    ("mlnx_qos",),
+    ("mlnx_qos", "--help"),
+    ("mlnx_qos", "-i", "no-such-if; rm -rf / $(reboot) `id`"),
+    ("mlnx_qos", "-i", b"ens\xff\xfe"),
+    ("mlnx_qos", "-i", "ens1np0", "-a"),
+    ("cma_roce_tos", "-d", "mlx5_0", "-t", "106"),
+    ("cma_roce_tos", "-d", "mlx5_0"),
+    ("cma_roce_tos", "-d", "mlx5_99"),
+    ("cma_roce_mode", "-d", "mlx5_0", "-p", "1"),
+    ("ibv_devinfo",),
+    ("ibv_devinfo", "-v"),
+    ("ibv_devinfo", "-d", "mlx5_3", "-v"),
+    ("ibv_devinfo", "-d", "nope"),
+    ("ibstat",),
+    ("ibstat", "-l"),
+    ("ibstat", "mlx5_9"),
+    ("ibstatus",),
+    ("show_gids",),
+    ("ibdev2netdev",),
+    ("rdma", "link"),
+    ("rdma", "link", "show", "mlx5_1/1"),
+    ("ip", "link", "show"),
+    ("ip", "-br", "link"),
+    ("ip", "link", "set", "dev", "ens1np0", "mtu", "9000"),
+    ("ip", "link", "set", "dev", "ens1np0", "mtu", "99999"),
+    ("ip", "link", "set", "dev", "nope0", "mtu", "9000"),
+    ("ip", "link", "show", "dev", "ens1np0"),
+    ("ethtool", "-S", "ens1np0"),
+    ("ethtool", "-S", "nope0"),
+    ("lsmod",),
+    ("modprobe", "nvidia_peermem"),
+    ("modprobe", "no_such_module"),
+    ("modprobe", "-x"),
+    ("lsmod",),
+]
+
+
+def test_every_call_answers_byte_for_byte_as_the_interpreter_path(pair: Pair) -> None:
+    for call in CALLS:
+        direct, served = pair.run_direct(*call), pair.run_served(*call)
+        got = (served.returncode, PID.sub(b"[pid]", served.stdout), PID.sub(b"[pid]", served.stderr))
+        assert got == (
+            direct.returncode,
+            PID.sub(b"[pid]", direct.stdout),
+            PID.sub(b"[pid]", direct.stderr),
+        ), call
+    skip = (SOCKET_NAME,)
+    assert tree_bytes(pair.served.paths.state, skip=skip) == tree_bytes(pair.direct.paths.state, skip=skip)
+    assert tree_bytes(pair.served.paths.sys_class) == tree_bytes(pair.direct.paths.sys_class)
+
+
+def test_served_calls_really_go_to_the_server(pair: Pair) -> None:
+    """Without the FABCHECK_MOCK_* variables the interpreter path would not find this node at all."""
+    answer = pair.run_served("ibstat", "-l")
+    assert (answer.returncode, answer.stdout) == (0, b"".join(b"mlx5_%d\n" % i for i in range(8))), answer
+    pair.server.terminate()
+    pair.server.communicate(timeout=30)
+    fallback = pair.run_served("ibstat")  # no server: the client runs the interpreter path, on this machine
+    assert fallback.returncode == 255 and b"can't list IB device names" in fallback.stderr, fallback
+
+
+def test_the_interpreter_path_stays_one_switch_away(pair: Pair) -> None:
+    env = {**pair.served.env, "FABCHECK_MOCK_DIRECT": "1"}
+    for call in (("ibstat", "mlx5_9"), ("ibv_devinfo", "-d", "mlx5_0")):
+        direct, switched = pair.run_direct(*call), pair.run_served(*call, env=env)
+        assert (switched.returncode, switched.stdout) == (direct.returncode, direct.stdout)
+
+
+def test_sysfs_written_behind_the_tools_back_is_seen_at_once(pair: Pair) -> None:
+    pair.served.sys_write("net/ens3np0/mtu", "4200")
+    shown = pair.run_served("ip", "link", "show", "dev", "ens3np0").stdout
+    assert b"mtu 4200 " in shown, shown
+    assert b"active_mtu:\t\t4096 (5)" in pair.run_served("ibv_devinfo", "-d", "mlx5_2", "-v").stdout
+
+
+def test_install_links_only_the_served_tools_to_the_client(pair: Pair) -> None:
+    for name in TOOL_NAMES:
+        expected = CLIENT if name in SERVED_TOOLS else DISPATCHER
+        assert os.readlink(pair.served_bin / name) == expected, name
+    assert set(SERVED_TOOLS) <= set(state_tools())
+
+
+def _request(*argv: str, env: dict[str, str] | None = None) -> Request:
+    return Request(pid=4242, env=env or {"LANG": "C.UTF-8"}, tool=argv[0], args=list(argv[1:]))
+
+
+def test_calls_only_the_node_can_run_are_delegated(tmp_path: Path) -> None:
+    node = make_nodes(tmp_path, installed_bin(tmp_path), [("gpu1", "rail8")])[0]
+    paths: MockNodePaths = node.paths
+    handlers = state_tools()
+    assert run_call(paths, handlers, _request("ip", "addr", "show")) == DELEGATE  # the real ip
+    # In the node a write to a missing sysfs file fails on the strict mount; here it would create one.
+    (paths.sys_class / "net" / "ens1np0" / "mtu").unlink()
+    assert (
+        run_call(paths, handlers, _request("ip", "link", "set", "dev", "ens1np0", "mtu", "9000")) == DELEGATE
+    )
+    assert not (paths.sys_class / "net" / "ens1np0" / "mtu").exists()
+    assert run_call(paths, handlers, _request("sysctl", "-a")) == DELEGATE  # not a served tool
+    assert stdout_errors("C") == "surrogateescape" and stdout_errors("") == "surrogateescape"
+    assert stdout_errors("no_SUCH.locale") == "surrogateescape"  # Python falls back to C, UTF-8 mode
+    assert stdout_errors("C.UTF-8") == "strict"
+    answer = run_call(paths, handlers, _request("ibstat", "nope"))
+    assert answer.startswith(b"255 0 ") and b"ibpanic: [4242] main: stat of IB device 'nope'" in answer
+
+
+def test_requests_are_parsed_strictly() -> None:
+    raw = b"fabcheck-mock/1\x00" + b"7\x001\x00LANG=C\x00" + b"3\x00mlnx_qos\x00-i\x00a b;c\xff\x00"
+    request = parse_request(raw)
+    assert request == Request(pid=7, env={"LANG": "C"}, tool="mlnx_qos", args=["-i", "a b;c\udcff"])
+    for bad in (b"", b"other/1\x007\x000\x001\x00ip\x00", raw[:-1], raw.replace(b"3\x00", b"4\x00", 1)):
+        with pytest.raises((ValueError, IndexError)):
+            parse_request(bad)
+    with pytest.raises(ValueError, match="unexpected environment"):
+        parse_request(raw.replace(b"LANG=C", b"LD_PRELOAD=x"))

@@ -5,6 +5,8 @@ v0 judges the hosts of group `gpu_hosts`; switches and subnet managers are liste
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -12,21 +14,25 @@ from typing import Any, TypeVar
 from fabcheck.checks.host import HostEvidence, NetdevEvidence, Unreadable, check_host
 from fabcheck.checks.model import Finding, Status, errored, verdict
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import HostCollection, Section, SshTarget
+from fabcheck.collect.host import ConnectionVarError, HostCollection, Section, SshTarget, TimeLimits
 from fabcheck.errors import ParseError, UsageError
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
+from fabcheck.parsers.numbers import read_int
 from fabcheck.parsers.rdma_link import parse_rdma_link
 from fabcheck.parsers.topo import parse_topo
 
 GPU_HOSTS = "gpu_hosts"
 DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
 WORKERS = 16
 COLLECTION_CHECK = "host.collection"
+INVENTORY_CHECK = "host.inventory"
 
 T = TypeVar("T")
+Collector = Callable[[SshTarget, int, TimeLimits], HostCollection]
 
 
 @dataclass(frozen=True)
@@ -54,54 +60,163 @@ class Plan:
     not_checked: tuple[HostEntry, ...]
 
 
-def plan(inventory: Inventory, limit: Sequence[str] = ()) -> Plan:
-    """Hosts of gpu_hosts (narrowed by --limit names); raises UsageError for unknown names."""
-    chosen = [inventory.host(name) for name in dict.fromkeys(limit)] if limit else list(inventory.hosts)
+def plan(inventory: Inventory, limit: str | None = None) -> Plan:
+    """Hosts of gpu_hosts, narrowed by an Ansible --limit pattern exactly as ansible-playbook narrows
+    them (names, globs, groups, `!x`, `&g`, `a:b`, `@file`). UsageError for an empty limit, a pattern
+    that matches nothing, or no GPU host left."""
+    chosen = list(inventory.hosts) if limit is None else _limited(inventory, limit)
     hosts = tuple(h for h in chosen if GPU_HOSTS in h.groups)
     rest = tuple(h for h in chosen if GPU_HOSTS not in h.groups)
     if not hosts:
-        raise UsageError(f"no host of group {GPU_HOSTS} to check in {inventory.source}")
+        scope = "" if limit is None else f" matching --limit {limit!r}"
+        raise UsageError(f"no host of group {GPU_HOSTS}{scope} to check in {inventory.source}")
     return Plan(hosts, rest)
+
+
+def _limited(inventory: Inventory, limit: str) -> list[HostEntry]:
+    if not limit.strip():
+        raise UsageError("--limit is empty: give host names, groups or patterns, or leave --limit out")
+    manager = inventory.manager
+    if manager is None:
+        raise UsageError(f"--limit needs the inventory loaded through ansible-core ({inventory.source})")
+    try:
+        manager.subset(limit)
+        names = {host.name for host in manager.get_hosts("all")}
+    except Exception as err:  # ansible reports bad patterns and missing @files with its own types
+        raise UsageError(f"--limit {limit!r}: {err}") from None
+    finally:
+        manager.subset(None)
+    if not names:
+        known = ", ".join(h.name for h in inventory.hosts) or "none"
+        raise UsageError(f"--limit {limit!r} matches no host in {inventory.source} (hosts: {known})")
+    return [h for h in inventory.hosts if h.name in names]
 
 
 def validate(
     hosts: Sequence[HostEntry],
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    collector: Callable[[SshTarget, int, float], HostCollection] = collect.collect_host,
+    limits: TimeLimits | None = None,
+    collector: Collector = collect.collect_host,
+    deadline_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    workers: int = WORKERS,
 ) -> list[HostResult]:
-    """Collect from every host in parallel (one round trip each) and judge it against its intent."""
+    """Collect from every host in parallel (one round trip each) and judge it against its intent.
+
+    One host's bad inventory variables, unreadable output or an unexpected error is an error for that
+    host only. With ``deadline_s`` every round trip is cut to end by the deadline; a host not collected
+    by then is an error saying so.
+    """
     from concurrent.futures import ThreadPoolExecutor
 
+    limits = limits or TimeLimits()
+    end = None if deadline_s is None else clock() + deadline_s
+
     def one(entry: HostEntry) -> HostResult:
-        target = SshTarget.from_host_vars(entry.name, entry.variables)
-        collection = collector(target, entry.intent.lossless.priority, timeout_s)
-        return judge(collection, entry.intent)
+        try:
+            return _one_host(entry, limits, collector, end, deadline_s, clock)
+        except Exception as err:  # one host must never take the whole run down
+            return HostResult(entry.name, (_internal_error(entry.name, err),))
 
     if not hosts:
         return []
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(hosts))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(hosts)))) as pool:
         return list(pool.map(one, hosts))
+
+
+def _one_host(
+    entry: HostEntry,
+    limits: TimeLimits,
+    collector: Collector,
+    end: float | None,
+    deadline_s: float | None,
+    clock: Callable[[], float],
+) -> HostResult:
+    try:
+        target = SshTarget.from_host_vars(entry.name, entry.variables)
+    except ConnectionVarError as err:
+        return HostResult(entry.name, (_bad_inventory(entry.name, err),))
+    host_limits = limits
+    if end is not None:
+        left = end - clock()
+        if left <= 0:
+            return HostResult(entry.name, (_unreachable(entry.name, _not_before_deadline(deadline_s)),))
+        host_limits = limits.within(left)
+    collection = collector(target, entry.intent.lossless.priority, host_limits)
+    if collection.expired and host_limits.cap_s is not None:
+        reason = f"{_not_before_deadline(deadline_s)}: {collection.error or 'time limit expired'}"
+        collection = dataclasses.replace(collection, error=reason)
+    return judge(collection, entry.intent)
+
+
+def _not_before_deadline(deadline_s: float | None) -> str:
+    return f"not collected before the deadline (--deadline {deadline_s:g} s)"
+
+
+def _bad_inventory(host: str, err: ConnectionVarError) -> Finding:
+    return errored(
+        INVENTORY_CHECK,
+        host,
+        f"{err.variable}: {err.allowed}",
+        str(err),
+        f"fix {err.variable} for {host} in the inventory (ansible-playbook cannot reach it either)",
+    )
+
+
+def _internal_error(host: str, err: Exception) -> Finding:
+    detail = f"{type(err).__name__}: {err}"
+    return errored(
+        COLLECTION_CHECK,
+        host,
+        "this host collected and judged",
+        f"fabcheck failed on this host: {detail[:300]}",
+        "a fabcheck bug: report it with the host's collected output; other hosts were still judged",
+    )
 
 
 def judge(collection: HostCollection, intent: FabricIntent) -> HostResult:
     """Pure: one host's collection + its intent -> its result. An unreachable host is one ERROR."""
     if not collection.sections:
         reason = collection.error or "the host printed nothing"
-        return HostResult(collection.host, (_unreachable(collection.host, reason),))
+        return HostResult(collection.host, (_unreachable(collection, reason),))
     findings = check_host(evidence(collection), intent)
     if collection.error:
-        findings.insert(0, _unreachable(collection.host, f"{collection.error}; output incomplete"))
+        findings.insert(0, _unreachable(collection, f"{collection.error}; output incomplete"))
+    unbounded = _unbounded(collection)
+    if unbounded:
+        findings.insert(0, unbounded)
     return HostResult(collection.host, tuple(findings))
 
 
-def _unreachable(host: str, reason: str) -> Finding:
-    return errored(
-        COLLECTION_CHECK,
-        host,
-        "one ssh round trip with every section",
-        reason,
+_HINTS = {
+    collect.CONNECT: "the host did not accept ssh within the connect timeout: check that it is up and that "
+    "ansible_host/ansible_port are right (raise --connect-timeout only for a slow network)",
+    collect.COMMAND: "a tool on the host hangs or the host is overloaded: see the section it stopped in; "
+    "raise --timeout only when the host is merely slow",
+}
+
+
+def _unreachable(collection: HostCollection, reason: str) -> Finding:
+    hint = _HINTS.get(
+        collection.expired or "",
         "check that the host answers `ssh` with the inventory's connection variables "
         "(BatchMode, known host key)",
+    )
+    return errored(COLLECTION_CHECK, collection.host, "one ssh round trip with every section", reason, hint)
+
+
+def _unbounded(collection: HostCollection) -> Finding | None:
+    """A host without `timeout` ran the collection with no limit of its own: a hung tool there would
+    outlive this run. Judged, but never a pass."""
+    section = collection.sections.get(collect.TIME_LIMIT)
+    if section is not None and section.rc == 0:
+        return None
+    reason = "not reported" if section is None else (_last_line(section.stderr) or f"exit {section.rc}")
+    return errored(
+        COLLECTION_CHECK,
+        collection.host,
+        "`timeout` on the host, so the collection is time-bounded there",
+        f"`command -v timeout`: {reason}",
+        "install coreutils (or busybox) on the host so a hung tool cannot outlive the round trip",
     )
 
 
@@ -171,6 +286,9 @@ def _read(
         return parse(section.stdout, command)
     except ParseError as err:
         return Unreadable(command, err.message if err.line is None else f"line {err.line}: {err.message}")
+    except Exception as err:  # any output a parser did not foresee is unreadable, never a crash of the run
+        detail = f"{type(err).__name__}: {err}"
+        return Unreadable(command, f"unreadable output ({detail[:200]})")
 
 
 def _last_line(text: str) -> str:
@@ -183,11 +301,8 @@ def _links(text: str, source: str) -> tuple[Any, ...]:
 
 
 def sysfs_int(text: str, source: str) -> int:
-    """A sysfs attribute that holds one decimal integer ("%d\\n")."""
-    value = text.strip()
-    if not value.lstrip("-").isdigit() or len(value) > 20:
-        raise ParseError(f"expected one integer, got {value[:40]!r}", source=source)
-    return int(value)
+    """A sysfs attribute that holds one decimal integer ("%d\\n"): ASCII digits, at most 20."""
+    return read_int(text.strip(), source=source, what="sysfs value", signed=True)
 
 
 def traffic_class(text: str, source: str) -> int:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 
 from fabcheck import validate
-from fabcheck.errors import UsageError
+from fabcheck.collect.host import TimeLimits
 from fabcheck.intent.loader import HostEntry, load_inventory
 from fabcheck.report.text import render_findings
 
@@ -18,29 +19,56 @@ def register(sub: argparse._SubParsersAction) -> None:
         "validate", help="pre-flight gate: check every GPU host's RDMA/QoS state against the intent"
     )
     parser.add_argument("-i", "--inventory", required=True, help="Ansible inventory with the fabric intent")
-    parser.add_argument("--limit", help="only these hosts: NAME[,NAME...]")
+    parser.add_argument(
+        "--limit",
+        metavar="PATTERN",
+        help="only these hosts, as for ansible-playbook --limit (names, groups, globs, !x, &g, a:b, @file)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per host, one per line")
     parser.add_argument("-v", "--verbose", action="store_true", help="also list passing checks")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=validate.DEFAULT_TIMEOUT_S,
         metavar="S",
-        help=f"seconds for each host's round trip (default {validate.DEFAULT_TIMEOUT_S:g})",
+        help="seconds the collection may run on each host once connected, enforced there too "
+        f"(default {validate.DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=_seconds,
+        default=validate.DEFAULT_CONNECT_TIMEOUT_S,
+        metavar="S",
+        help=f"ssh ConnectTimeout for each host (default {validate.DEFAULT_CONNECT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=_seconds,
+        metavar="S",
+        help="seconds for the whole run; hosts not collected by then are errors (default: none)",
     )
     parser.set_defaults(func=run)
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse reports anything else as a usage error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a positive, finite number of seconds")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
-    limit = [name.strip() for name in (args.limit or "").split(",") if name.strip()]
     inventory = load_inventory(args.inventory)
-    chosen = validate.plan(inventory, limit)
+    chosen = validate.plan(inventory, args.limit)
     if chosen.not_checked:
         # stdout stays one JSON object per line with --json; the note goes to stderr there.
         print(_not_checked_line(chosen.not_checked), file=sys.stderr if args.json else sys.stdout)
-    results = validate.validate(chosen.hosts, args.timeout)
+    limits = TimeLimits(connect_s=args.connect_timeout, command_s=args.timeout)
+    results = validate.validate(chosen.hosts, limits, deadline_s=args.deadline)
     if args.json:
         for result in results:
             print(json.dumps(result.to_json()))

@@ -7,6 +7,7 @@ it on this one host.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -151,7 +152,7 @@ def _device_finding(name: str, in_link: bool, in_devinfo: bool) -> Finding:
         expected,
         f"not listed by {missing}",
         f"the rail NIC is missing: load the RDMA driver (role {GPU_RDMA_ROLE}; on this host: "
-        f"`modprobe mlx5_ib`) and check `ibv_devinfo -d {name}`, or fix fabric_rails",
+        f"`modprobe mlx5_ib`) and check `{_cmd('ibv_devinfo', '-d', name)}`, or fix fabric_rails",
     )
 
 
@@ -175,17 +176,13 @@ def check_port_state(nics: list[_Nic]) -> list[Finding]:
             expected = "/".join(GOOD_PORT)
             if (link.state, link.physical_state) == GOOD_PORT:
                 findings.append(passed(PORT_STATE, link.name, expected, actual))
-            else:
-                findings.append(
-                    failed(
-                        PORT_STATE,
-                        link.name,
-                        expected,
-                        actual,
-                        f"the link is not up: check the cable and the switch port; on this host "
-                        f"`rdma link show {link.name}` and `ip link show {link.netdev or '<netdev>'}`",
-                    )
-                )
+                continue
+            show_netdev = _cmd("ip", "link", "show", link.netdev) if link.netdev else "ip link show <netdev>"
+            hint = (
+                "the link is not up: check the cable and the switch port; on this host "
+                f"`{_cmd('rdma', 'link', 'show', link.name)}` and `{show_netdev}`"
+            )
+            findings.append(failed(PORT_STATE, link.name, expected, actual, hint))
     return findings
 
 
@@ -206,7 +203,8 @@ def check_link_layer(nics: list[_Nic], intent: FabricIntent) -> list[Finding]:
                         expected,
                         port.link_layer,
                         f"fabric_intent.kind is {intent.kind}: set the port type with "
-                        f"`mlxconfig -d {nic.name} set LINK_TYPE_P{port.number}={want}` and reset the NIC, "
+                        f"`{_cmd('mlxconfig', '-d', nic.name, 'set', f'LINK_TYPE_P{port.number}={want}')}` "
+                        "and reset the NIC, "
                         "or fix fabric_intent.kind",
                     )
                 )
@@ -252,7 +250,7 @@ def check_trust(nic: str, netdev: str, data: NetdevEvidence, intent: FabricInten
             nic,
             f"trust {intent.trust}",
             actual,
-            _fix(HOST_QOS_ROLE, f"mlnx_qos -i {netdev} --trust {intent.trust}"),
+            _fix(HOST_QOS_ROLE, _cmd("mlnx_qos", "-i", netdev, "--trust", intent.trust)),
         )
     ]
 
@@ -266,7 +264,11 @@ def check_pfc(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent)
     if tuple(sorted(data.qos.pfc_enabled)) == want:
         return [passed(PFC, nic, expected, actual)]
     bitmap = ",".join("1" if p in want else "0" for p in PRIORITIES)
-    return [failed(PFC, nic, expected, actual, _fix(HOST_QOS_ROLE, f"mlnx_qos -i {netdev} --pfc {bitmap}"))]
+    return [
+        failed(
+            PFC, nic, expected, actual, _fix(HOST_QOS_ROLE, _cmd("mlnx_qos", "-i", netdev, "--pfc", bitmap))
+        )
+    ]
 
 
 def _pfc_text(priorities: tuple[int, ...]) -> str:
@@ -291,7 +293,7 @@ def check_dscp2prio(nic: str, netdev: str, data: NetdevEvidence, intent: FabricI
             skipped(DSCP2PRIO, nic, f"the NIC trusts {data.qos.trust}: its DSCP map is not in use ({TRUST})")
         ]
     if not data.qos.dscp2prio_shown:
-        unshown = Unreadable(f"mlnx_qos -i {netdev}", "trust dscp but no dscp2prio mapping printed")
+        unshown = Unreadable(_cmd("mlnx_qos", "-i", netdev), "trust dscp but no dscp2prio mapping printed")
         return [_error(DSCP2PRIO, nic, expected, unshown)]
     actual_map = {d: data.qos.dscp2prio.get(d) for d in wanted}
     actual = ", ".join(
@@ -300,8 +302,9 @@ def check_dscp2prio(nic: str, netdev: str, data: NetdevEvidence, intent: FabricI
     wrong = sorted(d for d, p in wanted.items() if actual_map[d] != p)
     if not wrong:
         return [passed(DSCP2PRIO, nic, expected, actual)]
-    options = " ".join(f"--dscp2prio set,{d},{wanted[d]}" for d in wrong)
-    return [failed(DSCP2PRIO, nic, expected, actual, _fix(HOST_QOS_ROLE, f"mlnx_qos -i {netdev} {options}"))]
+    options = [word for d in wrong for word in ("--dscp2prio", f"set,{d},{wanted[d]}")]
+    command = _cmd("mlnx_qos", "-i", netdev, *options)
+    return [failed(DSCP2PRIO, nic, expected, actual, _fix(HOST_QOS_ROLE, command))]
 
 
 def check_ecn_enable(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent) -> list[Finding]:
@@ -317,7 +320,7 @@ def check_ecn_enable(nic: str, netdev: str, data: NetdevEvidence, intent: Fabric
     if (data.np_enable, data.rp_enable) == (want_np, want_rp):
         return [passed(ECN_ENABLE, nic, expected, actual)]
     commands = [
-        f"echo {want} > /sys/class/net/{netdev}/ecn/{point}/enable/{prio}"
+        _echo(want, f"/sys/class/net/{netdev}/ecn/{point}/enable/{prio}")
         for point, want, have in (("roce_np", want_np, data.np_enable), ("roce_rp", want_rp, data.rp_enable))
         if want != have
     ]
@@ -332,9 +335,7 @@ def check_cnp(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent)
         if isinstance(value, Unreadable):
             return [_error(CNP, nic, expected, value)]
     actual = " ".join(f"{k}={v}" for k, v in have.items())
-    commands = [
-        f"echo {v} > /sys/class/net/{netdev}/ecn/roce_np/{k}" for k, v in want.items() if have[k] != v
-    ]
+    commands = [_echo(v, f"/sys/class/net/{netdev}/ecn/roce_np/{k}") for k, v in want.items() if have[k] != v]
     if not commands:
         return [passed(CNP, nic, expected, actual)]
     return [failed(CNP, nic, expected, actual, _fix(HOST_QOS_ROLE, "; ".join(commands)))]
@@ -353,7 +354,7 @@ def check_netdev_mtu(nic: str, netdev: str, data: NetdevEvidence, intent: Fabric
             nic,
             expected,
             actual,
-            _fix(HOST_QOS_ROLE, f"ip link set dev {netdev} mtu {intent.mtu.netdev}"),
+            _fix(HOST_QOS_ROLE, _cmd("ip", "link", "set", "dev", netdev, "mtu", str(intent.mtu.netdev))),
         )
     ]
 
@@ -381,17 +382,20 @@ def check_roce_tos(evidence: HostEvidence, nics: list[_Nic], intent: FabricInten
             value = evidence.traffic_class.get(link.name)
             if value is None:
                 value = Unreadable(
-                    f"cat /sys/class/infiniband/{nic.name}/tc/{link.port}/traffic_class", "not collected"
+                    _cmd("cat", f"/sys/class/infiniband/{nic.name}/tc/{link.port}/traffic_class"),
+                    "not collected",
                 )
             if isinstance(value, Unreadable):
                 findings.append(_error(ROCE_TOS, link.name, expected, value))
             elif value == intent.roce_tos:
                 findings.append(passed(ROCE_TOS, link.name, expected, f"traffic_class {value}"))
             else:
-                command = (
-                    f"echo {intent.roce_tos} > /sys/class/infiniband/{nic.name}/tc/{link.port}/traffic_class"
+                command = _echo(
+                    intent.roce_tos, f"/sys/class/infiniband/{nic.name}/tc/{link.port}/traffic_class"
                 )
-                rdma_cm = f"cma_roce_tos -d {nic.name} -p {link.port} -t {intent.roce_tos}"
+                rdma_cm = _cmd(
+                    "cma_roce_tos", "-d", nic.name, "-p", str(link.port), "-t", str(intent.roce_tos)
+                )
                 findings.append(
                     failed(
                         ROCE_TOS,
@@ -414,8 +418,13 @@ def check_rdma_mtu(nics: list[_Nic], intent: FabricIntent) -> list[Finding]:
             if port.active_mtu >= intent.mtu.rdma:
                 findings.append(passed(RDMA_MTU, subject, expected, actual))
             elif intent.kind == "roce":
+                set_mtu = (
+                    _cmd("ip", "link", "set", "dev", nic.netdev, "mtu", str(intent.mtu.netdev))
+                    if nic.netdev
+                    else f"ip link set dev <netdev> mtu {intent.mtu.netdev}"
+                )
                 hint = f"RoCE active_mtu follows the netdev MTU minus {ROCE_HEADER_BYTES} B: " + _fix(
-                    HOST_QOS_ROLE, f"ip link set dev {nic.netdev or '<netdev>'} mtu {intent.mtu.netdev}"
+                    HOST_QOS_ROLE, set_mtu
                 )
                 findings.append(failed(RDMA_MTU, subject, expected, actual, hint))
             else:
@@ -474,6 +483,16 @@ def _no_nic_in_topology(gpu_nic: tuple[str, str | None], intent: FabricIntent) -
 
 def _fix(role: str, command: str) -> str:
     return f"role {role} sets it fleet-wide; on this host: `{command}`"
+
+
+def _cmd(*words: str) -> str:
+    """A command line to paste: every word shell-quoted (NIC and netdev names come from the inventory
+    and from the host, and may hold anything)."""
+    return shlex.join(words)
+
+
+def _echo(value: int, path: str) -> str:
+    return f"echo {value} > {shlex.quote(path)}"
 
 
 def _error(check: str, subject: str, expected: str, missing: Unreadable) -> Finding:

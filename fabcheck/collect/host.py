@@ -1,22 +1,28 @@
 """Collect a GPU host's evidence in ONE ssh round trip: a static POSIX sh script prints marked sections.
 
 The script is fixed text. Its only inputs are positional arguments it validates itself: a random hex
-token (so tool output can never forge a marker) and the lossless priority (an int from the validated
-intent). Interface and device names are discovered on the host from `rdma link`, never sent to it.
-`split_sections` (pure) turns the output back into {section: Section}.
+token (so tool output can never forge a marker), the lossless priority (an int from the validated
+intent) and time limits (ints). Interface and device names are discovered on the host from `rdma link`,
+never sent to it. The host bounds its own run with `timeout` (each tool, and the whole script), so a
+hung tool never outlives a round trip the client gave up on. `split_sections` (pure) turns the output
+back into {section: Section}.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 import shlex
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabcheck.parsers.numbers import is_int_token
+
 # Section names: fixed ones, and per netdev / per RDMA device ones as "<kind>:<name>".
+TIME_LIMIT = "time_limit"  # whether the host has `timeout` (coreutils) to bound its own run
 TOPO = "topo"
 RDMA_LINK = "rdma_link"
 IBV_DEVINFO = "ibv_devinfo"
@@ -31,6 +37,7 @@ TRAFFIC_CLASS = "traffic_class"
 
 # The command each section ran, as a user would type it (for error messages and hints).
 SECTION_COMMANDS: Mapping[str, str] = {
+    TIME_LIMIT: "command -v timeout",
     TOPO: "nvidia-smi topo -m",
     RDMA_LINK: "rdma link",
     IBV_DEVINFO: "ibv_devinfo -v",
@@ -47,40 +54,75 @@ SECTION_COMMANDS: Mapping[str, str] = {
 MARK = "<<<fabcheck"
 COMPLETE = "complete"
 
-# $1 = token (hex), $2 = lossless priority (0..7). Names from `rdma link` are used only when they are
-# plain interface names, and only inside double quotes.
+# $1 = token (hex), $2 = lossless priority (0..7), $3 = seconds each tool may run. Names from
+# `rdma link` are used only when they are plain interface names, and only inside double quotes.
+# Each tool runs under `timeout` in the background so that a TERM from outside (the launcher's overall
+# limit) can be passed on to it: nothing the script started outlives the script.
 COLLECT_SCRIPT = r"""
 set -f
-token=$1 prio=$2
+token=$1 prio=$2 limit=$3
 case $token in ''|*[!0-9a-f]*) echo "fabcheck: bad token" >&2; exit 2;; esac
 case $prio in [0-7]) ;; *) echo "fabcheck: bad priority" >&2; exit 2;; esac
-err=$(mktemp 2>/dev/null) || err=/dev/null
-section() {
-    name=$1; shift
-    printf '%s %s begin %s>>>\n' '<<<fabcheck' "$token" "$name"
-    "$@" 2>"$err" </dev/null
-    rc=$?
-    printf '\n%s %s stderr %s>>>\n' '<<<fabcheck' "$token" "$name"
-    [ "$err" = /dev/null ] || cat "$err"
-    printf '\n%s %s end %s rc=%s>>>\n' '<<<fabcheck' "$token" "$name" "$rc"
+case $limit in ''|*[!0-9]*|0*) echo "fabcheck: bad time limit" >&2; exit 2;; esac
+err=/dev/null running=
+stop() {  # stopped from outside: take the running tool down first (a foreground job is waited for)
+    trap '' TERM INT HUP PIPE
+    [ -z "$running" ] || { kill -TERM "$running" 2>/dev/null; wait "$running"; }
+    [ "$err" = /dev/null ] || rm -f "$err"
+    exit 143
 }
-replay() {
-    [ -z "$2" ] || printf '%s\n' "$2"
-    [ -z "$3" ] || printf '%s\n' "$3" >&2
-    return "$1"
+trap stop TERM INT HUP PIPE
+err=$(mktemp 2>/dev/null) || err=/dev/null
+bounded=
+command -v timeout >/dev/null 2>&1 && bounded=yes
+bound() {
+    [ -n "$bounded" ] || { "$@"; return; }
+    timeout -k 1 "$limit" "$@" &
+    running=$!
+    wait "$running"
+    rc=$?
+    running=
+    case $rc in 124|137) echo "fabcheck: stopped after $limit s (no result in time)" >&2;; esac
+    return "$rc"
+}
+begin() {
+    printf '%s %s begin %s>>>\n' '<<<fabcheck' "$token" "$1"
+}
+finish() {  # $1 name, $2 rc, stderr in $err
+    printf '\n%s %s stderr %s>>>\n' '<<<fabcheck' "$token" "$1"
+    [ "$err" = /dev/null ] || cat "$err"
+    printf '\n%s %s end %s rc=%s>>>\n' '<<<fabcheck' "$token" "$1" "$2"
+}
+section() {  # name command...: run one tool, bounded, as a marked section
+    name=$1; shift
+    begin "$name"
+    bound "$@" 2>"$err" </dev/null
+    finish "$name" "$?"
+}
+recorded() {  # name rc stdout stderr: a marked section of output captured earlier
+    begin "$1"
+    [ -z "$3" ] || printf '%s\n' "$3"
+    printf '%s' "$4" >"$err"
+    finish "$1" "$2"
 }
 plain_name() {
     case $1 in ''|*[!A-Za-z0-9_.@-]*) return 1;; esac
 }
+if [ -n "$bounded" ]; then
+    recorded time_limit 0 "$(command -v timeout)" ""
+else
+    recorded time_limit 127 "" "timeout: not found"
+fi
 section topo nvidia-smi topo -m
 section lsmod lsmod
 section ibv_devinfo ibv_devinfo -v
 # Captured once: the section shows exactly the listing the per-NIC sections were read from.
-links=$(rdma link 2>"$err")
+# Subshells reset traps: each one sets it again so a TERM still reaches its running tool.
+links=$(trap stop TERM INT HUP PIPE; bound rdma link 2>"$err" </dev/null)
 links_rc=$? links_err=
 [ "$err" = /dev/null ] || links_err=$(cat "$err")
-section rdma_link replay "$links_rc" "$links" "$links_err"
-printf '%s\n' "$links" | while IFS= read -r line; do
+recorded rdma_link "$links_rc" "$links" "$links_err"
+printf '%s\n' "$links" | while trap stop TERM INT HUP PIPE && IFS= read -r line; do
     set -- $line
     [ "$1" = link ] || continue
     dev=${2%/*} port=${2#*/}
@@ -101,6 +143,17 @@ printf '%s\n' "$links" | while IFS= read -r line; do
 done
 [ "$err" = /dev/null ] || rm -f "$err"
 printf '%s %s complete>>>\n' '<<<fabcheck' "$token"
+"""
+
+# The remote command: $1 = seconds the whole collection may take on the host, then the script and its
+# arguments. Under `timeout` the script and everything it started are stopped at that limit even when
+# the client is gone (a killed ssh client does not stop a remote command that has no terminal).
+LAUNCHER = r"""
+total=$1
+shift
+case $total in ''|*[!0-9]*|0*) echo "fabcheck: bad time limit" >&2; exit 2;; esac
+command -v timeout >/dev/null 2>&1 && exec timeout -k 3 "$total" sh -c "$@"
+exec sh -c "$@"
 """
 
 _MARKER = re.compile(r"<<<fabcheck ([0-9a-f]+) (begin|stderr|end|complete)(?: (\S+?))?(?: rc=(\d+))?>>>")
@@ -171,6 +224,104 @@ def _truncated(buffers: dict[str, list[str]]) -> Section:
     return Section(None, "".join(buffers["stdout"]), "".join(buffers["stderr"]))
 
 
+class ConnectionVarError(ValueError):
+    """An inventory connection variable fabcheck cannot use: names the variable, its value and its origin."""
+
+    def __init__(self, variable: str, value: object, allowed: str, where: str = "") -> None:
+        self.variable = variable
+        self.value = value
+        self.allowed = allowed
+        self.where = where  # "file:line: " when the inventory tags the value with its origin
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        shown = repr(value) if len(value := _plain_text(self.value)) <= 80 else repr(value[:80]) + "..."
+        return f"{self.where}{self.variable} = {shown}: {self.allowed}"
+
+
+def _plain_text(value: object) -> object:
+    return str(value) if isinstance(value, str) else value
+
+
+_UNSAFE_WORD = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def _origin(value: object) -> str:
+    from fabcheck.intent.loader import _where  # the loader's origin lookup (ansible's value tags)
+
+    try:
+        return _where(value)
+    except Exception:  # an origin is a courtesy; a value without one is still reported
+        return ""
+
+
+def _var(variables: Mapping[str, Any], *names: str) -> tuple[str, Any]:
+    """The first of several alias variables that is set (Ansible's own precedence), and its value."""
+    for name in names:
+        if variables.get(name) is not None:
+            return name, variables[name]
+    return names[0], None
+
+
+def _reject(name: str, value: object, allowed: str) -> ConnectionVarError:
+    return ConnectionVarError(name, value, allowed, _origin(value))
+
+
+def _no_template(name: str, value: str) -> None:
+    if "{{" in value or "{%" in value:
+        raise _reject(name, value, "templated connection variables are not resolved by validate; set a value")
+
+
+def _port(variables: Mapping[str, Any]) -> int | None:
+    name, value = _var(variables, "ansible_port", "ansible_ssh_port")
+    if value is None:
+        return None
+    allowed = "a TCP port, an integer 1..65535"
+    if isinstance(value, bool):
+        raise _reject(name, value, allowed)
+    if isinstance(value, str):
+        _no_template(name, value)
+        if not is_int_token(value.strip(), max_digits=5):
+            raise _reject(name, value, allowed)
+        number = int(value.strip())
+    elif isinstance(value, int):
+        number = value
+    else:
+        raise _reject(name, value, allowed)
+    if not 1 <= number <= 65535:
+        raise _reject(name, value, allowed)
+    return number
+
+
+def _word(variables: Mapping[str, Any], allowed: str, *names: str, dash_ok: bool = True) -> str | None:
+    """A one-word variable (host, user, key path): a string with no blank or control character."""
+    name, value = _var(variables, *names)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or _UNSAFE_WORD.search(value):
+        raise _reject(name, value, allowed)
+    if not dash_ok and value.startswith("-"):
+        raise _reject(name, value, allowed)
+    _no_template(name, value)
+    return str(value)
+
+
+def _ssh_args(variables: Mapping[str, Any]) -> list[str]:
+    options: list[str] = []
+    for name in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+        value = variables.get(name)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str) or "\x00" in value:
+            raise _reject(name, value, "ssh options as one string, e.g. '-o ProxyJump=bastion'")
+        _no_template(name, value)
+        try:
+            options += shlex.split(str(value))
+        except ValueError as err:
+            raise _reject(name, value, f"cannot be split like a shell command line ({err})") from None
+    return options
+
+
 @dataclass(frozen=True)
 class SshTarget:
     """How to reach one inventory host, from the connection variables Ansible uses."""
@@ -184,25 +335,33 @@ class SshTarget:
 
     @classmethod
     def from_host_vars(cls, name: str, variables: Mapping[str, Any]) -> SshTarget:
-        port = variables.get("ansible_port") or variables.get("ansible_ssh_port")
-        user = variables.get("ansible_user") or variables.get("ansible_ssh_user")
-        key = variables.get("ansible_ssh_private_key_file") or variables.get("ansible_private_key_file")
-        options: list[str] = []
-        for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-            if variables.get(var):
-                options += shlex.split(str(variables[var]))
+        """Raises ConnectionVarError naming the variable and its value when one cannot be used."""
+        address = _word(variables, "a host name or address (no blanks)", "ansible_host", "ansible_ssh_host")
+        user = _word(
+            variables,
+            "a user name (no blanks, no leading '-')",
+            "ansible_user",
+            "ansible_ssh_user",
+            dash_ok=False,
+        )
+        key = _word(
+            variables,
+            "a key file path (no blanks)",
+            "ansible_ssh_private_key_file",
+            "ansible_private_key_file",
+        )
         return cls(
             name=name,
-            address=str(variables.get("ansible_host") or name),
-            port=int(port) if port else None,
-            user=str(user) if user else None,
-            private_key=str(key) if key else None,
-            extra_options=tuple(options),
+            address=address or name,
+            port=_port(variables),
+            user=user,
+            private_key=key,
+            extra_options=tuple(_ssh_args(variables)),
         )
 
     def argv(self, remote_command: str, connect_timeout_s: int) -> list[str]:
         """ssh argv; host-key checking stays as configured (ssh_config / the inventory's options)."""
-        argv = ["ssh", "-o", "BatchMode=yes"]
+        argv = ["ssh", "-n", "-o", "BatchMode=yes"]
         if self.port:
             argv += ["-p", str(self.port)]
         if self.user:
@@ -213,44 +372,108 @@ class SshTarget:
         argv += [*self.extra_options, "-o", f"ConnectTimeout={connect_timeout_s}"]
         return [*argv, "--", self.address, remote_command]
 
+    @property
+    def where(self) -> str:
+        return f"{self.address}:{self.port}" if self.port else self.address
+
+
+# The host's own limit fires first; this leaves its partial output and exit code time to arrive.
+GRACE_S = 5.0
+CONNECT = "connect"
+COMMAND = "command"
+
+
+@dataclass(frozen=True)
+class TimeLimits:
+    """How long one host's round trip may take, in parts that each say what expired.
+
+    connect_s: ssh ConnectTimeout (TCP connect and the banner exchange). command_s: the collection on
+    the host, enforced there by `timeout` (each tool gets a third of it) and by the client with a grace
+    period. cap_s: the run's deadline leaves this host no more than this, whatever the parts say.
+    """
+
+    connect_s: float = 10.0
+    command_s: float = 30.0
+    cap_s: float | None = None
+
+    def __post_init__(self) -> None:
+        for value in (self.connect_s, self.command_s, self.cap_s):
+            if value is not None and not (0 < value < math.inf):
+                raise ValueError(f"time limits must be positive and finite, not {value}")
+
+    @property
+    def ssh_connect_timeout(self) -> int:
+        return max(1, math.ceil(self.connect_s))
+
+    @property
+    def host_s(self) -> int:
+        return max(1, math.ceil(self.command_s))
+
+    @property
+    def tool_s(self) -> int:
+        # A third: one hung tool leaves time for the others, so the host is still mostly judged.
+        return max(1, math.ceil(self.host_s / 3))
+
+    @property
+    def client_s(self) -> float:
+        total = self.ssh_connect_timeout + self.host_s + GRACE_S
+        return total if self.cap_s is None else min(total, self.cap_s)
+
+    def within(self, left_s: float) -> TimeLimits:
+        """These limits, shortened so that the whole round trip ends within ``left_s``."""
+        if left_s >= self.client_s:
+            return self
+        return TimeLimits(min(self.connect_s, left_s), min(self.command_s, left_s), cap_s=left_s)
+
 
 @dataclass(frozen=True)
 class HostCollection:
-    """What one round trip brought back. ``error`` says why nothing (or not everything) came back."""
+    """What one round trip brought back. ``error`` says why nothing (or not everything) came back;
+    ``expired`` is CONNECT or COMMAND when a time limit ended it."""
 
     host: str
     sections: Mapping[str, Section]
     complete: bool
     error: str | None = None
     priority: int = 3
+    expired: str | None = None
 
 
-def remote_command(token: str, priority: int) -> str:
-    """The one remote command line: the static script as a single quoted argument."""
+def remote_command(token: str, priority: int, limits: TimeLimits | None = None) -> str:
+    """The one remote command line: the launcher and the static script as single quoted arguments."""
     if not 0 <= priority <= 7:
         raise ValueError(f"lossless priority {priority} is not 0..7")
-    return shlex.join(["sh", "-c", COLLECT_SCRIPT, "fabcheck-collect", token, str(priority)])
+    limits = limits or TimeLimits()
+    script = [COLLECT_SCRIPT, "fabcheck-collect", token, str(priority), str(limits.tool_s)]
+    return shlex.join(["sh", "-c", LAUNCHER, "fabcheck-collect", str(limits.host_s), *script])
 
 
-def collect_host(target: SshTarget, priority: int, timeout_s: float) -> HostCollection:
+def collect_host(target: SshTarget, priority: int, limits: TimeLimits | None = None) -> HostCollection:
     """Run the collection script on one host over ssh; never raises for an unreachable host."""
+    limits = limits or TimeLimits()
     token = secrets.token_hex(8)
-    argv = target.argv(remote_command(token, priority), max(1, min(int(timeout_s), 30)))
+    argv = target.argv(remote_command(token, priority, limits), limits.ssh_connect_timeout)
     try:
         done = subprocess.run(
-            argv, capture_output=True, text=True, errors="replace", timeout=timeout_s, check=False
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=limits.client_s,
+            check=False,
         )
     except subprocess.TimeoutExpired as expired:
-        partial = _text(expired.stdout)
-        parsed = split_sections(partial, token)
-        return HostCollection(
-            target.name, parsed.sections, False, f"no answer within {timeout_s:g} s", priority
-        )
+        parsed = split_sections(_text(expired.stdout), token)
+        error = _gave_up(parsed, _text(expired.stderr), limits)
+        return HostCollection(target.name, parsed.sections, False, error, priority, COMMAND)
     except OSError as err:
         return HostCollection(target.name, {}, False, f"cannot run ssh: {err.strerror or err}", priority)
     parsed = split_sections(done.stdout, token)
-    error = None if parsed.complete else _failure(done.returncode, done.stderr, target)
-    return HostCollection(target.name, parsed.sections, parsed.complete, error, priority)
+    if parsed.complete:
+        return HostCollection(target.name, parsed.sections, True, None, priority)
+    error, expired_part = _failure(done.returncode, done.stderr, parsed, target, limits)
+    return HostCollection(target.name, parsed.sections, False, error, priority, expired_part)
 
 
 def _text(data: bytes | str | None) -> str:
@@ -259,29 +482,59 @@ def _text(data: bytes | str | None) -> str:
     return data if isinstance(data, str) else data.decode("utf-8", "replace")
 
 
-def _failure(rc: int, stderr: str, target: SshTarget) -> str:
-    last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
-    where = f"{target.address}:{target.port}" if target.port else target.address
-    if rc == 255:
-        return f"ssh to {where} failed: {last or 'exit 255'}"
-    return f"collection on {where} ended early (exit {rc}){': ' + last if last else ''}"
+def ssh_said(stderr: str) -> str:
+    """What ssh (or the remote shell) printed on stderr, in a few lines: the reason a user needs."""
+    lines = [line.strip() for line in stderr.replace("\r", "\n").splitlines()]
+    lines = [line for line in lines if line and not line.startswith("Warning: Permanently added")]
+    said = "; ".join(dict.fromkeys(lines[-3:]))
+    return said if len(said) <= 300 else said[:300] + "..."
+
+
+def _stopped_in(parsed: Sections) -> str:
+    unfinished = [name for name, section in parsed.sections.items() if section.rc is None]
+    if unfinished:
+        return f"output stopped in section {unfinished[-1]} (`{section_command(unfinished[-1], 3)}`)"
+    return "output stopped between sections" if parsed.sections else "nothing was printed"
+
+
+def _gave_up(parsed: Sections, stderr: str, limits: TimeLimits) -> str:
+    said = ssh_said(stderr)
+    return (
+        f"command timeout: no complete answer within {limits.client_s:g} s (host limit {limits.host_s} s, "
+        f"ssh ConnectTimeout {limits.ssh_connect_timeout} s); {_stopped_in(parsed)}"
+        + (f"; ssh said: {said}" if said else "")
+    )
+
+
+def _failure(
+    rc: int, stderr: str, parsed: Sections, target: SshTarget, limits: TimeLimits
+) -> tuple[str, str | None]:
+    said = ssh_said(stderr)
+    if rc == 255 and not parsed.sections:
+        if "timed out" in said.lower():
+            return (
+                f"connect timeout (ssh ConnectTimeout {limits.ssh_connect_timeout} s) to {target.where}: "
+                f"{said}",
+                CONNECT,
+            )
+        return f"ssh to {target.where} failed: {said or 'exit 255'}", None
+    if rc in (124, 137):  # the host's own `timeout` stopped the collection
+        return (
+            f"command timeout on the host: the collection did not finish within {limits.host_s} s and "
+            f"was stopped there; {_stopped_in(parsed)}",
+            COMMAND,
+        )
+    return f"collection on {target.where} ended early (exit {rc}); {_stopped_in(parsed)}" + (
+        f": {said}" if said else ""
+    ), None
 
 
 def section_command(section: str, priority: int) -> str:
-    """The command a section ran, e.g. 'mlnx_qos -i ens1np0' for 'mlnx_qos:ens1np0'."""
+    """The command a section ran, shell-quoted, e.g. 'mlnx_qos -i ens1np0' for 'mlnx_qos:ens1np0'."""
     kind, _, name = section.partition(":")
     dev, _, port = name.partition("/")
-    template = SECTION_COMMANDS.get(kind, section)
-    return template.format(name=dev if kind == TRAFFIC_CLASS else name, port=port, priority=priority)
-
-
-def collect_many(
-    targets: Sequence[SshTarget], priority: int, timeout_s: float, workers: int = 16
-) -> list[HostCollection]:
-    """Collect every host in parallel (threads: each one waits on its own ssh process)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    if not targets:
-        return []
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(targets)))) as pool:
-        return list(pool.map(lambda t: collect_host(t, priority, timeout_s), targets))
+    template = SECTION_COMMANDS.get(kind)
+    if template is None:
+        return shlex.quote(section)
+    values = {"name": dev if kind == TRAFFIC_CLASS else name, "port": port, "priority": priority}
+    return shlex.join(word.format(**values) for word in template.split())

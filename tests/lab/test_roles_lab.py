@@ -3,7 +3,8 @@
 One class fixture drives the sequence (check mode, apply, re-apply, fault + repair) and records every
 run; each test asserts one step. `--check --diff` writes nothing, one run makes both hosts pass validate,
 a second run changes nothing, and a PFC fault on one host is repaired by changing that host only;
-an InfiniBand intent leaves the RoCE settings alone.
+an InfiniBand intent leaves the RoCE settings alone; a write that fails half-way through a NIC (a
+read-only sysfs attribute) fails the task with changed true, and the NIC reads exactly as before.
 """
 
 from __future__ import annotations
@@ -70,10 +71,10 @@ def run_site(paths: LabPaths, *options: str) -> PlaybookRun:
     )
 
 
-def run_roce_nic(paths: LabPaths, host: str, devices: list[str]) -> PlaybookRun:
+def run_roce_nic(paths: LabPaths, host: str, devices: list[str], **options: object) -> PlaybookRun:
     """The module alone, ad hoc, as `ansible HOST -m roce_nic` would run it."""
     ansible = Path(sys.executable).parent / "ansible"
-    args = json.dumps({"devices": devices})
+    args = json.dumps({"devices": devices, **options})
     argv = [str(ansible), "-i", str(paths.inventory.parent), host, "-m", "roce_nic", "-a", args]
     env = os.environ | {
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
@@ -186,3 +187,96 @@ def test_infiniband_intent_skips_roce_settings() -> None:
     assert re.search(r"^skipping: \[\w+\]", task, re.M), task
     assert "changed:" not in task
     assert "--- before: mlx5_0" not in run.output
+
+
+# ---- a write that fails on a lab node ------------------------------------------------------------
+
+# Everything one RoCE NIC of a lab host shows: the whole mlnx_qos output, every file under its netdev
+# (MTU, ECN/CNP attributes...), its RoCE traffic class and its RDMA-CM ToS.
+NIC_STATE = (
+    "mlnx_qos -i ens1np0 && grep -r . /sys/class/net/ens1np0 | sort && "
+    "cat /sys/class/infiniband/mlx5_0/tc/1/traffic_class && cma_roce_tos -d mlx5_0 -p 1"
+)
+TRAFFIC_CLASS = "/sys/class/infiniband/mlx5_0/tc/1/traffic_class"
+# A bind mount of the attribute onto itself, then read-only: root's write fails with EROFS, as a write
+# to an attribute the driver refuses fails on real sysfs.
+READ_ONLY = f"mount --bind {TRAFFIC_CLASS} {TRAFFIC_CLASS} && mount -o remount,bind,ro {TRAFFIC_CLASS}"
+# Writes the module makes on a factory NIC with these options, in order, before the traffic class:
+# mlnx_qos (trust, DSCP 46 -> 6, PFC), sysfs (NP off, CNP DSCP) and `ip link` (MTU).
+FAILING_OPTIONS = {"np_enable": False, "cnp_dscp": 46}
+WRITES_BEFORE = ["trust", "dscp2prio", "pfc", "roce_np/enable/3", "roce_np/cnp_dscp", "mtu"]
+
+
+def on_node(paths: LabPaths, node: str, command: str) -> subprocess.CompletedProcess[str]:
+    argv = ["ssh", "-F", str(paths.ssh_config), node, command]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+
+def nic_state(paths: LabPaths, node: str) -> str:
+    done = on_node(paths, node, NIC_STATE)
+    assert done.returncode == 0 and "Priority trust state" in done.stdout, done.stdout + done.stderr
+    return done.stdout
+
+
+def module_result(run: PlaybookRun, host: str) -> dict:
+    """The JSON result of an ad hoc module run, `failed` from its status (`HOST | FAILED! => {...}`)."""
+    match = re.search(rf"^{host} \| (FAILED!|CHANGED|SUCCESS) => (\{{.*\}})\s*\Z", run.output, re.M | re.S)
+    assert match, run.output[-4000:]
+    return {**json.loads(match.group(2)), "failed": match.group(1) == "FAILED!"}
+
+
+@dataclass(frozen=True)
+class FailedWrite:
+    before: str  # the NIC before each run
+    after: dict[str, str]  # rollback on / off -> the NIC after the run
+    results: dict[str, dict]  # rollback on / off -> module result
+
+
+@pytest.fixture(scope="module")
+def failed_write() -> Iterator[FailedWrite]:
+    with running_lab(profile="roce", hosts=1, switches=0) as (paths, _state):
+        node = "gpu01"
+        before = nic_state(paths, node)
+        made = on_node(paths, node, READ_ONLY)
+        assert made.returncode == 0, made.stdout + made.stderr
+        try:
+            probe = on_node(paths, node, f"echo 106 > {TRAFFIC_CLASS}")
+            assert probe.returncode != 0 and "Read-only file system" in probe.stderr, "the fault did not take"
+            results, after = {}, {}
+            for label, rollback in (("rollback", True), ("no_rollback", False)):
+                run = run_roce_nic(paths, node, ["mlx5_0"], rollback_on_failure=rollback, **FAILING_OPTIONS)
+                assert run.rc != 0, run.output[-4000:]
+                results[label] = module_result(run, node)
+                after[label] = nic_state(paths, node)
+                if label == "rollback":
+                    assert after[label] == before, "the second run must start from the same NIC"
+        finally:
+            on_node(paths, node, f"umount {TRAFFIC_CLASS}")
+        yield FailedWrite(before=before, after=after, results=results)
+
+
+def test_a_failed_write_reports_changed_and_puts_the_nic_back(failed_write: FailedWrite) -> None:
+    result = failed_write.results["rollback"]
+    assert result["failed"] is True and result["changed"] is True
+    nic = result["nics"]["mlx5_0"]
+    assert nic["changed"] == WRITES_BEFORE and nic["failed_write"] == "traffic_class/1"
+    assert [w["setting"] for w in result["writes"]] == WRITES_BEFORE
+    assert all(w["rolled_back"] for w in result["writes"])
+    assert nic["rolled_back"] is True and nic["rollback_ok"] is True, nic["rollback"]
+    assert nic["rollback"]["undone"] == WRITES_BEFORE[::-1]
+    msg = result["msg"]
+    assert f"`echo 106 > {TRAFFIC_CLASS}` failed: Read-only file system" in msg, msg
+    assert "Writes made on mlx5_0 before it: trust pcp -> dscp, dscp2prio 46->5 -> 46->6" in msg, msg
+    assert "rollback succeeded: mlx5_0 reads as before the run" in msg, msg
+    # What every tool shows of the NIC is what it showed before the run.
+    assert failed_write.after["rollback"] == failed_write.before
+
+
+def test_without_rollback_the_nic_keeps_the_writes_made(failed_write: FailedWrite) -> None:
+    result = failed_write.results["no_rollback"]
+    assert result["failed"] is True and result["changed"] is True
+    nic = result["nics"]["mlx5_0"]
+    assert nic["changed"] == WRITES_BEFORE and nic["rolled_back"] is False
+    assert "Not rolled back (rollback_on_failure: false)" in result["msg"]
+    after = failed_write.after["no_rollback"]
+    assert "Priority trust state: dscp" in after and "/sys/class/net/ens1np0/mtu:9000" in after

@@ -375,13 +375,13 @@ def test_nth_write_fails_the_nic_is_put_back_and_the_writes_are_reported(
     msg = result["msg"]
     assert msg.startswith(f"{failing} ({NICS[failing]}): ") and host.writes[n - 1].split(" > ")[0] in msg
     if made_on_it:
-        assert f"writes made on {failing} before it: " in msg
+        assert f"Writes made on {failing} before it: " in msg
         assert all(f"{key} " in msg for key in entry["changed"])
-        assert f"rolled back ({', '.join(entry['rollback']['undone'])}); rollback succeeded" in msg
+        assert f"Rolled back ({', '.join(entry['rollback']['undone'])}); rollback succeeded" in msg
     else:
-        assert f"nothing written on {failing}" in msg and "rollback succeeded" in msg
+        assert f"Nothing written on {failing}" in msg and "rollback succeeded" in msg
     if earlier:
-        assert f"configured before this NIC and kept: {earlier[0]} (" in msg
+        assert f"Configured before this NIC and kept: {earlier[0]} (" in msg
 
 
 @pytest.mark.parametrize("n", range(1, TOTAL_WRITES + 1))
@@ -401,7 +401,7 @@ def test_without_rollback_the_writes_made_stay_and_are_reported(
     assert entry["rolled_back"] is False and "rollback" not in entry
     assert not any(w["rolled_back"] for w in result["writes"])
     if entry["changed"]:
-        assert "not rolled back (rollback_on_failure: false)" in result["msg"]
+        assert "Not rolled back (rollback_on_failure: false)" in result["msg"]
 
 
 @pytest.mark.parametrize("n", range(2, WRITES_PER_NIC + 1))
@@ -414,7 +414,7 @@ def test_a_failed_rollback_is_reported_as_failed(roce_nic: ModuleType, host: Fak
     assert entry["rolled_back"] is True and entry["rollback_ok"] is False
     assert newest not in entry["rollback"]["undone"]
     assert entry["rollback"]["errors"] and host.writes[n].split(" > ")[0] in entry["rollback"]["errors"][0]
-    assert "rollback FAILED" in result["msg"] and "is not as before the run" in result["msg"]
+    assert "Rollback FAILED" in result["msg"] and "is not as before the run" in result["msg"]
     assert "rollback succeeded" not in result["msg"]
     written_back = [w["setting"] for w in result["writes"] if w["rolled_back"]]
     assert written_back == [k for k in entry["changed"] if k in entry["rollback"]["undone"]]

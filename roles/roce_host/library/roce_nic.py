@@ -586,23 +586,23 @@ def failure_message(nic: Nic, exc: WriteFailed, rollback: Rollback | None, earli
     made = ", ".join(f"{c.key} {c.before} -> {c.after}" for c in exc.done)
     parts = [
         str(exc),
-        f"writes made on {nic.dev} before it: {made}" if made else f"nothing written on {nic.dev}",
+        f"Writes made on {nic.dev} before it: {made}" if made else f"Nothing written on {nic.dev}",
     ]
     if rollback is None:
         if exc.done:
-            parts.append(f"not rolled back (rollback_on_failure: false): {nic.dev} is left with those writes")
+            parts.append(f"Not rolled back (rollback_on_failure: false): {nic.dev} is left with those writes")
     elif rollback.ok:
-        undone = f"rolled back ({', '.join(rollback.undone)})" if rollback.undone else "nothing to roll back"
+        undone = f"Rolled back ({', '.join(rollback.undone)})" if rollback.undone else "Nothing to roll back"
         parts.append(f"{undone}; rollback succeeded: {nic.dev} reads as before the run")
     else:
         problems = rollback.errors + [f"{k} was {a}, now {b}" for k, (a, b) in rollback.remaining.items()]
         if rollback.unverified:
             problems.append(f"cannot read it again to compare: {rollback.unverified}")
         undone = ", ".join(rollback.undone) or "nothing"
-        parts.append(f"rollback FAILED (written back: {undone}): {nic.dev} is not as before the run")
+        parts.append(f"Rollback FAILED (written back: {undone}): {nic.dev} is not as before the run")
         parts.append("; ".join(problems))
     if earlier:
-        parts.append(f"configured before this NIC and kept: {', '.join(earlier)}")
+        parts.append(f"Configured before this NIC and kept: {', '.join(earlier)}")
     return ". ".join(parts)
 
 

@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers._text import strip_ansi
+from fabcheck.parsers._text import split_checked_lines
+from fabcheck.parsers.numbers import is_int_token
 
 PORT_STATES = ("???", "Down", "Initializing", "Armed", "Active")
 PHYSICAL_STATES = (
@@ -51,16 +52,18 @@ _PORT_KEYS = (
 )
 _CA_LINE = re.compile(r"(CA|Switch|Router|iWARP RNIC|\?\?\?) '(.+)'")
 _SINGLE_PORT_CA_LINE = re.compile(r"(CA|Switch|Router|iWARP RNIC|\?\?\?): '(.+)'")
-_PORT_LINE = re.compile(r"Port (\d+):")
-_RATE = re.compile(r"(\d+)( \(FDR10\))?|2\.5")
+# Every number is ASCII and bounded ({1,20} digits hold any 64-bit value), so int() cannot fail.
+_PORT_LINE = re.compile(r"Port ([0-9]{1,20}):", re.ASCII)
+_RATE = re.compile(r"([0-9]{1,20})( \(FDR10\))?|2\.5", re.ASCII)
 _GUID = re.compile(r"0x[0-9a-f]{16}")
 _CAPABILITY_MASK = re.compile(r"0x[0-9a-f]{8}")
 
-_IBSTATUS_HEADER = re.compile(r"Infiniband device '(.+)' port (\d+) status:")
+_IBSTATUS_HEADER = re.compile(r"Infiniband device '(.+)' port ([0-9]{1,20}) status:", re.ASCII)
 _IBSTATUS_KEYS = ("default gid", "base lid", "sm lid", "state", "phys state", "rate", "link_layer")
 _IBSTATUS_LINE = re.compile(r"(default gid|base lid|sm lid|state|phys state|rate|link_layer):\s*(.*)")
-_IBSTATUS_STATE = re.compile(r"(\d+): (\S.*)")
-_IBSTATUS_RATE = re.compile(r"(\d+(?:\.\d+)?) Gb/sec(?: \(.+\))?")
+_IBSTATUS_STATE = re.compile(r"([0-9]{1,20}): (\S.*)", re.ASCII)
+_IBSTATUS_RATE = re.compile(r"([0-9]{1,20}(?:\.[0-9]{1,20})?) Gb/sec(?: \(.+\))?", re.ASCII)
+_HEX_LID = re.compile(r"0x[0-9a-fA-F]{1,16}", re.ASCII)
 _UNKNOWN = "unknown"
 
 
@@ -129,7 +132,7 @@ class IbstatusPort:
 
 def parse_ibstat(text: str, source: str = "<text>") -> tuple[IbstatCa, ...]:
     """Every CA block of an ``ibstat`` capture, in printed order. Raises ParseError when there is none."""
-    lines = strip_ansi(text).splitlines()
+    lines = split_checked_lines(text, source, "ibstat")
     cas: list[IbstatCa] = []
     index = 0
     while index < len(lines):
@@ -171,7 +174,7 @@ def _read_ca(lines: list[str], index: int, source: str, node_type: str, name: st
         values.append(_expect(lines, index + offset, label, source, name))
     ca_type, num_ports, fw_version, hw_version, node_guid, sys_image_guid = values
     header_end = index + len(_HEADER_KEYS)
-    if not num_ports.isdigit():
+    if not is_int_token(num_ports):
         raise ParseError(f"{name}: bad number of ports {num_ports!r}", source=source, line=index + 3)
     for offset, guid in ((5, node_guid), (6, sys_image_guid)):
         if _GUID.fullmatch(guid) is None:
@@ -214,7 +217,7 @@ def _read_port(lines: list[str], index: int, source: str, ca: str) -> tuple[Ibst
     if rate is None:
         raise bad("Rate", rate_text)
     for key, value in (("Base lid", base_lid), ("LMC", lmc), ("SM lid", sm_lid)):
-        if not value.isdigit():
+        if not is_int_token(value):
             raise bad(key, value)
     if _CAPABILITY_MASK.fullmatch(capability_mask) is None:
         raise bad("Capability mask", capability_mask)
@@ -289,7 +292,7 @@ def _render_port(port: IbstatPort) -> list[str]:
 
 def parse_ibstatus(text: str, source: str = "<text>") -> tuple[IbstatusPort, ...]:
     """Every port block of an ``ibstatus`` capture. Raises ParseError when there is none."""
-    lines = strip_ansi(text).splitlines()
+    lines = split_checked_lines(text, source, "ibstatus")
     ports: list[IbstatusPort] = []
     index = 0
     while index < len(lines):
@@ -323,7 +326,7 @@ def _read_ibstatus_line(stripped: str, values: dict[str, str], source: str, inde
 
 def _ibstatus_value_ok(key: str, value: str) -> bool:
     if key in ("base lid", "sm lid"):
-        return re.fullmatch(r"0x[0-9a-fA-F]+", value) is not None
+        return _HEX_LID.fullmatch(value) is not None
     if key in ("state", "phys state"):
         return _IBSTATUS_STATE.fullmatch(value) is not None
     if key == "rate":

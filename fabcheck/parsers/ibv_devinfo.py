@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers._text import strip_ansi
+from fabcheck.parsers._text import split_checked_lines
+from fabcheck.parsers.numbers import is_int_token, read_hex, read_int
 
 NO_DEVICES = "No IB devices found"
 
@@ -48,8 +49,8 @@ PHYS_STATE_CODES = {
 
 _HCA_LINE = re.compile(r"hca_id:\s+(\S+)")
 _KEY_VALUE = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]*?):\s*(.*)")
-_GID_LINE = re.compile(r"GID\[\s*(\d+)\]:\s+([0-9A-Fa-f:.]+)(?:,\s*(.+))?")
-_ENUM_VALUE = re.compile(r"(.+?) \((\d+)\)")
+_GID_LINE = re.compile(r"GID\[\s*([0-9]+)\]:\s+([0-9A-Fa-f:.]+)(?:,\s*(.+))?", re.ASCII)
+_ENUM_VALUE = re.compile(r"(.+?) \(([0-9]+)\)", re.ASCII)
 _GUID = re.compile(r"[0-9a-f]{4}(?::[0-9a-f]{4}){3}")
 _DEVICE_KEYS = (
     "transport",
@@ -137,7 +138,7 @@ class IbvDevice:
 
 def parse_ibv_devinfo(text: str, source: str = "<text>") -> tuple[IbvDevice, ...]:
     """Every device in an ``ibv_devinfo`` capture; ``()`` for ``No IB devices found``."""
-    lines = strip_ansi(text).splitlines()
+    lines = split_checked_lines(text, source, "ibv_devinfo")
     devices: list[IbvDevice] = []
     index = 0
     while index < len(lines):
@@ -170,6 +171,9 @@ class _DeviceReader:
 
     def error(self, message: str, index: int) -> ParseError:
         return ParseError(f"{self.hca_id}: {message}", source=self.source, line=index + 1)
+
+    def number(self, token: str, index: int, what: str) -> int:
+        return read_int(token, source=self.source, line=index + 1, what=f"{self.hca_id}: {what}")
 
     def consume(self, index: int) -> int:
         while index < len(self.lines):
@@ -214,7 +218,7 @@ class _DeviceReader:
     def read_gid(self, match: re.Match[str], index: int) -> None:
         if not self.ports:
             raise self.error("GID line outside a port block", index)
-        number = int(match.group(1))
+        number = self.number(match.group(1), index, "GID index")
         try:
             ipaddress.IPv6Address(match.group(2))
         except ValueError:
@@ -286,10 +290,12 @@ class _DeviceReader:
         if key not in values:
             raise self.error(f"no {key!r} line", fallback)
         text, where = values[key]
-        pattern = r"0x[0-9a-fA-F]+" if base == 16 else r"\d+"
-        if re.fullmatch(pattern, text) is None:
+        pattern = r"0x[0-9a-fA-F]+" if base == 16 else r"[0-9]+"
+        if re.fullmatch(pattern, text, re.ASCII) is None:
             raise self.error(f"bad {key} value {text!r}", where)
-        return int(text, base)
+        if base == 16:
+            return read_hex(text, source=self.source, line=where + 1, what=f"{self.hca_id}: {key}")
+        return self.number(text, where, key)
 
     def optional_int(self, values: _Values, key: str, fallback: int) -> int | None:
         return self.int_value(values, key, fallback) if key in values else None
@@ -297,9 +303,9 @@ class _DeviceReader:
     def mtu(self, values: _Values, key: str) -> int:
         text, where = values[key]
         match = _ENUM_VALUE.fullmatch(text)
-        if match is None or not match.group(1).isdigit() or int(match.group(1)) not in MTU_CODES:
+        if match is None or not is_int_token(match.group(1)) or int(match.group(1)) not in MTU_CODES:
             raise self.error(f"bad {key} value {text!r}", where)
-        if MTU_CODES[int(match.group(1))] != int(match.group(2)):
+        if MTU_CODES[int(match.group(1))] != self.number(match.group(2), where, f"{key} code"):
             raise self.error(f"{key} {text!r}: value and code disagree", where)
         return int(match.group(1))
 
@@ -309,7 +315,7 @@ class _DeviceReader:
         match = _ENUM_VALUE.fullmatch(text)
         if match is None:
             raise self.error(f"bad {key} value {text!r}", where)
-        name, code = match.group(1), int(match.group(2))
+        name, code = match.group(1), self.number(match.group(2), where, f"{key} code")
         if name.startswith("invalid"):
             names = [known for known, known_code in codes.items() if known_code == code]
             if not names:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers._text import strip_ansi
+from fabcheck.parsers._text import split_checked_lines
+from fabcheck.parsers.numbers import is_int_token, read_float, read_int
 
 PRIORITIES = tuple(range(8))
 TSA_KINDS = ("ets", "strict", "vendor", "unknown")
@@ -30,16 +31,19 @@ _DCBX_MODE = {text: mode for mode, text in _DCBX_TEXT.items()}
 
 _DCBX_LINE = re.compile(r"DCBX mode: (.*)")
 _TRUST_LINE = re.compile(r"Priority trust state: (.*)")
-_DSCP_LINE = re.compile(r"prio:(\d+) dscp:([0-9,]*)")
-_DEFAULT_PRIO_LINE = re.compile(r"prio:(\d+)")
+# ASCII digits only (re.ASCII and [0-9]); the numbers are read with parsers.numbers (bounded).
+_DSCP_LINE = re.compile(r"prio:([0-9]+) dscp:([0-9,]*)", re.ASCII)
+_DEFAULT_PRIO_LINE = re.compile(r"prio:([0-9]+)", re.ASCII)
 _BUFFER_LINE = re.compile(
-    r"Receive buffer size \(bytes\): ((?:\d+,){8})(?:(?:max_buffer_size|total_size)=(\d+))?"
+    r"Receive buffer size \(bytes\): ((?:[0-9]+,){8})(?:(?:max_buffer_size|total_size)=([0-9]+))?", re.ASCII
 )
-_CABLE_LINE = re.compile(r"Cable len: (\d+)")
+_CABLE_LINE = re.compile(r"Cable len: ([0-9]+)", re.ASCII)
 _TC_LINE = re.compile(
-    r"tc: (\d+) ratelimit: (unlimited|\d+\.\d+ Gbps), tsa: (?:(ets), bw: (\d+)%|(strict|vendor|unknown))"
+    r"tc: ([0-9]+) ratelimit: (unlimited|[0-9]+\.[0-9]+ Gbps), tsa: "
+    r"(?:(ets), bw: ([0-9]+)%|(strict|vendor|unknown))",
+    re.ASCII,
 )
-_TC_PRIORITY_LINE = re.compile(r"priority:\s+(\d+)")
+_TC_PRIORITY_LINE = re.compile(r"priority:\s+([0-9]+)", re.ASCII)
 
 # Section kinds in the order mlnx_qos prints them.
 _DCBX, _TRUST, _DSCP, _DEFAULT, _BUFFER, _CABLE, _PFC, _TC = range(8)
@@ -108,7 +112,7 @@ def parse_mlnx_qos(text: str, source: str = "<text>") -> MlnxQos:
 
 def parse_mlnx_qos_all(text: str, source: str = "<text>") -> tuple[MlnxQos, ...]:
     """Every ``mlnx_qos`` report in ``text``, in order. Raises ParseError when there is none."""
-    lines = strip_ansi(text).splitlines()
+    lines = split_checked_lines(text, source, "mlnx_qos")
     reports: list[MlnxQos] = []
     lldpad_seen = False
     index = 0
@@ -176,6 +180,9 @@ class _BlockBuilder:
     def error(self, message: str, index: int) -> ParseError:
         return ParseError(message, source=self.source, line=index + 1)
 
+    def number(self, token: str, index: int, what: str) -> int:
+        return read_int(token, source=self.source, line=index + 1, what=what)
+
     def consume(self, index: int) -> int:
         """Read from the block's first line; return the index of the first line after the block."""
         while index < len(self.lines):
@@ -203,7 +210,7 @@ class _BlockBuilder:
             return True
         if self.section == _DEFAULT and stripped.startswith("prio:"):
             match = _DEFAULT_PRIO_LINE.fullmatch(stripped)
-            if match is None or int(match.group(1)) > 7:
+            if match is None or self.number(match.group(1), index, "default priority") > 7:
                 raise self.error(f"bad default priority line: {stripped!r}", index)
             self.default_priorities.append(int(match.group(1)))
             return True
@@ -228,7 +235,7 @@ class _BlockBuilder:
             self.read_buffer_line(stripped, index)
         elif section == _CABLE:
             match = self.must_match(_CABLE_LINE, stripped, index, "Cable len")
-            self.cable_len = int(match.group(1))
+            self.cable_len = self.number(match.group(1), index, "cable length")
         elif section == _PFC:
             return self.read_pfc_table(index)
         elif section == _TC:
@@ -251,11 +258,11 @@ class _BlockBuilder:
 
     def read_dscp_line(self, stripped: str, index: int) -> None:
         match = self.must_match(_DSCP_LINE, stripped, index, "dscp2prio")
-        prio = int(match.group(1))
+        prio = self.number(match.group(1), index, "dscp2prio priority")
         cells = match.group(2).split(",")
         if cells and cells[-1] == "":
             cells.pop()  # every value is printed with a trailing comma
-        if prio > 7 or not cells or len(cells) > DSCP_PER_LINE or not all(c.isdigit() for c in cells):
+        if prio > 7 or not cells or len(cells) > DSCP_PER_LINE or not all(map(is_int_token, cells)):
             raise self.error(f"bad dscp2prio line: {stripped!r}", index)
         if prio < self.dscp_line_prio or (prio == self.dscp_line_prio and not self.dscp_line_full):
             raise self.error(f"dscp2prio line for priority {prio} is out of order", index)
@@ -269,8 +276,10 @@ class _BlockBuilder:
 
     def read_buffer_line(self, stripped: str, index: int) -> None:
         match = self.must_match(_BUFFER_LINE, stripped, index, "receive buffer size")
-        self.buffer_sizes = tuple(int(v) for v in match.group(1).rstrip(",").split(","))
-        self.max_buffer_size = None if match.group(2) is None else int(match.group(2))
+        sizes = match.group(1).rstrip(",").split(",")
+        self.buffer_sizes = tuple(self.number(v, index, "receive buffer size") for v in sizes)
+        total = match.group(2)
+        self.max_buffer_size = None if total is None else self.number(total, index, "max buffer size")
 
     def read_pfc_table(self, index: int) -> int:
         header = self.table_row(index + 1, "priority")
@@ -292,16 +301,18 @@ class _BlockBuilder:
         if index >= len(self.lines):
             raise self.error(f"PFC table ends before its {label!r} row", len(self.lines) - 1)
         cells = self.lines[index].split()
-        if len(cells) != 9 or cells[0] != label or not all(c.isdigit() for c in cells[1:]):
+        if len(cells) != 9 or cells[0] != label or not all(map(is_int_token, cells[1:])):
             raise self.error(f"bad PFC table {label!r} row: {self.lines[index].strip()!r}", index)
         return tuple(int(c) for c in cells[1:])
 
     def read_tc_line(self, stripped: str, index: int) -> None:
         match = self.must_match(_TC_LINE, stripped, index, "tc")
-        tc = int(match.group(1))
+        tc = self.number(match.group(1), index, "traffic class")
         if tc > 7 or tc in self.tcs:
             raise self.error(f"bad or repeated traffic class {tc}", index)
-        bw = None if match.group(4) is None else int(match.group(4))
+        if match.group(2) != "unlimited":  # checked now so ratelimit_gbps can never fail later
+            read_float(match.group(2).split()[0], source=self.source, line=index + 1, what="rate limit")
+        bw = None if match.group(4) is None else self.number(match.group(4), index, "ETS bandwidth")
         if bw is not None and bw > 100:
             raise self.error(f"ETS bandwidth {bw}% is above 100%", index)
         tsa = match.group(3) or match.group(5)
@@ -311,7 +322,7 @@ class _BlockBuilder:
 
     def read_tc_priority(self, stripped: str, index: int) -> None:
         match = self.must_match(_TC_PRIORITY_LINE, stripped, index, "tc priority")
-        prio = int(match.group(1))
+        prio = self.number(match.group(1), index, "tc priority")
         taken = any(prio in prios for prios in self.tc_priorities.values())
         if prio > 7 or taken or self.current_tc is None:
             raise self.error(f"priority {prio} is out of range or mapped to two traffic classes", index)

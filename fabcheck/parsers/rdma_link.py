@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers._text import strip_ansi
+from fabcheck.parsers._text import split_checked_lines
+from fabcheck.parsers.numbers import is_int_token
 
 PORT_STATES = ("NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER", "UNKNOWN")
 PHYSICAL_STATES = (
@@ -33,8 +34,10 @@ PHYSICAL_STATES = (
     "OPA_TEST",
 )
 
-_LINK_LINE = re.compile(r"link ([^\s/]+)/(\d+)(?: (.*))?")
-_OLD_LINK_LINE = re.compile(r"(\d+)/(\d+): ([^\s/]+)/(\d+):(?: (.*))?")
+# ASCII digits, at most 20 (any 64-bit value), so int() of a matched number cannot fail.
+_LINK_LINE = re.compile(r"link ([^\s/]+)/([0-9]{1,20})(?: (.*))?", re.ASCII)
+_OLD_LINK_LINE = re.compile(r"([0-9]{1,20})/([0-9]{1,20}): ([^\s/]+)/([0-9]{1,20}):(?: (.*))?", re.ASCII)
+_MAX_JSON_INT = 2**64  # numbers in rdma's JSON are kernel u32/u64 values
 _CAPS_LINE = re.compile(r"caps: <(.*)>")
 _JSON_START = re.compile(r"\[\s*(?:\{.*|\]\s*)?")
 _INT_KEYS = ("netdev_index", "lid", "sm_lid", "lmc")
@@ -72,7 +75,7 @@ class RdmaLink:
 
 def parse_rdma_link(text: str, source: str = "<text>") -> tuple[RdmaLink, ...]:
     """Every link in a text or JSON ``rdma link`` capture. Raises ParseError when there is none."""
-    lines = strip_ansi(text).splitlines()
+    lines = split_checked_lines(text, source, "rdma link")
     links: list[RdmaLink] = []
     found = False
     index = 0
@@ -145,9 +148,9 @@ def _build(dev: str, port: int, pairs: dict[str, Any], ifindex: int | None) -> R
     for key in _INT_KEYS:
         if key in pairs:
             value = pairs[key]
-            if isinstance(value, str) and value.isdigit():
+            if isinstance(value, str) and is_int_token(value):
                 value = int(value)
-            if not isinstance(value, int) or isinstance(value, bool):
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_JSON_INT:
                 raise ValueError(f"bad {key} {value!r}")
             values[key] = value
     for key in _TEXT_KEYS:
@@ -181,18 +184,22 @@ def _read_json(lines: list[str], index: int, source: str) -> tuple[list[RdmaLink
     return links, index + text.count("\n", 0, end) + 1
 
 
+def _is_json_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _MAX_JSON_INT
+
+
 def _link_from_json(item: dict[str, Any]) -> RdmaLink:
     name = item.get("ifname")
     if not isinstance(name, str):
         raise ValueError("object without an 'ifname' string")
     dev, _, port_text = name.partition("/")
-    port = item.get("port", int(port_text) if port_text.isdigit() else None)
-    if not isinstance(port, int) or isinstance(port, bool) or (port_text and str(port) != port_text):
+    port = item.get("port", int(port_text) if is_int_token(port_text) else None)
+    if not _is_json_count(port) or (port_text and str(port) != port_text):
         raise ValueError(f"{name}: bad or missing 'port'")
     for key in ("ifindex", *_INT_KEYS):
         value = item.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            raise ValueError(f"{name}: {key} {value!r} is not a JSON number")
+        if value is not None and not _is_json_count(value):
+            raise ValueError(f"{name}: {key} {str(value)[:40]!r} is not a JSON number 0..2**64-1")
     link = _build(dev, port, item, item.get("ifindex"))
     caps = item.get("caps")
     if caps is None:

@@ -16,16 +16,17 @@ import re
 from dataclasses import dataclass
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers._text import strip_ansi
+from fabcheck.parsers._text import split_checked_lines
+from fabcheck.parsers.numbers import is_int_token
 
 HEADER = "DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV"
 RULE = "---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---"
 
 _HEADER_CELLS = ["DEV", "PORT", "INDEX", "GID", "IPv4", "VER", "DEV"]
 _RULE_LINE = re.compile(r"---\s+----\s+-----\s+---\s+-+\s+---\s+---")
-_FOOTER = re.compile(r"n_gids_found=(\d+)")
+_FOOTER = re.compile(r"n_gids_found=([0-9]{1,20})", re.ASCII)
 _GID = re.compile(r"[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7}")
-_VERSION = re.compile(r"[vV]\d")
+_VERSION = re.compile(r"[vV][0-9]", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class GidEntry:
 
 def parse_show_gids(text: str, source: str = "<text>") -> tuple[GidEntry, ...]:
     """Every GID row of every ``show_gids`` table in ``text``. Raises ParseError when there is no table."""
-    lines = strip_ansi(text).splitlines()
+    lines = split_checked_lines(text, source, "show_gids")
     entries: list[GidEntry] = []
     found_table = False
     index = 0
@@ -89,7 +90,7 @@ def _read_row(stripped: str, source: str, index: int) -> GidEntry:
         return ParseError(f"bad show_gids row ({why}): {stripped!r}", source=source, line=index + 1)
 
     cells = stripped.split()
-    if len(cells) < 4 or not cells[1].isdigit() or not cells[2].isdigit():
+    if len(cells) < 4 or not is_int_token(cells[1]) or not is_int_token(cells[2]):
         raise bad("expected DEV PORT INDEX GID")
     dev, port, gid_index, gid = cells[0], int(cells[1]), int(cells[2]), cells[3]
     if _GID.fullmatch(gid) is None:

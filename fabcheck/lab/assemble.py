@@ -12,7 +12,7 @@ from fabcheck.lab import nodes
 from fabcheck.lab.inventory import known_host_line
 from fabcheck.lab.keys import KeyPair, generate_keypair, write_private, write_secret
 from fabcheck.lab.mockhost.layout import MockNodePaths
-from fabcheck.lab.mockhost.prepare import install_tools, prepare_node
+from fabcheck.lab.mockhost.prepare import NODE_SOCKET, install_tools, prepare_node
 from fabcheck.lab.mockswitch.spec import SwitchSpec, write_spec
 from fabcheck.lab.state import PASSWORD_ENV, LabError, LabPaths, LabState, NodeRecord
 
@@ -24,7 +24,7 @@ def _peers_of(node: NodeRecord, everyone: Mapping[str, str]) -> dict[str, str]:
 
 
 def _prepare_hosts(
-    paths: LabPaths, hosts: Sequence[NodeRecord], addresses: Mapping[str, str], client: KeyPair
+    paths: LabPaths, hosts: Sequence[NodeRecord], addresses: Mapping[str, str], client: KeyPair, rtt_ms: float
 ) -> dict[str, str]:
     """Write each host's tree (mock state, sshd files); return node name -> known_hosts line."""
     lines: dict[str, str] = {}
@@ -40,7 +40,7 @@ def _prepare_hosts(
             peers=_peers_of(node, addresses),
         )
         host_key = generate_keypair(f"root@{node.name}")
-        nodes.write_node_files(root, node, host_key, client)
+        nodes.write_node_files(root, node, host_key, client, nodes.sshd_port(node, rtt_ms))
         lines[node.name] = known_host_line(node, host_key.public_blob)
     return lines
 
@@ -51,26 +51,30 @@ def _prepare_all_hosts(paths: LabPaths, state: LabState, client: KeyPair) -> lis
     addresses = {n.name: n.address for n in state.nodes}
     workers = min(os.cpu_count() or 1, 8)
     if len(hosts) < PARALLEL_FROM or workers == 1:
-        lines = _prepare_hosts(paths, hosts, addresses, client)
+        lines = _prepare_hosts(paths, hosts, addresses, client, state.rtt_ms)
     else:
         batches = [hosts[i::workers] for i in range(workers)]
         lines = {}
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            jobs = [pool.submit(_prepare_hosts, paths, batch, addresses, client) for batch in batches]
+            jobs = [pool.submit(_prepare_hosts, paths, b, addresses, client, state.rtt_ms) for b in batches]
             for job in jobs:
                 lines.update(job.result())
     return [lines[node.name] for node in hosts]
 
 
 def assemble(paths: LabPaths, state: LabState) -> list[str]:
-    """Create the run dir for state; return the known_hosts lines of the host nodes."""
+    """Create the run dir for state; return the known_hosts lines of the host nodes.
+
+    Sets state.slow_tools when the tool server's client cannot be built (every tool call then starts
+    an interpreter in the node, as before the server existed).
+    """
     paths.run_dir.mkdir(mode=0o700, parents=True)
     client = generate_keypair("fabcheck-lab-controller")
     write_private(paths.client_key, client)
     paths.client_key.with_suffix(".pub").write_text(client.public_line + "\n")
 
     paths.bin_dir.mkdir()
-    install_tools(paths.bin_dir)
+    state.slow_tools = install_tools(paths.bin_dir, client_socket=NODE_SOCKET) or ""
     known_hosts = _prepare_all_hosts(paths, state, client)
 
     switches = state.switch_nodes()

@@ -7,7 +7,7 @@ file at run time, the same file the switch server was given its password from (o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -126,9 +126,15 @@ def ssh_config_text(paths: LabPaths, state: LabState) -> str:
     return "\n".join(lines)
 
 
-def write_access_files(paths: LabPaths, state: LabState, known_hosts: Iterable[str]) -> None:
-    """known_hosts, ssh_config and the inventory, in that order (each refers to the one before)."""
+def write_access_files(
+    paths: LabPaths, state: LabState, known_hosts: Iterable[str], on_stage: Callable[[str], None]
+) -> None:
+    """known_hosts, ssh_config and the inventory, in that order (each refers to the one before);
+    on_stage is told the name of each one written."""
     write_atomic(paths.known_hosts, "\n".join(known_hosts) + "\n")
+    on_stage("known_hosts")
     paths.control_dir.mkdir(mode=0o700, exist_ok=True)
     write_atomic(paths.ssh_config, ssh_config_text(paths, state))
+    on_stage("ssh_config")
     write_inventory(paths, state)
+    on_stage("inventory")

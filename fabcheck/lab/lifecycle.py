@@ -9,14 +9,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fabcheck.lab import net, nodes, preflight, procs
 from fabcheck.lab.assemble import assemble
+from fabcheck.lab.delay import READY_FILE as DELAY_READY
 from fabcheck.lab.inventory import write_access_files
 from fabcheck.lab.mockhost.layout import MOCK_STATE_MOUNT
+from fabcheck.lab.mockhost.toolserver import READY_FILE as TOOL_SERVER_READY
 from fabcheck.lab.mockswitch.spec import known_hosts_path, ready_path
 from fabcheck.lab.state import (
     LabError,
@@ -36,6 +38,14 @@ DEFAULT_SWITCHES = {"roce": 2, "ib": 0}
 NETWORK_MODES = ("lo",)
 LOG_TAIL_LINES = 5
 SUPERVISOR_START_S = 10.0  # it only has to import and record its pid
+MAX_RTT_MS = 1000.0
+# `up` reports its progress through on_stage(name), in this order (tests kill `up` at each one).
+UP_STAGES = ("run dir", "state", "supervisor", "ready", "known_hosts", "ssh_config", "inventory", "complete")
+Stage = Callable[[str], None]
+
+
+def _no_stage(_name: str) -> None:
+    """The default progress callback: nothing to report."""
 
 
 @dataclass(frozen=True)
@@ -72,9 +82,13 @@ class LabStatus:
         return self.supervisor_alive and all(h.answers or "down" in h.faults for h in self.nodes)
 
 
-def new_state(paths: LabPaths, profile: str, hosts: int, switches: int | None, network: str) -> LabState:
+def new_state(
+    paths: LabPaths, profile: str, hosts: int, switches: int | None, network: str, rtt_ms: float = 0.0
+) -> LabState:
     if network not in NETWORK_MODES:
         raise LabError(f"unknown network mode {network!r}; modes: {', '.join(NETWORK_MODES)}")
+    if not 0.0 <= rtt_ms <= MAX_RTT_MS:
+        raise LabError(f"--rtt-ms {rtt_ms}: out of range, allowed: 0..{MAX_RTT_MS:.0f}")
     if switches is None:
         switches = DEFAULT_SWITCHES.get(profile, 0)
     return LabState(
@@ -86,6 +100,7 @@ def new_state(paths: LabPaths, profile: str, hosts: int, switches: int | None, n
         net=network,
         nodes=nodes.plan_nodes(profile, hosts, switches),
         state_mount=MOCK_STATE_MOUNT,
+        rtt_ms=float(rtt_ms),
     )
 
 
@@ -99,46 +114,70 @@ def up(
     hosts: int = DEFAULT_HOSTS,
     switches: int | None = None,
     network: str = "lo",
+    rtt_ms: float = 0.0,
+    on_stage: Stage = _no_stage,
 ) -> UpResult:
     """Start the lab and return once every node answers SSH and the switch server is ready.
 
-    Idempotent: the same lab already up is left alone; a partly dead one is cleaned and restarted.
+    Idempotent: the same complete lab already up is left alone. A lab that is partly dead, or whose
+    `up` never finished (killed before its access files were all written), is cleaned and rebuilt.
     """
     began = time.monotonic()
-    wanted = new_state(paths, profile, hosts, switches, network)
+    wanted = new_state(paths, profile, hosts, switches, network, rtt_ms)
     preflight.require_root()
     with lab_lock(paths):
         current = load_state(paths)
-        if current is not None:
+        if current is not None and is_complete(paths, current):
             report = inspect(paths, current)
             if report.healthy and current.shape == wanted.shape:
                 return UpResult(current, already_up=True, seconds=time.monotonic() - began)
             if report.healthy:
                 raise LabError(f"a different lab is up ({_describe(current)}); run `fabcheck lab down` first")
         _remove_everything(paths)
-        preflight.check_machine((n.address, n.port) for n in wanted.nodes)
+        preflight.check_machine(_listeners(wanted))
         try:
-            _start(paths, wanted)
+            _start(paths, wanted, on_stage)
         except BaseException:
             _remove_everything(paths)
             raise
     return UpResult(wanted, already_up=False, seconds=time.monotonic() - began)
 
 
+def is_complete(paths: LabPaths, state: LabState) -> bool:
+    """`up` finished this lab: it said so last, and the access files it wrote before are all there."""
+    return state.complete and all(p.is_file() for p in (paths.known_hosts, paths.ssh_config, paths.inventory))
+
+
+def _listeners(state: LabState) -> list[tuple[str, int]]:
+    """Every address:port the lab will listen on (sshd behind the delay proxy has a port of its own)."""
+    found = [(n.address, n.port) for n in state.nodes]
+    if state.rtt_ms > 0:
+        found += [(n.address, nodes.sshd_port(n, state.rtt_ms)) for n in state.host_nodes()]
+    return found
+
+
 def _describe(state: LabState) -> str:
-    return f"profile {state.profile}, {state.hosts} hosts, {state.switches} switches"
+    delay = f", RTT {state.rtt_ms:g} ms" if state.rtt_ms else ""
+    return f"profile {state.profile}, {state.hosts} hosts, {state.switches} switches{delay}"
 
 
-def _start(paths: LabPaths, state: LabState) -> None:
+def _start(paths: LabPaths, state: LabState, on_stage: Stage) -> None:
     paths.marker_dir.mkdir(exist_ok=True)
     write_atomic(paths.pointer, f"{paths.run_dir}\n")
     known_hosts = assemble(paths, state)
+    on_stage("run dir")
     save_state(paths, state)
+    on_stage("state")
     _spawn_supervisor(paths)
+    on_stage("supervisor")
     _wait_ready(paths, state, timeout=30.0 + 0.1 * len(state.nodes))
+    on_stage("ready")
     if state.switch_nodes():
         known_hosts += _switch_known_hosts(paths)
-    write_access_files(paths, state, known_hosts)
+    write_access_files(paths, state, known_hosts, on_stage)
+    state.complete = True  # last: a lab without this mark is rebuilt by the next `up`
+    save_state(paths, state)
+    on_stage("complete")
 
 
 def _switch_known_hosts(paths: LabPaths) -> list[str]:
@@ -176,15 +215,27 @@ def _wait_ready(paths: LabPaths, state: LabState, timeout: float) -> None:
         _check_alive(paths, state, pids, pending.values())
         answered = nodes.probe_banners(pending, timeout=0.5)
         pending = {target: node for target, node in pending.items() if not answered[target]}
-        switches_ready = not state.switch_nodes() or ready_path(paths.run_dir).exists()
-        if not pending and switches_ready:
+        servers = _servers_pending(paths, state)
+        if not pending and not servers:
             return
         if time.monotonic() > deadline:
-            waiting = [n.name for n in pending.values()] + ([] if switches_ready else ["switch server"])
+            waiting = [n.name for n in pending.values()] + servers
             raise LabError(
                 f"lab did not come up within {timeout:.0f} s; still waiting for: {', '.join(waiting)}"
             )
         time.sleep(0.05)
+
+
+def _servers_pending(paths: LabPaths, state: LabState) -> list[str]:
+    """The lab's servers that have not said they are ready yet."""
+    expected = {
+        "switch server": bool(state.switch_nodes()) and not ready_path(paths.run_dir).exists(),
+        "tool server": bool(state.host_nodes()) and not state.slow_tools,
+        "delay proxy": bool(state.host_nodes()) and state.rtt_ms > 0,
+    }
+    expected["tool server"] &= not (paths.run_dir / TOOL_SERVER_READY).exists()
+    expected["delay proxy"] &= not (paths.run_dir / DELAY_READY).exists()
+    return [name for name, waiting in expected.items() if waiting]
 
 
 def _check_alive(
@@ -198,10 +249,14 @@ def _check_alive(
         if ref is not None and not procs.is_running(ref.pid):
             log = paths.node_root(node.name) / "node.log"
             raise LabError(f"lab node {node.name} failed to start: {_log_tail(log)}")
-    server = pids.switch_server
-    if state.switch_nodes() and server is not None and not procs.is_running(server.pid):
-        log = paths.run_dir / "switches" / "server.log"
-        raise LabError(f"the mock switch server failed to start: {_log_tail(log)}")
+    logs = {
+        "switch server": paths.run_dir / "switches" / "server.log",
+        "tool server": paths.run_dir / "toolserver.log",
+        "delay proxy": paths.run_dir / "delay.log",
+    }
+    for name, ref in pids.servers().items():
+        if not procs.is_running(ref.pid):
+            raise LabError(f"the lab's {name} failed to start: {_log_tail(logs[name])}")
     if not procs.is_running(pids.supervisor.pid, pids.supervisor.start):
         raise LabError(f"the lab supervisor died: {_log_tail(paths.supervisor_log)}")
 
@@ -289,7 +344,7 @@ def _stop_processes(paths: LabPaths) -> tuple[int, list[int]]:
     """Stop the supervisor (it ends its children), then anything of this lab that is still running."""
     pids = load_pids(paths)
     refs = [] if pids is None else [pids.supervisor, *pids.nodes.values()]
-    refs += [pids.switch_server] if pids is not None and pids.switch_server else []
+    refs += [] if pids is None else list(pids.servers().values())
     ours = {ref.pid for ref in refs if procs.is_running(ref.pid, ref.start)}
     if pids is not None and pids.supervisor.pid in ours:
         procs.send([pids.supervisor.pid], signal.SIGTERM)  # it kills and reaps its children itself

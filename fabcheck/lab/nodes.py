@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from fabcheck.lab import nodeinit
+from fabcheck.lab.delay import BEHIND_PROXY_PORT
 from fabcheck.lab.keys import KeyPair, write_private, write_secret
 from fabcheck.lab.state import (
     HOST_PORT,
@@ -126,11 +127,18 @@ def make_node_dirs(root: Path) -> None:
         (root / name).mkdir(parents=True, exist_ok=True)
 
 
-def write_node_files(root: Path, node: NodeRecord, host_key: KeyPair, authorized: KeyPair) -> None:
+def sshd_port(node: NodeRecord, rtt_ms: float) -> int:
+    """Where a host node's sshd listens: its own port, or behind the delay proxy when the lab has an RTT."""
+    return BEHIND_PROXY_PORT if rtt_ms > 0 else node.port
+
+
+def write_node_files(
+    root: Path, node: NodeRecord, host_key: KeyPair, authorized: KeyPair, listen_port: int
+) -> None:
     """sshd config and host key in the overlay's upper layer, a clean /root with authorized_keys."""
     ssh_dir = root / "upper" / "etc" / "ssh"
     ssh_dir.mkdir(parents=True, exist_ok=True)
-    (ssh_dir / "sshd_config").write_text(sshd_config(node.address, node.port))
+    (ssh_dir / "sshd_config").write_text(sshd_config(node.address, listen_port))
     write_private(ssh_dir / "ssh_host_ed25519_key", host_key)
     (ssh_dir / "ssh_host_ed25519_key.pub").write_text(host_key.public_line + "\n")
     home = root / "home"

@@ -149,11 +149,14 @@ class LabState:
     nodes: list[NodeRecord]
     state_mount: str = "/var/lib/fabcheck-mock"  # where nodes see MockNodePaths.state
     faults: list[ActiveFault] = field(default_factory=list)
+    rtt_ms: float = 0.0  # round-trip delay controller <-> host nodes (delay.py), 0 for none
+    slow_tools: str = ""  # why the mock tools run an interpreter per call ("" when the tool server runs them)
+    complete: bool = False  # set last by `up`, once every access file is written
 
     @property
-    def shape(self) -> tuple[str, int, int, str]:
+    def shape(self) -> tuple[str, int, int, str, float]:
         """What `up` was asked for; a second `up` with the same shape is a no-op."""
-        return (self.profile, self.hosts, self.switches, self.net)
+        return (self.profile, self.hosts, self.switches, self.net, self.rtt_ms)
 
     def node(self, name: str) -> NodeRecord:
         for record in self.nodes:
@@ -228,6 +231,14 @@ class LabPids:
     supervisor: ProcessRef
     switch_server: ProcessRef | None = None
     nodes: dict[str, ProcessRef] = field(default_factory=dict)
+    tool_server: ProcessRef | None = None
+    delay_proxy: ProcessRef | None = None
+
+    def servers(self) -> dict[str, ProcessRef]:
+        """The lab's server processes by what they are (not the nodes)."""
+        named = {"switch server": self.switch_server, "tool server": self.tool_server}
+        named["delay proxy"] = self.delay_proxy
+        return {name: ref for name, ref in named.items() if ref is not None}
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -235,19 +246,25 @@ class LabPids:
     @classmethod
     def from_json(cls, text: str) -> LabPids:
         raw = json.loads(text)
-        server = raw.get("switch_server")
+
+        def optional(key: str) -> ProcessRef | None:
+            return ProcessRef(**raw[key]) if raw.get(key) else None
+
         return cls(
             supervisor=ProcessRef(**raw["supervisor"]),
-            switch_server=ProcessRef(**server) if server else None,
+            switch_server=optional("switch_server"),
             nodes={name: ProcessRef(**ref) for name, ref in raw.get("nodes", {}).items()},
+            tool_server=optional("tool_server"),
+            delay_proxy=optional("delay_proxy"),
         )
 
     def name_of(self, pid: int) -> str:
         for name, ref in self.nodes.items():
             if ref.pid == pid:
                 return f"node {name}"
-        if self.switch_server and self.switch_server.pid == pid:
-            return "switch server"
+        for name, ref in self.servers().items():
+            if ref.pid == pid:
+                return name
         return f"pid {pid}"
 
 

@@ -44,12 +44,23 @@ def _ref(pid: int) -> ProcessRef:
     return ProcessRef(pid=pid, start=procs.start_time(pid))
 
 
+def _server_argv(module: str, paths: LabPaths) -> list[str]:
+    return [sys.executable, "-m", module, "--run-dir", str(paths.run_dir)]
+
+
 def start_all(paths: LabPaths, state: LabState, started: LabPids) -> None:
-    """Start the switch server and every host node, recording each in started as it goes
+    """Start the servers and every host node, recording each in started as it goes
     (so a SIGTERM halfway through still stops whatever already runs)."""
     if state.switch_nodes():
-        argv = [sys.executable, "-m", "fabcheck.lab.mockswitch", "--run-dir", str(paths.run_dir)]
+        argv = _server_argv("fabcheck.lab.mockswitch", paths)
         started.switch_server = _ref(_spawn(argv, paths.run_dir / "switches" / "server.log"))
+    if state.host_nodes() and not state.slow_tools:
+        argv = _server_argv("fabcheck.lab.mockhost.toolserver", paths)
+        started.tool_server = _ref(_spawn(argv, paths.run_dir / "toolserver.log"))
+    if state.host_nodes() and state.rtt_ms > 0:
+        started.delay_proxy = _ref(
+            _spawn(_server_argv("fabcheck.lab.delay", paths), paths.run_dir / "delay.log")
+        )
     for node in state.host_nodes():
         argv = nodes.launch_argv(paths, node, state.state_mount)
         started.nodes[node.name] = _ref(_spawn(argv, paths.node_root(node.name) / "node.log"))
@@ -71,7 +82,7 @@ def _reap_for(seconds: float) -> bool:
 def stop_children(started: LabPids) -> None:
     # unshare blocks SIGTERM; SIGKILL makes it kill the node's PID 1 (--kill-child), ending the namespace.
     procs.send([ref.pid for ref in started.nodes.values()], signal.SIGKILL)
-    server = [started.switch_server.pid] if started.switch_server else []
+    server = [ref.pid for ref in started.servers().values()]
     procs.send(server, signal.SIGTERM)
     if not _reap_for(5.0):
         procs.send(server, signal.SIGKILL)

@@ -95,10 +95,17 @@ class InventoryNode:
     rails: Mapping[int, str]
 
 
-def read_fabric(nodes: Sequence[InventoryNode], where: Where) -> Fabric:
-    """Switches and cabling of an inventory; IntentError listing every problem at once."""
+def read_fabric(nodes: Sequence[InventoryNode], where: Where, *, secrets_checked: bool = True) -> Fabric:
+    """Switches and cabling of an inventory; IntentError listing every problem at once.
+
+    `secrets_checked=False` for variables that are already templated (a vaulted value is plain text
+    by then), where the plain-text-password rule cannot be told apart from a decrypted secret."""
     problems: list[str] = []
-    switches = [s for s in (_switch(n, where, problems) for n in nodes if _is_switch(n)) if s is not None]
+    switches = [
+        s
+        for s in (_switch(n, where, problems, secrets_checked) for n in nodes if _is_switch(n))
+        if s is not None
+    ]
     by_name = {s.name: s for s in switches}
     links: list[Link] = []
     for node in nodes:
@@ -118,7 +125,7 @@ def _is_switch(node: InventoryNode) -> bool:
     )
 
 
-def _switch(node: InventoryNode, where: Where, problems: list[str]) -> Switch | None:
+def _switch(node: InventoryNode, where: Where, problems: list[str], secrets_checked: bool) -> Switch | None:
     found: list[str] = []
 
     def bad(var: str, value: Any, message: str, *, secret: bool = False) -> None:
@@ -134,7 +141,8 @@ def _switch(node: InventoryNode, where: Where, problems: list[str]) -> Switch | 
     address = _text(variables, "switch_address", bad)
     username = _text(variables, "switch_username", bad)
     ssh_port = _ssh_port(variables.get("switch_port", DEFAULT_SSH_PORT), bad)
-    _password_kept_secret(variables.get("switch_password"), bad)
+    if secrets_checked:
+        _password_kept_secret(variables.get("switch_password"), bad)
     style = PORT_NAME.get(platform or "")
     host_ports = _ports(variables, "switch_ports", style, platform, bad, required=True)
     uplinks = _ports(variables, "switch_uplinks", style, platform, bad, required=False)
@@ -143,8 +151,10 @@ def _switch(node: InventoryNode, where: Where, problems: list[str]) -> Switch | 
         bad("switch_uplinks", variables.get("switch_uplinks"), f"{both} are also host-facing switch_ports")
     speeds = _speeds(variables.get("switch_port_speeds", {}), set(host_ports) | set(uplinks), bad)
     problems += found
-    if found or platform is None:
+    if platform is None:
         return None
+    # A switch with other problems is still returned: its links are judged too (no cascaded
+    # "unknown switch" errors), and read_fabric raises with everything found.
     return Switch(
         name=node.name,
         platform=platform,
@@ -340,3 +350,38 @@ def _plain_text(value: Any) -> Any:
         if isinstance(value, kind):
             return kind(value)
     return value
+
+
+# Switch variables that may be templates in the inventory (lookups, group vars); the password is left
+# as it is, so that the plain-text rule sees what the inventory holds and the secret is never resolved.
+TEMPLATED_VARS = (
+    "switch_address",
+    "switch_port",
+    "switch_username",
+    "switch_platform",
+    "netmiko_device_type",
+    "switch_ports",
+    "switch_uplinks",
+    "switch_port_speeds",
+    LINKS_VAR,
+)
+
+
+def inventory_nodes(entries: Iterable[Any]) -> list[InventoryNode]:
+    """InventoryNodes from the loader's HostEntry records (raw variables; templates resolved here)."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    loader = DataLoader()
+    nodes = []
+    for entry in entries:
+        variables = dict(entry.variables)
+        templar = Templar(loader=loader, variables=variables)
+        for var in TEMPLATED_VARS:
+            if var in variables:
+                try:
+                    variables[var] = templar.template(variables[var])
+                except Exception as err:  # ansible raises many types for a broken template
+                    raise IntentError([f"{entry.name}: {var}: cannot resolve value: {err}"]) from None
+        nodes.append(InventoryNode(entry.name, tuple(entry.groups), variables, dict(entry.intent.rails)))
+    return nodes

@@ -7,6 +7,7 @@ record, none from a constant in a template. Undefined names are errors, never em
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from fabcheck.errors import FabcheckError
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 ENTRY_TEMPLATE = "switch.j2"  # templates/<platform>/switch.j2 renders one whole switch
+# What a template renders, section by section; `--tags` of the switch play select a subset.
+CONCERNS = ("dscp", "pfc", "ecn", "scheduler", "watchdog", "mtu", "buffers")
 
 
 class RenderError(FabcheckError):
@@ -59,11 +62,17 @@ def _environment(platform: str) -> jinja2.Environment:
     )
 
 
-def render_switch(desired: DesiredSwitch) -> RenderedConfig:
-    """Pure: the desired state of one switch -> the config text its platform takes."""
+def render_switch(desired: DesiredSwitch, concerns: Iterable[str] = CONCERNS) -> RenderedConfig:
+    """Pure: the desired state of one switch -> the config text its platform takes.
+
+    `concerns` limits the output to those sections (a template shows `concerns` to its blocks)."""
+    chosen = frozenset(concerns)
+    unknown = sorted(chosen - set(CONCERNS))
+    if unknown:
+        raise RenderError(f"unknown concern(s) {unknown}; known: {', '.join(CONCERNS)}")
     try:
         template = _environment(desired.platform).get_template(ENTRY_TEMPLATE)
-        text = template.render(switch=desired)
+        text = template.render(switch=desired, concerns=chosen)
     except jinja2.TemplateError as err:
         where = f"{getattr(err, 'filename', None) or desired.platform}:{getattr(err, 'lineno', '?')}"
         raise RenderError(f"{where}: cannot render switch {desired.name}: {err}") from None

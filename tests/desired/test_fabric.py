@@ -127,3 +127,47 @@ def test_cabling_problems() -> None:
     assert "gpu01: fabric_links.mlx5_2 = 'swp1': expected 'switch:port'" in text
     assert "switch port leaf01:swp1 is cabled to 2 NICs: gpu02:mlx5_0, gpu03:mlx5_0" in text
     assert "gpu04: fabric_links: rail NIC(s) mlx5_0, mlx5_1 have no switch port" in text
+
+
+def test_problems_in_a_real_inventory_name_file_and_line(tmp_path: Any) -> None:
+    from fabcheck.intent.fabric import inventory_nodes
+    from fabcheck.intent.loader import _where, load_inventory
+
+    (tmp_path / "group_vars" / "all").mkdir(parents=True)
+    (tmp_path / "group_vars" / "all" / "fabric.yml").write_text("fabric_intent:\n  rails: {0: mlx5_0}\n")
+    hosts = tmp_path / "hosts.yml"
+    hosts.write_text(
+        "all:\n"
+        "  children:\n"
+        "    gpu_hosts:\n"
+        "      hosts:\n"
+        "        gpu01:\n"
+        "          fabric_links: {mlx5_0: 'leaf01:swp9'}\n"
+        "    switches_nvue:\n"
+        "      hosts:\n"
+        "        leaf01:\n"
+        "          switch_address: 192.0.2.1\n"
+        "          switch_username: \"{{ 'cumulus' }}\"\n"
+        "          switch_password: plain-secret\n"
+        "          switch_ports: [swp1]\n"
+    )
+    inventory = load_inventory(tmp_path)
+    with pytest.raises(IntentError) as err:
+        read_fabric(inventory_nodes(inventory.hosts), _where)
+    text = "\n".join(err.value.problems)
+    assert f"{hosts}:6" in text and "fabric_links.mlx5_0 = 'leaf01:swp9': swp9 is not one of" in text
+    assert f"{hosts}:12" in text and "switch_password = <redacted>" in text
+    assert "plain-secret" not in text
+
+
+def test_the_example_inventory_is_fully_cabled() -> None:
+    from pathlib import Path
+
+    from fabcheck.intent.fabric import inventory_nodes
+    from fabcheck.intent.loader import _where, load_inventory
+
+    inventory = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "example")
+    fabric = read_fabric(inventory_nodes(inventory.hosts), _where)
+    assert [s.name for s in fabric.switches] == ["leaf01", "leaf02"]
+    assert len(fabric.links) == 32
+    assert fabric.link_of_nic("gpu04", "mlx5_7").switch_end == "leaf02:Ethernet16"

@@ -52,7 +52,10 @@ INTENTS: list[dict[str, Any]] = [
 
 def role_defaults(intent: dict[str, Any]) -> dict[str, Any]:
     """The roce_host defaults rendered by Ansible's own templar, as the role would see them."""
-    raw = {key: trust_as_template(value) for key, value in yaml.safe_load(DEFAULTS.read_text()).items()}
+    raw = {
+        key: trust_as_template(value) if isinstance(value, str) else value
+        for key, value in yaml.safe_load(DEFAULTS.read_text()).items()
+    }
     variables = {"fabric_intent": intent, **raw}
     templar = Templar(loader=DataLoader(), variables=variables)
     return {arg: templar.template(raw[var]) for arg, var in ROLE_VARS.items()}

@@ -139,7 +139,10 @@ def _one_host(
     if end is not None:
         left = end - clock()
         if left <= 0:
-            return HostResult(entry.name, (_unreachable(entry.name, _not_before_deadline(deadline_s)),))
+            late = HostCollection(
+                entry.name, {}, False, _not_before_deadline(deadline_s), expired=collect.COMMAND
+            )
+            return judge(late, entry.intent)
         host_limits = limits.within(left)
     collection = collector(target, entry.intent.lossless.priority, host_limits)
     if collection.expired and host_limits.cap_s is not None:
@@ -281,14 +284,21 @@ def _read(
         return parse(empty_when, command)
     if section.rc != 0:
         detail = _last_line(section.stderr) or _last_line(section.stdout)
-        return Unreadable(command, f"exit {section.rc}" + (f": {detail}" if detail else ""))
+        return Unreadable(command, _short(f"exit {section.rc}" + (f": {detail}" if detail else "")))
     try:
         return parse(section.stdout, command)
     except ParseError as err:
-        return Unreadable(command, err.message if err.line is None else f"line {err.line}: {err.message}")
+        where = "" if err.line is None else f"line {err.line}: "
+        return Unreadable(command, _short(where + err.message))
     except Exception as err:  # any output a parser did not foresee is unreadable, never a crash of the run
-        detail = f"{type(err).__name__}: {err}"
-        return Unreadable(command, f"unreadable output ({detail[:200]})")
+        return Unreadable(command, f"unreadable output ({_short(f'{type(err).__name__}: {err}')})")
+
+
+REASON_CHARS = 300  # a hostile host's 5000-digit value is quoted, never echoed whole
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= REASON_CHARS else f"{text[:REASON_CHARS]}... ({len(text)} characters)"
 
 
 def _last_line(text: str) -> str:

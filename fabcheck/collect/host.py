@@ -235,12 +235,11 @@ class ConnectionVarError(ValueError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        shown = repr(value) if len(value := _plain_text(self.value)) <= 80 else repr(value[:80]) + "..."
+        # ansible's tagged str/int subclasses print like the plain value; a long value is cut.
+        plain = str(self.value) if isinstance(self.value, str) else self.value
+        shown = repr(plain)
+        shown = shown if len(shown) <= 80 else shown[:80] + "..."
         return f"{self.where}{self.variable} = {shown}: {self.allowed}"
-
-
-def _plain_text(value: object) -> object:
-    return str(value) if isinstance(value, str) else value
 
 
 _UNSAFE_WORD = re.compile(r"[\s\x00-\x1f\x7f]")

@@ -5,6 +5,7 @@ splitter of the one-round-trip collection and the gate's verdict / exit-code rul
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import subprocess
 from collections.abc import Mapping
 
@@ -669,3 +670,247 @@ def test_validate_collects_each_host_with_its_target_and_lossless_priority() -> 
     assert "  ERROR host.collection [gpu02]" in report
     assert report[-1] == "ERROR: 2 host(s): 1 pass, 0 fail, 1 could not be checked"
     assert results[1].to_json()["verdict"] == "error"
+
+
+# ---- one bad host never breaks or fools the run ------------------------------------------------
+
+HUGE = "9" * 5000
+HOSTILE_VALUES = {
+    "double-minus": "--1\n",
+    "superscript": "\u00b2\n",
+    "5000-digits": HUGE + "\n",
+    "nul": "1\x002\n",
+}
+HEALTHY_QOS = render_mlnx_qos(qos())
+HOSTILE_SECTIONS: dict[str, tuple[str, str]] = {
+    # id: (section, hostile text). Sysfs files get each hostile value; tools get them inside real output.
+    **{
+        f"{kind}-{value_id}": (f"{kind}:ens1np0", value)
+        for kind in ("mtu", "ecn_np_enable", "ecn_rp_enable", "cnp_dscp", "cnp_802p_prio")
+        for value_id, value in HOSTILE_VALUES.items()
+    },
+    **{f"traffic_class-{i}": ("traffic_class:mlx5_0/1", v) for i, v in HOSTILE_VALUES.items()},
+    "mlnx_qos-huge-pfc": (
+        "mlnx_qos:ens1np0",
+        HEALTHY_QOS.replace("enabled     0   0   0   1", f"enabled     0   0   0   {HUGE}"),
+    ),
+    "mlnx_qos-huge-dscp": ("mlnx_qos:ens1np0", HEALTHY_QOS.replace("dscp:24,25,26,", f"dscp:24,25,{HUGE},")),
+    "mlnx_qos-nul": ("mlnx_qos:ens1np0", "\x00" * 64),
+    "topo-superscript": ("topo", TOPO.replace("GPU0\t X \tNV18\tPIX", "GPU0\t X \tNV\u00b2\tPIX")),
+    "topo-nul": ("topo", "\x00" * 64),
+    "lsmod-nul": ("lsmod", "\x00Module Size\n"),
+    "rdma_link-nul": ("rdma_link", "link mlx5_0/\x00 state ACTIVE\n"),
+    "ibv_devinfo-huge-mtu": ("ibv_devinfo", "hca_id:\tmlx5_0\n\tphys_port_cnt:\t\t" + HUGE + "\n"),
+}
+
+
+def _text_sections(overrides: Mapping[str, str]) -> dict[str, Section]:
+    return {**healthy_sections(), **{name: ok(text) for name, text in overrides.items()}}
+
+
+@pytest.mark.parametrize(("section", "text"), HOSTILE_SECTIONS.values(), ids=list(HOSTILE_SECTIONS))
+def test_hostile_section_on_one_host_is_an_error_for_that_host_only(section: str, text: str) -> None:
+    def collector(target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
+        sections = _text_sections({section: text}) if target.name == "gpu02" else healthy_sections()
+        return HostCollection(target.name, sections, True, priority=priority)
+
+    hosts = [_entry("gpu01", "gpu_hosts"), _entry("gpu02", "gpu_hosts"), _entry("gpu03", "gpu_hosts")]
+    results = {r.host: r for r in validate.validate(hosts, collector=collector)}
+    assert results["gpu01"].verdict is Status.PASS and results["gpu03"].verdict is Status.PASS
+    bad = results["gpu02"]
+    assert bad.verdict is not Status.PASS
+    command = section_command(section, 3)
+    named = [f for f in bad.findings if f.status is Status.ERROR and f"`{command}`" in f.actual]
+    assert named, [f.actual for f in bad.findings if f.status is not Status.PASS]
+    assert all(len(f.actual) < 1000 for f in bad.findings)  # a 5000-digit value is never echoed whole
+
+
+def test_a_parser_crash_is_unreadable_evidence_naming_the_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(text: str, source: str) -> object:
+        raise RecursionError("parser bug")
+
+    monkeypatch.setattr(validate, "parse_topo", broken)
+    findings = run_checks()
+    error = only(findings, checks.AFFINITY, "topology")
+    assert error.status is Status.ERROR
+    assert (
+        error.actual == "could not read `nvidia-smi topo -m`: unreadable output (RecursionError: parser bug)"
+    )
+    assert only(findings, checks.TRUST, "mlx5_0").status is Status.PASS  # the other sections still judged
+
+
+def test_an_unexpected_error_judging_one_host_spares_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_check_host = validate.check_host
+
+    def check_host(evidence: checks.HostEvidence, intent: FabricIntent) -> list[Finding]:
+        if evidence.modules == frozenset({"boom"}):
+            raise KeyError("boom")
+        return real_check_host(evidence, intent)
+
+    monkeypatch.setattr(validate, "check_host", check_host)
+
+    def collector(target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
+        lsmod = "Module  Size  Used by\nboom 1 0\n" if target.name == "gpu02" else LSMOD
+        return HostCollection(target.name, _text_sections({"lsmod": lsmod}), True)
+
+    results = validate.validate(
+        [_entry("gpu01", "gpu_hosts"), _entry("gpu02", "gpu_hosts")], collector=collector
+    )
+    assert [(r.host, r.verdict) for r in results] == [("gpu01", Status.PASS), ("gpu02", Status.ERROR)]
+    [finding] = results[1].findings
+    assert finding.check == validate.COLLECTION_CHECK and "KeyError: 'boom'" in finding.actual
+
+
+BAD_CONNECTION_VARS = [
+    ({"ansible_port": "abc"}, "ansible_port = 'abc'"),
+    ({"ansible_port": -1}, "ansible_port = -1"),
+    ({"ansible_port": 70000}, "ansible_port = 70000"),
+    ({"ansible_port": "0"}, "ansible_port = '0'"),
+    ({"ansible_port": True}, "ansible_port = True"),
+    ({"ansible_port": "2\u00b2"}, "ansible_port = '2\u00b2'"),
+    ({"ansible_port": "{{ base_port }}"}, "ansible_port = '{{ base_port }}'"),
+    ({"ansible_ssh_port": "22x"}, "ansible_ssh_port = '22x'"),
+    ({"ansible_host": "10.0.0.1 -oProxyCommand=x"}, "ansible_host = '10.0.0.1 -oProxyCommand=x'"),
+    ({"ansible_user": "-oProxyCommand=x"}, "ansible_user = '-oProxyCommand=x'"),
+    ({"ansible_ssh_private_key_file": ["a", "b"]}, "ansible_ssh_private_key_file = ['a', 'b']"),
+    ({"ansible_ssh_common_args": "-o 'unclosed"}, 'ansible_ssh_common_args = "-o \'unclosed"'),
+]
+
+
+@pytest.mark.parametrize(("variables", "named"), BAD_CONNECTION_VARS, ids=[b[1] for b in BAD_CONNECTION_VARS])
+def test_bad_connection_variable_is_an_error_for_that_host_naming_it(variables: dict, named: str) -> None:
+    called: list[str] = []
+
+    def collector(target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
+        called.append(target.name)
+        return HostCollection(target.name, healthy_sections(), True)
+
+    bad = HostEntry("gpu02", ("gpu_hosts",), INTENT, {"ansible_host": "10.0.0.2", **variables})
+    results = validate.validate([_entry("gpu01", "gpu_hosts"), bad], collector=collector)
+    assert called == ["gpu01"]  # the bad host is never contacted with a guessed value
+    assert [(r.host, r.verdict) for r in results] == [("gpu01", Status.PASS), ("gpu02", Status.ERROR)]
+    [finding] = results[1].findings
+    assert (finding.check, finding.subject) == (validate.INVENTORY_CHECK, "gpu02")
+    assert finding.actual.startswith(named), finding.actual
+
+
+def test_good_connection_variables_in_every_form_ansible_allows() -> None:
+    target = SshTarget.from_host_vars("gpu01", {"ansible_port": "2222", "ansible_ssh_user": "ops"})
+    assert (target.port, target.user, target.address) == (2222, "ops", "gpu01")
+    assert SshTarget.from_host_vars("gpu01", {"ansible_ssh_port": 22}).port == 22
+    assert (
+        SshTarget.from_host_vars("gpu01", {"ansible_port": None, "ansible_ssh_common_args": ""}).port is None
+    )
+
+
+def test_bad_connection_variable_names_its_inventory_file_and_line(tmp_path) -> None:
+    from fabcheck.intent.loader import load_inventory
+
+    (tmp_path / "group_vars" / "all").mkdir(parents=True)
+    (tmp_path / "group_vars" / "all" / "fabric.yml").write_text("fabric_intent: {}\n")
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  children:\n    gpu_hosts:\n      hosts:\n        gpu01:\n          ansible_port: abc\n"
+    )
+    [entry] = load_inventory(tmp_path).hosts
+    [result] = validate.validate([entry], collector=lambda *_: pytest.fail("must not connect"))
+    assert result.findings[0].actual.startswith(f"{tmp_path / 'hosts.yml'}:6: ansible_port = 'abc': ")
+
+
+# ---- time limits and the deadline ----------------------------------------------------------------
+
+
+def test_time_limits_split_connect_host_tool_and_client() -> None:
+    limits = TimeLimits(connect_s=10, command_s=30)
+    assert (limits.ssh_connect_timeout, limits.host_s, limits.tool_s) == (10, 30, 10)
+    assert limits.client_s == 10 + 30 + 5  # the host's own limit fires before the client gives up
+    cut = limits.within(12.5)
+    assert cut.client_s == 12.5 and cut.host_s == 13 and cut.ssh_connect_timeout == 10
+    assert limits.within(100) is limits
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            TimeLimits(connect_s=bad)
+    command = shlex.split(remote_command(TOKEN, 3, limits))
+    assert command[:2] == ["sh", "-c"] and command[3:5] == ["fabcheck-collect", "30"]
+    assert command[-3:] == [TOKEN, "3", "10"]  # token, lossless priority, seconds per tool
+
+
+def test_deadline_cuts_round_trips_and_hosts_not_started_are_errors() -> None:
+    now = [0.0]
+    seen: dict[str, TimeLimits] = {}
+
+    def collector(target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
+        seen[target.name] = limits
+        now[0] += 50  # each round trip uses 50 s of the run
+        if target.name == "gpu01":
+            return HostCollection(target.name, healthy_sections(), True)
+        return HostCollection(
+            target.name, {}, False, "command timeout: no complete answer", expired="command"
+        )
+
+    hosts = [_entry(f"gpu0{i}", "gpu_hosts") for i in (1, 2, 3)]
+    limits = TimeLimits(connect_s=10, command_s=30)
+    results = validate.validate(hosts, limits, collector, deadline_s=60, clock=lambda: now[0], workers=1)
+    assert [r.verdict for r in results] == [Status.PASS, Status.ERROR, Status.ERROR]
+    assert seen["gpu01"] == limits
+    assert seen["gpu02"].client_s == 10  # the 10 s the deadline still left, not the 45 s of the limits
+    assert "gpu03" not in seen  # nothing left: never contacted
+    for result in results[1:]:
+        [finding] = result.findings
+        assert finding.check == validate.COLLECTION_CHECK
+        assert finding.actual.startswith("not collected before the deadline (--deadline 60 s)")
+    assert results[1].findings[0].actual.endswith("command timeout: no complete answer")
+
+
+def test_collection_errors_say_which_limit_expired_in_the_hint() -> None:
+    connect = HostCollection(
+        "gpu01", {}, False, "connect timeout (ssh ConnectTimeout 10 s)", expired="connect"
+    )
+    [finding] = validate.judge(connect, INTENT).findings
+    assert "--connect-timeout" in finding.hint
+    hung = HostCollection(
+        "gpu01", healthy_sections(), False, "command timeout on the host", expired="command"
+    )
+    assert "--timeout" in validate.judge(hung, INTENT).findings[0].hint
+
+
+def test_host_without_timeout_is_judged_but_never_passes() -> None:
+    findings = run_checks({"time_limit": Section(127, "", "timeout: not found")})
+    unbounded = only(findings, validate.COLLECTION_CHECK, "gpu01")
+    assert unbounded.status is Status.ERROR and "timeout: not found" in unbounded.actual
+    assert only(findings, checks.TRUST, "mlx5_0").status is Status.PASS
+    assert validate.verdict(findings) is Status.ERROR
+
+
+# ---- hints print commands a user can paste -------------------------------------------------------
+
+HOSTILE_NIC, HOSTILE_NETDEV = "mlx5_0;rm -rf /", "ens1$(reboot)"
+
+
+def test_every_hint_command_quotes_hostile_names() -> None:
+    """Names from a host (or an inventory) may hold shell syntax: every command a hint prints keeps each
+    of them one quoted word."""
+    wrong_qos = qos(trust="pcp", pfc_enabled=(), dscp2prio=DEFAULT_DSCP_MAP | {26: 0})
+    netdev = checks.NetdevEvidence(qos=wrong_qos, mtu=1500, np_enable=0, rp_enable=0, cnp_dscp=0, cnp_prio=0)
+    evidence = checks.HostEvidence(
+        topo=checks.Unreadable("nvidia-smi topo -m", "not needed here"),
+        links=(RdmaLink(HOSTILE_NIC, 1, "DOWN", "DISABLED", HOSTILE_NETDEV),),
+        devices=(device(HOSTILE_NIC, 0, active_mtu=1024, link_layer="InfiniBand"),),
+        modules=frozenset(),
+        netdevs={HOSTILE_NETDEV: netdev},
+        traffic_class={f"{HOSTILE_NIC}/1": 0},
+    )
+    intent = FabricIntent()  # no rails: the NICs judged are the ones the host shows
+    findings = checks.check_host(evidence, intent)
+    trust_pcp = dataclasses.replace(netdev, qos=qos(trust="dscp", dscp2prio=DEFAULT_DSCP_MAP | {26: 0}))
+    findings += checks.check_dscp2prio(HOSTILE_NIC, HOSTILE_NETDEV, trust_pcp, intent)
+    commands = [c for f in findings if f.status is Status.FAIL for c in f.hint.split("`")[1::2]]
+    assert len(commands) >= 10, commands
+    for command in commands:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+        assert not {"rm", "-rf", "reboot", "$("} & set(words), command
+        for name in (HOSTILE_NIC, HOSTILE_NETDEV):
+            if name[:4] in command:
+                assert any(name in word for word in words), (name, command)
+    assert "mlnx_qos -i 'ens1$(reboot)' --trust dscp" in commands

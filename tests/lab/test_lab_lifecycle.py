@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.lab, requires_lab]
 
 
 def _running(pids: LabPids) -> list[str]:
-    refs = [pids.supervisor, *pids.nodes.values()] + ([pids.switch_server] if pids.switch_server else [])
+    refs = [pids.supervisor, *pids.nodes.values(), *pids.servers().values()]
     return [f"pid {r.pid}" for r in refs if procs.is_running(r.pid, r.start)]
 
 

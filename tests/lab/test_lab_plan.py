@@ -89,7 +89,8 @@ def test_addresses_roll_over_every_250_hosts_and_names_widen() -> None:
         ("roce", 0, 2, "at least one host"),
         ("ib", 2, 2, "no Ethernet switches"),
         ("roce", 501, 2, "at most 500"),
-        ("roce", 2, 251, "at most"),
+        ("roce", 2, 251, r"--switches 251: out of range, allowed: 0\.\.250"),
+        ("roce", 2, -1, r"--switches -1: out of range, allowed: 0\.\.250"),
         ("eth", 2, 2, "unknown lab profile 'eth'; profiles: roce, ib"),
     ],
 )
@@ -176,7 +177,11 @@ def test_inventory_has_contract_groups_and_connection_vars(tmp_path: Path) -> No
     eos = switches["children"]["switches_eos"]["hosts"]["leaf03"]
     assert eos["netmiko_device_type"] == "arista_eos" and eos["switch_port"] == 2201
     assert switches["vars"]["ansible_connection"] == "local"
-    assert "FABCHECK_LAB_SWITCH_PASSWORD" in switches["vars"]["switch_password"]
+    # One source: the run dir's password file, which the switch server was given its password from.
+    assert (
+        switches["vars"]["switch_password"]
+        == f"{{{{ lookup('ansible.builtin.file', '{paths.switch_password}') }}}}"
+    )
 
 
 def test_ib_inventory_puts_subnet_managers_in_their_group(tmp_path: Path) -> None:
@@ -192,7 +197,7 @@ def _ansible() -> str | None:
 
 
 @pytest.mark.skipif(_ansible() is None, reason="ansible is not installed")
-def test_switch_password_comes_from_file_or_environment_never_from_the_inventory(tmp_path: Path) -> None:
+def test_switch_password_comes_from_the_file_only_never_from_the_inventory(tmp_path: Path) -> None:
     paths = LabPaths(project=tmp_path, run_dir=tmp_path / "run")
     paths.run_dir.mkdir()
     paths.switch_password.write_text("s3cret-from-file\n")
@@ -204,9 +209,10 @@ def test_switch_password_comes_from_file_or_environment_never_from_the_inventory
     env["ANSIBLE_DEPRECATION_WARNINGS"] = "False"
     from_file = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert '"switch_password": "s3cret-from-file"' in from_file.stdout, from_file.stdout + from_file.stderr
+    # Set after `up`, the variable cannot change what the switches accept, so it must not win here either.
     env["FABCHECK_LAB_SWITCH_PASSWORD"] = "from-env"
     from_env = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert '"switch_password": "from-env"' in from_env.stdout, from_env.stdout + from_env.stderr
+    assert '"switch_password": "s3cret-from-file"' in from_env.stdout, from_env.stdout + from_env.stderr
 
 
 def test_generated_inventory_is_yaml_with_a_header(tmp_path: Path) -> None:
@@ -238,3 +244,18 @@ def test_known_host_line_uses_bracketed_address_and_port() -> None:
 def test_state_json_is_plain_data() -> None:
     raw = json.loads(_state().to_json())
     assert raw["nodes"][0]["name"] == "gpu01" and raw["faults"] == []
+
+
+def test_switch_password_is_the_one_chosen_before_up_or_a_random_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fabcheck.lab.assemble import switch_password
+    from fabcheck.lab.state import PASSWORD_ENV, LabError
+
+    monkeypatch.setenv(PASSWORD_ENV, "chosen")
+    assert switch_password() == "chosen"
+    monkeypatch.delenv(PASSWORD_ENV)
+    first, second = switch_password(), switch_password()
+    assert first != second and len(first) >= 20
+    for bad in ("two\nlines", " padded"):
+        monkeypatch.setenv(PASSWORD_ENV, bad)
+        with pytest.raises(LabError, match=PASSWORD_ENV):
+            switch_password()

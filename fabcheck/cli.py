@@ -1,4 +1,4 @@
-"""The `fabcheck` command line. Sub-commands register themselves; each maps errors to exit codes."""
+"""The `fabcheck` command line: sub-commands register themselves; errors become exit codes."""
 
 from __future__ import annotations
 
@@ -7,13 +7,39 @@ import os
 import sys
 from collections.abc import Sequence
 
+from fabcheck import __version__
 from fabcheck.errors import FabcheckError
+
+DESCRIPTION = """\
+Configure and prove lossless GPU fabrics (RoCEv2, InfiniBand) from one fabric intent: the
+variable fabric_intent of your Ansible inventory. `ansible-playbook site.yml` configures the
+hosts from it; fabcheck checks the intent, judges tool outputs against it and gates the hosts."""
+
+EPILOG = """\
+exit codes:
+  0  everything checked passes
+  1  a check failed, or could not be decided (analyze); the lab is unhealthy (lab)
+  2  usage error, invalid intent, or input that cannot be read
+  3  validate only: nothing failed but a host could not be checked
+
+examples:
+  fabcheck intent check -i inventory/example
+  fabcheck analyze nccl-log job.log -i inventory/example
+  fabcheck validate -i inventory/lab
+  fabcheck COMMAND --help     (each command's options, exit codes and an example)
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fabcheck", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    # Imported here so that `fabcheck --help` stays fast and one broken area cannot hide the others.
+    parser = argparse.ArgumentParser(
+        prog="fabcheck",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"fabcheck {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Imported here so that `fabcheck --version` stays fast and one broken area cannot hide the others.
     from fabcheck import analyze_cli, intent_cli, validate_cli
     from fabcheck.lab import cli as lab_cli
 

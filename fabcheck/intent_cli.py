@@ -5,19 +5,58 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from fabcheck.errors import IntentError
-from fabcheck.intent.loader import load_inventory
+from fabcheck.intent.loader import Inventory, load_inventory
+
+GPU_HOSTS = "gpu_hosts"
+SUBNET_MANAGERS = "subnet_managers"
+
+CHECK_EPILOG = """\
+exit codes:
+  0  the intent is valid
+  2  the intent is invalid (every problem listed with file:line), or the inventory cannot be read
+
+example:
+  fabcheck intent check -i inventory/example
+"""
+SHOW_EPILOG = """\
+Vault-encrypted values are shown as "<vaulted>".
+
+exit codes:
+  0  printed
+  2  the intent is invalid, the inventory cannot be read, or --host is not in it
+
+example:
+  fabcheck intent show -i inventory/example --host gpu01
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    intent = sub.add_parser("intent", help="validate or show the fabric intent of an inventory")
-    actions = intent.add_subparsers(dest="intent_command", required=True)
-    check = actions.add_parser("check", help="validate the intent; exit 2 when invalid")
+    intent = sub.add_parser(
+        "intent",
+        help="validate or show the fabric intent of an inventory",
+        description="Validate or show the fabric intent (variable fabric_intent) of an Ansible inventory.",
+    )
+    actions = intent.add_subparsers(dest="intent_command", required=True, metavar="{check,show}")
+    check = actions.add_parser(
+        "check",
+        help="validate the intent; exit 2 when invalid",
+        description="Validate the fabric intent of every host and print its main facts.",
+        epilog=CHECK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     check.add_argument("-i", "--inventory", required=True, help="Ansible inventory (file or folder)")
     check.set_defaults(func=run_check)
-    show = actions.add_parser("show", help="print the resolved intent (defaults filled in) as JSON")
-    show.add_argument("-i", "--inventory", required=True)
+    show = actions.add_parser(
+        "show",
+        help="print the resolved intent (defaults filled in) as JSON",
+        description="Print the resolved fabric intent, defaults filled in, as JSON.",
+        epilog=SHOW_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    show.add_argument("-i", "--inventory", required=True, help="Ansible inventory (file or folder)")
     show.add_argument("--host", help="resolve for this host (its rails)")
     show.set_defaults(func=run_show)
 
@@ -30,28 +69,67 @@ def run_check(args: argparse.Namespace) -> int:
         for problem in err.problems:
             print(f"  - {problem}", file=sys.stderr)
         return 2
-    intent = inventory.intent
-    lossless = intent.lossless
     print(f"{args.inventory}: fabric intent is valid")
-    print(f"  kind {intent.kind}, trust {intent.trust}, congestion control {intent.congestion_control}")
-    pfc = "on" if lossless.pfc else "off"
-    print(
-        f"  lossless DSCP {lossless.dscp} -> priority {lossless.priority}, PFC {pfc};"
-        f" CNP DSCP {intent.cnp.dscp} -> priority {intent.cnp.priority}"
-    )
-    print(
-        f"  MTU netdev {intent.mtu.netdev} / RDMA {intent.mtu.rdma} / switch {intent.mtu.switch};"
-        f" link {intent.link.speed_gbps} Gb/s {intent.link_layer}"
-    )
-    print(
-        f"  {len(inventory.hosts)} host(s); rails per host: "
-        + (", ".join(f"{h.name}={len(h.intent.rails)}" for h in inventory.hosts) or "none")
-    )
+    for line in summary(inventory):
+        print(f"  {line}")
     return 0
+
+
+def summary(inventory: Inventory) -> list[str]:
+    """The facts of the intent that matter for its kind, and the hosts it covers (vaulted: hidden)."""
+    intent = inventory.intent_json()
+    link = intent["link"]
+    layer = link["link_layer"] or inventory.intent.link_layer
+    lines = [f"kind {intent['kind']}, link {link['speed_gbps']} Gb/s {layer}"]
+    lines += _roce_facts(intent) if inventory.intent.kind == "roce" else _ib_facts(intent)
+    gpu_hosts = inventory.group(GPU_HOSTS)
+    rails = ", ".join(f"{h.name}={len(h.intent.rails)}" for h in gpu_hosts) or "none"
+    lines.append(f"{len(gpu_hosts)} GPU host(s) ({GPU_HOSTS}); rails per host: {rails}")
+    others = [h for h in inventory.hosts if GPU_HOSTS not in h.groups]
+    if others:
+        switches = sum(h.is_switch for h in others)
+        managers = sum(SUBNET_MANAGERS in h.groups for h in others)
+        rest = len(others) - switches - managers
+        lines.append(f"other hosts: {switches} switch(es), {managers} subnet manager(s), {rest} other")
+    return lines
+
+
+def _roce_facts(intent: dict[str, Any]) -> list[str]:
+    lossless, cnp, mtu = intent["lossless"], intent["cnp"], intent["mtu"]
+    pfc = {True: "on", False: "off"}.get(lossless["pfc"], lossless["pfc"])
+    return [
+        f"trust {intent['trust']}, congestion control {intent['congestion_control']}",
+        f"lossless DSCP {_listed(lossless['dscp'])} -> priority {lossless['priority']}, PFC {pfc};"
+        f" CNP DSCP {cnp['dscp']} -> priority {cnp['priority']}; RoCE ToS {intent['roce_tos']}",
+        f"MTU netdev {mtu['netdev']} / RDMA {mtu['rdma']} / switch {mtu['switch']}",
+    ]
+
+
+def _ib_facts(intent: dict[str, Any]) -> list[str]:
+    manager = intent["subnet_manager"]
+    priorities = ", ".join(f"{name}={prio}" for name, prio in manager["sm_priorities"].items()) or "none set"
+    partitions = (
+        ", ".join(
+            f"{p['name']} {p['pkey']} ({p['members']}{', IPoIB' if p['ipoib'] is True else ''})"
+            for p in manager["partitions"]
+        )
+        or "none (the default partition only)"
+    )
+    qos = {True: "on", False: "off"}.get(manager["qos"], manager["qos"])
+    return [
+        f"subnet manager: routing {manager['routing_engine']}, LMC {manager['lmc']}, "
+        f"sweep {manager['sweep_interval']} s, QoS {qos}; priorities {priorities}",
+        f"partitions: {partitions}",
+        f"RDMA MTU {intent['mtu']['rdma']}",
+    ]
+
+
+def _listed(values: Any) -> str:
+    return "[" + ", ".join(str(v) for v in values) + "]" if isinstance(values, list) else str(values)
 
 
 def run_show(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
-    intent = inventory.host(args.host).intent if args.host else inventory.intent
-    print(json.dumps(intent.model_dump(mode="json"), indent=2, sort_keys=True))
+    data = inventory.host(args.host).intent_json() if args.host else inventory.intent_json()
+    print(json.dumps(data, indent=2, sort_keys=True))
     return 0

@@ -2,7 +2,8 @@
 
 Host vars, group vars, templated values and vault-encrypted values resolve exactly as they do for
 `ansible-playbook`, so an inventory that already works for Ansible works here. Validation errors name
-the inventory file and line where the bad value was written.
+the inventory file and line where the bad value was written; a vault-encrypted value is never printed
+(errors and `intent show` say `<vaulted>`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,20 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from fabcheck.errors import IntentError, UsageError
+from fabcheck.intent import ansible_session
 from fabcheck.intent.model import SKIP_COHERENCE, FabricIntent, coherence_problems
+from fabcheck.intent.vaulted import (
+    REDACTED,
+    KeyPath,
+    contains_vaulted,
+    is_under,
+    is_vaulted,
+    redact_text,
+    redacted_tree,
+    referenced_names,
+    secret_texts,
+    vaulted_paths,
+)
 
 INTENT_VAR = "fabric_intent"
 RAILS_VAR = "fabric_rails"  # optional per-host override of fabric_intent.rails
@@ -32,6 +46,11 @@ class HostEntry:
     groups: tuple[str, ...]
     intent: FabricIntent
     variables: Mapping[str, Any] = field(repr=False)
+    vaulted: frozenset[KeyPath] = frozenset()  # intent keys whose value came from a vaulted value
+
+    def intent_json(self) -> dict[str, Any]:
+        """The resolved intent as JSON data, vaulted values replaced by `<vaulted>`."""
+        return redacted_intent(self.intent, self.vaulted)
 
     @property
     def is_switch(self) -> bool:
@@ -45,6 +64,11 @@ class Inventory:
     hosts: tuple[HostEntry, ...]
     # ansible-core's InventoryManager, so `validate --limit` matches patterns exactly as Ansible does.
     manager: Any = field(default=None, repr=False, compare=False)
+    vaulted: frozenset[KeyPath] = frozenset()  # vaulted intent keys of any host
+
+    def intent_json(self) -> dict[str, Any]:
+        """The fabric intent as JSON data, vaulted values replaced by `<vaulted>`."""
+        return redacted_intent(self.intent, self.vaulted)
 
     def host(self, name: str) -> HostEntry:
         for entry in self.hosts:
@@ -57,34 +81,45 @@ class Inventory:
         return tuple(h for h in self.hosts if name in h.groups)
 
 
+def redacted_intent(intent: FabricIntent, vaulted: frozenset[KeyPath]) -> dict[str, Any]:
+    data: dict[str, Any] = redacted_tree(intent.model_dump(mode="json"), vaulted)
+    return data
+
+
 def load_inventory(source: str | os.PathLike[str]) -> Inventory:
     """Load every host's intent; raise IntentError listing every problem, UsageError if unreadable."""
     path = Path(source)
-    if not path.exists():
-        raise UsageError(f"inventory {path} does not exist")
-    manager, variable_manager, loader = _open(path)
+    ansible_session.check_readable(path)
+    manager, variable_manager, loader, has_password = _open(path)
     hosts = manager.get_hosts() or [_probe_host(manager)]
     problems: list[str] = []
     entries: list[HostEntry] = []
     fabric: FabricIntent | None = None
     seen: dict[str, FabricIntent] = {}
     missing: list[str] = []
+    vaulted: set[KeyPath] = set()
     for host in hosts:
-        variables = variable_manager.get_vars(host=host, include_hostvars=False)
+        variables = _host_vars(variable_manager, host, path)
         if variables.get(INTENT_VAR) is None:
             missing.append(host.name)
             continue
         try:
-            intent = _host_intent(variables, loader, host.name)
+            intent, host_vaulted = _host_intent(variables, loader, has_password)
         except IntentError as err:
             problems.extend(p for p in err.problems if p not in problems)
             continue
+        vaulted |= host_vaulted
         key = intent.model_dump_json(exclude={"rails"})
         seen.setdefault(key, intent)
         fabric = fabric or intent
         if host.name != PROBE_HOST:
             groups = tuple(sorted(g.name for g in host.get_groups()))
-            entries.append(HostEntry(host.name, groups, intent, variables))
+            entries.append(HostEntry(host.name, groups, intent, variables, host_vaulted))
+    if missing == [PROBE_HOST]:
+        raise UsageError(
+            f"{source}: the inventory has no hosts and no variable {INTENT_VAR}; expected an Ansible "
+            f"inventory with hosts (hosts.yml) and the fabric intent (group_vars/all/fabric.yml)"
+        )
     if missing:
         problems.insert(
             0,
@@ -102,46 +137,50 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
             ]
         )
     assert fabric is not None
-    return Inventory(str(path), fabric, tuple(entries), manager)
+    return Inventory(str(path), fabric, tuple(entries), manager, frozenset(vaulted))
 
 
-def _open(path: Path) -> tuple[Any, Any, Any]:
+def _open(path: Path) -> tuple[Any, Any, Any, bool]:
+    """InventoryManager, VariableManager, DataLoader, and whether a vault password is set."""
     # An inventory folder holding only group_vars (the lab before `lab up`) is valid for us.
     os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_WARNING", "False")
     os.environ.setdefault("ANSIBLE_LOCALHOST_WARNING", "False")
+    from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
     from ansible.vars.manager import VariableManager
 
+    ansible_session.init_collection_loader()
     loader = DataLoader()
-    _load_vault_secrets(loader)
+    has_password = ansible_session.load_vault_secrets(loader)
+    with ansible_session.captured_warnings() as warnings:
+        try:
+            manager = InventoryManager(loader=loader, sources=[str(path)])
+        except AnsibleError as err:
+            raise UsageError(_vars_error(path, err)) from None
+    # Ansible's plugins turn a file they cannot parse into warnings and go on without its hosts.
+    ansible_session.check_parsed(manager, path, warnings)
+    ansible_session.replay(warnings)
+    return manager, VariableManager(loader=loader, inventory=manager), loader, has_password
+
+
+def _host_vars(variable_manager: Any, host: Any, path: Path) -> Mapping[str, Any]:
+    from ansible.errors import AnsibleError
+
     try:
-        manager = InventoryManager(loader=loader, sources=[str(path)])
-    except Exception as err:  # ansible raises many types for unreadable inventories
-        raise UsageError(f"cannot read inventory {path}: {err}") from None
-    return manager, VariableManager(loader=loader, inventory=manager), loader
+        variables: Mapping[str, Any] = variable_manager.get_vars(host=host, include_hostvars=False)
+    except AnsibleError as err:
+        raise UsageError(_vars_error(path, err)) from None
+    return variables
 
 
-def _load_vault_secrets(loader: Any) -> None:
-    """Vault passwords come from the environment, as for ansible-playbook; never from arguments."""
-    password_file = os.environ.get("ANSIBLE_VAULT_PASSWORD_FILE")
-    if not password_file:
-        return
-    from ansible.parsing.vault import get_file_vault_secret
-
-    secret = get_file_vault_secret(filename=password_file, loader=loader)
-    secret.load()
-    secrets = [("default", secret)]
-    loader.set_vault_secrets(secrets)
-    try:  # ansible-core >= 2.19 decrypts lazily through one process-wide context
-        from ansible.parsing.vault import VaultSecretsContext
-    except ImportError:
-        return
-    context = VaultSecretsContext.current(optional=True)
-    if context is None:
-        VaultSecretsContext.initialize(VaultSecretsContext(secrets))
-    else:
-        context.secrets = secrets
+def _vars_error(path: Path, err: Exception) -> str:
+    """A group_vars/host_vars file ansible could not load, named with its line (ansible drops both)."""
+    located = ansible_session.vars_file_error(path)
+    if located:
+        return f"{located}; expected valid YAML (check indentation, colons and brackets)"
+    reason = ansible_session.one_line(getattr(err, "message", None) or str(err))
+    return f"{path}: cannot read the inventory: {reason}; {ansible_session.INVENTORY_EXPECTED}"
 
 
 def _probe_host(manager: Any) -> Any:
@@ -153,40 +192,110 @@ def _probe_host(manager: Any) -> Any:
     return probe
 
 
-def _host_intent(variables: Mapping[str, Any], loader: Any, host: str) -> FabricIntent:
+@dataclass(frozen=True)
+class _Secrets:
+    """What must not be printed while describing one host's intent."""
+
+    paths: frozenset[KeyPath]
+    texts: frozenset[str]
+
+    def value(self, loc: list[Any], value: Any) -> str:
+        return REDACTED if is_under(loc, self.paths) else repr(_plain(value))
+
+    def text(self, message: str) -> str:
+        return redact_text(message, self.texts)
+
+
+def _host_intent(
+    variables: Mapping[str, Any], loader: Any, has_password: bool
+) -> tuple[FabricIntent, frozenset[KeyPath]]:
     raw = variables[INTENT_VAR]
     rails = variables.get(RAILS_VAR)
+    raw_tree = raw if rails is None or not isinstance(raw, Mapping) else {**raw, "rails": rails}
     try:
         # Rendered values keep their origin tags (ansible >= 2.19), so errors still name file and line.
         rendered = _render(raw, variables, loader)
         rendered_rails = None if rails is None else _render(rails, variables, loader)
     except Exception as err:  # template or vault errors carry their own explanation
-        raise IntentError([f"{_where(raw)}{INTENT_VAR}: cannot resolve value: {err}"]) from None
+        raise IntentError(_render_problems(raw_tree, variables, has_password, err)) from None
     if not isinstance(rendered, Mapping):
         raise IntentError(
             [f"{_where(raw)}{INTENT_VAR}: expected a mapping, got {type(_plain(rendered)).__name__}"]
         )
     tree = dict(rendered) if rendered_rails is None else {**rendered, "rails": rendered_rails}
+    paths = vaulted_paths(raw_tree, tree, variables)
+    secrets = _Secrets(paths, frozenset(secret_texts(tree, paths)))
     data = _plain(tree)
     try:
         intent = FabricIntent.model_validate(data, context={SKIP_COHERENCE: True})
     except ValidationError as err:
-        raise IntentError([_describe(e, tree) for e in err.errors()]) from None
+        raise IntentError([_describe(e, tree, secrets) for e in err.errors()]) from None
     problems = coherence_problems(intent)
     if problems:
-        raise IntentError([_describe_rule(key, message, tree, intent, rendered) for key, message in problems])
-    return intent
+        raise IntentError(
+            [_describe_rule(key, message, tree, intent, rendered, secrets) for key, message in problems]
+        )
+    return intent, paths
 
 
-def _describe_rule(key: str, message: str, raw: Mapping[str, Any], intent: FabricIntent, root: Any) -> str:
+def _render_problems(raw: Any, variables: Mapping[str, Any], has_password: bool, err: Exception) -> list[str]:
+    """Why the intent could not be rendered; a vault problem names ANSIBLE_VAULT_PASSWORD_FILE."""
+    paths = vaulted_paths(raw, raw, variables)
+    secrets = _Secrets(paths, frozenset(_referenced_secrets(raw, variables)))
+    if not paths:
+        return [f"{_where(raw)}{INTENT_VAR}: cannot resolve value: {secrets.text(str(err))}"]
+    variable = ansible_session.VAULT_PASSWORD_VAR
+    if has_password:
+        why = (
+            f"vault-encrypted value that the password from {variable}="
+            f"{ansible_session.vault_password_file()} cannot decrypt ({secrets.text(str(err))}); "
+            "expected the password the value was encrypted with"
+        )
+    else:
+        why = (
+            f"vault-encrypted value but no vault password is set; expected {variable} naming the file "
+            "that holds the vault password (as for ansible-playbook)"
+        )
+    problems = []
+    for path in sorted(paths):
+        node, _found, key = _walk(raw, list(path))
+        name = ".".join((INTENT_VAR, *path))
+        problems.append(f"{_where(node) or _where(key) or _where(raw)}{name}: {why}")
+    return problems
+
+
+def _referenced_secrets(raw: Any, variables: Mapping[str, Any]) -> set[str]:
+    """Plaintexts of vaulted variables the intent's templates read (when they can be decrypted)."""
+    texts: set[str] = set()
+    for text in _strings(raw):
+        for name in referenced_names(text):
+            value = variables.get(name)
+            if value is not None and contains_vaulted(value):
+                texts |= secret_texts(value, vaulted_paths(value, value, {}))
+    return texts
+
+
+def _strings(node: Any) -> list[str]:
+    if isinstance(node, Mapping):
+        return [s for v in node.values() for s in _strings(v)]
+    if isinstance(node, (list, tuple)):
+        return [s for v in node for s in _strings(v)]
+    return [node] if isinstance(node, str) and not is_vaulted(node) else []
+
+
+def _describe_rule(
+    key: str, message: str, raw: Mapping[str, Any], intent: FabricIntent, root: Any, secrets: _Secrets
+) -> str:
     """A rule spanning several keys, reported at the key to fix; an unset key shows its default."""
-    node, found = _walk(raw, key.split("."))
+    loc = key.split(".")
+    node, found, mapping_key = _walk(raw, loc)
     if found and not isinstance(node, Mapping):
-        return f"{_where(node)}{INTENT_VAR}.{key} = {_plain(node)!r}: {message}"
+        where = _where(node) or _where(mapping_key)
+        return f"{where}{INTENT_VAR}.{key} = {secrets.value(loc, node)}: {secrets.text(message)}"
     default: Any = intent
-    for part in key.split("."):
+    for part in loc:
         default = getattr(default, part)
-    return f"{_where(root)}{INTENT_VAR}.{key} = {default!r} (default, not set): {message}"
+    return f"{_where(root)}{INTENT_VAR}.{key} = {default!r} (default, not set): {secrets.text(message)}"
 
 
 def _render(value: Any, variables: Mapping[str, Any], loader: Any) -> Any:
@@ -197,6 +306,8 @@ def _render(value: Any, variables: Mapping[str, Any], loader: Any) -> Any:
 
 def _plain(value: Any) -> Any:
     """Strip ansible's tagged subclasses so pydantic sees plain Python values."""
+    if is_vaulted(value):  # a decrypted value, or one ansible < 2.19 decrypts on str()
+        return str(value)
     if isinstance(value, Mapping):
         return {_plain(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -207,24 +318,53 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _describe(error: Mapping[str, Any], raw: Mapping[str, Any]) -> str:
-    loc = [p for p in error["loc"] if p not in ("function-after", "[key]")]
+def _describe(error: Mapping[str, Any], raw: Mapping[str, Any], secrets: _Secrets) -> str:
+    loc = [p for p in error["loc"] if p not in ("function-after", "function-before", "[key]")]
     key = ".".join(str(p) for p in (INTENT_VAR, *loc))
-    node, found = _walk(raw, loc)
-    where = _where(node)
-    message = str(error["msg"]).removeprefix("Value error, ")
+    node, found, mapping_key = _walk(raw, loc)
+    # A bool or None cannot carry ansible's origin tag; its key (or the enclosing mapping) can.
+    where = _where(node) or _where(mapping_key) or _where(raw)
+    message = _TYPE_MESSAGES.get(error["type"]) or str(error["msg"]).removeprefix("Value error, ")
     if error["type"] == "missing":
         return f"{where}{key}: required key is missing"
     if error["type"] == "extra_forbidden":
         return f"{where}{key}: unknown key (check the spelling; allowed keys are in the README)"
-    value = f" = {error['input']!r}" if found and not isinstance(error.get("input"), Mapping) else ""
+    value = ""
+    if found and not isinstance(error.get("input"), Mapping):
+        value = f" = {secrets.value(loc, error['input'])}"
+    if error["type"] in _TYPE_MESSAGES and not is_under(loc, secrets.paths):
+        message += f", got {_type_name(error.get('input'))}"
     bounds = _bounds(loc) if error["type"] in _RANGE_ERRORS else None
     if bounds:
         message = f"out of range, allowed: {bounds}"
-    return f"{where}{key}{value}: {message}"
+    return f"{where}{key}{value}: {secrets.text(message)}"
 
 
 _RANGE_ERRORS = {"less_than_equal", "greater_than_equal", "less_than", "greater_than"}
+_TYPE_MESSAGES = {
+    "int_type": "expected an integer",
+    "int_parsing": "expected an integer",
+    "int_from_float": "expected an integer",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+    "string_type": "expected a string",
+    "dict_type": "expected a mapping",
+    "list_type": "expected a list",
+    "model_type": "expected a mapping",
+}
+
+
+def _type_name(value: Any) -> str:
+    """YAML's name for a value's type: `true` is a boolean, not an integer."""
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", type(None): "null"}
+    plain = _plain(value)
+    if isinstance(plain, Mapping):
+        return "a mapping"
+    if isinstance(plain, list):
+        return "a list"
+    return names.get(type(plain), type(plain).__name__)
 
 
 def _bounds(loc: list[Any]) -> str | None:
@@ -256,19 +396,24 @@ def _bounds(loc: list[Any]) -> str | None:
     return f"{'' if low is None else low}..{'' if high is None else high}"
 
 
-def _walk(raw: Any, loc: list[Any]) -> tuple[Any, bool]:
-    """Follow an error location into the raw data; return the deepest node reached."""
-    node = raw
+def _walk(raw: Any, loc: list[Any]) -> tuple[Any, bool, Any]:
+    """Follow an error location into the raw data: the deepest node reached, whether it is the one
+    asked for, and the mapping key it was found under (keys keep their origin when values cannot)."""
+    node, key = raw, None
     for part in loc:
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, Mapping) and str(part) in node:
-            node = node[str(part)]
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-            node = node[part]
+        if isinstance(node, Mapping):
+            match = next((k for k in node if k == part or str(k) == str(part)), _NO_KEY)
+            if match is _NO_KEY:
+                return node, False, key
+            node, key = node[match], match
+        elif isinstance(node, list) and str(part).isdigit() and int(part) < len(node):
+            node = node[int(part)]
         else:
-            return node, False
-    return node, True
+            return node, False, key
+    return node, True, key
+
+
+_NO_KEY = object()
 
 
 def _where(value: Any) -> str:

@@ -7,12 +7,71 @@ ECN 150 KB..1.5 MB at 100 %, trust DSCP, MTU 9000/4096).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-Priority = Annotated[int, Field(ge=0, le=7, description="802.1p priority / traffic class 0..7")]
-Dscp = Annotated[int, Field(ge=0, le=63, description="DSCP code point 0..63")]
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+_NUMBER_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_BOOLEAN_TEXT = {"true": True, "false": False}
+
+
+# Types are strict (a YAML `true` is never the number 1, a number never a boolean), but a string
+# holding exactly the literal is read as it: vault-encrypted values are always strings.
+def _integer_text(value: Any) -> Any:
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
+        return int(value.strip())
+    return value
+
+
+def _number_text(value: Any) -> Any:
+    if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()):
+        return float(value.strip())
+    return value
+
+
+def _boolean_text(value: Any) -> Any:
+    if isinstance(value, str):
+        return _BOOLEAN_TEXT.get(value.strip().lower(), value)
+    return value
+
+
+Integer = Annotated[int, BeforeValidator(_integer_text)]
+Number = Annotated[float, BeforeValidator(_number_text)]
+Boolean = Annotated[bool, BeforeValidator(_boolean_text)]
+Priority = Annotated[Integer, Field(ge=0, le=7, description="802.1p priority / traffic class 0..7")]
+Dscp = Annotated[Integer, Field(ge=0, le=63, description="DSCP code point 0..63")]
+
+# The roce_nic module's rule for device and interface names (roles/roce_host/library/roce_nic.py,
+# NAME and check_name); a test keeps the two equal. Names reach argv and sysfs paths on the hosts.
+NIC_NAME_PATTERN = r"^[A-Za-z0-9_.:-]+$"
+_NIC_NAME = re.compile(NIC_NAME_PATTERN)
+
+
+def is_safe_nic_name(name: str) -> bool:
+    return _NIC_NAME.fullmatch(name) is not None and set(name) != {"."}
+
+
+def _nic_name(name: str) -> str:
+    if not is_safe_nic_name(name):
+        raise ValueError(
+            f"not a usable NIC name: allowed {NIC_NAME_PATTERN} and not only dots "
+            "(shell and path characters such as ; $ ` / space or a newline are refused)"
+        )
+    return name
+
+
+NicName = Annotated[str, AfterValidator(_nic_name)]
 
 # Link classes of `nvidia-smi topo -m`, best to worst; the intent names the worst acceptable one.
 GPU_NIC_LINK_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -44,13 +103,13 @@ DCQCN_RP_PARAMS = (
 class StrictModel(BaseModel):
     """Unknown keys are errors: a typo in the inventory must not silently fall back to a default."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
 
 
 class LosslessClass(StrictModel):
     dscp: list[Dscp] = Field(default_factory=lambda: [26], min_length=1)
     priority: Priority = 3
-    pfc: bool = True
+    pfc: Boolean = True
 
     @field_validator("dscp")
     @classmethod
@@ -66,10 +125,10 @@ class Cnp(StrictModel):
 
 
 class Ecn(StrictModel):
-    enabled: bool = True
-    min_bytes: int = Field(150_000, ge=1)
-    max_bytes: int = Field(1_500_000, ge=1)
-    probability: int = Field(100, ge=1, le=100)
+    enabled: Boolean = True
+    min_bytes: Integer = Field(150_000, ge=1)
+    max_bytes: Integer = Field(1_500_000, ge=1)
+    probability: Integer = Field(100, ge=1, le=100)
 
     @model_validator(mode="after")
     def _min_not_above_max(self) -> Ecn:
@@ -84,10 +143,10 @@ class Ecn(StrictModel):
 class Dcqcn(StrictModel):
     """NIC congestion control (reaction point = sender, notification point = receiver)."""
 
-    rp_enable: bool = True
-    np_enable: bool = True
-    min_time_between_cnps: int = Field(4, ge=0, description="microseconds")
-    rp_params: dict[str, int] = Field(default_factory=dict, description="roce_rp sysfs overrides")
+    rp_enable: Boolean = True
+    np_enable: Boolean = True
+    min_time_between_cnps: Integer = Field(4, ge=0, description="microseconds")
+    rp_params: dict[str, Integer] = Field(default_factory=dict, description="roce_rp sysfs overrides")
 
     @field_validator("rp_params")
     @classmethod
@@ -99,9 +158,9 @@ class Dcqcn(StrictModel):
 
 
 class Mtu(StrictModel):
-    netdev: int = Field(9000, ge=1280, le=9216)
-    rdma: Literal[256, 512, 1024, 2048, 4096] = 4096
-    switch: int = Field(9216, ge=1500, le=9216)
+    netdev: Integer = Field(9000, ge=1280, le=9216)
+    rdma: Annotated[Literal[256, 512, 1024, 2048, 4096], BeforeValidator(_integer_text)] = 4096
+    switch: Integer = Field(9216, ge=1500, le=9216)
 
     @model_validator(mode="after")
     def _fits(self) -> Mtu:
@@ -116,15 +175,15 @@ class Mtu(StrictModel):
 
 
 class Link(StrictModel):
-    speed_gbps: int = Field(400, ge=1, description="per-NIC line rate in Gb/s")
+    speed_gbps: Integer = Field(400, ge=1, description="per-NIC line rate in Gb/s")
     link_layer: Literal["Ethernet", "InfiniBand"] | None = None  # derived from kind when unset
 
 
 class Nccl(StrictModel):
     transport: Literal["rdma"] = "rdma"
-    gdr_required: bool = True
-    gid_index: int | None = Field(3, ge=0, le=255)
-    traffic_class: int | None = Field(106, ge=0, le=255, description="NCCL_IB_TC (whole ToS byte)")
+    gdr_required: Boolean = True
+    gid_index: Integer | None = Field(3, ge=0, le=255)
+    traffic_class: Integer | None = Field(106, ge=0, le=255, description="NCCL_IB_TC (whole ToS byte)")
     allowed_networks: list[str] = Field(
         default_factory=lambda: ["IB"],
         description="NCCL network names (or prefixes, IB matches IBext_v8) that count as the RDMA path",
@@ -132,25 +191,25 @@ class Nccl(StrictModel):
 
 
 class Performance(StrictModel):
-    perftest_min_fraction: float = Field(0.90, gt=0, le=1.0)
-    nccl_busbw_min_fraction: float = Field(0.85, gt=0, le=1.0)
-    nccl_min_bytes: int = Field(1 << 30, ge=1)
-    nics_per_node: int | None = Field(None, ge=1, description="defaults to the number of rails, else 8")
+    perftest_min_fraction: Number = Field(0.90, gt=0, le=1.0)
+    nccl_busbw_min_fraction: Number = Field(0.85, gt=0, le=1.0)
+    nccl_min_bytes: Integer = Field(1 << 30, ge=1)
+    nics_per_node: Integer | None = Field(None, ge=1, description="defaults to the number of rails, else 8")
 
 
 class Partition(StrictModel):
     name: str
     pkey: str = Field(pattern=r"^0x[0-9a-fA-F]{1,4}$")
     members: str = "ALL=full"
-    ipoib: bool = True
+    ipoib: Boolean = True
 
 
 class SubnetManager(StrictModel):
     routing_engine: str = "ftree"
-    sm_priorities: dict[str, Annotated[int, Field(ge=0, le=15)]] = Field(default_factory=dict)
-    lmc: int = Field(0, ge=0, le=7)
-    sweep_interval: int = Field(10, ge=0)
-    qos: bool = False
+    sm_priorities: dict[str, Annotated[Integer, Field(ge=0, le=15)]] = Field(default_factory=dict)
+    lmc: Integer = Field(0, ge=0, le=7)
+    sweep_interval: Integer = Field(10, ge=0)
+    qos: Boolean = False
     partitions: list[Partition] = Field(default_factory=list)
 
     @field_validator("routing_engine")
@@ -187,9 +246,9 @@ class FabricIntent(StrictModel):
     congestion_control: Literal["dcqcn", "pfc_only", "ecn_only"] = "dcqcn"
     ecn: Ecn = Field(default_factory=Ecn)
     dcqcn: Dcqcn = Field(default_factory=Dcqcn)
-    roce_tos: int = Field(106, ge=0, le=255, description="RDMA-CM default ToS / traffic_class byte")
+    roce_tos: Integer = Field(106, ge=0, le=255, description="RDMA-CM default ToS / traffic_class byte")
     mtu: Mtu = Field(default_factory=Mtu)
-    rails: dict[Annotated[int, Field(ge=0)], str] = Field(
+    rails: dict[Annotated[Integer, Field(ge=0)], NicName] = Field(
         default_factory=dict, description="GPU index -> NIC"
     )
     max_gpu_nic_link: Literal["PIX", "PXB", "PHB", "NODE", "SYS"] = "PXB"

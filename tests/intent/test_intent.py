@@ -63,8 +63,8 @@ def test_example_inventory_shape() -> None:
     hosts = loaded.group("gpu_hosts")
     assert len(hosts) == 4 and all(len(h.intent.rails) == 8 for h in hosts)
     assert {h.name for h in loaded.hosts if h.is_switch} == {"leaf01", "leaf02"}
-    platforms = {h.variables["netmiko_device_type"] for h in loaded.hosts if h.is_switch}
-    assert platforms == {"cumulus_linux", "arista_eos"}
+    platforms = {g for h in loaded.hosts if h.is_switch for g in h.groups if g.startswith("switches_")}
+    assert platforms == {"switches_nvue", "switches_eos"}
 
 
 def test_pfc_priority_out_of_range_names_file_line_and_range(tmp_path: Path) -> None:
@@ -203,7 +203,7 @@ def test_cli_intent_check_exit_codes(tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr
     assert "fabric.yml:3: fabric_intent.lossless.priority = 9: out of range, allowed: 0..7" in bad.stderr
     missing = run_cli("intent", "check", "-i", str(tmp_path / "nope"))
-    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    assert missing.returncode == 2 and "nope: no such file or directory" in missing.stderr
 
 
 def test_cross_key_rules_name_the_key_to_fix_even_when_it_is_a_default(tmp_path: Path) -> None:

@@ -1,0 +1,148 @@
+"""Vault-encrypted values of the intent: find them while loading, never print them.
+
+ansible-core >= 2.19 loads `!vault` values as EncryptedString and tags the decrypted text with
+VaultedValue; older versions load AnsibleVaultEncryptedUnicode. A value derived from a secret by a
+template (`"{{ secret | int }}"`) carries no mark, so a templated key that reads a vaulted variable
+counts as vaulted too. Keys are paths of strings (`("rails", "0")`), as in the JSON of the intent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REDACTED = "<vaulted>"
+KeyPath = tuple[str, ...]
+_MISSING = object()
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TEMPLATE = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}", re.DOTALL)
+
+
+def is_vaulted(value: Any) -> bool:
+    """Whether this one value is (or was decrypted from) a vault-encrypted string."""
+    try:  # ansible-core >= 2.19
+        from ansible._internal._datatag._tags import VaultedValue
+        from ansible.parsing.vault import EncryptedString
+
+        if isinstance(value, EncryptedString) or VaultedValue.is_tagged_on(value):
+            return True
+    except ImportError:
+        pass
+    try:  # ansible-core < 2.19
+        from ansible.parsing.yaml.objects import AnsibleVaultEncryptedUnicode
+
+        return isinstance(value, AnsibleVaultEncryptedUnicode)
+    except ImportError:
+        return False
+
+
+def contains_vaulted(value: Any) -> bool:
+    """Whether a value or anything inside it is vault-encrypted (nothing is decrypted)."""
+    if is_vaulted(value):
+        return True
+    if isinstance(value, Mapping):
+        return any(contains_vaulted(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(contains_vaulted(v) for v in value)
+    return False
+
+
+def referenced_names(text: str) -> set[str]:
+    """Every identifier inside the template blocks of a string (over-approximate on purpose)."""
+    names: set[str] = set()
+    for match in _TEMPLATE.finditer(text):
+        names.update(_NAME.findall(match.group(1) or match.group(2) or ""))
+    return names
+
+
+def vaulted_paths(raw: Any, rendered: Any, variables: Mapping[str, Any]) -> frozenset[KeyPath]:
+    """Key paths of the rendered intent whose value is, or is derived from, a vaulted value.
+
+    `raw` is the intent as written (templates unrendered), `rendered` after templating (pass `raw`
+    again when rendering failed), `variables` the host's variables the templates can read.
+    """
+    found: set[KeyPath] = set()
+    _collect(raw, rendered, (), variables, found)
+    return frozenset(found)
+
+
+def _collect(
+    raw: Any, rendered: Any, path: KeyPath, variables: Mapping[str, Any], found: set[KeyPath]
+) -> None:
+    if is_vaulted(rendered) or (raw is not _MISSING and is_vaulted(raw)):
+        found.add(path)
+        return
+    if isinstance(raw, str) and _TEMPLATE.search(raw):
+        used = [variables[n] for n in referenced_names(raw) if n in variables]
+        leaf = not isinstance(rendered, (Mapping, list, tuple))
+        # A vaulted scalar used by the template taints everything it made; a container with vaulted
+        # parts inside taints a scalar result (e.g. `{{ settings.tos | int }}`); a container result
+        # keeps the marks of the vaulted values it holds, found below.
+        if any(is_vaulted(v) for v in used) or (leaf and any(contains_vaulted(v) for v in used)):
+            found.add(path)
+            return
+    if isinstance(rendered, Mapping):
+        for key, value in rendered.items():
+            child = raw.get(key, _MISSING) if isinstance(raw, Mapping) else _MISSING
+            _collect(child, value, (*path, str(key)), variables, found)
+    elif isinstance(rendered, (list, tuple)):
+        for index, value in enumerate(rendered):
+            child = raw[index] if isinstance(raw, (list, tuple)) and index < len(raw) else _MISSING
+            _collect(child, value, (*path, str(index)), variables, found)
+
+
+def is_under(path: Iterable[Any], vaulted: frozenset[KeyPath]) -> bool:
+    """Whether the key at `path` (strings or pydantic's ints) is vaulted or inside a vaulted value."""
+    parts = tuple(str(p) for p in path)
+    return any(parts[: len(v)] == v for v in vaulted)
+
+
+def secret_texts(rendered: Any, vaulted: frozenset[KeyPath]) -> set[str]:
+    """The plaintext of every vaulted value of the rendered intent, to keep them out of messages."""
+    texts: set[str] = set()
+    for path in vaulted:
+        node = rendered
+        for part in path:
+            if isinstance(node, Mapping):
+                node = next((v for k, v in node.items() if str(k) == part), None)
+            elif isinstance(node, (list, tuple)) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                node = None
+        texts.update(_leaf_texts(node))
+    return texts
+
+
+def _leaf_texts(node: Any) -> Iterable[str]:
+    if isinstance(node, Mapping):
+        for value in node.values():
+            yield from _leaf_texts(value)
+    elif isinstance(node, (list, tuple)):
+        for value in node:
+            yield from _leaf_texts(value)
+    elif node is not None:
+        try:
+            text = str(node)
+        except Exception:  # an undecryptable value: nothing readable to hide
+            return
+        if text.strip():
+            yield text.strip()
+
+
+def redact_text(text: str, secrets: Iterable[str]) -> str:
+    """Replace every whole-word occurrence of a secret in a message with the redaction marker."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(secret)}(?![A-Za-z0-9_])", REDACTED, text)
+    return text
+
+
+def redacted_tree(data: Any, vaulted: frozenset[KeyPath], path: KeyPath = ()) -> Any:
+    """A copy of plain JSON data with every vaulted key's value replaced by the redaction marker."""
+    if path in vaulted:
+        return REDACTED
+    if isinstance(data, Mapping):
+        return {k: redacted_tree(v, vaulted, (*path, str(k))) for k, v in data.items()}
+    if isinstance(data, list):
+        return [redacted_tree(v, vaulted, (*path, str(i))) for i, v in enumerate(data)]
+    return data

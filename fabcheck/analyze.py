@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +13,7 @@ from fabcheck.checks.nccl_log import check_nccl_log
 from fabcheck.checks.nccl_tests import check_nccl_tests
 from fabcheck.checks.perftest import check_perftest
 from fabcheck.checks.topo import check_topo
+from fabcheck.errors import ParseError
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers import nccl_log, nccl_tests, perftest, topo
 
@@ -41,6 +44,10 @@ class Analysis:
             "verdict": self.verdict,
             "findings": [f.to_json() for f in self.findings],
         }
+
+    def to_json_text(self) -> str:
+        """One line of strict JSON (never NaN/Infinity): what ``analyze --json`` prints."""
+        return json.dumps(self.to_json(), allow_nan=False)
 
 
 def _topo(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -> Analysis:
@@ -105,5 +112,28 @@ def analyze(
     """Parse one output of `kind` and judge it. Raises ParseError on unreadable input.
 
     `lines` are consecutive pieces of the text (lines with their newlines, or larger chunks).
+    A result holding a number that is not finite is refused too: such a number is unreadable
+    evidence, and it has no strict JSON form.
     """
-    return ANALYZERS[kind](lines, source, intent, options or Options())
+    result = ANALYZERS[kind](lines, source, intent, options or Options())
+    bad = _non_finite_path(result.facts, kind)
+    if bad is not None:
+        raise ParseError(f"{bad} is not a finite number", source=source)
+    return result
+
+
+def _non_finite_path(value: Any, path: str) -> str | None:
+    """The JSON path of the first float that is nan or infinite, else None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, dict):
+        items: Iterable[tuple[Any, Any]] = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _non_finite_path(item, f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]")
+        if found is not None:
+            return found
+    return None

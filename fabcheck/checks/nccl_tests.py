@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fabcheck.checks.model import Finding, failed, passed, skipped
+import math
+
+from fabcheck.checks.model import Finding, errored, failed, passed, skipped
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.nccl_tests import NcclTestsRun
 
@@ -50,6 +52,17 @@ def _busbw(run: NcclTestsRun, intent: FabricIntent) -> Finding:
             expected,
             f"largest size {biggest} B",
             f"run all_reduce_perf up to at least {perf.nccl_min_bytes} B (-e 8G)",
+        )
+    unreadable = [r for r in large if not all(math.isfinite(v) for v in (r.oop_busbw, r.ip_busbw or 0.0))]
+    if unreadable:
+        # The parser refuses nan/inf; a record built elsewhere must not pass (nan < floor is False).
+        row = unreadable[0]
+        return errored(
+            check,
+            f"{row.bytes} B",
+            expected,
+            f"busbw {row.oop_busbw} / {row.ip_busbw} GB/s is not a finite number",
+            "the output is damaged or the run did not measure: rerun the test",
         )
     best = max(large, key=lambda r: max(r.oop_busbw, r.ip_busbw or 0.0))
     busbw = max(best.oop_busbw, best.ip_busbw or 0.0)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fabcheck.checks.model import Finding, failed, passed, skipped
+import math
+
+from fabcheck.checks.model import Finding, errored, failed, passed, skipped
 from fabcheck.checks.roles import HOST_QOS_ROLE
 from fabcheck.ibverbs import describe_wc_status
 from fabcheck.intent.model import FabricIntent
@@ -79,6 +81,17 @@ def _bandwidth(run: PerftestRun, intent: FabricIntent, line_rate: float) -> Find
     floor = intent.performance.perftest_min_fraction * line_rate
     expected = f">= {floor:.2f} Gb/sec ({intent.performance.perftest_min_fraction:.0%} of {line_rate:g} Gb/s)"
     rows = [r for r in run.rows if r.bw_avg is not None]
+    unreadable = [r for r in rows if not math.isfinite(r.bw_avg or 0.0)]
+    if unreadable:
+        # The parser refuses nan/inf; a record built elsewhere must not slip through either:
+        # nan compares False with every floor, so it would read as a pass.
+        return errored(
+            check,
+            f"{unreadable[0].bytes} B",
+            expected,
+            f"bandwidth {unreadable[0].bw_avg} is not a finite number",
+            "the output is damaged or the run did not measure: rerun the test",
+        )
     large = [r for r in rows if r.bytes >= LARGE_MESSAGE_BYTES] or rows
     if not large:
         return failed(

@@ -28,7 +28,7 @@ _WRAPPERS = (
 # Launchers nest a few prefixes at most (SkyPilot around OpenMPI); more is not a prefix but data.
 _MAX_WRAPPER_DEPTH = 8
 _COLUMN_HEADER = re.compile(r"#\s*size\s+count\s+type\b", re.ASCII)
-_ROW_START = re.compile(r"^\s*[0-9]+\s+[0-9]+\s+[A-Za-z_]\w*(?:\s|$)", re.ASCII)
+_TYPE_CELL = re.compile(r"[A-Za-z_]\w*")
 _RANK = re.compile(
     r"^#\s*Rank\s+(?P<rank>[0-9]+)\s+(?:Group\s+[0-9]+\s+)?Pid\s+[0-9]+\s+on\s+(?P<host>\S+)\s+"
     r"device\s+[0-9]+\s+\[[^\]]*\]\s*(?P<gpu>.*)$",
@@ -158,7 +158,7 @@ def _unwrap(raw: str, prefix: str) -> str:
 
 
 def _consume(state: _State, number: int, line: str) -> None:
-    if state.table_open and _ROW_START.match(line):
+    if state.table_open and _looks_like_row(line):
         state.rows.append(_parse_row(state, number, line))
     elif _COLUMN_HEADER.match(line):
         _start_table(state, number, line)
@@ -170,6 +170,15 @@ def _consume(state: _State, number: int, line: str) -> None:
         # The last binary named before the table is the one that printed it.
         for binary in _BINARY.finditer(line):
             state.binary_op = binary["op"]
+
+
+def _looks_like_row(line: str) -> bool:
+    """'size count type ...'. Digits are any Python knows ('٦', '²'): such a row is then refused by the
+    ASCII number reader, never skipped as noise (a skipped row could hide '#wrong' errors)."""
+    cells = line.split(None, 3)
+    return (
+        len(cells) >= 3 and cells[0].isdigit() and cells[1].isdigit() and bool(_TYPE_CELL.fullmatch(cells[2]))
+    )
 
 
 def _on_comment(state: _State, number: int, line: str) -> None:

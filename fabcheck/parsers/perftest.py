@@ -33,15 +33,18 @@ _SERVER_BANNER = re.compile(r"Waiting for client to connect")
 _TABLE_HEADER = re.compile(r"^\s*#bytes\b")
 # Header tokens: '#name', a bracketed unit, a word, or one other character. Every alternative
 # consumes its text and none can rescan it, so tokenising is linear in the line length.
+_TPS = "tps average"
 _HEADER_TOKEN = re.compile(r"#\w+|\[[^\[\]]*\]|[^\s\[\]#]+|\s+|.", re.DOTALL)
-_ROW_START = re.compile(r"^\s*[0-9]", re.ASCII)
 
 _COMPLETION_ERROR = re.compile(r"Completion with error at (?P<role>client|server)")
 _FAILED_STATUS = re.compile(r"Failed status (?P<status>[0-9]+):", re.ASCII)
 _SYNDROME = re.compile(r"syndr?ome? (?P<syndrome>0x[0-9a-fA-F]+)", re.ASCII)
-# An optional 'function_name:' prefix, never a warning or notice label: 'WARNING: Could not determine
-# NUMA node' is advice printed by passing runs.
-_FAILURE_PREFIX = r"^(?:(?!(?:WARN(?:ING)?|[Ww]arn(?:ing)?|NOTE|[Nn]ote|INFO|[Ii]nfo)\b)\w+:\s*)?"
+# 'WARNING: Could not determine NUMA node of the device' is advice printed by passing runs: a line
+# with a warning or notice label is a warning, wherever it appears (even inside the settings block).
+_NOTICE_LABEL = r"(?:WARN(?:ING)?|[Ww]arn(?:ing)?|NOTE|[Nn]ote|INFO|[Ii]nfo)\b"
+_NOTICE = re.compile(r"\s*" + _NOTICE_LABEL + r"\s*:", re.ASCII)
+# An optional 'function_name:' prefix of a failure line, never a notice label.
+_FAILURE_PREFIX = r"^(?:(?!" + _NOTICE_LABEL + r")\w+:\s*)?"
 # Failure lines only perftest prints: on their own they make a text a (failed) perftest run.
 _PERFTEST_FAILURE = re.compile(
     _FAILURE_PREFIX + r"(?:Completion with error|Failed status|Failed to|Couldn't|Unable to|"
@@ -174,7 +177,7 @@ def parse_perftest(text: str, source: str = "<text>") -> PerftestRun:
 def _consume(state: _State, number: int, line: str) -> None:
     if _DASHED.match(line):
         _on_dashed(state)
-    elif state.in_table and _ROW_START.match(line):
+    elif state.in_table and _starts_with_digit(line):
         state.rows.append(_parse_row(state, number, line))
     elif _TABLE_HEADER.match(line):
         _start_table(state, number, line)
@@ -184,12 +187,21 @@ def _consume(state: _State, number: int, line: str) -> None:
         state.addresses.append(_parse_address(address))
     elif (gid := _GID.match(line)) is not None and state.addresses:
         state.addresses[-1] = _with_gid(state.addresses[-1], gid["gid"])
+    elif _NOTICE.match(line):
+        state.warnings.append(line.strip())
     elif _FAILURE.match(line.strip()):
         _on_failure(state, number, line.strip())
     elif (state.in_header and ":" in line) or _looks_like_setting(line):
         state.settings.update(_parse_settings(line))
     else:
         _on_message(state, number, line)
+
+
+def _starts_with_digit(line: str) -> bool:
+    """Any digit Python knows ('٦', '²' too): such a row is then refused by the ASCII number reader,
+    never skipped as noise (a skipped row could hide the evidence of a failure)."""
+    stripped = line.lstrip()
+    return bool(stripped) and stripped[0].isdigit()
 
 
 def _on_dashed(state: _State) -> None:
@@ -295,9 +307,11 @@ def _table_columns(line: str) -> list[str]:
     """
     columns: list[str] = []
     words_start: int | None = None  # where the current run of words began
-    position = 0
+    position = skip_until = 0
     for token in _HEADER_TOKEN.finditer(line):
         text = token[0]
+        if token.start() < skip_until:
+            continue
         if text.startswith("#") and len(text) > 1:
             _close_words(line, words_start, token.start(), columns)
             columns.append(text)
@@ -311,6 +325,9 @@ def _table_columns(line: str) -> list[str]:
         elif text in ("[", "]", "#"):
             _close_words(line, words_start, token.start(), columns)
             words_start = None
+        elif words_start is None and line.startswith(_TPS, token.start()):
+            columns.append(_TPS)  # a column name without a unit, where a run of words starts
+            skip_until = token.start() + len(_TPS)
         elif words_start is None:
             words_start = token.start()
         position = token.end()
@@ -320,8 +337,8 @@ def _table_columns(line: str) -> list[str]:
 
 def _close_words(line: str, start: int | None, end: int, columns: list[str]) -> None:
     """Words with no unit after them are no column, except perftest's 'tps average'."""
-    if start is not None and "tps average" in line[start:end]:
-        columns.append("tps average")
+    if start is not None and _TPS in line[start:end]:
+        columns.append(_TPS)
 
 
 def _parse_row(state: _State, number: int, line: str) -> PerftestRow:
@@ -459,10 +476,13 @@ def _role(state: _State) -> str | None:
 
 def _int_setting(state: _State, key: str) -> int | None:
     """The leading number of a setting ('4096[B]' -> 4096); the settings block has no line numbers."""
-    match = re.match(r"[0-9]+", state.settings.get(key, ""), re.ASCII)
-    if match is None:
+    value = state.settings.get(key, "")
+    end = 0
+    while end < len(value) and value[end].isdigit():  # any digit, so '٤٠٩٦' is refused, not ignored
+        end += 1
+    if end == 0:
         return None
-    return read_int(match[0], source=state.source, what=f"setting {key!r}")
+    return read_int(value[:end], source=state.source, what=f"setting {key!r}")
 
 
 def _column_unit(columns: list[str] | None, names: tuple[str, ...]) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from conftest import CORPUS
 
 from fabcheck.checks.model import Status, verdict
@@ -111,3 +113,27 @@ def test_wrong_elements_fail_correctness() -> None:
     findings = by_check(check_nccl_tests(parse_nccl_tests("\n".join(lines) + "\n"), FabricIntent()))
     assert findings["nccl_tests.correctness"].status is Status.FAIL
     assert "7 wrong element(s) at 8589934592 B" in findings["nccl_tests.correctness"].actual
+
+
+# A record holding a non-finite number (the parsers refuse them; a record built elsewhere might not)
+# is an error, never a pass: nan compares False with every floor.
+
+
+def test_perftest_non_finite_bandwidth_is_an_error() -> None:
+    run = perftest("ib_write_bw-gardenlinux-cuda-dmabuf-roce-gbits.txt")
+    for bad in (float("nan"), float("inf")):
+        rows = tuple(dataclasses.replace(r, bw_avg=bad) for r in run.rows)
+        finding = by_check(check_perftest(dataclasses.replace(run, rows=rows), FabricIntent()))
+        assert finding["perftest.bandwidth"].status is Status.ERROR
+        assert "not a finite number" in finding["perftest.bandwidth"].actual
+        assert verdict(check_perftest(dataclasses.replace(run, rows=rows), FabricIntent())) is Status.ERROR
+
+
+def test_nccl_tests_non_finite_busbw_is_an_error() -> None:
+    run = nccl_tests("all_reduce-309-hgx-h100-2node-16rank-16G-xpmem-warn.txt")
+    intent = FabricIntent(performance=Performance(nccl_busbw_min_fraction=0.01))
+    assert by_check(check_nccl_tests(run, intent))["nccl_tests.busbw"].status is Status.PASS
+    for field in ("oop_busbw", "ip_busbw"):
+        rows = tuple(dataclasses.replace(r, **{field: float("nan")}) for r in run.rows)
+        finding = by_check(check_nccl_tests(dataclasses.replace(run, rows=rows), intent))["nccl_tests.busbw"]
+        assert finding.status is Status.ERROR and "not a finite number" in finding.actual

@@ -366,3 +366,70 @@ _PIECES = st.sampled_from(
 @given(st.lists(_PIECES, max_size=12))
 def test_shuffled_nccl_lines_parse_or_are_rejected(lines: list[str]) -> None:
     _parse_or_reject("\n".join(lines))
+
+
+# Issue 7: false passes and crashes found by review and by bench/fuzz.py.
+
+H100 = (CORPUS.parent.parent.parent / "examples" / "outputs" / "all_reduce-2node-h100.txt").read_text()
+LAST_ROW = "8589934592    2147483648     float     sum      -1    34381  249.84  468.46      0    34365  " + (
+    "249.96  468.67"
+)
+
+
+def test_example_last_row_is_where_the_tests_below_edit() -> None:
+    assert LAST_ROW in H100
+
+
+@pytest.mark.parametrize("token", ["nan", "-nan", "inf", "-inf", "1e400"])
+def test_non_finite_busbw_is_unreadable_not_a_pass(token: str) -> None:
+    text = H100.replace(LAST_ROW, LAST_ROW.replace("468.67", token))
+    with pytest.raises(ParseError, match=r"busbw .* is not a finite number") as caught:
+        parse_nccl_tests(text, source="nt.txt")
+    assert (caught.value.source, caught.value.line) == ("nt.txt", 76)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"), [("8589934592", "８589934592"), ("      0    34365", "      ١    34365")]
+)
+def test_non_ascii_digits_in_a_row_are_refused_not_skipped(old: str, new: str) -> None:
+    # Skipping such a row would drop its '#wrong' count: a corrupted run could then pass.
+    with pytest.raises(ParseError, match="not an ASCII") as caught:
+        parse_nccl_tests(H100.replace(LAST_ROW, LAST_ROW.replace(old, new, 1)))
+    assert caught.value.line == 76
+
+
+@pytest.mark.parametrize("digits", [21, 4301, 50_000])
+def test_huge_numbers_are_parse_errors(digits: int) -> None:
+    with pytest.raises(ParseError, match="more than"):
+        parse_nccl_tests(H100.replace(LAST_ROW, LAST_ROW.replace("2147483648", "9" * digits)))
+    with pytest.raises(ParseError, match="more than"):
+        parse_nccl_tests(H100.replace("#  Rank  0", "#  Rank  " + "7" * digits, 1))
+
+
+def test_unreadable_average_is_none_never_nan() -> None:
+    for token in ("nan", "inf", "٣", "9" * 5000):
+        run = parse_nccl_tests(
+            H100.replace("# Avg bus bandwidth    : 139.56", f"# Avg bus bandwidth    : {token}")
+        )
+        assert run.avg_busbw is None
+
+
+def test_library_code_is_read_from_the_version_line() -> None:
+    text = "# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21903\n" + H100.replace(
+        "NCCL version", "NCCL-version"
+    )
+    assert parse_nccl_tests(text).nccl_version == "2.19.3"
+    with pytest.raises(ParseError, match="nccl-library code"):
+        parse_nccl_tests("# nccl-tests version 2 nccl-library=" + "2" * 30 + "\n" + H100)
+
+
+def test_deeply_nested_prefixes_stop_after_a_bound() -> None:
+    # Real launchers nest two or three prefixes; a line of 20,000 '1: ' is data, read once.
+    run = parse_nccl_tests("1: " * 20_000 + "\n" + H100)
+    assert run.rows and run.op == "all_reduce"
+
+
+def test_too_long_line_is_refused_with_its_number() -> None:
+    with pytest.raises(ParseError, match="no nccl-tests output line is longer than 64 KiB") as caught:
+        parse_nccl_tests("#\n" + "x" * 70_000 + "\n" + H100)
+    assert caught.value.line == 2

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,10 @@ from conftest import CORPUS, corpus_samples, corpus_truth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fabcheck.checks.model import Status, verdict
+from fabcheck.checks.perftest import check_perftest
 from fabcheck.errors import ParseError
+from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.perftest import PerftestRun, parse_perftest, perftest_facts, perftest_rows
 
 SAMPLES = corpus_samples("perftest")
@@ -339,3 +344,133 @@ _PIECES = st.sampled_from(
 @given(st.lists(_PIECES, max_size=12))
 def test_shuffled_perftest_lines_parse_or_are_rejected(lines: list[str]) -> None:
     _parse_or_reject("\n".join(lines))
+
+
+# Issue 7: false passes and crashes found by review and by bench/fuzz.py.
+
+ROCE_400G = (CORPUS.parent.parent.parent / "examples" / "outputs" / "ib_write_bw-roce-400g.txt").read_text()
+
+
+@pytest.mark.parametrize("token", ["nan", "NaN", "-nan", "inf", "-inf", "Infinity", "1e400"])
+def test_non_finite_bandwidth_is_unreadable_not_a_pass(token: str) -> None:
+    text = ROCE_400G.replace(" 368.48 ", f" {token} ")
+    assert text != ROCE_400G
+    with pytest.raises(ParseError, match="is not a finite number") as caught:
+        parse_perftest(text, source="bw.txt")
+    assert (caught.value.source, caught.value.line) == ("bw.txt", 22)
+
+
+@pytest.mark.parametrize("digit", ["٣", "۳", "५", "²", "１"])
+def test_non_ascii_digits_in_a_row_are_refused_not_skipped(digit: str) -> None:
+    for old in (" 65536 ", " 368.48 "):
+        text = ROCE_400G.replace(old, old.replace("6", digit, 1))
+        with pytest.raises(ParseError, match="is not an ASCII") as caught:
+            parse_perftest(text)
+        assert caught.value.line == 22
+
+
+def test_non_ascii_digits_in_a_setting_are_refused() -> None:
+    with pytest.raises(ParseError, match="setting 'mtu'"):
+        parse_perftest(ROCE_400G.replace("4096[B]", "٤٠٩٦[B]"))
+
+
+@pytest.mark.parametrize("digits", [21, 4301, 50_000])
+def test_huge_numbers_are_parse_errors(digits: int) -> None:
+    with pytest.raises(ParseError, match="more than"):
+        parse_perftest(ROCE_400G.replace(" 65536 ", f" {'9' * digits} "))
+    with pytest.raises(ParseError, match="more than"):
+        parse_perftest(ROCE_400G.replace("4096[B]", f"{'4' * digits}[B]"))
+
+
+@pytest.mark.parametrize(
+    "warning",
+    [
+        "WARNING: Could not determine NUMA node of the device",
+        " WARNING: Could not determine NUMA node of the device",
+        "Warning: Couldn't read the CPU frequency",
+        "NOTE: Unable to set affinity, continuing",
+    ],
+)
+def test_a_warning_saying_could_not_is_not_a_failure(warning: str) -> None:
+    before_title = f"{warning}\n{ROCE_400G}"
+    in_settings = ROCE_400G.replace(" PCIe relax order: ON\n", f" PCIe relax order: ON\n{warning}\n")
+    after_table = ROCE_400G + warning + "\n"
+    for text in (before_title, in_settings, after_table):
+        run = parse_perftest(text)
+        assert run.errors == () and run.completed
+        assert warning.strip() in run.warnings and "warning" not in run.settings
+        assert verdict(check_perftest(run, FabricIntent())) is Status.PASS
+
+
+def test_function_prefixed_failures_still_fail() -> None:
+    text = ROCE_400G + "ethernet_read_keys: Couldn't read remote address\n"
+    run = parse_perftest(text)
+    assert [e.message for e in run.errors] == ["ethernet_read_keys: Couldn't read remote address"]
+
+
+@pytest.mark.parametrize("sample", corpus_samples("nccl-tests"), ids=lambda p: p.name)
+def test_nccl_tests_output_is_not_a_perftest_run(sample: Path) -> None:
+    # Their MPI/CUDA 'Error ...' and 'WARNING: Could not ...' lines are no perftest failure lines.
+    with pytest.raises(ParseError, match="no perftest header, result table or failure line"):
+        parse_perftest(sample.read_text(), source=sample.name)
+
+
+def test_generic_error_lines_alone_are_not_perftest() -> None:
+    with pytest.raises(ParseError, match="no perftest header"):
+        parse_perftest("Error code: 2 (No such file or directory)\nWARNING: Could not open the file\n")
+
+
+def test_failed_status_without_syndrome_keeps_no_status() -> None:
+    run = parse_perftest(" Completion with error at client\n Failed status 12: wr_id 0\n")
+    assert [(e.status, e.syndrome) for e in run.errors] == [(None, None), (None, None)]
+
+
+@pytest.mark.parametrize("repeat", [1, 3])
+def test_failed_status_reads_the_first_syndrome_after_it(repeat: int) -> None:
+    line = " Failed status 10: wr_id 0 " * repeat + "syndrom 0x88 syndrom 0x99"
+    assert [(e.status, e.syndrome) for e in parse_perftest(line).errors] == [(10, "0x88")]
+
+
+def test_settings_scan_matches_the_documented_grammar() -> None:
+    line = " Dual-port       : OFF\t\tDevice         : mlx5_0  Odd\tkey : v a  lue  : x"
+    run = parse_perftest(DASHES + "\n                    RDMA_Write BW Test\n" + line + "\n")
+    assert run.settings == {"dual-port": "OFF", "device": "mlx5_0", "key": "v a", "lue": "x"}
+
+
+def test_table_columns_with_spaces_units_and_tps() -> None:
+    header = " #bytes #iterations    BW peak[Gb/sec]  BW average[Gb/sec]   tps average  99% percentile[usec]"
+    run = parse_perftest(DASHES + "\n RDMA_Write BW Test\n" + header + "\n 2 10 1 2 3 4\n" + DASHES + "\n")
+    assert (run.rows[0].bw_peak, run.rows[0].bw_avg, run.rows[0].percentiles) == (1.0, 2.0, {"99": 4.0})
+
+
+def test_too_long_line_is_refused_with_its_number() -> None:
+    text = ROCE_400G.replace(" CQ Moderation   : 1\n", " CQ Moderation   : " + "1" * 70_000 + "\n")
+    with pytest.raises(ParseError, match="no perftest output line is longer than 64 KiB") as caught:
+        parse_perftest(text, source="long.txt")
+    assert caught.value.line == 8
+
+
+def _cpu_seconds(text: str) -> float:
+    """Best of 5 runs of this process's CPU time: other load on the machine barely moves it."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        with contextlib.suppress(ParseError):
+            parse_perftest(text)
+        best = min(best, time.process_time() - started)
+    return best
+
+
+@pytest.mark.parametrize("unit", ["x", ":", " a", "a\t", "#", "[", "]", "Failed status 1:", "x: "])
+def test_long_lines_cost_linear_time(unit: str) -> None:
+    # Lines just under the 64 KiB cap: the old settings/column/status regexes were quadratic (40 KB took
+    # 9 s). A ratio, not a time limit, so a slow or loaded machine cannot fail it: 8 x the text must
+    # cost well under the 64 x a quadratic scan takes (linear is about 8 x; 30 leaves room for noise).
+    line = (unit * (60_000 // len(unit)))[:60_000]
+    for shape in (" {line}", "{line}", " #bytes {line}", "  Failed status 1: {line}"):
+
+        def text(length: int, shape: str = shape) -> str:
+            return DASHES + "\n RDMA_Write BW Test\n" + shape.format(line=line[:length]) + "\n"
+
+        small, large = _cpu_seconds(text(7_500)), _cpu_seconds(text(60_000))
+        assert large <= 30 * max(small, 1e-4), (unit, shape, small, large)

@@ -329,6 +329,11 @@ def _describe(error: Mapping[str, Any], raw: Mapping[str, Any], secrets: _Secret
         return f"{where}{key}: required key is missing"
     if error["type"] == "extra_forbidden":
         return f"{where}{key}: unknown key (check the spelling; allowed keys are in the README)"
+    if "[key]" in error["loc"]:  # a mapping key of the wrong type: name the mapping and the key
+        parent = ".".join(str(p) for p in (INTENT_VAR, *loc[:-1]))
+        shown = secrets.value(loc, error.get("input"))
+        got = f", got {_type_name(error.get('input'))}" if error["type"] in _TYPE_MESSAGES else ""
+        return f"{where}{parent}: key {shown}: {secrets.text(message)}{got}"
     value = ""
     if found and not isinstance(error.get("input"), Mapping):
         value = f" = {secrets.value(loc, error['input'])}"

@@ -150,7 +150,7 @@ class Nic:
 
 
 def check_name(kind: str, name: str) -> str:
-    if not NAME.match(name) or set(name) == {"."}:
+    if not NAME.fullmatch(name) or set(name) == {"."}:
         raise NicError(f"invalid {kind} name {name!r}: allowed ^[A-Za-z0-9_.:-]+$")
     return name
 

@@ -199,6 +199,7 @@ class FakeHost:
         self.check_mode = False
         self.fail_at: set[int] = set()
         self.partial = False
+        self.refuse_next_read = False  # the next plain `mlnx_qos -i IF` after a write fails once
         self.writes: list[str] = []
         self.qos: dict[str, dict] = {}
         self.tos: dict[str, int] = {}
@@ -226,6 +227,9 @@ class FakeHost:
     def run_command(self, argv: list[str]) -> tuple[int, str, str]:
         try:
             if argv[0] == "mlnx_qos":
+                if self.refuse_next_read and self.writes and not argv[3:]:
+                    self.refuse_next_read = False
+                    return 1, "", "Netlink error: Device or resource busy\n"
                 return 0, self.mlnx_qos(argv[2], argv[3:]), ""
             if argv[:3] == ["ip", "link", "set"]:
                 self.attempt(" ".join(argv))
@@ -443,3 +447,15 @@ def test_a_setting_whose_old_value_cannot_be_written_back_fails_the_rollback(
     assert "mtu" in entry["changed"] and entry["rollback_ok"] is False
     assert "mtu: the previous value 'unknown' cannot be written back" in entry["rollback"]["errors"]
     assert entry["rollback"]["still_different"]["mtu"] == {"before_run": "unknown", "now": "9000"}
+
+
+def test_a_read_that_fails_between_writes_rolls_back_too(roce_nic: ModuleType, host: FakeHost) -> None:
+    before = host.observe("mlx5_0")
+    host.refuse_next_read = True  # the DSCP map, hidden under trust pcp, is read again after trust
+    result = roce_nic.run(host)
+    entry = result["nics"]["mlx5_0"]
+    assert result["failed"] is True and result["changed"] is True
+    assert entry["failed_write"] is None and entry["changed"] == ["trust"]
+    assert entry["rollback"]["undone"] == ["trust"] and entry["rollback_ok"] is True
+    assert result["msg"].startswith("mlx5_0: `mlnx_qos -i ens1np0` failed (rc=1): Netlink error")
+    assert host.observe("mlx5_0") == before

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,37 +16,104 @@ from fabcheck.intent.model import FabricIntent, default_intent
 from fabcheck.report import text
 
 READ_CHUNK_CHARS = 1 << 20
+BINARY_SNIFF_CHARS = 4096
+BINARY_REPLACED_SHARE = 0.1  # undecodable bytes in the first 4 KiB beyond which it is not a text log
+
+
+class BinaryInputError(ValueError):
+    """The input is not text (an archive, a core dump, random bytes)."""
+
+
+# What each KIND reads: the tool whose output the files must hold (help text and error messages).
+KIND_EXPECTS: dict[str, str] = {
+    "topo": "the output of `nvidia-smi topo -m`",
+    "nccl-log": "an NCCL log of a job run with NCCL_DEBUG=INFO (lines with 'NCCL INFO')",
+    "perftest": "perftest output, client or server (ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat)",
+    "nccl-tests": "the output of an nccl-tests binary (all_reduce_perf, all_gather_perf, ...)",
+}
+
+EPILOG = (
+    "kinds:\n"
+    + "".join(f"  {kind:<11} {KIND_EXPECTS[kind]}\n" for kind in sorted(KIND_EXPECTS))
+    + """
+Pasted output is fine: shell prompts, scheduler prefixes, timestamps, ANSI colour.
+
+exit codes:
+  0  every file passes
+  1  a check failed or could not be decided (an error is never a pass)
+  2  usage error, invalid intent, or a file that cannot be read as KIND
+
+examples:
+  fabcheck analyze topo topo.txt -i inventory/example --host gpu01
+  fabcheck analyze perftest ib_write_bw.txt --line-rate-gbps 400 --json
+"""
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("analyze", help="judge recorded tool output against the fabric intent")
-    parser.add_argument("kind", choices=sorted(ANALYZERS), help="what the files hold")
-    parser.add_argument("files", nargs="+", help="files to analyze ('-' reads standard input)")
+    parser = sub.add_parser(
+        "analyze",
+        help="judge recorded tool output against the fabric intent",
+        description="Judge recorded tool output against the fabric intent (or the default one).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("kind", choices=sorted(ANALYZERS), metavar="KIND", help="what the files hold (below)")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="files to analyze ('-' reads standard input)"
+    )
     parser.add_argument(
         "-i", "--inventory", help="inventory with the fabric intent (default: canonical recipe)"
     )
     parser.add_argument("--host", help="inventory host whose intent (rails) applies")
-    parser.add_argument("--line-rate-gbps", type=float, help="perftest: NIC line rate (default: intent)")
+    parser.add_argument(
+        "--line-rate-gbps",
+        type=positive_gbps,
+        metavar="GBPS",
+        help="perftest: NIC line rate in Gb/s, above 0 (default: the intent's link.speed_gbps)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per file, one per line")
     parser.add_argument("-v", "--verbose", action="store_true", help="also list passing checks")
     parser.set_defaults(func=run)
 
 
+def positive_gbps(text: str) -> float:
+    """argparse type: a finite line rate above zero (0 or less would make every floor pass)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number; expected Gb/s above 0, e.g. 400"
+        ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not above 0; expected Gb/s above 0, e.g. 400")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     intent = _intent(args)
     options = Options(line_rate_gbps=args.line_rate_gbps)
+    expected = f"expected {KIND_EXPECTS.get(args.kind, args.kind)}"
     results: list[Analysis | dict[str, object]] = []  # in file order; a dict is an unreadable file
     for name in args.files:
         try:
             results.append(analyze(args.kind, _lines(name), name, intent, options))
         except ParseError as err:
-            results.append(_unreadable(args, name, f"cannot read it as {args.kind}: {err}", line=err.line))
+            # str(err) starts with the file name again: the message alone keeps the path printed once.
+            why = f"cannot read it as {args.kind}: {err.message}; {expected}"
+            results.append(_unreadable(args, name, why, line=err.line))
+        except BinaryInputError:
+            results.append(_unreadable(args, name, f"binary data, not text; {expected}"))
+        except IsADirectoryError:
+            results.append(_unreadable(args, name, f"is a directory; {expected} in a file"))
         except OSError as err:
-            results.append(_unreadable(args, name, f"cannot open: {err.strerror or err}"))
+            results.append(_unreadable(args, name, f"cannot open: {err.strerror or err}; {expected}"))
     analyses = [r for r in results if isinstance(r, Analysis)]
     if args.json:
         for result in results:
-            print(json.dumps(result.to_json() if isinstance(result, Analysis) else result))
+            print(
+                result.to_json_text() if isinstance(result, Analysis) else json.dumps(result, allow_nan=False)
+            )
     elif analyses:
         print(text.render(analyses, verbose=args.verbose))
     if len(analyses) < len(results):
@@ -69,18 +137,27 @@ def _lines(name: str) -> Iterator[str]:
         return
     path = Path(name)
     if path.is_dir():
-        raise UsageError(f"{name} is a directory; pass the output files")
+        raise IsADirectoryError(name)  # reported in file order with the others
     # Logs are streamed in 1 MiB pieces so a multi-GB NCCL log never sits in memory.
     with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        first = True
         while piece := handle.read(READ_CHUNK_CHARS):
+            if first and _looks_binary(piece[:BINARY_SNIFF_CHARS]):
+                raise BinaryInputError(name)
+            first = False
             yield piece
+
+
+def _looks_binary(head: str) -> bool:
+    return "\0" in head or head.count("\ufffd") > BINARY_REPLACED_SHARE * len(head)
 
 
 def _unreadable(
     args: argparse.Namespace, name: str, message: str, line: int | None = None
 ) -> dict[str, object]:
     """Report an input that could not be read (stderr now, JSON in file order) as a parse error."""
-    print(f"fabcheck: {name}: {message}", file=sys.stderr)
+    where = name if line is None else f"{name}:{line}"
+    print(f"fabcheck: {where}: {message}", file=sys.stderr)
     return {
         "file": name,
         "kind": args.kind,

@@ -1,0 +1,216 @@
+"""Every command given input it cannot use: exit 2, one line `fabcheck: FILE[:LINE]: why; expected what`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fabcheck.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "outputs"
+KINDS = ("topo", "nccl-log", "perftest", "nccl-tests")
+# A sample of another kind, per kind: the wrong kind of output.
+WRONG_KIND = {
+    "topo": EXAMPLES / "nccl-log-roce-gdr.txt",
+    "nccl-log": EXAMPLES / "topo-dgxa100.txt",
+    "perftest": EXAMPLES / "all_reduce-2node-h100.txt",
+    "nccl-tests": EXAMPLES / "ib_write_bw-roce-400g.txt",
+}
+GOOD_SAMPLE = {
+    "topo": EXAMPLES / "topo-dgxa100.txt",
+    "nccl-log": EXAMPLES / "nccl-log-roce-gdr.txt",
+    "perftest": EXAMPLES / "ib_write_bw-roce-400g.txt",
+    "nccl-tests": EXAMPLES / "all_reduce-2node-h100.txt",
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(err: str, *names: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("fabcheck: ") and "Traceback" not in err
+    for name in names:
+        assert name in lines[0], (name, lines[0])
+    assert "expected" in lines[0]
+    return lines[0]
+
+
+# ---- bad inventories: the same for every command that reads one ----------------------------------
+
+
+def _missing(tmp: Path) -> tuple[Path, str]:
+    return tmp / "no-such-inventory", "no such file or directory"
+
+
+def _empty_file(tmp: Path) -> tuple[Path, str]:
+    (tmp / "hosts.yml").write_text("")
+    return tmp / "hosts.yml", "file is empty"
+
+
+def _empty_folder(tmp: Path) -> tuple[Path, str]:
+    (tmp / "inv").mkdir()
+    return tmp / "inv", "the inventory has no hosts and no variable fabric_intent"
+
+
+def _empty_hosts_in_folder(tmp: Path) -> tuple[Path, str]:
+    (tmp / "inv").mkdir()
+    (tmp / "inv" / "hosts.yml").write_text("")
+    return tmp / "inv", "the inventory has no hosts"
+
+
+def _random_bytes(tmp: Path) -> tuple[Path, str]:
+    (tmp / "hosts").write_bytes(bytes((i * 151 + 7) % 256 for i in range(4096)))
+    return tmp / "hosts", "binary data, not text"
+
+
+def _wrong_output(tmp: Path) -> tuple[Path, str]:
+    return EXAMPLES / "topo-dgxa100.txt", "not an inventory ansible can parse"
+
+
+def _group_vars_yaml_error(tmp: Path) -> tuple[Path, str]:
+    (tmp / "inv" / "group_vars" / "all").mkdir(parents=True)
+    (tmp / "inv" / "group_vars" / "all" / "fabric.yml").write_text(
+        "fabric_intent:\n  kind: roce\n   bad: [\n"
+    )
+    (tmp / "inv" / "hosts.yml").write_text(
+        "all:\n  children:\n    gpu_hosts:\n      hosts:\n        h1: {}\n"
+    )
+    return tmp / "inv", "group_vars/all/fabric.yml:3: YAML syntax error"
+
+
+def _hosts_yaml_error(tmp: Path) -> tuple[Path, str]:
+    (tmp / "inv" / "group_vars" / "all").mkdir(parents=True)
+    (tmp / "inv" / "group_vars" / "all" / "fabric.yml").write_text("fabric_intent: {}\n")
+    (tmp / "inv" / "hosts.yml").write_text("all:\n  hosts: [\n   h1: {\n")
+    return tmp / "inv", "hosts.yml:4: YAML syntax error"
+
+
+BAD_INVENTORIES: dict[str, Callable[[Path], tuple[Path, str]]] = {
+    "missing": _missing,
+    "empty-file": _empty_file,
+    "empty-folder": _empty_folder,
+    "empty-hosts-file": _empty_hosts_in_folder,
+    "random-bytes": _random_bytes,
+    "wrong-output": _wrong_output,
+    "group-vars-yaml-error": _group_vars_yaml_error,
+    "hosts-yaml-error": _hosts_yaml_error,
+}
+INVENTORY_COMMANDS: dict[str, Callable[[str], list[str]]] = {
+    "intent-check": lambda inv: ["intent", "check", "-i", inv],
+    "intent-show": lambda inv: ["intent", "show", "-i", inv],
+    "analyze-i": lambda inv: ["analyze", "topo", str(GOOD_SAMPLE["topo"]), "-i", inv],
+    "validate-i": lambda inv: ["validate", "-i", inv],
+}
+
+
+@pytest.mark.parametrize("command", sorted(INVENTORY_COMMANDS))
+@pytest.mark.parametrize("case", sorted(BAD_INVENTORIES))
+def test_bad_inventory_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, case: str
+) -> None:
+    source, why = BAD_INVENTORIES[case](tmp_path)
+    code, out, err = run(capsys, *INVENTORY_COMMANDS[command](str(source)))
+    assert code == 2, (out, err)
+    line = one_error_line(err, str(source), why)
+    assert "fabcheck-intent-probe" not in line
+    assert out == ""
+
+
+# ---- bad output files for analyze ----------------------------------------------------------------
+
+
+def _bad_file(tmp: Path, case: str, kind: str) -> tuple[Path, str]:
+    if case == "missing":
+        return tmp / "absent.txt", "cannot open: No such file or directory"
+    if case == "empty":
+        (tmp / "empty.txt").write_text("")
+        return tmp / "empty.txt", f"cannot read it as {kind}"
+    if case == "directory":
+        return tmp, "is a directory"
+    if case == "random-bytes":
+        (tmp / "core").write_bytes(bytes((i * 151 + 7) % 256 for i in range(8192)))
+        return tmp / "core", "binary data, not text"
+    return WRONG_KIND[kind], f"cannot read it as {kind}"
+
+
+@pytest.mark.parametrize("with_inventory", [False, True])
+@pytest.mark.parametrize("case", ["missing", "empty", "directory", "random-bytes", "wrong-kind"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_analyze_unreadable_file_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, case: str, with_inventory: bool
+) -> None:
+    path, why = _bad_file(tmp_path, case, kind)
+    argv = ["analyze", kind, str(path)] + (["-i", str(REPO / "inventory/example")] if with_inventory else [])
+    code, out, err = run(capsys, *argv)
+    assert code == 2, (out, err)
+    line = one_error_line(err, why)
+    assert line.count(str(path)) == 1, line  # the path once, not twice
+    assert line.startswith(f"fabcheck: {path}")
+
+
+def test_analyze_keeps_file_order_with_one_bad_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = str(GOOD_SAMPLE["topo"])
+    code, out, err = run(capsys, "analyze", "topo", good, str(tmp_path), good, "--json")
+    assert code == 2
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["file"] for r in records] == [good, str(tmp_path), good]
+    assert records[1]["parse_error"] is True and "is a directory" in records[1]["error"]
+    one_error_line(err, str(tmp_path))
+
+
+def test_parse_error_names_the_line_after_the_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A damaged matrix: the header is there, a row is cut short.
+    lines = GOOD_SAMPLE["topo"].read_text().splitlines()
+    damaged = tmp_path / "topo.txt"
+    damaged.write_text("\n".join([lines[0], lines[1][:12], *lines[2:]]) + "\n")
+    code, out, err = run(capsys, "analyze", "topo", str(damaged), "--json")
+    record = json.loads(out)
+    if record.get("line") is None:
+        pytest.fail(f"a damaged matrix must be a parse error with a line: {record}")
+    assert code == 2
+    assert one_error_line(err).startswith(f"fabcheck: {damaged}:{record['line']}: cannot read it as topo: ")
+
+
+@pytest.mark.parametrize("rate", ["0", "-100", "nan", "inf", "fast"])
+def test_line_rate_must_be_a_positive_number(capsys: pytest.CaptureFixture[str], rate: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["analyze", "perftest", str(GOOD_SAMPLE["perftest"]), f"--line-rate-gbps={rate}"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --line-rate-gbps" in err and "expected Gb/s above 0" in err
+
+
+def test_line_rate_above_zero_is_used(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "analyze", "perftest", str(GOOD_SAMPLE["perftest"]), "--line-rate-gbps", "400")
+    assert code == 0, out
+
+
+def test_group_vars_yaml_error_has_no_traceback_in_a_real_process(tmp_path: Path) -> None:
+    source, _ = _group_vars_yaml_error(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "fabcheck.cli", "intent", "check", "-i", str(source)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"fabcheck: {source}/group_vars/all/fabric.yml:3: YAML syntax error: Mapping values are not allowed "
+        "in this context; expected valid YAML (check indentation, colons and brackets)"
+    ]

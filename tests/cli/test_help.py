@@ -1,0 +1,83 @@
+"""The first ten minutes: --help that a user can act on, --version, and what `intent check` says."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from fabcheck import __version__
+from fabcheck.analyze_cli import KIND_EXPECTS
+from fabcheck.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def help_of(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--help"])
+    assert exit_.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_top_level_help_is_for_users(capsys: pytest.CaptureFixture[str]) -> None:
+    text = help_of(capsys)
+    assert "Sub-commands register themselves" not in text and "maps errors" not in text
+    assert "fabric intent" in text
+    for code in ("0", "1", "2", "3"):
+        assert re.search(rf"^  {code}  \S", text, re.MULTILINE), code
+    assert "fabcheck intent check -i inventory/example" in text
+    for command in ("intent", "analyze", "validate", "lab"):
+        assert command in text
+
+
+def test_version_matches_the_package(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"fabcheck {__version__}"
+    # tomllib is 3.11+; the project supports 3.10, so read the one line.
+    declared = re.search(r'^version = "([^"]+)"$', (REPO / "pyproject.toml").read_text(), re.MULTILINE)
+    assert declared and declared.group(1) == __version__
+
+
+@pytest.mark.parametrize("argv", [("intent", "check"), ("intent", "show"), ("analyze",)])
+def test_command_help_lists_exit_codes_and_an_example(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]
+) -> None:
+    text = help_of(capsys, *argv)
+    assert "exit codes:" in text and re.search(r"^  2  \S", text, re.MULTILINE)
+    assert re.search(rf"^  fabcheck {' '.join(argv)} ", text, re.MULTILINE), text
+
+
+def test_analyze_help_says_which_tool_each_kind_reads(capsys: pytest.CaptureFixture[str]) -> None:
+    text = help_of(capsys, "analyze")
+    assert set(KIND_EXPECTS) == {"topo", "nccl-log", "perftest", "nccl-tests"}
+    for kind, tool in KIND_EXPECTS.items():
+        assert f"  {kind:<11} {tool}" in text
+    for tool in ("nvidia-smi topo -m", "NCCL_DEBUG=INFO", "ib_write_bw", "all_reduce_perf"):
+        assert tool in text
+
+
+def test_intent_show_help_says_vaulted_values_are_hidden(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "<vaulted>" in help_of(capsys, "intent", "show")
+
+
+def test_intent_check_of_infiniband_prints_subnet_manager_facts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["intent", "check", "-i", str(REPO / "inventory/example-ib")]) == 0
+    out = capsys.readouterr().out
+    assert "kind ib, link 400 Gb/s InfiniBand" in out
+    assert "subnet manager: routing ftree, LMC 0, sweep 10 s, QoS off; priorities sm01=15, sm02=14" in out
+    assert "partitions: Default 0x7fff (ALL=full, IPoIB)" in out
+    assert "DSCP" not in out and "trust" not in out and "PFC" not in out
+    assert "2 GPU host(s) (gpu_hosts); rails per host: ibgpu01=8, ibgpu02=8" in out
+    assert "sm01=8" not in out and "0 switch(es), 2 subnet manager(s)" in out
+
+
+def test_intent_check_counts_rails_of_gpu_hosts_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["intent", "check", "-i", str(REPO / "inventory/example")]) == 0
+    out = capsys.readouterr().out
+    assert "4 GPU host(s) (gpu_hosts); rails per host: gpu01=8, gpu02=8, gpu03=8, gpu04=8" in out
+    assert "leaf01=" not in out and "2 switch(es)" in out
+    assert "lossless DSCP [26] -> priority 3, PFC on; CNP DSCP 48 -> priority 6; RoCE ToS 106" in out

@@ -1,8 +1,14 @@
-"""Benchmark the lab: bring-up and tear-down time, and memory (PSS) per node, at several sizes.
+"""Benchmark the lab: bring-up and tear-down time, memory (PSS) per node, and the cost of a mock tool call.
 
 Run as root, preferably inside the CI wrapper so nothing collides with a lab already running:
 
-    .ci/lab-wrapper.sh .venv/bin/python bench/lab.py [--hosts 8 64 256] [--switches 16]
+    .ci/lab-wrapper.sh .venv/bin/python bench/lab.py [--hosts 8 64 256] [--switches 16] [--tool-calls 200]
+
+Tool calls (one 2-host lab): each tool of the gate's collection, run --tool-calls times on gpu01's files
+both ways: "before" is the interpreter path (the fabcheck-mock zip application under the system Python,
+one interpreter per call, as every call was before the tool server), "after" is the C client talking to
+the lab's tool server. Wall time and the caller's CPU are measured per call (wait4); the tool server's
+CPU is read from /proc before and after each batch (clock ticks), so its share is a mean per call.
 
 PSS comes from /proc/<pid>/smaps_rollup of every process of a node (its unshare, the node's sshd and
 anything below), so shared pages are split fairly between nodes. Goals: 256 hosts + 16 switches up in
@@ -12,16 +18,38 @@ anything below), so shared pages are split fairly between nodes. Goals: 256 host
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from fabcheck.lab import lifecycle, procs
+from fabcheck.lab.mockhost.layout import MockNodePaths
+from fabcheck.lab.mockhost.prepare import compile_client
+from fabcheck.lab.mockhost.tools import CLIENT, DISPATCHER, SOCKET_NAME
 from fabcheck.lab.state import LabPaths, load_pids, project_root
 
 GOAL_UP_S = 20.0
 GOAL_DOWN_S = 5.0
 GOAL_PSS_MB = 5.0
+GOAL_TOOL_MS = 5.0  # median wall and CPU of one mock tool call
+# What the gate's collection runs on a rail8 host (sysfs reads are plain `cat`, not mock tools).
+TOOL_CALLS = (
+    ("nvidia-smi", "topo", "-m"),
+    ("lsmod",),
+    ("ibv_devinfo", "-v"),
+    ("rdma", "link"),
+    ("mlnx_qos", "-i", "ens1np0"),
+    ("cma_roce_tos", "-d", "mlx5_0"),
+    ("ibstat",),
+    ("show_gids",),
+    ("ip", "link", "show"),
+    ("ethtool", "-S", "ens1np0"),
+)
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @dataclass(frozen=True)
@@ -94,16 +122,148 @@ def verdicts(run: Run) -> list[str]:
     return [f"  {'ok  ' if passed else 'MISS'} {text}" for text, passed in checks]
 
 
+@dataclass(frozen=True)
+class ToolCost:
+    call: str
+    before_wall_ms: float  # medians over the calls
+    before_cpu_ms: float
+    after_wall_ms: float
+    after_client_cpu_ms: float
+    after_server_cpu_ms: float  # mean per call (the server's CPU over the batch / calls)
+
+    @property
+    def after_cpu_ms(self) -> float:
+        return self.after_client_cpu_ms + self.after_server_cpu_ms
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime of a running process, in clock ticks."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def timed_call(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """(wall ms, CPU ms of the process and its children, exit status) of one run, output discarded."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        began = time.perf_counter()
+        pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_DUP2, null, 1)])
+        _, status, usage = os.wait4(pid, 0)
+        wall = time.perf_counter() - began
+    finally:
+        os.close(null)
+    return wall * 1000, (usage.ru_utime + usage.ru_stime) * 1000, os.waitstatus_to_exitcode(status)
+
+
+def batch(argv: list[str], env: dict[str, str], calls: int) -> tuple[list[float], list[float]]:
+    walls, cpus = [], []
+    for _ in range(calls):
+        wall, cpu, code = timed_call(argv, env)
+        if code != 0:
+            raise SystemExit(f"{' '.join(argv)} exited {code}: the measured call must succeed")
+        walls.append(wall)
+        cpus.append(cpu)
+    return walls, cpus
+
+
+def tool_costs(paths: LabPaths, calls: int) -> list[ToolCost]:
+    """Per-call cost of each tool on gpu01, interpreter path vs tool server (see the module docstring)."""
+    pids = load_pids(paths)
+    if pids is None or pids.tool_server is None:
+        raise SystemExit("the lab has no tool server (no C compiler?): nothing to compare")
+    node = MockNodePaths.under(paths.node_root("gpu01"))
+    with tempfile.TemporaryDirectory(prefix="fabcheck-bench-") as scratch:
+        # The lab's own client connects to the path the node sees; this one to the same socket from here.
+        client = Path(scratch) / CLIENT
+        problem = compile_client(client, str(node.state / SOCKET_NAME))
+        if problem:
+            raise SystemExit(f"cannot build the client: {problem}")
+        (Path(scratch) / DISPATCHER).symlink_to(paths.bin_dir / DISPATCHER)
+        direct_env = {
+            "PATH": SYSTEM_PATH,
+            "LANG": "C.UTF-8",
+            "FABCHECK_MOCK_STATE": str(node.state),
+            "FABCHECK_MOCK_SYSCLASS": str(node.sys_class),
+            "FABCHECK_MOCK_ETC": str(node.etc),
+        }
+        served_env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
+        costs = []
+        for call in TOOL_CALLS:
+            tool = Path(scratch) / call[0]
+            tool.symlink_to(client)
+            before_wall, before_cpu = batch([str(paths.bin_dir / DISPATCHER), *call], direct_env, calls)
+            ticks = cpu_ticks(pids.tool_server.pid)
+            after_wall, after_cpu = batch([str(tool), *call[1:]], served_env, calls)
+            server_ms = (cpu_ticks(pids.tool_server.pid) - ticks) * 1000 / os.sysconf("SC_CLK_TCK") / calls
+            median = statistics.median
+            costs.append(
+                ToolCost(
+                    " ".join(call),
+                    median(before_wall),
+                    median(before_cpu),
+                    median(after_wall),
+                    median(after_cpu),
+                    server_ms,
+                )
+            )
+    return costs
+
+
+def tool_table(costs: list[ToolCost]) -> str:
+    rows = [
+        f"{'call':<24} {'before wall':>11} {'before CPU':>10} {'after wall':>10} {'after CPU':>9} "
+        f"{'(client+server)':>15} {'wall x':>7} {'CPU x':>6}"
+    ]
+    for c in costs:
+        split = f"{c.after_client_cpu_ms:.2f}+{c.after_server_cpu_ms:.2f}"
+        rows.append(
+            f"{c.call:<24} {c.before_wall_ms:>9.1f}ms {c.before_cpu_ms:>8.1f}ms {c.after_wall_ms:>8.2f}ms "
+            f"{c.after_cpu_ms:>7.2f}ms {split:>15} {c.before_wall_ms / c.after_wall_ms:>7.0f} "
+            f"{c.before_cpu_ms / c.after_cpu_ms:>6.0f}"
+        )
+    return "\n".join(rows)
+
+
+def tool_verdicts(costs: list[ToolCost]) -> list[str]:
+    worst_wall = max(costs, key=lambda c: c.after_wall_ms)
+    worst_cpu = max(costs, key=lambda c: c.after_cpu_ms)
+    checks = [
+        (f"median wall {worst_wall.after_wall_ms:.2f} ms ({worst_wall.call}) < {GOAL_TOOL_MS:.0f} ms",
+         worst_wall.after_wall_ms < GOAL_TOOL_MS),
+        (f"median CPU {worst_cpu.after_cpu_ms:.2f} ms ({worst_cpu.call}) < {GOAL_TOOL_MS:.0f} ms",
+         worst_cpu.after_cpu_ms < GOAL_TOOL_MS),
+    ]  # fmt: skip
+    return [f"  {'ok  ' if passed else 'MISS'} {text} (slowest tool)" for text, passed in checks]
+
+
+def measure_tools(paths: LabPaths, calls: int) -> None:
+    lifecycle.up(paths, profile="roce", hosts=2, switches=0)
+    try:
+        costs = tool_costs(paths, calls)
+    finally:
+        lifecycle.down(paths)
+    print(f"mock tool calls ({calls} each, medians; after CPU = client median + server mean):")
+    print(tool_table(costs))
+    print("\n".join(tool_verdicts(costs)))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--hosts", type=int, nargs="+", default=[8, 64, 256], help="first one is the base")
     parser.add_argument("--switches", type=int, default=16)
+    parser.add_argument("--tool-calls", type=int, default=200, metavar="N", help="per tool; 0: skip")
+    parser.add_argument("--tools-only", action="store_true", help="only the tool-call comparison")
     args = parser.parse_args(argv)
     paths = LabPaths.for_project(project_root())
     if lifecycle.status(paths) is not None:
         raise SystemExit("a lab is up in this checkout (the bench would replace it); run `fabcheck lab down`")
+    if args.tool_calls > 0:
+        measure_tools(paths, args.tool_calls)
+    if args.tools_only:
+        return 0
     runs = []
     for hosts in args.hosts:
         runs.append(one_run(paths, hosts, args.switches))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import getopt
 import ipaddress
 import json
+import os
 from typing import Any
 
 from .common import Node, ToolError, getopt_message, out
@@ -57,12 +58,14 @@ def guid_hex(colon_guid: str) -> str:
 
 def gid_entries(node: Node, nic: dict[str, Any]) -> list[tuple[int, str, str, str]]:
     """(index, gid, type, ndev) for every non-empty GID of port 1, as sysfs lists them."""
-    gid_dir = node.sys_class / node.port_dir(nic) / "gids"
-    if not gid_dir.is_dir():
+    gid_dir = f"{node.port_dir(nic)}/gids"
+    try:
+        names = os.listdir(f"{node.sys_class}/{gid_dir}")
+    except (FileNotFoundError, NotADirectoryError):
         return []
     entries = []
-    for index in sorted(int(p.name) for p in gid_dir.iterdir() if p.name.isdigit()):
-        gid = (gid_dir / str(index)).read_text().strip()
+    for index in sorted(int(name) for name in names if name.isdigit()):
+        gid = node.read_sys(f"{gid_dir}/{index}") or ""
         if gid in ("0000:0000:0000:0000:0000:0000:0000:0000", "fe80:0000:0000:0000:0000:0000:0000:0000"):
             continue
         gid_type = node.port_value(nic, f"gid_attrs/types/{index}")

@@ -1,0 +1,287 @@
+"""NVIDIA Cumulus Linux 5.x through NVUE: the pending revision is the transaction.
+
+`stage` detaches whatever pending revision an earlier, interrupted push left, types the rendered
+`nv set` lines (plus `nv unset` for stale fabcheck-owned entries it finds running) and returns
+`nv config diff`; `commit` is `nv config apply -y`, which NVUE applies whole or not at all;
+`discard` is `nv config detach`. Nothing reaches the running config before the apply.
+
+Stale fabcheck-owned entries, found by comparing the running config with the rendered lines:
+- a PFC priority of a PFC profile the config writes that the config does not list;
+- an explicit DSCP entry of a mapping profile the config writes that sends a DSCP the config does
+  not list to a RoCE class (a priority the config maps DSCPs to, or that has PFC running);
+- an explicit ECN entry of a congestion-control profile the config writes, for a traffic class no
+  switch priority reaches under the config (so no traffic's handling depends on it).
+Anything else the config does not mention is left as it is.
+
+Commands are typed one at a time on the interactive shell netmiko opened, each read back to the
+prompt: a line NVUE rejects stops the push with that line and NVUE's message, and a connection
+that goes away is noticed at once (PushError), not after a read timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from fabcheck.errors import FabcheckError
+from fabcheck.switch.driver import PushError, SwitchDriver, register
+from fabcheck.switch.render import RenderedConfig
+
+APPLY = "nv config apply -y"  # -y: NVUE asks "Are you sure? [y/N]" when an apply has warnings
+DETACH = "nv config detach"
+DIFF = "nv config diff"
+SAVE = "nv config save"
+SHOW_CONFIG = "nv config show -o json"
+MANAGED_TOP_LEVEL = ("qos", "interface")  # what running() shows: everything fabcheck writes is below
+AUTO_SAVE_SINCE = (5, 9)  # from CL 5.9 `nv config apply` also saves the startup config
+APPLIED = re.compile(r"^applied \[rev_id: (?P<rev>\d+)\]", re.MULTILINE)
+SAVED = re.compile(r"^saved\b", re.MULTILINE)
+VERSION = re.compile(r"Cumulus Linux (?P<major>\d+)\.(?P<minor>\d+)")
+CONFIRMATION = re.compile(r"\[y/N\]\s*$")
+POLL_S = 0.005  # between reads of a command's output: short, a push types about a hundred lines
+DEFAULT_READ_TIMEOUT_S = 60.0
+
+_DSCP = re.compile(r"^nv set qos mapping (?P<profile>\S+) dscp (?P<dscp>\d+) switch-priority (?P<prio>\d+)$")
+_SP_TO_TC = re.compile(
+    r"^nv set qos egress-queue-mapping \S+ switch-priority (?P<prio>\d+) traffic-class (?P<tc>\d+)$"
+)
+_PFC_PRIORITY = re.compile(r"^nv set qos pfc (?P<profile>\S+) switch-priority (?P<prio>\d+)$")
+_PFC_PROFILE = re.compile(r"^nv set qos pfc (?P<profile>\S+) ")
+_PORT_PFC_PROFILE = re.compile(r"^nv set interface \S+ qos pfc profile (?P<profile>\S+)$")
+_ECN = re.compile(r"^nv set qos congestion-control (?P<profile>\S+) traffic-class (?P<tc>\d+) ")
+
+
+class NvueCommandError(FabcheckError):
+    """NVUE refused a command, or answered it in a way that does not say it succeeded."""
+
+
+class _ConnectionLost(Exception):
+    """The SSH channel closed under a command."""
+
+
+def needs_save(version: str | None) -> bool:
+    """Whether `nv config apply` leaves the startup config behind (CL before 5.9, or unknown)."""
+    found = VERSION.search(version or "")
+    return found is None or (int(found["major"]), int(found["minor"])) < AUTO_SAVE_SINCE
+
+
+@dataclass
+class RenderedKeys:
+    """What the rendered lines set, for finding stale fabcheck-owned entries on the switch."""
+
+    dscp: dict[str, dict[int, int]] = field(default_factory=dict)  # mapping profile -> dscp -> prio
+    pfc: dict[str, set[int]] = field(default_factory=dict)  # PFC profile -> priorities
+    ecn: dict[str, set[int]] = field(default_factory=dict)  # congestion-control profile -> TCs
+    used_traffic_classes: set[int] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, lines: Iterable[str]) -> RenderedKeys:
+        keys = cls()
+        for line in lines:
+            if found := _DSCP.match(line):
+                keys.dscp.setdefault(found["profile"], {})[int(found["dscp"])] = int(found["prio"])
+            elif found := _SP_TO_TC.match(line):
+                keys.used_traffic_classes.add(int(found["tc"]))
+            elif found := _PFC_PRIORITY.match(line):
+                keys.pfc.setdefault(found["profile"], set()).add(int(found["prio"]))
+            elif found := _PFC_PROFILE.match(line) or _PORT_PFC_PROFILE.match(line):
+                keys.pfc.setdefault(found["profile"], set())
+            elif found := _ECN.match(line):
+                keys.ecn.setdefault(found["profile"], set()).add(int(found["tc"]))
+        return keys
+
+
+def stale_unsets(lines: Iterable[str], running: Mapping[str, Any]) -> list[str]:
+    """`nv unset` lines for the stale fabcheck-owned entries of `running` (see the module doc)."""
+    keys = RenderedKeys.of(lines)
+    qos = _mapping(running.get("qos"))
+    unsets: list[str] = []
+    running_pfc: set[int] = set()
+    for profile, wanted in sorted(keys.pfc.items()):
+        have = _int_keys(_mapping(_mapping(qos.get("pfc")).get(profile)).get("switch-priority"))
+        running_pfc |= have
+        unsets += [f"nv unset qos pfc {profile} switch-priority {prio}" for prio in sorted(have - wanted)]
+    for profile, wanted_dscp in sorted(keys.dscp.items()):
+        roce_classes = set(wanted_dscp.values()) | running_pfc
+        entries = _mapping(_mapping(_mapping(qos.get("mapping")).get(profile)).get("dscp"))
+        for dscp in sorted(_int_keys(entries) - set(wanted_dscp)):
+            priority = _mapping(entries.get(str(dscp), entries.get(dscp))).get("switch-priority")
+            if isinstance(priority, int) and priority in roce_classes:
+                unsets.append(f"nv unset qos mapping {profile} dscp {dscp}")
+    if keys.used_traffic_classes:
+        for profile, wanted_tc in sorted(keys.ecn.items()):
+            profile_tree = _mapping(_mapping(qos.get("congestion-control")).get(profile))
+            have = _int_keys(profile_tree.get("traffic-class"))
+            for tc in sorted(have - wanted_tc - keys.used_traffic_classes):
+                unsets.append(f"nv unset qos congestion-control {profile} traffic-class {tc}")
+    return unsets
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _int_keys(value: Any) -> set[int]:
+    return {int(key) for key in _mapping(value) if str(key).isdigit()}
+
+
+@register
+class NvueDriver(SwitchDriver):
+    platform = "nvue"
+    device_type = "cumulus_linux"
+
+    def __init__(self, connection: Any) -> None:
+        super().__init__(connection)
+        self.switch = str(getattr(connection, "host", "") or "switch")
+        self.version: str | None = None  # "Cumulus Linux 5.11.0", from the config header
+        self.committed = False  # after a successful apply a lost connection leaves the new config
+
+    # -- the SwitchDriver interface ---------------------------------------------------------------
+    def running(self) -> str:
+        managed = {key: value for key, value in self.config_tree().items() if key in MANAGED_TOP_LEVEL}
+        return yaml.safe_dump([{"set": managed}], sort_keys=True, default_flow_style=False).rstrip("\n")
+
+    def stage(self, config: RenderedConfig) -> str:
+        if config.platform != self.platform:
+            raise NvueCommandError(f"{config.switch}: a {config.platform} config cannot go to an NVUE switch")
+        self.switch = config.switch
+        lines = config.lines
+        foreign = [line for line in lines if not line.startswith(("nv set ", "nv unset "))]
+        if foreign:
+            raise NvueCommandError(f"{config.switch}: not an `nv set`/`nv unset` line: {foreign[0]!r}")
+        self.command(DETACH)  # a push that lost its connection may have left a pending revision
+        for line in lines + stale_unsets(lines, self.config_tree()):
+            self.command(line)
+        return self.command(DIFF).strip("\n")
+
+    def commit(self) -> None:
+        output = self.command(APPLY)
+        if not APPLIED.search(output):
+            raise NvueCommandError(
+                f"{self.switch}: `{APPLY}` did not apply: {output.strip() or '(no output)'}"
+            )
+        self.committed = True
+
+    def discard(self) -> None:
+        self.command(DETACH)
+
+    def save(self) -> None:
+        if self.version is None:
+            self.config_tree()
+        if not needs_save(self.version):
+            return
+        output = self.command(SAVE)
+        if not SAVED.search(output):
+            raise NvueCommandError(f"{self.switch}: `{SAVE}` did not save: {output.strip() or '(no output)'}")
+
+    # -- NVUE commands ----------------------------------------------------------------------------
+    def config_tree(self) -> dict[str, Any]:
+        """The applied configuration (`nv config show -o json`, its `set` document)."""
+        output = self.command(SHOW_CONFIG)
+        try:
+            documents = json.loads(output)
+        except ValueError:
+            raise NvueCommandError(
+                f"{self.switch}: `{SHOW_CONFIG}` did not print JSON: {output.strip()[:300]!r}"
+            ) from None
+        tree: dict[str, Any] = {}
+        for document in documents if isinstance(documents, list) else [documents]:
+            if not isinstance(document, dict):
+                continue
+            header = document.get("header")
+            if isinstance(header, dict) and isinstance(header.get("version"), str):
+                self.version = header["version"]
+            if isinstance(document.get("set"), dict):
+                tree = document["set"]
+        return tree
+
+    def command(self, line: str) -> str:
+        """Type one command, return its output; NvueCommandError when NVUE rejects it.
+
+        `nv set`, `nv unset` and `nv config detach` print nothing when they succeed, so any
+        output from them is an error.
+        """
+        output = self._exchange(line)
+        silent = line.startswith(("nv set ", "nv unset ")) or line == DETACH
+        if _rejected(output) or (silent and output.strip()):
+            raise NvueCommandError(f"{self.switch}: NVUE refused `{line}`: {output.strip()}")
+        return output
+
+    def _exchange(self, line: str) -> str:
+        try:
+            return self._type(line)
+        except NvueCommandError:
+            raise
+        except Exception as err:
+            if not _is_connection_error(err):
+                raise
+            raise self._lost(line, err) from err
+
+    def _type(self, line: str) -> str:
+        conn = self.connection
+        prompt = re.compile(re.escape(conn.base_prompt) + r"[$#]\s*$")
+        timeout = float(getattr(conn, "read_timeout_override", None) or DEFAULT_READ_TIMEOUT_S)
+        conn.write_channel(line + "\n")
+        output = ""
+        deadline = time.monotonic() + timeout
+        while True:
+            chunk = conn.read_channel()
+            output += chunk
+            if prompt.search(output):
+                break
+            if CONFIRMATION.search(output):
+                question = output.strip().splitlines()[-1]
+                self._type("N")  # never answer yes for the user: decline, read to the prompt, say so
+                raise NvueCommandError(f"{self.switch}: `{line}` asked {question!r}; declined")
+            if not chunk:
+                if _closed(conn):
+                    raise _ConnectionLost("the switch closed the SSH connection")
+                if time.monotonic() > deadline:
+                    raise NvueCommandError(
+                        f"{self.switch}: no prompt within {timeout:g} s after `{line}`: {output[-300:]!r}"
+                    )
+                time.sleep(POLL_S)
+        output = conn.strip_prompt(conn.strip_command(line + "\n", output))
+        return output.replace("\r", "")
+
+    def _lost(self, line: str, err: BaseException) -> PushError:
+        reason = str(err).strip() or type(err).__name__
+        if self.committed:
+            state = "the revision had been applied, so the switch runs the new config"
+        elif line == APPLY:
+            state = "NVUE applies a revision whole or not at all; read the switch back to see which"
+        else:
+            state = "nothing was applied; the pending revision is detached by the next push"
+        return PushError(
+            f"{self.switch}: connection lost at `{line}` ({reason}); {state}", rolled_back=not self.committed
+        )
+
+
+def _rejected(output: str) -> bool:
+    return any(
+        text.startswith(("Error:", "-bash:")) or "command not found" in text
+        for text in (row.strip() for row in output.splitlines())
+    )
+
+
+def _closed(conn: Any) -> bool:
+    channel = getattr(conn, "remote_conn", None)
+    return channel is None or bool(
+        getattr(channel, "closed", False) or getattr(channel, "eof_received", False)
+    )
+
+
+def _is_connection_error(err: BaseException) -> bool:
+    """Errors that mean the session is gone (netmiko, paramiko and socket flavours of it)."""
+    if isinstance(err, (_ConnectionLost, OSError, EOFError)):
+        return True
+    from netmiko.exceptions import ReadException, ReadTimeout, WriteException
+    from paramiko.ssh_exception import SSHException
+
+    return isinstance(err, (ReadException, ReadTimeout, WriteException, SSHException))

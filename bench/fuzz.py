@@ -66,9 +66,10 @@ def _default_intent() -> FabricIntent:
 
 def _chunks(text: str, rng: random.Random) -> list[str]:
     """The analyzers read pieces; cutting at random places checks that results do not depend on it."""
-    if rng.random() < 0.5:
+    if rng.random() < 0.75:
         return [text]
-    size = rng.choice((1, 7, 64, 4096))
+    # Small pieces cost one parser call each; 13 characters already cut every line several times.
+    size = rng.choice((13, 256, 4096))
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
@@ -220,9 +221,14 @@ def _long_line(text: str, rng: random.Random) -> str:
     position = rng.randrange(len(lines))
     # Around the parsers' 64 KiB cap (both sides) and one far beyond it.
     length = rng.choice((5_000, 40_000, 65_000, 70_000, 300_000))
-    unit = lines[position].rstrip("\r\n") or rng.choice(("x", " ", ":", "9", "#", "["))
-    if rng.random() < 0.5:
-        unit = rng.choice(("a", " ", "9", ":", "\t", "[", "x:", "| ", "# ", "-", "Failed status 1:"))
+    original = lines[position].rstrip("\r\n")
+    choice = rng.random()
+    if choice < 0.35 and original:
+        unit = original + " "  # the whole line again and again
+    elif choice < 0.7 and original.split():
+        unit = rng.choice(original.split()) + rng.choice((" ", "\t", ""))  # one of its words, repeated
+    else:
+        unit = rng.choice(("a", " ", "9", ":", "\t", "[", "x:", "| ", "# ", "-", "Failed status 1:", "GPU0 "))
     long = (unit * (length // len(unit) + 1))[:length]
     lines[position] = long + "\n"
     return "".join(lines)

@@ -11,12 +11,13 @@ GPU-to-NIC verdict, so nothing is guessed.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers._text import strip_ansi
+from fabcheck.parsers._text import check_line_lengths, strip_ansi
 
 LINK_CLASSES: tuple[str, ...] = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS")
 """Link classes from best (self) to worst (across the SMP interconnect)."""
@@ -142,6 +143,7 @@ class _Row:
 def parse_topo(text: str, source: str = "<text>") -> TopoMatrix:
     """Parse the output of ``nvidia-smi topo -m``. Raises ParseError on a damaged or missing matrix."""
     lines = [strip_ansi(line).rstrip("\r") for line in text.split("\n")]
+    check_line_lengths(lines, source, "nvidia-smi topo")
     header = _find_header(lines, source)
     rows, end = _read_rows(lines, header, source)
     legend = _read_nic_legend(lines, end, source)
@@ -189,6 +191,11 @@ def _affinity_columns(tail: str) -> tuple[str, ...] | None:
     return tuple(columns)
 
 
+def _repeated(items: list[str] | tuple[str, ...]) -> list[str]:
+    """The items that occur more than once, sorted (one pass: headers can be long)."""
+    return sorted(item for item, count in Counter(items).items() if count > 1)
+
+
 def _validated_header(labels: list[str], columns: tuple[str, ...], index: int, source: str) -> _Header:
     def fail(message: str) -> ParseError:
         return ParseError(message, source=source, line=index + 1)
@@ -196,10 +203,10 @@ def _validated_header(labels: list[str], columns: tuple[str, ...], index: int, s
     gpus = [label for label in labels if _GPU_LABEL.fullmatch(label)]
     if labels[: len(gpus)] != gpus:
         raise fail("header has a GPU column after a NIC column")
-    duplicates = sorted({label for label in labels if labels.count(label) > 1})
+    duplicates = _repeated(labels)
     if duplicates:
         raise fail(f"header repeats column {duplicates[0]}")
-    repeated = sorted({column for column in columns if columns.count(column) > 1})
+    repeated = _repeated(columns)
     if repeated:
         raise fail(f"header repeats column {repeated[0]!r}")
     return _Header(index, tuple(gpus), tuple(labels[len(gpus) :]), columns)
@@ -304,9 +311,10 @@ def _check_self_cells(label: str, link_cells: list[str], columns: tuple[str, ...
 
 def _check_against_earlier_rows(row: _Row, earlier: list[_Row], header: _Header, where: _Where) -> None:
     """The matrix is symmetric; a mismatch means cells shifted or were mistyped."""
-    position = header.labels.index(row.label)
+    positions = {label: index for index, label in enumerate(header.labels)}  # labels are unique here
+    position = positions[row.label]
     for other in earlier:
-        other_position = header.labels.index(other.label)
+        other_position = positions[other.label]
         if row.links[other_position] != other.links[position]:
             raise where.error(
                 f"{row.label} row gives {row.links[other_position]} to {other.label} but the "
@@ -371,7 +379,7 @@ def _nic_names(header: _Header, legend: _NicLegend | None, source: str) -> tuple
     if missing:
         raise fail(f"NIC Legend does not name {missing[0]} (legend cut short?)")
     names = tuple(legend.names.get(label, label) for label in header.nic_labels)
-    repeated = sorted({name for name in names if names.count(name) > 1})
+    repeated = _repeated(names)
     if repeated:
         raise fail(f"NIC name {repeated[0]} is given to two columns")
     return names

@@ -10,6 +10,7 @@ from unittest import mock
 
 import pytest
 from conftest import CORPUS, corpus_samples, corpus_truth
+from hostile import hostile_text, mutated
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -699,3 +700,34 @@ def test_pathological_long_lines_stay_linear(text: str) -> None:
     assert time.perf_counter() - started < 10  # a quadratic regex would take minutes here
     assert summary.lines == text.count("\n")
     assert all(len(error.message) <= MAX_MESSAGE_CHARS for error in summary.errors)
+
+
+# Hostile input (tests/parsers/hostile.py): long digit runs, NULs, '\r', tabs, non-ASCII digits, long lines.
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hostile_text)
+def test_hostile_text_gives_a_summary_or_parse_error(text: str) -> None:
+    whole = _summary_or_parse_error(text)
+    if whole is not None:
+        assert _by_chunks(text, 97) == whole
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated([s.read_text() for s in SAMPLES]), st.integers(13, 5000))
+def test_hostile_mutations_of_samples_do_not_depend_on_chunks(text: str, chunk: int) -> None:
+    whole = _summary_or_parse_error(text)
+    if whole is not None:
+        assert _by_chunks(text, chunk) == whole
+        assert all(e.status is None or 0 <= e.status < 10**9 for e in whole.errors)
+
+
+def test_a_line_of_many_megabytes_is_cut_not_kept() -> None:
+    # Streaming: a 12 MB line (no newline) must not be held whole; the log is still read after it.
+    parser = NcclLogParser("big.log")
+    parser.feed_chunk("host:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0\n")
+    for _ in range(12):
+        parser.feed_chunk("x" * 1_000_000)
+    parser.feed_chunk("\nhost:1:1 [0] NCCL INFO Using network IB\n")
+    summary = parser.result()
+    assert (summary.network, summary.hcas, summary.lines) == ("IB", ("mlx5_0",), 3)

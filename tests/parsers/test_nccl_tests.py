@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 from conftest import CORPUS, corpus_samples, corpus_truth
+from hostile import hostile_text, mutated
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -433,3 +435,25 @@ def test_too_long_line_is_refused_with_its_number() -> None:
     with pytest.raises(ParseError, match="no nccl-tests output line is longer than 64 KiB") as caught:
         parse_nccl_tests("#\n" + "x" * 70_000 + "\n" + H100)
     assert caught.value.line == 2
+
+
+# Hostile input (tests/parsers/hostile.py): long digit runs, NULs, '\r', tabs, non-ASCII digits, long lines.
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hostile_text)
+def test_hostile_text_parses_or_is_rejected(text: str) -> None:
+    _parse_or_reject(text)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated([s.read_text() for s in SAMPLES]))
+def test_hostile_mutations_of_samples_parse_or_are_rejected(text: str) -> None:
+    try:
+        run = parse_nccl_tests(text)
+    except ParseError:
+        return
+    for row in run.rows:
+        values = [row.oop_time_us, row.oop_algbw, row.oop_busbw, row.ip_time_us, row.ip_algbw, row.ip_busbw]
+        assert all(math.isfinite(v) for v in values if v is not None)
+    assert run.avg_busbw is None or math.isfinite(run.avg_busbw)

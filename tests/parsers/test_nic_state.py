@@ -6,11 +6,13 @@ their own markers, never by accident); arbitrary text and damaged samples give a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import CORPUS, corpus_samples
+from hostile import hostile_text, mutated
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -128,3 +130,39 @@ def test_sample_lines_shuffled_and_mutated_parse_or_refuse(tool: str, data: st.D
     noise = data.draw(st.lists(st.sampled_from(["", " ", "\t", "0", "x", ":", ",", "(", "9"]), max_size=40))
     mutated = [line + extra for line, extra in zip(picked, noise + [""] * len(picked), strict=False)]
     _parses_or_refuses(PARSERS[tool], "\n".join(mutated))
+
+
+# Hostile input (tests/parsers/hostile.py): long digit runs, NULs, '\r', tabs, non-ASCII digits, long lines.
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=hostile_text)
+def test_hostile_text_parses_or_refuses(tool: str, text: str) -> None:
+    _parses_or_refuses(PARSERS[tool], text)
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_hostile_mutations_of_samples_parse_or_refuse(tool: str, data: st.DataObject) -> None:
+    text = data.draw(mutated([SAMPLE_TEXT[name] for name in _samples_of(tool)]))
+    _parses_or_refuses(PARSERS[tool], text)
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+@pytest.mark.parametrize("piece", ["9" * 4301, "9" * 21, "²", "٣", "１", "nan", "1e400", "\x00"])
+def test_every_number_of_a_sample_replaced_parses_or_refuses(tool: str, piece: str) -> None:
+    # The ~22 ValueError sites of issue 7: each number of each sample, one at a time.
+    for name in _samples_of(tool):
+        text = SAMPLE_TEXT[name]
+        for number in re.finditer(r"[0-9]+", text):
+            _parses_or_refuses(PARSERS[tool], text[: number.start()] + piece + text[number.end() :])
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_a_line_over_the_cap_is_refused_with_its_number(tool: str) -> None:
+    text = SAMPLE_TEXT[_samples_of(tool)[0]]
+    with pytest.raises(ParseError, match="longer than 64 KiB") as caught:
+        PARSERS[tool]("x\n" + "y" * 70_000 + "\n" + text, source="long.txt")
+    assert (caught.value.source, caught.value.line) == ("long.txt", 2)

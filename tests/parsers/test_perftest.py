@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import time
 from pathlib import Path
 
 import pytest
 from conftest import CORPUS, corpus_samples, corpus_truth
+from hostile import hostile_text, mutated
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -474,3 +476,25 @@ def test_long_lines_cost_linear_time(unit: str) -> None:
 
         small, large = _cpu_seconds(text(7_500)), _cpu_seconds(text(60_000))
         assert large <= 30 * max(small, 1e-4), (unit, shape, small, large)
+
+
+# Hostile input (tests/parsers/hostile.py): long digit runs, NULs, '\r', tabs, non-ASCII digits, long lines.
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hostile_text)
+def test_hostile_text_parses_or_is_rejected(text: str) -> None:
+    _parse_or_reject(text)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated([s.read_text() for s in SAMPLES]))
+def test_hostile_mutations_of_samples_parse_or_are_rejected(text: str) -> None:
+    _parse_or_reject(text)
+    try:
+        run = parse_perftest(text)
+    except ParseError:
+        return
+    for row in run.rows:  # whatever is read is ASCII-read and finite
+        values = [row.bw_peak, row.bw_avg, row.msg_rate, row.t_min, row.t_max, row.t_avg, row.t_typical]
+        assert all(math.isfinite(v) for v in values if v is not None)

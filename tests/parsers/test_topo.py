@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, corpus_samples, corpus_truth
-from hypothesis import given, settings
+from hostile import hostile_text, mutated
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabcheck.errors import ParseError
@@ -508,3 +509,31 @@ def test_sample_with_a_slice_cut_out_parses_or_refuses(sample: Path, data: st.Da
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, len(text)))
     _parses_or_refuses(text[:start] + text[end:])
+
+
+# Hostile input (tests/parsers/hostile.py): long digit runs, NULs, '\r', tabs, non-ASCII digits, long lines.
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hostile_text)
+def test_hostile_text_parses_or_refuses(text: str) -> None:
+    _parses_or_refuses(text)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated([s.read_text() for s in SAMPLES]))
+def test_hostile_mutations_of_samples_parse_or_refuse(text: str) -> None:
+    _parses_or_refuses(text)
+
+
+def test_long_header_of_repeated_labels_is_refused_quickly() -> None:
+    # 'labels.count(label)' per label was quadratic; 13,000 labels now take one pass.
+    with pytest.raises(ParseError, match="header repeats column GPU0") as caught:
+        parse_topo("GPU0 " * 13_000 + "\nGPU0 X\n")
+    assert caught.value.line == 1
+
+
+def test_line_over_the_cap_is_refused_with_its_number() -> None:
+    with pytest.raises(ParseError, match="longer than 64 KiB") as caught:
+        parse_topo("\tGPU0\tCPU Affinity\nGPU0\t X \t0-3\n" + "x" * 70_000 + "\n")
+    assert caught.value.line == 3

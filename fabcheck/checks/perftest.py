@@ -78,6 +78,15 @@ def _bandwidth(run: PerftestRun, intent: FabricIntent, line_rate: float) -> Find
     check = "perftest.bandwidth"
     if run.lat_unit is not None or run.bw_unit is None:
         return skipped(check, run.test or "perftest", "latency test: the intent sets no latency bound")
+    if not math.isfinite(line_rate) or line_rate <= 0:
+        # A zero or nan line rate would make every floor pass.
+        return errored(
+            check,
+            run.test or "perftest",
+            "a NIC line rate above 0 Gb/s",
+            f"line rate {line_rate}",
+            "set link.speed_gbps in the intent or pass --line-rate-gbps with the NIC's rate",
+        )
     floor = intent.performance.perftest_min_fraction * line_rate
     expected = f">= {floor:.2f} Gb/sec ({intent.performance.perftest_min_fraction:.0%} of {line_rate:g} Gb/s)"
     rows = [r for r in run.rows if r.bw_avg is not None]
@@ -96,6 +105,14 @@ def _bandwidth(run: PerftestRun, intent: FabricIntent, line_rate: float) -> Find
     if not large:
         return failed(
             check, run.test or "perftest", expected, "no bandwidth rows", "the run produced no results"
+        )
+    if run.bw_gbps(large[0]) is None:
+        return errored(
+            check,
+            run.test or "perftest",
+            expected,
+            f"bandwidth unit {run.bw_unit!r} is not Gb/sec or MB/sec",
+            "rerun with --report_gbits, or report the unit so it can be read",
         )
     best = max(large, key=lambda r: run.bw_gbps(r) or 0.0)
     gbps = run.bw_gbps(best) or 0.0

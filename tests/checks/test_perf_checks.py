@@ -137,3 +137,18 @@ def test_nccl_tests_non_finite_busbw_is_an_error() -> None:
         rows = tuple(dataclasses.replace(r, **{field: float("nan")}) for r in run.rows)
         finding = by_check(check_nccl_tests(dataclasses.replace(run, rows=rows), intent))["nccl_tests.busbw"]
         assert finding.status is Status.ERROR and "not a finite number" in finding.actual
+
+
+def test_a_line_rate_that_is_not_positive_is_an_error_not_a_pass() -> None:
+    run = perftest("ib_write_bw-gardenlinux-cuda-dmabuf-roce-gbits.txt")
+    for rate in (float("nan"), -400.0, float("inf")):
+        finding = by_check(check_perftest(run, FabricIntent(), line_rate_gbps=rate))["perftest.bandwidth"]
+        assert finding.status is Status.ERROR, rate
+        assert finding.actual == f"line rate {rate}"
+
+
+def test_an_unknown_bandwidth_unit_is_an_error_not_zero() -> None:
+    run = perftest("ib_write_bw-gardenlinux-cuda-dmabuf-roce-gbits.txt")
+    odd = dataclasses.replace(run, bw_unit="KB/sec")
+    finding = by_check(check_perftest(odd, FabricIntent()))["perftest.bandwidth"]
+    assert finding.status is Status.ERROR and "'KB/sec'" in finding.actual

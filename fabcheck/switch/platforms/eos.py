@@ -1,0 +1,336 @@
+"""Arista EOS driver: the rendered lines go through one `configure session`, committed atomically.
+
+A push stages everything in a session named `fabcheck-<random>`: first the `no ...` lines that take
+back what an earlier push (or a hand edit) left in the parts fabcheck owns and this config lacks,
+then the rendered lines. `show session-config diffs` is the diff; `commit` applies it in one step,
+`abort` drops it. EOS keeps an uncommitted session after its CLI goes away, so `stage` first aborts
+every pending `fabcheck-` session a lost connection left behind.
+
+What fabcheck owns: the whole DSCP -> traffic-class map (a DSCP the config does not map goes back
+to EOS's default class), the global PFC watchdog lines, every `qos profile` block it renders, and
+the QoS lines (trust, PFC, watchdog, tx-queues, mtu, service-profile) of the interfaces it
+renders. Anything else (descriptions, shutdown, other interfaces and profiles) is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from fabcheck.switch.connect import READ_TIMEOUT_S
+from fabcheck.switch.driver import PushError, SwitchDriver, register
+from fabcheck.switch.render import RenderedConfig
+
+SESSION_PREFIX = "fabcheck-"
+SAVE_COMMAND = "copy running-config startup-config"
+INDENT = "   "  # EOS indents each config level by three spaces
+POLL_S = 0.005
+
+_DSCP_MAP = re.compile(r"qos map dscp ((?:\d+ )+)to traffic-class (\d+)")
+# A config line -> the `no` line that removes it. Two lines with the same negation set the same
+# thing (the later one wins), so the negation doubles as the setting's key.
+_WATCHDOG = "priority-flow-control pause watchdog"
+_NEGATIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), negation)
+    for pattern, negation in (
+        (rf"{_WATCHDOG} default (timeout|recovery-time|polling-interval) \S+", rf"no {_WATCHDOG} default \1"),
+        (rf"{_WATCHDOG} action \S+", f"no {_WATCHDOG} action"),
+        (r"qos trust \S+", "no qos trust"),
+        (r"priority-flow-control on", "no priority-flow-control"),
+        (r"priority-flow-control priority (\d+) \S+", r"no priority-flow-control priority \1"),
+        (_WATCHDOG, f"no {_WATCHDOG}"),
+        (r"(uc-tx-queue|tx-queue) (\d+)", r"no \1 \2"),
+        (r"mtu \d+", "no mtu"),
+        (r"service-profile \S+", "no service-profile"),
+        (r"bandwidth percent \d+", "no bandwidth percent"),
+        (r"bandwidth guaranteed percent \d+", "no bandwidth guaranteed"),
+        (r"priority strict", "no priority"),
+        (r"random-detect ecn minimum-threshold .+", "no random-detect ecn"),
+        (r"random-detect ecn count", "no random-detect ecn count"),
+    )
+)
+_GLOBAL_OWNED = re.compile(r"qos map dscp |priority-flow-control pause watchdog ")
+_BLOCKS_OWNED_WHOLE = re.compile(r"qos profile \S+")
+_BLOCKS_OWNED_QOS = re.compile(r"interface \S+")
+
+
+class EosConnectionLost(PushError):
+    """The SSH channel closed under a command; the switch keeps its running config unless it committed."""
+
+
+class EosCommandRejected(PushError):
+    """EOS answered a line with `% ...` (invalid, incomplete, ambiguous, refused)."""
+
+
+# -- the config as a tree of lines (pure) -----------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class ConfigNode:
+    """One config line and the lines indented under it (`interface X` -> `mtu 9214`, ...)."""
+
+    line: str
+    children: tuple[ConfigNode, ...] = ()
+
+
+def parse_config(text: str) -> tuple[ConfigNode, ...]:
+    """EOS config text (rendered or `show running-config`) -> its tree; comments and `end` dropped."""
+    root: list[Any] = [-1, "", []]
+    stack = [root]
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        body = line.lstrip(" ")
+        if not body or body.startswith("!") or (body == "end" and body == line):
+            continue
+        depth = len(line) - len(body)
+        while stack[-1][0] >= depth:
+            stack.pop()
+        node: list[Any] = [depth, body, []]
+        stack[-1][2].append(node)
+        stack.append(node)
+    return tuple(_freeze(child) for child in root[2])
+
+
+def _freeze(node: list[Any]) -> ConfigNode:
+    return ConfigNode(node[1], tuple(_freeze(child) for child in node[2]))
+
+
+def format_config(nodes: Iterable[ConfigNode], depth: int = 0) -> str:
+    """The tree back as EOS-indented text, one line per setting."""
+    lines: list[str] = []
+    for node in nodes:
+        lines.append(INDENT * depth + node.line)
+        if node.children:
+            lines.append(format_config(node.children, depth + 1))
+    return "\n".join(lines)
+
+
+def negation(line: str) -> str | None:
+    """The `no` line that removes `line`, or None for a line fabcheck does not manage."""
+    for pattern, negated in _NEGATIONS:
+        if pattern.fullmatch(line):
+            return pattern.sub(negated, line)
+    return None
+
+
+def managed_view(nodes: Iterable[ConfigNode]) -> tuple[ConfigNode, ...]:
+    """The parts of a running config fabcheck manages (see the module docstring), in EOS's order."""
+    kept: list[ConfigNode] = []
+    for node in nodes:
+        owned_global = not node.children and _GLOBAL_OWNED.match(node.line)
+        if owned_global or _BLOCKS_OWNED_WHOLE.fullmatch(node.line):
+            kept.append(node)
+        elif _BLOCKS_OWNED_QOS.fullmatch(node.line):
+            owned = tuple(child for child in node.children if negation(child.line) is not None)
+            if owned:
+                kept.append(ConfigNode(node.line, owned))
+    return tuple(kept)
+
+
+def dscp_map(nodes: Iterable[ConfigNode]) -> dict[int, int]:
+    """DSCP -> traffic class from the top-level `qos map dscp ... to traffic-class N` lines."""
+    mapping: dict[int, int] = {}
+    for node in nodes:
+        found = _DSCP_MAP.fullmatch(node.line)
+        if found:
+            for dscp in found.group(1).split():
+                mapping[int(dscp)] = int(found.group(2))
+    return mapping
+
+
+def session_lines(rendered: str, running: str) -> list[str]:
+    """Pure: what to type in the session so the switch ends up holding exactly `rendered`.
+
+    `running` is the switch's running config (whole or its managed view). Stale lines fabcheck owns
+    are negated inside the block they live in, before that block's rendered lines.
+    """
+    want, have = parse_config(rendered), managed_view(parse_config(running))
+    lines = _stale_dscp_lines(dscp_map(want), dscp_map(have))
+    wanted_globals = {negation(node.line) for node in want if not node.children}
+    for node in have:
+        key = negation(node.line)
+        if not node.children and key is not None and key not in wanted_globals:
+            lines.append(key)
+    have_blocks = {node.line: node for node in have if node.children}
+    for node in want:
+        lines += _block_lines(node, have_blocks.get(node.line))
+    return lines
+
+
+def _stale_dscp_lines(want: dict[int, int], have: dict[int, int]) -> list[str]:
+    stale: dict[int, list[int]] = {}
+    for dscp, traffic_class in sorted(have.items()):
+        if dscp not in want:
+            stale.setdefault(traffic_class, []).append(dscp)
+    return [
+        f"no qos map dscp {' '.join(map(str, dscps))} to traffic-class {tc}"
+        for tc, dscps in sorted(stale.items())
+    ]
+
+
+def _block_lines(node: ConfigNode, old: ConfigNode | None) -> list[str]:
+    lines = [node.line]
+    if old is not None:
+        wanted = {negation(child.line) for child in node.children}
+        for child in old.children:
+            key = negation(child.line)
+            if key is not None and key not in wanted:
+                lines.append(key)
+    old_children = {child.line: child for child in old.children} if old is not None else {}
+    for child in node.children:
+        lines += _block_lines(child, old_children.get(child.line))
+    return lines
+
+
+# -- the driver (I/O) -------------------------------------------------------------------------------
+
+
+@register
+class EosDriver(SwitchDriver):
+    platform = "eos"
+    device_type = "arista_eos"
+
+    def __init__(self, connection: Any, *, switch: str = "") -> None:
+        super().__init__(connection)
+        self.switch = switch or str(getattr(connection, "host", "") or "switch")
+        self.session: str | None = None  # our pending session, while staged
+        self.committed = False  # a commit went out since the last save (for PushError.rolled_back)
+        self.sent: list[str] = []  # every line typed, in order (for logs and figures)
+        self._privileged = False
+
+    # -- SwitchDriver -----------------------------------------------------------------------------
+    def running(self) -> str:
+        return format_config(managed_view(parse_config(self._command("show running-config"))))
+
+    def stage(self, config: RenderedConfig) -> str:
+        self.switch = config.switch
+        self._abort_leftover_sessions()
+        plan = session_lines(config.text, self.running())
+        name = f"{SESSION_PREFIX}{secrets.token_hex(4)}"
+        self._command(f"configure session {name}")
+        self.session = name
+        for line in plan:
+            self._command(line)
+        return self._command("show session-config diffs")
+
+    def commit(self) -> None:
+        if self.session is None:
+            raise EosCommandRejected(f"{self.switch}: nothing staged to commit", rolled_back=True)
+        self.committed = True
+        self._command("commit")
+        self.session = None
+
+    def discard(self) -> None:
+        if self.session is None:
+            return
+        self._command("abort")
+        self.session = None
+
+    def save(self) -> None:
+        output = self._command(SAVE_COMMAND)
+        if "Copy completed successfully" not in output:
+            raise EosCommandRejected(
+                f"{self.switch}: {SAVE_COMMAND} did not confirm: {output.strip() or '(no output)'}",
+                rolled_back=False,
+            )
+        self.committed = False
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def pending_sessions(self) -> list[str]:
+        """Names of the switch's uncommitted fabcheck sessions (EOS lists completed ones too)."""
+        text = self._command("show configuration sessions | json")
+        try:
+            sessions = json.loads(text)["sessions"]
+        except (ValueError, KeyError, TypeError):
+            raise EosCommandRejected(
+                f"{self.switch}: unexpected `show configuration sessions | json` output: {text[:200]!r}",
+                rolled_back=not self.committed,
+            ) from None
+        return sorted(
+            name
+            for name, info in sessions.items()
+            if name.startswith(SESSION_PREFIX) and (info or {}).get("state") != "completed"
+        )
+
+    def _abort_leftover_sessions(self) -> None:
+        for name in self.pending_sessions():
+            self._command(f"configure session {name}")
+            self._command("abort")
+        self.session = None
+
+    def _command(self, line: str) -> str:
+        """Type one line, wait for the prompt, return its output; `% ...` answers raise."""
+        self._ensure_privileged()
+        output = self._send(line)
+        error = next((text for text in output.splitlines() if text.startswith("% ")), None)
+        if error is not None:
+            where = f" in session {self.session}" if self.session else ""
+            raise EosCommandRejected(
+                f"{self.switch}: EOS refused {line!r}{where}: {error}", rolled_back=not self.committed
+            )
+        return output
+
+    def _ensure_privileged(self) -> None:
+        if self._privileged:
+            return
+        try:
+            self.connection.enable()
+        except Exception as err:
+            raise self._lost("enable", err) from err
+        self._privileged = True
+
+    def _send(self, line: str) -> str:
+        """netmiko waits out its whole read timeout on a channel the switch closed; this notices at once."""
+        connection = self.connection
+        timeout = getattr(connection, "read_timeout_override", None) or READ_TIMEOUT_S
+        try:
+            connection.write_channel(connection.normalize_cmd(line))
+        except Exception as err:
+            raise self._lost(line, err) from err
+        self.sent.append(line)
+        prompt = re.compile(r"(?:^|\n)" + re.escape(connection.base_prompt) + r"[^\n]*[#>][ \t]*$")
+        deadline = time.monotonic() + timeout
+        buffer, echoed_at = "", -1
+        while True:
+            try:
+                chunk = connection.read_channel()
+            except Exception as err:
+                raise self._lost(line, err) from err
+            if chunk:
+                buffer += chunk.replace("\r\n", "\n").replace("\r", "")
+                if echoed_at < 0:
+                    found = buffer.find(line.strip() + "\n")
+                    echoed_at = -1 if found < 0 else found + len(line.strip()) + 1
+                if echoed_at >= 0:
+                    reply = prompt.search(buffer, echoed_at - 1)
+                    if reply:
+                        return buffer[echoed_at : reply.start()].strip("\n")
+                continue
+            if _channel_closed(connection):
+                raise self._lost(line, None)
+            if time.monotonic() > deadline:
+                raise self._lost(line, TimeoutError(f"no prompt within {timeout:g} s"))
+            time.sleep(POLL_S)
+
+    def _lost(self, line: str, err: BaseException | None) -> EosConnectionLost:
+        state = (
+            "a commit was sent, so the switch may hold the new config"
+            if self.committed
+            else "nothing was committed, the running config is unchanged"
+        )
+        why = f": {err}" if err is not None and str(err) else ""
+        return EosConnectionLost(
+            f"{self.switch}: connection lost at {line!r}{why} ({state})", rolled_back=not self.committed
+        )
+
+
+def _channel_closed(connection: Any) -> bool:
+    channel = getattr(connection, "remote_conn", None)
+    if channel is None:
+        return True
+    return bool(getattr(channel, "closed", False)) or bool(getattr(channel, "eof_received", False))

@@ -449,6 +449,16 @@ def save_problems(stats: Stats, seed: int, folder: Path = REGRESSIONS) -> list[P
     return saved
 
 
+def save_slowest(stats: Stats, seed: int, folder: Path = REGRESSIONS) -> Path:
+    """Keep the slowest input as a regression sample too (its test checks the result, not the time)."""
+    text, _, _ = make_input(stats.target, seed, stats.slowest_index, seed_texts(stats.target))
+    digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    path = folder / stats.target / f"slow-{digest}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8", newline="")
+    return path
+
+
 def report(stats: Stats, wall_s: float, slow_s: float) -> str:
     rate = stats.inputs / wall_s if wall_s > 0 else 0.0
     kinds: dict[str, int] = {}
@@ -484,6 +494,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_save:
             for path in save_problems(stats, args.seed):
                 print(f"  saved {path.relative_to(REPO)}", flush=True)
+            if stats.slowest_s > args.slow_s:
+                path = save_slowest(stats, args.seed)
+                print(f"  saved the slowest input as {path.relative_to(REPO)}", flush=True)
         shown: set[str] = set()
         for problem in stats.problems:
             site = _failure_site(problem.detail)

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 def _intent(args: argparse.Namespace) -> FabricIntent:
     if not args.inventory:
         if args.host:
-            raise UsageError("--host needs -i INVENTORY")
+            raise UsageError("--host needs an inventory; expected -i INVENTORY with that host")
         return default_intent()
     inventory = load_inventory(args.inventory)
     return inventory.host(args.host).intent if args.host else inventory.intent

@@ -74,8 +74,9 @@ class Inventory:
         for entry in self.hosts:
             if entry.name == name:
                 return entry
-        known = ", ".join(h.name for h in self.hosts) or "none"
-        raise UsageError(f"host {name!r} is not in inventory {self.source} (hosts: {known})")
+        known = ", ".join(h.name for h in self.hosts)
+        expected = f"expected one of its hosts: {known}" if known else "expected an inventory with hosts"
+        raise UsageError(f"{self.source}: host {name!r} is not in the inventory; {expected}")
 
     def group(self, name: str) -> tuple[HostEntry, ...]:
         return tuple(h for h in self.hosts if name in h.groups)

@@ -214,3 +214,33 @@ def test_group_vars_yaml_error_has_no_traceback_in_a_real_process(tmp_path: Path
         f"fabcheck: {source}/group_vars/all/fabric.yml:3: YAML syntax error: Mapping values are not allowed "
         "in this context; expected valid YAML (check indentation, colons and brackets)"
     ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["intent", "show", "-i", str(REPO / "inventory/example"), "--host", "gpu99"],
+        [
+            "analyze",
+            "topo",
+            str(GOOD_SAMPLE["topo"]),
+            "-i",
+            str(REPO / "inventory/example"),
+            "--host",
+            "gpu99",
+        ],
+    ],
+)
+def test_unknown_host_names_the_inventory_and_its_hosts(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    line = one_error_line(err, str(REPO / "inventory/example"), "'gpu99'")
+    assert line.endswith("expected one of its hosts: gpu01, gpu02, gpu03, gpu04, leaf01, leaf02")
+
+
+def test_host_without_inventory_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "analyze", "topo", str(GOOD_SAMPLE["topo"]), "--host", "gpu01")
+    assert code == 2
+    one_error_line(err, "--host needs an inventory")

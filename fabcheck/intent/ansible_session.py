@@ -24,6 +24,7 @@ INVENTORY_EXPECTED = "expected an Ansible inventory (YAML or INI hosts and group
 YAML_SUFFIXES = (".yml", ".yaml", ".json")
 VARS_DIRS = ("group_vars", "host_vars")
 _REASON_CHARS = 300
+SNIFF_BYTES = 64 * 1024  # enough to tell text from binary without reading a huge file
 _UNPARSED_SUMMARY = "Unable to parse "  # ansible's summary warning for a source no plugin parsed
 
 
@@ -153,28 +154,32 @@ def check_readable(source: Path) -> None:
     if source.is_dir():
         return
     try:
-        data = source.read_bytes()
+        with source.open("rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+            rest = handle.read(1)
     except OSError as err:
         raise UsageError(f"{source}: cannot read: {err.strerror}; {INVENTORY_EXPECTED}") from None
-    if not data.strip():
+    if not head.strip() and not rest:
         raise UsageError(f"{source}: file is empty; {INVENTORY_EXPECTED}")
-    if _is_binary(data):
+    if _is_binary(head):
         raise UsageError(f"{source}: binary data, not text; {INVENTORY_EXPECTED}")
 
 
-def _is_binary(data: bytes) -> bool:
-    if b"\0" in data:
+def _is_binary(head: bytes) -> bool:
+    """NUL bytes or undecodable UTF-8 in the first bytes (a cut multi-byte character is allowed)."""
+    if b"\0" in head:
         return True
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
+    return head.decode("utf-8", errors="replace")[:-1].count("\ufffd") > 0
+
+
+def _head(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(SNIFF_BYTES)
 
 
 def _unparsed_message(path: Path, warnings: list[AnsibleWarning]) -> str:
     try:
-        data = path.read_bytes()
+        data = _head(path)
     except OSError as err:
         return f"{path}: cannot read: {err.strerror}; {INVENTORY_EXPECTED}"
     if _is_binary(data):
@@ -271,7 +276,7 @@ def vars_file_error(source: Path) -> str | None:
                 continue
             if path.suffix not in ("", *YAML_SUFFIXES):
                 continue
-            if _is_binary(path.read_bytes()):
+            if _is_binary(_head(path)):
                 return f"{path}: binary data, not text; expected YAML variables"
             located = yaml_error(path)
             if located:

@@ -207,3 +207,14 @@ def test_redaction_helpers() -> None:
         "c",
         "endif",
     }
+
+
+def test_vaulted_rail_in_host_vars_is_redacted(tmp_path: Path, password: Path) -> None:
+    inventory = vault_inventory(tmp_path, "fabric_intent: {rails: {0: mlx5_0}}\n")
+    (inventory / "host_vars").mkdir()
+    (inventory / "host_vars" / "h2.yml").write_text(
+        f"fabric_rails:\n  0: {vaulted('mlx5_0;secret-cmd', 2)}\n"
+    )
+    (problem,) = problems_of(inventory)
+    assert "secret-cmd" not in problem
+    assert f"host_vars/h2.yml:2: fabric_intent.rails.0 = {REDACTED}: not a usable NIC name" in problem

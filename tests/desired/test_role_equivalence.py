@@ -1,7 +1,7 @@
 """The role's arguments from the desired state equal what the role's Jinja defaults derived before.
 
-This pins "no change of behaviour" while the roles move onto the desired-state layer: for the default
-recipe and non-default intents, the roce_nic arguments are the same either way.
+This pins "no change of behaviour" of the move onto the desired-state layer: for the default recipe and
+non-default intents, the roce_nic arguments are the same either way.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from ansible.template import Templar, trust_as_template
 from fabcheck.desired import desired_host
 from fabcheck.intent.model import FabricIntent
 
-DEFAULTS = Path(__file__).resolve().parents[2] / "roles" / "roce_host" / "defaults" / "main.yml"
+# The role's Jinja derivation from before it moved onto the desired state: the reference it must match.
+DEFAULTS = Path(__file__).resolve().parent / "data" / "roce_host_defaults_jinja.yml"
 ROLE_VARS = {
     "devices": "roce_host_devices",
     "trust": "roce_host_trust",
@@ -71,3 +72,14 @@ def test_desired_state_gives_the_same_module_arguments(raw: dict[str, Any]) -> N
     for key in ("lossless_priority", "cnp_dscp", "cnp_priority", "min_time_between_cnps", "roce_tos", "mtu"):
         normalised[key] = int(normalised[key])
     assert normalised == desired
+
+
+def test_the_role_reads_every_argument_from_the_desired_state() -> None:
+    """No value of the intent is derived in the role's Jinja any more."""
+    role = yaml.safe_load(
+        (Path(__file__).resolve().parents[2] / "roles/roce_host/defaults/main.yml").read_text()
+    )
+    assert "fabcheck_desired_host" in role["roce_host_desired"]
+    for arg, var in ROLE_VARS.items():
+        assert role[var] == f"{{{{ roce_host_desired.roce_nic_args.{arg} }}}}", var
+    assert "fabric_intent" not in "".join(str(v) for k, v in role.items() if k != "roce_host_desired")

@@ -387,16 +387,17 @@ class TimeLimits:
     """How long one host's round trip may take, in parts that each say what expired.
 
     connect_s: ssh ConnectTimeout (TCP connect and the banner exchange). command_s: the collection on
-    the host, enforced there by `timeout` (each tool gets a third of it) and by the client with a grace
-    period. cap_s: the run's deadline leaves this host no more than this, whatever the parts say.
+    the host, enforced there by `timeout` and by the client with a grace period; each tool on the host
+    gets ``per_tool_s`` of it. cap_s: the run's deadline leaves this host no more than this.
     """
 
     connect_s: float = 10.0
     command_s: float = 30.0
     cap_s: float | None = None
+    per_tool_s: float | None = None  # default: a third of the host's limit
 
     def __post_init__(self) -> None:
-        for value in (self.connect_s, self.command_s, self.cap_s):
+        for value in (self.connect_s, self.command_s, self.cap_s, self.per_tool_s):
             if value is not None and not (0 < value < math.inf):
                 raise ValueError(f"time limits must be positive and finite, not {value}")
 
@@ -411,7 +412,8 @@ class TimeLimits:
     @property
     def tool_s(self) -> int:
         # A third: one hung tool leaves time for the others, so the host is still mostly judged.
-        return max(1, math.ceil(self.host_s / 3))
+        wanted = self.host_s / 3 if self.per_tool_s is None else self.per_tool_s
+        return max(1, min(self.host_s, math.ceil(wanted)))
 
     @property
     def client_s(self) -> float:
@@ -422,7 +424,7 @@ class TimeLimits:
         """These limits, shortened so that the whole round trip ends within ``left_s``."""
         if left_s >= self.client_s:
             return self
-        return TimeLimits(min(self.connect_s, left_s), min(self.command_s, left_s), cap_s=left_s)
+        return TimeLimits(min(self.connect_s, left_s), min(self.command_s, left_s), left_s, self.per_tool_s)
 
 
 @dataclass(frozen=True)

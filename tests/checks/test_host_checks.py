@@ -826,6 +826,9 @@ def test_time_limits_split_connect_host_tool_and_client() -> None:
     cut = limits.within(12.5)
     assert cut.client_s == 12.5 and cut.host_s == 13 and cut.ssh_connect_timeout == 10
     assert limits.within(100) is limits
+    assert TimeLimits(command_s=300, per_tool_s=2).tool_s == 2
+    assert TimeLimits(command_s=3, per_tool_s=60).tool_s == 3  # never longer than the host's own limit
+    assert TimeLimits(command_s=300, per_tool_s=2).within(10).tool_s == 2
     for bad in (0, -1, float("nan"), float("inf")):
         with pytest.raises(ValueError):
             TimeLimits(connect_s=bad)

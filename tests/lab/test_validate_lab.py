@@ -8,12 +8,16 @@ import json
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from labsupport import requires_lab, running_lab
 
+from fabcheck import validate
 from fabcheck.checks import host as checks
 from fabcheck.cli import main
+from fabcheck.collect.host import TimeLimits
+from fabcheck.intent.loader import load_inventory
 from fabcheck.lab import faults
 from fabcheck.lab.state import LabPaths
 from fabcheck.parsers.rdma_link import parse_rdma_link
@@ -34,11 +38,24 @@ class Lab:
         assert done.returncode == 0, f"{node}: {command}: {done.stderr}"
         return done.stdout
 
-    def validate(self, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict]]:
+    def validate(
+        self, capsys: pytest.CaptureFixture[str], *args: str, inventory: Path | None = None
+    ) -> tuple[int, list[dict]]:
+        """`validate --json` with limits no healthy host can miss on a loaded machine (a round trip takes
+        about a second); a test that wants a host to fail makes it fail by construction, not by a timer."""
         capsys.readouterr()
-        rc = main(["validate", "-i", str(self.paths.inventory.parent), "--json", *args])
+        inventory = inventory or self.paths.inventory.parent
+        rc = main(["validate", "-i", str(inventory), "--json", *GENEROUS, *args])
         lines = capsys.readouterr().out.splitlines()
         return rc, [json.loads(line) for line in lines]
+
+    def processes(self, node: str) -> list[str]:
+        """Every command line running on the node (its own PID namespace), read from /proc."""
+        out = self.ssh(node, "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null")
+        return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+GENEROUS = ("--timeout", "120", "--connect-timeout", "60")
 
 
 def configure_to_intent(lab: Lab, node: str) -> None:
@@ -138,14 +155,77 @@ def test_each_host_fault_fails_exactly_its_check(
 
 
 def test_down_host_is_an_error_never_a_pass(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """A stopped node never answers, however fast or slow this machine is: short limits are safe here."""
     faults.inject(lab.paths, "down", FACTORY)
     try:
-        rc, [result] = lab.validate(capsys, "--limit", FACTORY, "--timeout", "4")
-        rc_both, both = lab.validate(capsys, "--timeout", "4")
+        rc, [result] = lab.validate(capsys, "--limit", FACTORY, "--timeout", "3", "--connect-timeout", "3")
     finally:
         faults.heal(lab.paths, FACTORY, "down")
     assert rc == 3
     assert result["verdict"] == "error"
-    assert [(f["check"], f["status"]) for f in result["findings"]] == [("host.collection", "error")]
-    assert rc_both == 3  # nothing failed, but one host could not be checked: not a pass
-    assert [r["verdict"] for r in both] == ["pass", "error"]
+    [finding] = result["findings"]
+    assert (finding["check"], finding["status"]) == ("host.collection", "error")
+    assert "timeout" in finding["actual"] or "not responding" in finding["actual"], finding["actual"]
+
+
+def refusing_inventory(lab: Lab, tmp_path: Path, host: str) -> Path:
+    """The lab inventory with `host` moved to a port where nothing listens: refused at once."""
+    source = lab.paths.inventory.parent
+    for item in source.iterdir():
+        if item.name != "host_vars":
+            (tmp_path / item.name).symlink_to(item)
+    (tmp_path / "host_vars").mkdir()
+    (tmp_path / "host_vars" / f"{host}.yml").write_text("ansible_port: 1\n")  # host_vars win over hosts.yml
+    return tmp_path
+
+
+def test_unreachable_host_is_an_error_and_the_healthy_one_still_passes(
+    lab: Lab, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    inventory = refusing_inventory(lab, tmp_path, FACTORY)
+    rc, results = lab.validate(capsys, inventory=inventory)
+    assert rc == 3  # nothing failed, but one host could not be checked: not a pass
+    assert [(r["host"], r["verdict"]) for r in results] == [(CONFIGURED, "pass"), (FACTORY, "error")]
+    [finding] = results[1]["findings"]
+    assert finding["actual"].endswith("port 1: Connection refused")  # ssh's own words
+
+
+def test_bad_port_in_the_inventory_is_an_error_for_that_host_only(
+    lab: Lab, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    inventory = refusing_inventory(lab, tmp_path, FACTORY)
+    (inventory / "host_vars" / f"{FACTORY}.yml").write_text("ansible_port: '22;reboot'\n")
+    rc, results = lab.validate(capsys, inventory=inventory)
+    assert rc == 3
+    assert [(r["host"], r["verdict"]) for r in results] == [(CONFIGURED, "pass"), (FACTORY, "error")]
+    [finding] = results[1]["findings"]
+    assert finding["check"] == "host.inventory"
+    assert f"{FACTORY}.yml:1: ansible_port = '22;reboot': " in finding["actual"]
+
+
+HUNG_MARK = "1717"  # `sleep 1717`: how the hung tool shows in the node's process list
+
+
+def test_hung_tool_is_stopped_on_the_node_and_nothing_is_left_running(lab: Lab) -> None:
+    tool = lab.ssh(CONFIGURED, "command -v nvidia-smi").strip()
+    # The node's tool directories are read-only: the hung tool is bind-mounted over the mock, in the
+    # node's own mount namespace, and unmounted afterwards.
+    hung = f"/root/hung-{HUNG_MARK}"
+    lab.ssh(
+        CONFIGURED,
+        f"printf '#!/bin/sh\\nexec sleep {HUNG_MARK}\\n' > {hung} && chmod +x {hung} "
+        f"&& mount --bind {hung} {tool}",
+    )
+    # 5 s for each tool, 300 s for the host: the hung tool is stopped there first, however loaded this
+    # machine is, and the ~60 other sections have all the time they need.
+    limits = TimeLimits(connect_s=60, command_s=300, per_tool_s=5)
+    hosts = validate.plan(load_inventory(lab.paths.inventory.parent), CONFIGURED).hosts
+    try:
+        [result] = validate.validate(hosts, limits)
+        left = lab.processes(CONFIGURED)
+    finally:
+        lab.ssh(CONFIGURED, f"umount {tool} && rm -f {hung}")
+    errors = [f for f in result.findings if f.status.value != "pass"]
+    assert [(f.check, f.subject) for f in errors] == [(checks.AFFINITY, "topology")], errors
+    assert "stopped after 5 s" in errors[0].actual
+    assert not [line for line in left if f"sleep {HUNG_MARK}" in line or "fabcheck-collect" in line], left

@@ -99,7 +99,7 @@ def test_non_default_intent_differs_everywhere_it_should() -> None:
     assert f"{ECN} traffic-class 4 max-threshold 2000000" in other
     assert f"{ECN} traffic-class 4 probability 50" in other
     assert f"{SCHED} traffic-class 5 mode strict" in other
-    assert "nv set interface swp3 link mtu 9100" in other
+    assert "nv set interface swp1,swp2,swp3 link mtu 9100" in other
     assert not any(f"traffic-class 3 {word}" in line for line in other for word in ("min", "max", "ecn"))
     assert set(default) != set(other)
 
@@ -133,8 +133,8 @@ ONE_VALUE_CHANGES: list[tuple[dict[str, Any], list[str], list[str]]] = [
     ),
     (
         {"mtu": {"switch": 9000}},
-        [f"nv set interface {port} link mtu 9216" for port in ("swp1", "swp2", "swp3")],
-        [f"nv set interface {port} link mtu 9000" for port in ("swp1", "swp2", "swp3")],
+        ["nv set interface swp1,swp2,swp3 link mtu 9216"],
+        ["nv set interface swp1,swp2,swp3 link mtu 9000"],
     ),
     ({"trust": "pcp"}, [f"{MAPPING} trust l3"], [f"{MAPPING} trust l2"]),
     ({"lossless": {"dscp": [26, 30]}}, [], [f"{MAPPING} dscp 30 switch-priority 3"]),
@@ -147,55 +147,68 @@ ONE_VALUE_CHANGES: list[tuple[dict[str, Any], list[str], list[str]]] = [
         {"cnp": {"priority": 5}},
         [
             f"{MAPPING} dscp 48 switch-priority 6",
-            f"{QUEUES} switch-priority 5 traffic-class 0",
+            f"{QUEUES} switch-priority 0,1,2,4,5,7 traffic-class 0",
             f"{QUEUES} switch-priority 6 traffic-class 6",
-            f"{SCHED} traffic-class 5 mode dwrr",
-            f"{SCHED} traffic-class 5 bw-percent 0",
+            f"{SCHED} traffic-class 0,1,2,3,4,5,7 mode dwrr",
             f"{SCHED} traffic-class 6 mode strict",
+            f"{SCHED} traffic-class 1,2,4,5,7 bw-percent 0",
         ],
         [
             f"{MAPPING} dscp 48 switch-priority 5",
+            f"{QUEUES} switch-priority 0,1,2,4,6,7 traffic-class 0",
             f"{QUEUES} switch-priority 5 traffic-class 5",
-            f"{QUEUES} switch-priority 6 traffic-class 0",
+            f"{SCHED} traffic-class 0,1,2,3,4,6,7 mode dwrr",
             f"{SCHED} traffic-class 5 mode strict",
-            f"{SCHED} traffic-class 6 mode dwrr",
-            f"{SCHED} traffic-class 6 bw-percent 0",
+            f"{SCHED} traffic-class 1,2,4,6,7 bw-percent 0",
         ],
     ),
     (
         {"lossless": {"priority": 2}, "roce_tos": 106},
         [
             f"{MAPPING} dscp 26 switch-priority 3",
-            f"{QUEUES} switch-priority 2 traffic-class 0",
+            f"{QUEUES} switch-priority 0,1,2,4,5,7 traffic-class 0",
             f"{QUEUES} switch-priority 3 traffic-class 3",
             f"{PFC} switch-priority 3",
             f"{ECN} traffic-class 3 min-threshold 150000",
             f"{ECN} traffic-class 3 max-threshold 1500000",
             f"{ECN} traffic-class 3 probability 100",
             f"{ECN} traffic-class 3 ecn enable",
-            f"{SCHED} traffic-class 2 bw-percent 0",
-            f"{SCHED} traffic-class 3 bw-percent 50",
+            f"{SCHED} traffic-class 1,2,4,5,7 bw-percent 0",
+            f"{SCHED} traffic-class 0,3 bw-percent 50",
         ],
         [
             f"{MAPPING} dscp 26 switch-priority 2",
+            f"{QUEUES} switch-priority 0,1,3,4,5,7 traffic-class 0",
             f"{QUEUES} switch-priority 2 traffic-class 2",
-            f"{QUEUES} switch-priority 3 traffic-class 0",
             f"{PFC} switch-priority 2",
             f"{ECN} traffic-class 2 min-threshold 150000",
             f"{ECN} traffic-class 2 max-threshold 1500000",
             f"{ECN} traffic-class 2 probability 100",
             f"{ECN} traffic-class 2 ecn enable",
-            f"{SCHED} traffic-class 2 bw-percent 50",
-            f"{SCHED} traffic-class 3 bw-percent 0",
+            f"{SCHED} traffic-class 1,3,4,5,7 bw-percent 0",
+            f"{SCHED} traffic-class 0,2 bw-percent 50",
         ],
     ),
     (
         {"lossless": {"pfc": False}, "congestion_control": "ecn_only"},
-        [f"{PFC} switch-priority 3", f"{PFC} tx enable", f"{PFC} rx enable"]
-        + ["nv set qos pfc-watchdog polling-interval 100", "nv set qos pfc-watchdog robustness 2"]
-        + [f"nv set interface {port} qos pfc-watchdog state enable" for port in ("swp1", "swp2", "swp3")],
-        [f"{PFC} tx disable", f"{PFC} rx disable"]
-        + [f"nv set interface {port} qos pfc-watchdog state disable" for port in ("swp1", "swp2", "swp3")],
+        [
+            f"{PFC} switch-priority 3",
+            f"{PFC} tx enable",
+            f"{PFC} rx enable",
+            "nv set qos pfc-watchdog polling-interval 100",
+            "nv set qos pfc-watchdog robustness 2",
+            "nv set interface swp1,swp2,swp3 qos pfc-watchdog state enable",
+        ],
+        [
+            f"{PFC} tx disable",
+            f"{PFC} rx disable",
+            "nv set interface swp1,swp2,swp3 qos pfc-watchdog state disable",
+        ],
+    ),
+    (
+        {"link": {"speed_gbps": 200}},  # NVUE keeps the port's own speed (auto): nothing to render
+        [],
+        [],
     ),
 ]
 
@@ -215,8 +228,8 @@ def test_host_only_values_do_not_touch_the_switch() -> None:
 def test_ports_follow_the_inventory() -> None:
     lines = render_switch(nvue_desired(host_ports=("swp7", "swp9"), uplinks=())).text.splitlines()
     ports = {line.split()[3] for line in lines if line.startswith("nv set interface ")}
-    assert ports == {"swp7", "swp9"}
-    assert "nv set interface swp9 qos pfc profile default-global" in lines
+    assert ports == {"swp7,swp9"}
+    assert "nv set interface swp7,swp9 qos pfc profile default-global" in lines
 
 
 def _with(desired: DesiredSwitch, **changes: Any) -> DesiredSwitch:

@@ -8,9 +8,11 @@
 Stale fabcheck-owned entries, found by comparing the running config with the rendered lines:
 - a PFC priority of a PFC profile the config writes that the config does not list;
 - an explicit DSCP entry of a mapping profile the config writes that sends a DSCP the config does
-  not list to a RoCE class (a priority the config maps DSCPs to, or that has PFC running);
+  not list to a RoCE class: a priority the config maps DSCPs to, or one the running config treats
+  as a RoCE class (PFC on it, or its traffic class scheduled strict, as fabcheck does for CNPs);
 - an explicit ECN entry of a congestion-control profile the config writes, for a traffic class no
-  switch priority reaches under the config (so no traffic's handling depends on it).
+  switch priority reaches under the config (so no traffic's handling depends on it);
+- a bw-percent left on a traffic class the config schedules strict (meaningless there).
 Anything else the config does not mention is left as it is.
 
 Commands are typed one at a time on the interactive shell netmiko opened, each read back to the
@@ -47,14 +49,15 @@ CONFIRMATION = re.compile(r"\[y/N\]\s*$")
 POLL_S = 0.005  # between reads of a command's output: short, a push types about a hundred lines
 DEFAULT_READ_TIMEOUT_S = 60.0
 
-_DSCP = re.compile(r"^nv set qos mapping (?P<profile>\S+) dscp (?P<dscp>\d+) switch-priority (?P<prio>\d+)$")
-_SP_TO_TC = re.compile(
-    r"^nv set qos egress-queue-mapping \S+ switch-priority (?P<prio>\d+) traffic-class (?P<tc>\d+)$"
-)
-_PFC_PRIORITY = re.compile(r"^nv set qos pfc (?P<profile>\S+) switch-priority (?P<prio>\d+)$")
+# The rendered lines that name fabcheck-owned entries; ids may be NVUE lists ("0,1,2", "0-2,4").
+_DSCP = re.compile(r"^nv set qos mapping (?P<profile>\S+) dscp (?P<ids>\S+) switch-priority (?P<prio>\d+)$")
+_SP_TO_TC = re.compile(r"^nv set qos egress-queue-mapping \S+ switch-priority \S+ traffic-class (?P<tc>\d+)$")
+_PFC_PRIORITY = re.compile(r"^nv set qos pfc (?P<profile>\S+) switch-priority (?P<ids>\S+)$")
 _PFC_PROFILE = re.compile(r"^nv set qos pfc (?P<profile>\S+) ")
 _PORT_PFC_PROFILE = re.compile(r"^nv set interface \S+ qos pfc profile (?P<profile>\S+)$")
-_ECN = re.compile(r"^nv set qos congestion-control (?P<profile>\S+) traffic-class (?P<tc>\d+) ")
+_ECN = re.compile(r"^nv set qos congestion-control (?P<profile>\S+) traffic-class (?P<ids>\S+) ")
+_STRICT = re.compile(r"^nv set qos egress-scheduler (?P<profile>\S+) traffic-class (?P<ids>\S+) mode strict$")
+_ID_RANGE = re.compile(r"(?P<first>\d+)(?:-(?P<last>\d+))?")
 
 
 class NvueCommandError(FabcheckError):
@@ -78,6 +81,7 @@ class RenderedKeys:
     dscp: dict[str, dict[int, int]] = field(default_factory=dict)  # mapping profile -> dscp -> prio
     pfc: dict[str, set[int]] = field(default_factory=dict)  # PFC profile -> priorities
     ecn: dict[str, set[int]] = field(default_factory=dict)  # congestion-control profile -> TCs
+    strict: dict[str, set[int]] = field(default_factory=dict)  # egress-scheduler profile -> TCs
     used_traffic_classes: set[int] = field(default_factory=set)
 
     @classmethod
@@ -85,16 +89,31 @@ class RenderedKeys:
         keys = cls()
         for line in lines:
             if found := _DSCP.match(line):
-                keys.dscp.setdefault(found["profile"], {})[int(found["dscp"])] = int(found["prio"])
+                for dscp in _ids(found["ids"], line):
+                    keys.dscp.setdefault(found["profile"], {})[dscp] = int(found["prio"])
             elif found := _SP_TO_TC.match(line):
                 keys.used_traffic_classes.add(int(found["tc"]))
             elif found := _PFC_PRIORITY.match(line):
-                keys.pfc.setdefault(found["profile"], set()).add(int(found["prio"]))
+                keys.pfc.setdefault(found["profile"], set()).update(_ids(found["ids"], line))
             elif found := _PFC_PROFILE.match(line) or _PORT_PFC_PROFILE.match(line):
                 keys.pfc.setdefault(found["profile"], set())
             elif found := _ECN.match(line):
-                keys.ecn.setdefault(found["profile"], set()).add(int(found["tc"]))
+                keys.ecn.setdefault(found["profile"], set()).update(_ids(found["ids"], line))
+            elif found := _STRICT.match(line):
+                keys.strict.setdefault(found["profile"], set()).update(_ids(found["ids"], line))
         return keys
+
+
+def _ids(token: str, line: str) -> set[int]:
+    """NVUE's numeric id list ("3", "0,1,2", "0-2,6") as numbers."""
+    numbers: set[int] = set()
+    for part in token.split(","):
+        found = _ID_RANGE.fullmatch(part)
+        if found is None:
+            raise NvueCommandError(f"not a list of numbers: {token!r} in rendered line {line!r}")
+        first, last = int(found["first"]), int(found["last"] or found["first"])
+        numbers.update(range(first, last + 1))
+    return numbers
 
 
 def stale_unsets(lines: Iterable[str], running: Mapping[str, Any]) -> list[str]:
@@ -102,25 +121,44 @@ def stale_unsets(lines: Iterable[str], running: Mapping[str, Any]) -> list[str]:
     keys = RenderedKeys.of(lines)
     qos = _mapping(running.get("qos"))
     unsets: list[str] = []
-    running_pfc: set[int] = set()
+    running_roce_classes = _running_strict_priorities(qos)
     for profile, wanted in sorted(keys.pfc.items()):
-        have = _int_keys(_mapping(_mapping(qos.get("pfc")).get(profile)).get("switch-priority"))
-        running_pfc |= have
+        have = _int_keys(_subtree(qos, "pfc", profile, "switch-priority"))
+        running_roce_classes |= have
         unsets += [f"nv unset qos pfc {profile} switch-priority {prio}" for prio in sorted(have - wanted)]
     for profile, wanted_dscp in sorted(keys.dscp.items()):
-        roce_classes = set(wanted_dscp.values()) | running_pfc
-        entries = _mapping(_mapping(_mapping(qos.get("mapping")).get(profile)).get("dscp"))
+        roce_classes = set(wanted_dscp.values()) | running_roce_classes
+        entries = _subtree(qos, "mapping", profile, "dscp")
         for dscp in sorted(_int_keys(entries) - set(wanted_dscp)):
-            priority = _mapping(entries.get(str(dscp), entries.get(dscp))).get("switch-priority")
-            if isinstance(priority, int) and priority in roce_classes:
+            if _mapping(entries.get(str(dscp))).get("switch-priority") in roce_classes:
                 unsets.append(f"nv unset qos mapping {profile} dscp {dscp}")
     if keys.used_traffic_classes:
         for profile, wanted_tc in sorted(keys.ecn.items()):
-            profile_tree = _mapping(_mapping(qos.get("congestion-control")).get(profile))
-            have = _int_keys(profile_tree.get("traffic-class"))
+            have = _int_keys(_subtree(qos, "congestion-control", profile, "traffic-class"))
             for tc in sorted(have - wanted_tc - keys.used_traffic_classes):
                 unsets.append(f"nv unset qos congestion-control {profile} traffic-class {tc}")
+    for profile, strict in sorted(keys.strict.items()):
+        classes = _subtree(qos, "egress-scheduler", profile, "traffic-class")
+        for tc in sorted(strict):
+            if "bw-percent" in _mapping(classes.get(str(tc))):
+                unsets.append(f"nv unset qos egress-scheduler {profile} traffic-class {tc} bw-percent")
     return unsets
+
+
+def _running_strict_priorities(qos: Mapping[str, Any]) -> set[int]:
+    """Priorities the running default-global profiles send to a strict traffic class."""
+    classes = _subtree(qos, "egress-scheduler", "default-global", "traffic-class")
+    strict = {int(tc) for tc in _int_keys(classes) if _mapping(classes.get(str(tc))).get("mode") == "strict"}
+    to_tc = _subtree(qos, "egress-queue-mapping", "default-global", "switch-priority")
+    return {
+        prio for prio in _int_keys(to_tc) if _mapping(to_tc.get(str(prio))).get("traffic-class") in strict
+    }
+
+
+def _subtree(tree: Mapping[str, Any], *path: str) -> Mapping[str, Any]:
+    for key in path:
+        tree = _mapping(tree.get(key))
+    return tree
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

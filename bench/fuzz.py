@@ -371,17 +371,31 @@ def _batches(target: str, seed: int, inputs: int) -> Iterator[tuple[str, int, in
         yield target, seed, start, min(_BATCH, inputs - start)
 
 
-def fuzz(target: str, inputs: int, seed: int, workers: int = MAX_WORKERS) -> tuple[Stats, float]:
-    """Run ``inputs`` inputs of one target; (merged stats, wall seconds)."""
+def fuzz(
+    target: str, inputs: int, seed: int, workers: int = MAX_WORKERS, progress_every: int = 0
+) -> tuple[Stats, float]:
+    """Run ``inputs`` inputs of one target; (merged stats, wall seconds).
+
+    ``progress_every`` > 0 prints a line after about that many inputs, so a run cut short still
+    leaves its figures so far.
+    """
     total = Stats(target)
     began = time.perf_counter()
+    next_report = progress_every
     if workers <= 1:
-        for batch in _batches(target, seed, inputs):
-            total.merge(run_batch(*batch))
+        results: Iterator[Stats] = (run_batch(*batch) for batch in _batches(target, seed, inputs))
+        for stats in results:
+            total.merge(stats)
     else:
         with multiprocessing.get_context("spawn").Pool(min(workers, MAX_WORKERS)) as pool:
             for stats in pool.imap_unordered(_run_batch_args, _batches(target, seed, inputs)):
                 total.merge(stats)
+                if progress_every and total.inputs >= next_report:
+                    next_report += progress_every
+                    wall = time.perf_counter() - began
+                    rate = total.inputs / wall
+                    line = f"{total.inputs:,} inputs, {rate:,.0f}/s, {len(total.problems)} problems"
+                    print(f"  progress {target}: {line}, slowest {total.slowest_s:.3f} s", flush=True)
     return total, time.perf_counter() - began
 
 
@@ -483,13 +497,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=MAX_WORKERS, help=f"1..{MAX_WORKERS} processes")
     parser.add_argument("--slow-s", type=float, default=1.0, help="an input slower than this is a finding")
     parser.add_argument("--no-save", action="store_true", help="do not write tests/data/fuzz-regressions")
+    parser.add_argument("--progress-every", type=int, default=0, help="print figures every N inputs")
     parser.add_argument("--json", action="store_true", help="also print one JSON summary line per target")
     args = parser.parse_args(argv)
     if not 1 <= args.workers <= MAX_WORKERS:
         parser.error(f"--workers must be 1..{MAX_WORKERS}")
     clean = True
     for target in args.parser or list(TARGETS):
-        stats, wall_s = fuzz(target, args.inputs, args.seed, args.workers)
+        stats, wall_s = fuzz(target, args.inputs, args.seed, args.workers, args.progress_every)
         print(report(stats, wall_s, args.slow_s), flush=True)
         if not args.no_save:
             for path in save_problems(stats, args.seed):

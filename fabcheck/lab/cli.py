@@ -123,6 +123,8 @@ def _up(args: argparse.Namespace) -> int:
     inventory_dir = _relative(paths.inventory.parent)
     print(f"  inventory:  {_relative(paths.inventory)}   (ansible all -m ping -i {inventory_dir})")
     print(f"  ssh:        ssh -F {paths.ssh_config} {state.host_nodes()[0].name}")
+    if state.slow_tools:
+        print(f"  mock tools: one interpreter per call ({state.slow_tools})")
     if state.switch_nodes():
         chosen = f"set {PASSWORD_ENV} before `up` to choose it"
         print(f"  switches:   password in {paths.switch_password} ({chosen})")
@@ -149,6 +151,9 @@ def status_document(report: LabStatus) -> dict[str, Any]:
         "profile": state.profile,
         "run_dir": state.run_dir,
         "supervisor_alive": report.supervisor_alive,
+        "complete": state.complete,
+        "rtt_ms": state.rtt_ms,
+        "slow_tools": state.slow_tools or None,
         "nodes": [
             {
                 "name": h.node.name,
@@ -177,6 +182,8 @@ def _status(args: argparse.Namespace) -> int:
         print(json.dumps(status_document(report), indent=2))
         return 0 if report.healthy else 1
     answering = sum(h.answers for h in report.nodes)
+    if not report.state.complete:
+        print("lab INCOMPLETE: its `up` did not finish; `fabcheck lab up` rebuilds it")
     print(f"lab {'up' if report.healthy else 'DEGRADED'}: profile {report.state.profile}, "
           f"{answering}/{len(report.nodes)} nodes answer, supervisor "
           f"{'alive' if report.supervisor_alive else 'DEAD'}")  # fmt: skip

@@ -213,7 +213,7 @@ def _wait_ready(paths: LabPaths, state: LabState, timeout: float) -> None:
         if pids is None and time.monotonic() - began > SUPERVISOR_START_S:
             raise LabError(f"the lab supervisor did not start: {_log_tail(paths.supervisor_log)}")
         _check_alive(paths, state, pids, pending.values())
-        answered = nodes.probe_banners(pending, timeout=0.5)
+        answered = nodes.probe_banners(pending, timeout=_probe_timeout(state, 0.5))
         pending = {target: node for target, node in pending.items() if not answered[target]}
         servers = _servers_pending(paths, state)
         if not pending and not servers:
@@ -264,10 +264,16 @@ def _check_alive(
 # ---- status ---------------------------------------------------------------------------------------
 
 
+def _probe_timeout(state: LabState, base_s: float) -> float:
+    """A banner behind the delay proxy comes 1.5 RTT late (handshake, then half a round trip)."""
+    return base_s + 2.0 * state.rtt_ms / 1000.0
+
+
 def inspect(paths: LabPaths, state: LabState) -> LabStatus:
     pids = load_pids(paths)
     supervisor_alive = pids is not None and procs.is_running(pids.supervisor.pid, pids.supervisor.start)
-    answers = nodes.probe_banners(((n.address, n.port) for n in state.nodes), timeout=1.0)
+    targets = ((n.address, n.port) for n in state.nodes)
+    answers = nodes.probe_banners(targets, timeout=_probe_timeout(state, 1.0))
     health = [
         NodeHealth(
             node=n,

@@ -66,6 +66,8 @@ def test_an_up_killed_halfway_is_finished_by_the_next_up(stage: str) -> None:
     with _lab_slot() as paths:
         _up_killed_at(paths, stage)
         leftover = load_pids(paths)
+        report = lifecycle.status(paths)
+        assert report is None or not report.state.complete  # `lab status` says INCOMPLETE
         again = lifecycle.up(paths, hosts=1, switches=1)
         assert not again.already_up, f"killed at {stage}, yet called already up"
         assert again.state.complete and lifecycle.is_complete(paths, again.state)
@@ -134,6 +136,16 @@ def test_rtt_ms_delays_every_round_trip_to_a_host() -> None:
         began = time.monotonic()
         assert _ssh(paths, "gpu01", "true", *master).returncode == 0
         assert time.monotonic() - began >= 0.020
+
+
+def test_a_long_rtt_lab_is_up_and_stays_up() -> None:
+    """Probes wait for banners that come 1.5 RTT late, so a slow link is not mistaken for a dead node."""
+    with running_lab(hosts=1, switches=0, rtt_ms=400) as (paths, state):
+        report = lifecycle.status(paths)
+        assert report is not None and report.healthy
+        assert lifecycle.up(paths, hosts=1, switches=0, rtt_ms=400).already_up
+        node = state.node("gpu01")
+        assert _banner_seconds(node.address, node.port) >= 0.6
 
 
 def test_host_tools_in_a_node_go_to_the_tool_server_and_match_the_interpreter_path() -> None:

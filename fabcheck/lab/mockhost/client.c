@@ -128,7 +128,11 @@ static int build_request(struct buffer *b, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 1 || getenv("FABCHECK_MOCK_DIRECT") || getenv("FABCHECK_MOCK_STATE") ||
+    if (argc < 1) {
+        fputs("fabcheck-mock-client: started without a program name\n", stderr);
+        return 127;
+    }
+    if (getenv("FABCHECK_MOCK_DIRECT") || getenv("FABCHECK_MOCK_STATE") ||
         getenv("FABCHECK_MOCK_SYSCLASS") || getenv("FABCHECK_MOCK_ETC"))
         run_direct(argc, argv); /* asked for, or pointed at another node's files: only the old path knows */
 

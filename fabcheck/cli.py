@@ -26,7 +26,7 @@ examples:
   fabcheck intent check -i inventory/example
   fabcheck analyze nccl-log job.log -i inventory/example
   fabcheck validate -i inventory/lab
-  fabcheck COMMAND --help     (each command's options, exit codes and an example)
+  fabcheck COMMAND --help     (the options of one command)
 """
 
 

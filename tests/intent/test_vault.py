@@ -218,3 +218,15 @@ def test_vaulted_rail_in_host_vars_is_redacted(tmp_path: Path, password: Path) -
     (problem,) = problems_of(inventory)
     assert "secret-cmd" not in problem
     assert f"host_vars/h2.yml:2: fabric_intent.rails.0 = {REDACTED}: not a usable NIC name" in problem
+
+
+def test_host_entry_names_its_vaulted_variables(tmp_path: Path, password: Path) -> None:
+    inventory = vault_inventory(tmp_path, "fabric_intent: {}\n")
+    (inventory / "host_vars").mkdir()
+    (inventory / "host_vars" / "h1.yml").write_text(
+        f"ansible_user: {vaulted('secret-user', 0)}\nansible_host: 192.0.2.1\n"
+    )
+    loaded = load_inventory(inventory)
+    assert "ansible_user" in loaded.host("h1").vaulted_variables()
+    assert "ansible_host" not in loaded.host("h1").vaulted_variables()
+    assert loaded.host("h2").vaulted_variables() == frozenset()

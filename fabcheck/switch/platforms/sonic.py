@@ -1,0 +1,462 @@
+"""Community SONiC: the rendered CONFIG_DB fragment goes in through the Generic Config Updater.
+
+`stage` reads the running CONFIG_DB, turns the difference on the keys fabcheck owns into an RFC 6902
+patch, takes `config checkpoint fabcheck-<stamp>`, writes the patch into a file in the login's home
+(quoted heredoc, read back and compared) and dry-runs it. `commit` is `config apply-patch FILE`; any
+failure there rolls back to the checkpoint. Lost connections surface as PushError, saying whether a
+commit on this connection is still unsaved (then the switch is not on its previous config).
+
+What fabcheck owns (OWNED_TABLES): entries named FABCHECK* (maps, WRED profiles, schedulers); the
+PORT_QOS_MAP, QUEUE and PFC_WD entries of the ports the inventory lists; their lossless
+(dynamic-model) BUFFER_PG entries; the `mtu` field of those ports. Everything else is left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import json
+import re
+import shlex
+import time
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from fabcheck.errors import FabcheckError
+from fabcheck.switch.connect import READ_TIMEOUT_S
+from fabcheck.switch.driver import PushError, SwitchDriver, register
+from fabcheck.switch.render import RenderedConfig
+
+ConfigDb = dict[str, dict[str, dict[str, str]]]
+Patch = list[dict[str, Any]]
+
+OWNER_PREFIX = "FABCHECK"
+CHECKPOINT_PREFIX = "fabcheck-"
+PATCH_FILE = "fabcheck-patch.json"  # relative: the login's home, where the shell starts
+HEREDOC_END = "FABCHECK_PATCH_END"
+MAX_PATCH_LINE = 512  # longer ops are written one field a line (a tty line holds 4095 bytes)
+DYNAMIC_BUFFER_PROFILE = "NULL"  # BUFFER_PG profile of a lossless PG in the dynamic buffer model
+POLL_S = 0.01
+
+
+class Scope(enum.Enum):
+    NAMED = "entries named FABCHECK*"
+    PORT = "entries of the managed ports"
+    PORT_FIELDS = "entries of the managed ports: removed when not rendered, else only the rendered fields"
+    LOSSLESS_PG = "lossless priority groups of the managed ports"
+    FIELDS = "only the rendered fields"
+
+
+# Table -> which of its keys a rendered fragment owns; also the order of the patch (definitions first).
+OWNED_TABLES: Mapping[str, Scope] = {
+    "DSCP_TO_TC_MAP": Scope.NAMED,
+    "DOT1P_TO_TC_MAP": Scope.NAMED,
+    "TC_TO_QUEUE_MAP": Scope.NAMED,
+    "TC_TO_PRIORITY_GROUP_MAP": Scope.NAMED,
+    "MAP_PFC_PRIORITY_TO_QUEUE": Scope.NAMED,
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": Scope.NAMED,
+    "WRED_PROFILE": Scope.NAMED,
+    "SCHEDULER": Scope.NAMED,
+    "PORT_QOS_MAP": Scope.PORT,
+    "QUEUE": Scope.PORT,
+    "BUFFER_PG": Scope.LOSSLESS_PG,
+    "PFC_WD": Scope.PORT_FIELDS,  # pfc_stat_history is not ours
+    "PORT": Scope.FIELDS,
+}
+ERROR_LINE = re.compile(r"^(Error: |Failed to |Usage: |-bash: |sudo: )|command not found", re.MULTILINE)
+
+
+class SonicError(FabcheckError):
+    """The switch refused or mis-answered a command; names the switch and the command."""
+
+
+class ConnectionLost(Exception):
+    """The SSH channel closed under a command."""
+
+
+# -- the rendered fragment -------------------------------------------------------------------------
+
+
+def parse_fragment(config: RenderedConfig) -> ConfigDb:
+    """The rendered text as CONFIG_DB tables of string fields, or SonicError naming the line."""
+    where = f"{config.switch}: rendered sonic config"
+    try:
+        data = json.loads(config.text)
+    except json.JSONDecodeError as err:
+        raise SonicError(f"{where}: line {err.lineno}: not JSON: {err.msg}") from None
+    if not isinstance(data, dict):
+        raise SonicError(f"{where}: a JSON object of CONFIG_DB tables is expected")
+    for table, entries in data.items():
+        if table not in OWNED_TABLES:
+            raise SonicError(f"{where}: table {table!r} is not one fabcheck owns ({', '.join(OWNED_TABLES)})")
+        if not isinstance(entries, dict) or not entries:
+            raise SonicError(f"{where}: table {table} must be a non-empty object of entries")
+        for key, fields in entries.items():
+            if not isinstance(fields, dict) or not fields:
+                raise SonicError(f"{where}: {table}|{key} must be a non-empty object of fields")
+            bad = [f for f, v in fields.items() if not isinstance(v, str)]
+            if bad:
+                raise SonicError(f"{where}: {table}|{key}: field {bad[0]!r} must be a string")
+    return data
+
+
+def managed_ports(fragment: ConfigDb) -> set[str]:
+    return set(fragment.get("PORT", {}))
+
+
+# -- the patch (pure) ------------------------------------------------------------------------------
+
+
+def pointer(*parts: str) -> str:
+    """RFC 6901 JSON pointer: '~' and '/' inside a key are escaped."""
+    return "".join("/" + part.replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def _priority_groups(key: str) -> set[int]:
+    """'Ethernet0|3-4' -> {3, 4}; an unreadable range owns nothing."""
+    _, _, groups = key.partition("|")
+    first, _, last = groups.partition("-")
+    if not first.isdigit() or not (last or first).isdigit():
+        return set()
+    return set(range(int(first), int(last or first) + 1))
+
+
+def _owns(
+    scope: Scope, key: str, fields: Mapping[str, str], ports: set[str], wanted: Mapping[str, Any]
+) -> bool:
+    port = key.partition("|")[0]
+    if scope is Scope.NAMED:
+        return key.startswith(OWNER_PREFIX)
+    if scope in (Scope.PORT, Scope.PORT_FIELDS):
+        return port in ports
+    if scope is Scope.LOSSLESS_PG:
+        if port not in ports:
+            return False
+        overlap = any(
+            w.partition("|")[0] == port and _priority_groups(w) & _priority_groups(key) for w in wanted
+        )
+        return fields.get("profile") == DYNAMIC_BUFFER_PROFILE or overlap
+    return False  # FIELDS: no whole entry is ours
+
+
+def _field_ops(
+    table: str, key: str, have: Mapping[str, str], want: Mapping[str, str], *, drop_extra: bool
+) -> Patch:
+    ops: Patch = []
+    for field, value in want.items():
+        path = pointer(table, key, field)
+        if field not in have:
+            ops.append({"op": "add", "path": path, "value": value})
+        elif have[field] != value:
+            ops.append({"op": "replace", "path": path, "value": value})
+    if drop_extra:
+        ops += [{"op": "remove", "path": pointer(table, key, f)} for f in have if f not in want]
+    return ops
+
+
+def _table_ops(
+    table: str, scope: Scope, have: Mapping[str, Any], want: Mapping[str, Any], ports: set[str]
+) -> Patch:
+    if scope is Scope.FIELDS:
+        ops: Patch = []
+        for key, fields in want.items():
+            ops += _field_ops(table, key, have[key], fields, drop_extra=False)
+        return ops
+    if not have:
+        return [{"op": "add", "path": pointer(table), "value": dict(want)}] if want else []
+    stale = [
+        key for key, fields in have.items() if key not in want and _owns(scope, key, fields, ports, want)
+    ]
+    if not want and len(stale) == len(have):
+        return [{"op": "remove", "path": pointer(table)}]  # CONFIG_DB holds no empty tables
+    ops = [{"op": "remove", "path": pointer(table, key)} for key in sorted(stale, key=_key_order)]
+    for key, fields in want.items():
+        if key in have:
+            ops += _field_ops(table, key, have[key], fields, drop_extra=scope is not Scope.PORT_FIELDS)
+        else:
+            ops.append({"op": "add", "path": pointer(table, key), "value": dict(fields)})
+    return ops
+
+
+def compute_patch(running: Mapping[str, Any], fragment: ConfigDb) -> Patch:
+    """Pure: the RFC 6902 patch that takes the owned part of `running` to `fragment`; [] = in sync."""
+    ports = managed_ports(fragment)
+    missing = sorted(ports - set(running.get("PORT", {})), key=_key_order)
+    if missing:
+        have = ", ".join(sorted(running.get("PORT", {}), key=_key_order)) or "none"
+        raise SonicError(f"the switch has no port {', '.join(missing)} (its ports: {have})")
+    patch: Patch = []
+    for table, scope in OWNED_TABLES.items():
+        patch += _table_ops(table, scope, running.get(table, {}), fragment.get(table, {}), ports)
+    return patch
+
+
+def _key_order(key: str) -> tuple[int, str]:
+    """Ethernet4|3 before Ethernet12|0, as SONiC lists ports."""
+    port, _, rest = key.partition("|")
+    digits = "".join(c for c in port if c.isdigit())
+    return (int(digits) if digits else -1, f"{port}|{rest}")
+
+
+def _lookup(running: Mapping[str, Any], path: str) -> Any:
+    node: Any = running
+    for part in path[1:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def describe_patch(patch: Patch, running: Mapping[str, Any]) -> str:
+    """One line per operation, in GCU's terms, with the value it replaces or removes."""
+
+    def show(value: Any) -> str:
+        return json.dumps(value, sort_keys=True)
+
+    lines = []
+    for op in patch:
+        before = _lookup(running, op["path"])
+        if op["op"] == "add":
+            lines.append(f"add {op['path']}: {show(op['value'])}")
+        elif op["op"] == "replace":
+            lines.append(f"replace {op['path']}: {show(before)} -> {show(op['value'])}")
+        else:
+            lines.append(f"remove {op['path']}: {show(before)}")
+    return "\n".join(lines)
+
+
+def patch_lines(patch: Patch) -> list[str]:
+    """The patch as short JSON lines (one op a line; long ops one field a line)."""
+    lines = ["["]
+    for index, op in enumerate(patch):
+        comma = "," if index < len(patch) - 1 else ""
+        text = json.dumps(op)
+        body = [text] if len(text) <= MAX_PATCH_LINE else json.dumps(op, indent=1).splitlines()
+        body[-1] += comma
+        lines += [" " + line for line in body]
+    lines.append("]")
+    return lines
+
+
+def managed_state(running: Mapping[str, Any]) -> dict[str, Any]:
+    """The tables fabcheck writes, as CONFIG_DB holds them (PORT: only its mtu field)."""
+    state = {t: running[t] for t in OWNED_TABLES if t != "PORT" and t in running}
+    ports = running.get("PORT", {})
+    state["PORT"] = {p: {"mtu": f["mtu"]} for p, f in ports.items() if "mtu" in f}
+    return state
+
+
+def checkpoint_name() -> str:
+    return CHECKPOINT_PREFIX + datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+# -- the driver (I/O) ------------------------------------------------------------------------------
+
+
+def _lost_errors() -> tuple[type[BaseException], ...]:
+    from netmiko.exceptions import NetmikoBaseException
+    from paramiko.ssh_exception import SSHException
+
+    return (ConnectionLost, OSError, EOFError, SSHException, NetmikoBaseException)
+
+
+@register
+class SonicDriver(SwitchDriver):
+    platform = "sonic"
+    device_type = "linux"
+
+    def __init__(self, connection: Any) -> None:
+        super().__init__(connection)
+        self.transcript: list[str] = []  # every line sent, for logs and the tests' line counts
+        self.commands_sent = 0
+        self._checkpoint: str | None = None
+        self._patch_written = False
+        self._unsaved_commit = False
+        prompt = str(getattr(connection, "base_prompt", "") or "")
+        self.name = prompt.partition("@")[2].partition(":")[0] or str(getattr(connection, "host", "switch"))
+        self._prompt = re.compile(re.escape(prompt) + r"[$#]\s*$") if prompt else re.compile(r"[$#]\s*$")
+
+    # -- the SwitchDriver interface ---------------------------------------------------------------
+    def running(self) -> str:
+        with self._session("reading the running config"):
+            return json.dumps(managed_state(self._config_db()), indent=4, sort_keys=True)
+
+    def stage(self, config: RenderedConfig) -> str:
+        fragment = parse_fragment(config)
+        with self._session("staging"):
+            self._delete_stale_checkpoints()
+            running = self._config_db()
+            self._check_buffer_model(running, fragment)
+            try:
+                patch = compute_patch(running, fragment)
+            except SonicError as err:
+                raise SonicError(f"{self.name}: {err}") from None
+            if not patch:
+                return ""
+            self._take_checkpoint()
+            self._write_patch(patch)
+            self._expect(
+                f"sudo config apply-patch --dry-run {shlex.quote(PATCH_FILE)}", "Patch applied successfully."
+            )
+            return describe_patch(patch, running)
+
+    def commit(self) -> None:
+        if not self._patch_written or self._checkpoint is None:
+            raise SonicError(f"{self.name}: nothing staged to commit")
+        with self._session("commit (config apply-patch)", applying=True):
+            output = self._run(f"sudo config apply-patch {shlex.quote(PATCH_FILE)}")
+            if "Patch applied successfully." in output and not ERROR_LINE.search(output):
+                self._unsaved_commit = True
+                return
+            reason = _first_error(output)
+            undo = self._run(f"sudo config rollback {shlex.quote(self._checkpoint)}")
+            if "Config rolled back successfully." not in undo:
+                self._unsaved_commit = True  # the switch may hold part of the patch
+                raise PushError(
+                    f"{self.name}: config apply-patch failed ({reason}) and rollback to checkpoint "
+                    f"{self._checkpoint} failed too ({_first_error(undo)}): the switch may be half-applied",
+                    rolled_back=False,
+                )
+            raise SonicError(f"{self.name}: config apply-patch failed: {reason}")
+
+    def discard(self) -> None:
+        with self._session("discarding the staged patch"):
+            if self._patch_written:
+                self._expect_silent(f"rm -f {shlex.quote(PATCH_FILE)}")
+                self._patch_written = False
+            if self._checkpoint is not None:
+                self._delete_checkpoint(self._checkpoint)
+                self._checkpoint = None
+
+    def save(self) -> None:
+        with self._session("saving (config save)"):
+            self._expect("sudo config save -y", "Running command:")
+            self._unsaved_commit = False
+
+    # -- steps ------------------------------------------------------------------------------------
+    def _config_db(self) -> dict[str, Any]:
+        output = self._run("show runningconfiguration all")
+        try:
+            data = json.loads(output)
+        except json.JSONDecodeError:
+            raise SonicError(
+                f"{self.name}: `show runningconfiguration all` did not print CONFIG_DB JSON: "
+                f"{_first_error(output)}"
+            ) from None
+        if not isinstance(data, dict):
+            raise SonicError(f"{self.name}: `show runningconfiguration all` printed no JSON object")
+        return data
+
+    def _check_buffer_model(self, running: Mapping[str, Any], fragment: ConfigDb) -> None:
+        model = running.get("DEVICE_METADATA", {}).get("localhost", {}).get("buffer_model", "traditional")
+        if "BUFFER_PG" in fragment and model != "dynamic":
+            raise SonicError(
+                f"{self.name}: DEVICE_METADATA|localhost buffer_model is {model!r}: fabcheck sizes lossless "
+                "priority groups with the dynamic buffer model (profile NULL); switch the model to dynamic"
+            )
+
+    def _delete_stale_checkpoints(self) -> None:
+        """Checkpoints of pushes that lost their connection; the new patch converges anyway."""
+        output = self._run("sudo config list-checkpoints")
+        try:
+            names = json.loads(output)
+        except json.JSONDecodeError:
+            raise SonicError(f"{self.name}: config list-checkpoints: {_first_error(output)}") from None
+        for name in names if isinstance(names, list) else []:
+            if isinstance(name, str) and name.startswith(CHECKPOINT_PREFIX):
+                self._delete_checkpoint(name)
+        self._checkpoint = None
+
+    def _take_checkpoint(self) -> None:
+        name = checkpoint_name()
+        self._expect(f"sudo config checkpoint {shlex.quote(name)}", "Checkpoint created successfully.")
+        self._checkpoint = name
+
+    def _delete_checkpoint(self, name: str) -> None:
+        self._expect(f"sudo config delete-checkpoint {shlex.quote(name)}", "Checkpoint deleted successfully.")
+
+    def _write_patch(self, patch: Patch) -> None:
+        body = patch_lines(patch)
+        assert HEREDOC_END not in body  # JSON lines start with a bracket or a space
+        self._patch_written = True  # from the first line on, a half-written file may exist
+        self._run("\n".join([f"cat > {shlex.quote(PATCH_FILE)} <<'{HEREDOC_END}'", *body, HEREDOC_END]))
+        written = self._run(f"cat {shlex.quote(PATCH_FILE)}")
+        try:
+            intact = json.loads(written) == patch
+        except json.JSONDecodeError:
+            intact = False
+        if not intact:
+            raise SonicError(f"{self.name}: the patch file {PATCH_FILE} does not read back as written")
+
+    # -- the shell --------------------------------------------------------------------------------
+    def _expect(self, command: str, success: str) -> str:
+        output = self._run(command)
+        if success not in output or ERROR_LINE.search(output):
+            raise SonicError(f"{self.name}: `{command}` failed: {_first_error(output)}")
+        return output
+
+    def _expect_silent(self, command: str) -> None:
+        output = self._run(command)
+        if output.strip():
+            raise SonicError(f"{self.name}: `{command}` failed: {_first_error(output)}")
+
+    def _run(self, command: str) -> str:
+        """Send one command (several lines for a heredoc); its output up to the next prompt."""
+        conn = self.connection
+        lines = command.split("\n")
+        self.transcript += lines
+        self.commands_sent += 1
+        conn.write_channel(command + "\n")
+        timeout = float(getattr(conn, "read_timeout_override", None) or READ_TIMEOUT_S)
+        deadline = time.monotonic() + timeout
+        buffer = ""
+        while not self._prompt.search(buffer):
+            chunk = conn.read_channel()
+            buffer += chunk
+            if chunk:
+                if re.search(r"\[sudo\] password for [^:]*:\s*$", buffer):
+                    conn.write_channel("\x03")
+                    raise SonicError(
+                        f"{self.name}: sudo asks for a password; fabcheck needs passwordless sudo"
+                    )
+                continue
+            channel = getattr(conn, "remote_conn", None)
+            if channel is None or channel.closed or channel.eof_received:
+                raise ConnectionLost(f"channel closed after `{lines[0]}`")
+            if time.monotonic() > deadline:
+                raise SonicError(f"{self.name}: no prompt within {timeout:g} s after `{lines[0]}`")
+            time.sleep(POLL_S)
+        text = buffer.replace("\r", "")
+        text = text[: self._prompt.search(text).start()]  # type: ignore[union-attr]
+        # The shell echoes what was typed: one line per line sent, before the output.
+        return text.split("\n", len(lines))[-1] if text.count("\n") >= len(lines) else ""
+
+    @contextlib.contextmanager
+    def _session(self, step: str, *, applying: bool = False) -> Iterator[None]:
+        """Lost connections become PushError saying what the switch runs now."""
+        try:
+            yield
+        except (SonicError, PushError):
+            raise
+        except _lost_errors() as err:
+            if self._unsaved_commit:
+                state = "a commit on this connection is not saved: the switch runs the new config"
+            elif applying:
+                state = (
+                    "`config apply-patch` was being sent or running: the switch holds the previous config "
+                    "or the new one; the next push converges from either"
+                )
+            else:
+                state = "nothing was committed on this connection: the switch runs its previous config"
+            raise PushError(
+                f"{self.name}: connection lost while {step} ({type(err).__name__}: {err}); {state}",
+                rolled_back=not (self._unsaved_commit or applying),
+            ) from err
+
+
+def _first_error(output: str) -> str:
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ERROR_LINE.search(ln)]
+    return (errors or lines or ["no output"])[0][:300]

@@ -8,6 +8,7 @@ counts as vaulted too. Keys are paths of strings (`("rails", "0")`), as in the J
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -21,20 +22,22 @@ _TEMPLATE = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}", re.DOTALL)
 
 def is_vaulted(value: Any) -> bool:
     """Whether this one value is (or was decrypted from) a vault-encrypted string."""
-    try:  # ansible-core >= 2.19
+    types, tag = _vault_marks()
+    return isinstance(value, types) or (tag is not None and tag.is_tagged_on(value))
+
+
+@functools.cache
+def _vault_marks() -> tuple[tuple[type, ...], Any]:
+    """The types and the tag ansible marks vaulted values with, looked up once (this is a hot path)."""
+    try:  # ansible-core >= 2.19: EncryptedString until decrypted, then the VaultedValue tag
         from ansible._internal._datatag._tags import VaultedValue
         from ansible.parsing.vault import EncryptedString
 
-        if isinstance(value, EncryptedString) or VaultedValue.is_tagged_on(value):
-            return True
-    except ImportError:
-        pass
-    try:  # ansible-core < 2.19
+        return (EncryptedString,), VaultedValue
+    except ImportError:  # ansible-core < 2.19
         from ansible.parsing.yaml.objects import AnsibleVaultEncryptedUnicode
 
-        return isinstance(value, AnsibleVaultEncryptedUnicode)
-    except ImportError:
-        return False
+        return (AnsibleVaultEncryptedUnicode,), None
 
 
 def contains_vaulted(value: Any) -> bool:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from fabcheck.analyze import ANALYZERS, Analysis, Options, analyze
 from fabcheck.errors import ParseError, UsageError
@@ -132,20 +134,32 @@ def _intent(args: argparse.Namespace) -> FabricIntent:
 
 def _lines(name: str) -> Iterator[str]:
     if name == "-":
-        while piece := sys.stdin.read(READ_CHUNK_CHARS):
-            yield piece
+        raw = getattr(sys.stdin, "buffer", None)
+        # Undecodable bytes become U+FFFD, as for files, whatever the locale's stdin error mode is.
+        if raw is None:  # a replaced sys.stdin (tests, embedding) is already text
+            yield from _pieces(sys.stdin, name)
+            return
+        stream = io.TextIOWrapper(raw, "utf-8", errors="replace", newline="")
+        try:
+            yield from _pieces(stream, name)
+        finally:
+            stream.detach()  # closing the wrapper would close the process's stdin
         return
     path = Path(name)
     if path.is_dir():
         raise IsADirectoryError(name)  # reported in file order with the others
-    # Logs are streamed in 1 MiB pieces so a multi-GB NCCL log never sits in memory.
     with path.open(encoding="utf-8", errors="replace", newline="") as handle:
-        first = True
-        while piece := handle.read(READ_CHUNK_CHARS):
-            if first and _looks_binary(piece[:BINARY_SNIFF_CHARS]):
-                raise BinaryInputError(name)
-            first = False
-            yield piece
+        yield from _pieces(handle, name)
+
+
+def _pieces(handle: TextIO, name: str) -> Iterator[str]:
+    """Logs are streamed in 1 MiB pieces so a multi-GB NCCL log never sits in memory."""
+    first = True
+    while piece := handle.read(READ_CHUNK_CHARS):
+        if first and _looks_binary(piece[:BINARY_SNIFF_CHARS]):
+            raise BinaryInputError(name)
+        first = False
+        yield piece
 
 
 def _looks_binary(head: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -244,3 +245,27 @@ def test_host_without_inventory_is_a_usage_error(capsys: pytest.CaptureFixture[s
     code, _, err = run(capsys, "analyze", "topo", str(GOOD_SAMPLE["topo"]), "--host", "gpu01")
     assert code == 2
     one_error_line(err, "--host needs an inventory")
+
+
+@pytest.mark.parametrize(("stdin", "expected"), [(b"\xff\xfe\x00garbage" * 500, "binary data, not text")])
+def test_binary_standard_input_is_one_line_even_with_strict_decoding(stdin: bytes, expected: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "fabcheck.cli", "analyze", "topo", "-"],
+        input=stdin,
+        capture_output=True,
+        cwd=REPO,
+        timeout=300,
+        env={"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8:strict"},
+    )
+    assert result.returncode == 2
+    assert result.stderr.decode().strip().splitlines() == [
+        f"fabcheck: -: {expected}; expected the output of `nvidia-smi topo -m`"
+    ]
+
+
+def test_text_standard_input_is_analyzed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(GOOD_SAMPLE["nccl-log"].read_text()))
+    code, out, _ = run(capsys, "analyze", "nccl-log", "-")
+    assert code == 0 and out.startswith("PASS  - (nccl-log)")

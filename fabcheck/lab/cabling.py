@@ -1,0 +1,40 @@
+"""The lab's cabling map: which switch port each rail NIC of each lab host plugs into.
+
+Rails are spread round-robin over the switches, host after host, so every switch carries NICs of
+every host once the lab has at least as many hosts as switches, and no port is cabled twice. The map
+goes into the generated inventory as each host's `fabric_links`, exactly as a user writes it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+
+def ports_needed(nic_count: int, switch_count: int, minimum: int) -> int:
+    """Front-panel ports each switch needs so that every rail NIC gets one."""
+    if switch_count == 0:
+        return 0
+    return max(minimum, math.ceil(nic_count / switch_count))
+
+
+def plan_links(
+    host_rails: Mapping[str, Sequence[str]], switch_ports: Mapping[str, Sequence[str]]
+) -> dict[str, dict[str, str]]:
+    """host -> {NIC: 'switch:port'}; raises ValueError when the switches have too few ports."""
+    switches = list(switch_ports)
+    if not switches:
+        return {}
+    next_port = dict.fromkeys(switches, 0)
+    links: dict[str, dict[str, str]] = {}
+    index = 0
+    for host, nics in host_rails.items():
+        for nic in sorted(set(nics)):
+            switch = switches[index % len(switches)]
+            index += 1
+            ports = switch_ports[switch]
+            if next_port[switch] >= len(ports):
+                raise ValueError(f"switch {switch} has {len(ports)} ports, too few for the lab's rail NICs")
+            links.setdefault(host, {})[nic] = f"{switch}:{ports[next_port[switch]]}"
+            next_port[switch] += 1
+    return links

@@ -3,8 +3,10 @@
 `stage` reads the running CONFIG_DB, turns the difference on the keys fabcheck owns into an RFC 6902
 patch, takes `config checkpoint fabcheck-<stamp>`, writes the patch into a file in the login's home
 (quoted heredoc, read back and compared) and dry-runs it. `commit` is `config apply-patch FILE`; any
-failure there rolls back to the checkpoint. Lost connections surface as PushError, saying whether a
-commit on this connection is still unsaved (then the switch is not on its previous config).
+failure there rolls back to the checkpoint. When running already matches but the saved startup
+config does not (a save that was cut off), the diff says so and `commit` is `config save -y`.
+Lost connections surface as PushError, saying whether a commit on this connection is still unsaved
+(then the switch is not on its previous config).
 
 What fabcheck owns (OWNED_TABLES): entries named FABCHECK* (maps, WRED profiles, schedulers); the
 PORT_QOS_MAP, QUEUE and PFC_WD entries of the ports the inventory lists; their lossless
@@ -35,6 +37,7 @@ OWNER_PREFIX = "FABCHECK"
 CHECKPOINT_PREFIX = "fabcheck-"
 PATCH_FILE = "fabcheck-patch.json"  # relative: the login's home, where the shell starts
 HEREDOC_END = "FABCHECK_PATCH_END"
+STARTUP_CONFIG = "/etc/sonic/config_db.json"  # what `config save` writes and a reboot loads
 MAX_PATCH_LINE = 512  # longer ops are written one field a line (a tty line holds 4095 bytes)
 DYNAMIC_BUFFER_PROFILE = "NULL"  # BUFFER_PG profile of a lossless PG in the dynamic buffer model
 POLL_S = 0.01
@@ -274,6 +277,7 @@ class SonicDriver(SwitchDriver):
         self._checkpoint: str | None = None
         self._patch_written = False
         self._unsaved_commit = False
+        self._save_only = False
         prompt = str(getattr(connection, "base_prompt", "") or "")
         self.name = prompt.partition("@")[2].partition(":")[0] or str(getattr(connection, "host", "switch"))
         self._prompt = re.compile(re.escape(prompt) + r"[$#]\s*$") if prompt else re.compile(r"[$#]\s*$")
@@ -294,7 +298,8 @@ class SonicDriver(SwitchDriver):
             except SonicError as err:
                 raise SonicError(f"{self.name}: {err}") from None
             if not patch:
-                return ""
+                # Right after our own commit (push's verify step) startup is saved next, by push.
+                return "" if self._unsaved_commit else self._unsaved_difference(fragment)
             self._take_checkpoint()
             self._write_patch(patch)
             self._expect(
@@ -303,6 +308,9 @@ class SonicDriver(SwitchDriver):
             return describe_patch(patch, running)
 
     def commit(self) -> None:
+        if self._save_only:
+            self.save()  # running already matches; only startup lagged behind
+            return
         if not self._patch_written or self._checkpoint is None:
             raise SonicError(f"{self.name}: nothing staged to commit")
         with self._session("commit (config apply-patch)", applying=True):
@@ -349,6 +357,28 @@ class SonicDriver(SwitchDriver):
             raise SonicError(f"{self.name}: `show runningconfiguration all` printed no JSON object")
         return data
 
+    def _unsaved_difference(self, fragment: ConfigDb) -> str:
+        """'' when startup holds the fragment too; else a diff line, and commit becomes `config save`.
+
+        A push whose save was cut (connection lost after the apply) leaves running right and startup
+        stale; without this the next push would see nothing to do and never save.
+        """
+        output = self._run(f"cat {shlex.quote(STARTUP_CONFIG)}")
+        try:
+            startup = json.loads(output)
+        except json.JSONDecodeError:
+            raise SonicError(
+                f"{self.name}: {STARTUP_CONFIG} is not CONFIG_DB JSON: {_first_error(output)}"
+            ) from None
+        try:
+            behind = compute_patch(startup if isinstance(startup, dict) else {}, fragment)
+        except SonicError:
+            behind = [{"op": "add", "path": "/PORT"}]  # startup lacks a port the running config has
+        if not behind:
+            return ""
+        self._save_only = True
+        return f"save: {STARTUP_CONFIG} lags the running config by {len(behind)} change(s) (config save -y)"
+
     def _check_buffer_model(self, running: Mapping[str, Any], fragment: ConfigDb) -> None:
         model = running.get("DEVICE_METADATA", {}).get("localhost", {}).get("buffer_model", "traditional")
         if "BUFFER_PG" in fragment and model != "dynamic":
@@ -359,6 +389,7 @@ class SonicDriver(SwitchDriver):
 
     def _delete_stale_checkpoints(self) -> None:
         """Checkpoints of pushes that lost their connection; the new patch converges anyway."""
+        self._save_only = False
         output = self._run("sudo config list-checkpoints")
         try:
             names = json.loads(output)

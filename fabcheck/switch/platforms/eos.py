@@ -19,7 +19,7 @@ import re
 import secrets
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fabcheck.switch.connect import READ_TIMEOUT_S
@@ -80,24 +80,30 @@ class ConfigNode:
 
 def parse_config(text: str) -> tuple[ConfigNode, ...]:
     """EOS config text (rendered or `show running-config`) -> its tree; comments and `end` dropped."""
-    root: list[Any] = [-1, "", []]
-    stack = [root]
+    root = _Draft(-1, "")
+    open_blocks = [root]  # the chain of blocks the next line may belong to, outermost first
     for raw in text.splitlines():
         line = raw.rstrip()
         body = line.lstrip(" ")
         if not body or body.startswith("!") or (body == "end" and body == line):
             continue
         depth = len(line) - len(body)
-        while stack[-1][0] >= depth:
-            stack.pop()
-        node: list[Any] = [depth, body, []]
-        stack[-1][2].append(node)
-        stack.append(node)
-    return tuple(_freeze(child) for child in root[2])
+        while open_blocks[-1].depth >= depth:
+            open_blocks.pop()
+        draft = _Draft(depth, body)
+        open_blocks[-1].children.append(draft)
+        open_blocks.append(draft)
+    return root.freeze().children
 
 
-def _freeze(node: list[Any]) -> ConfigNode:
-    return ConfigNode(node[1], tuple(_freeze(child) for child in node[2]))
+@dataclass
+class _Draft:
+    depth: int
+    line: str
+    children: list[_Draft] = field(default_factory=list)
+
+    def freeze(self) -> ConfigNode:
+        return ConfigNode(self.line, tuple(child.freeze() for child in self.children))
 
 
 def format_config(nodes: Iterable[ConfigNode], depth: int = 0) -> str:

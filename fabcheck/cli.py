@@ -40,12 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fabcheck {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Imported here so that `fabcheck --version` stays fast and one broken area cannot hide the others.
-    from fabcheck import analyze_cli, intent_cli, validate_cli
+    from fabcheck import analyze_cli, intent_cli, render_cli, validate_cli
     from fabcheck.lab import cli as lab_cli
 
     intent_cli.register(sub)
     analyze_cli.register(sub)
     validate_cli.register(sub)
+    render_cli.register(sub)
     lab_cli.register(sub)
     return parser
 

@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 from fabcheck.errors import IntentError
-from fabcheck.intent.loader import Inventory, load_inventory
+from fabcheck.intent.fabric import Fabric, inventory_nodes, read_fabric
+from fabcheck.intent.loader import Inventory, _where, load_inventory
 
 GPU_HOSTS = "gpu_hosts"
 SUBNET_MANAGERS = "subnet_managers"
@@ -64,15 +65,27 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_check(args: argparse.Namespace) -> int:
     try:
         inventory = load_inventory(args.inventory)
+        fabric = read_fabric(inventory_nodes(inventory.hosts), _where)
     except IntentError as err:
         print(f"{args.inventory}: fabric intent is INVALID", file=sys.stderr)
         for problem in err.problems:
             print(f"  - {problem}", file=sys.stderr)
         return 2
     print(f"{args.inventory}: fabric intent is valid")
-    for line in summary(inventory):
+    for line in [*summary(inventory), *fabric_summary(fabric)]:
         print(f"  {line}")
     return 0
+
+
+def fabric_summary(fabric: Fabric) -> list[str]:
+    """Switches by platform and the cabling map's size (what the switch play and the gate will use)."""
+    if not fabric.switches and not fabric.links:
+        return []
+    platforms: dict[str, int] = {}
+    for switch in fabric.switches:
+        platforms[switch.platform] = platforms.get(switch.platform, 0) + 1
+    kinds = ", ".join(f"{count} {platform}" for platform, count in sorted(platforms.items())) or "none"
+    return [f"switches: {kinds}; cabling map: {len(fabric.links)} link(s) (fabric_links)"]
 
 
 def summary(inventory: Inventory) -> list[str]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabcheck.errors import IntentError
+from fabcheck.intent.model import NIC_NAME_PATTERN, is_safe_nic_name
 
 GPU_HOSTS = "gpu_hosts"
 LINKS_VAR = "fabric_links"
@@ -289,6 +290,12 @@ def _links(
     links = []
     for nic, end in raw.items():
         var = f"{LINKS_VAR}.{nic}"
+        if not isinstance(nic, str) or not is_safe_nic_name(nic):
+            problems.append(
+                f"{where(nic)}{node.name}: {var}: {_shown(nic)} is not a usable NIC name "
+                f"(allowed {NIC_NAME_PATTERN})"
+            )
+            continue
         switch_name, sep, port = str(end).rpartition(":")
         if not sep or not switch_name or not port:
             problems.append(f"{where(end)}{node.name}: {var} = {_shown(end)}: expected 'switch:port'")

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from fabcheck.lab.cabling import plan_links
 from fabcheck.lab.mockhost.profiles import rails_for
 from fabcheck.lab.mockswitch.spec import SWITCH_PLATFORMS
 from fabcheck.lab.state import LabPaths, LabState, NodeRecord, write_atomic
@@ -39,7 +40,9 @@ def ssh_common_args(paths: LabPaths) -> str:
     return " ".join(f"-o {option}" for option in options)
 
 
-def _host_groups(paths: LabPaths, hosts: Iterable[NodeRecord]) -> dict[str, Any]:
+def _host_groups(
+    paths: LabPaths, hosts: Iterable[NodeRecord], links: dict[str, dict[str, str]]
+) -> dict[str, Any]:
     connection = {
         "ansible_user": "root",
         "ansible_ssh_private_key_file": str(paths.client_key),
@@ -55,6 +58,8 @@ def _host_groups(paths: LabPaths, hosts: Iterable[NodeRecord]) -> dict[str, Any]
                 "lab_profile": n.profile,
                 # Each profile has its own NICs; the fabric-wide intent stays in group_vars.
                 **({"fabric_rails": rails_for(n.profile)} if rails_for(n.profile) else {}),
+                # The cabling map: which lab switch port each rail NIC plugs into.
+                **({"fabric_links": links[n.name]} if n.name in links else {}),
             }
             for n in hosts
             if n.group == group
@@ -89,7 +94,12 @@ def _switch_groups(paths: LabPaths, switches: Iterable[NodeRecord]) -> dict[str,
 
 
 def inventory_document(paths: LabPaths, state: LabState) -> dict[str, Any]:
-    children = _host_groups(paths, state.host_nodes())
+    gpu_hosts = [n for n in state.host_nodes() if n.group == "gpu_hosts"]
+    links = plan_links(
+        {n.name: list(rails_for(n.profile).values()) for n in gpu_hosts},
+        {n.name: n.ports for n in state.switch_nodes()},
+    )
+    children = _host_groups(paths, state.host_nodes(), links)
     children.update(_switch_groups(paths, state.switch_nodes()))
     # inventory/lab/group_vars picks the RoCE or the InfiniBand intent from this variable.
     return {

@@ -11,8 +11,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from fabcheck.lab import nodeinit
+from fabcheck.lab.cabling import ports_needed
 from fabcheck.lab.delay import BEHIND_PROXY_PORT
 from fabcheck.lab.keys import KeyPair, write_private, write_secret
+from fabcheck.lab.mockhost.profiles import rails_for
 from fabcheck.lab.state import (
     HOST_PORT,
     MAX_HOST_NODES,
@@ -80,6 +82,14 @@ def plan_nodes(profile: str, hosts: int, switches: int) -> list[NodeRecord]:
         NodeRecord(name, "host", prof, group, i, host_address(i), HOST_PORT)
         for i, (name, prof, group) in enumerate(zip(host_names, host_profiles, groups, strict=True))
     ]
+    # Every rail NIC gets its own switch port (the cabling map in the inventory), so large labs get
+    # switches with more front-panel ports.
+    rail_nics = sum(
+        len(set(rails_for(prof).values()))
+        for prof, group in zip(host_profiles, groups, strict=True)
+        if group == "gpu_hosts"
+    )
+    port_count = ports_needed(rail_nics, switches, SWITCH_PORT_COUNT)
     for j, name in enumerate(_numbered("leaf", switches)):
         platform = SWITCH_PLATFORM_CYCLE[j % len(SWITCH_PLATFORM_CYCLE)]
         nodes.append(
@@ -92,7 +102,7 @@ def plan_nodes(profile: str, hosts: int, switches: int) -> list[NodeRecord]:
                 switch_address(j),
                 SWITCH_PORT,
                 username=SWITCH_USERS[platform],
-                ports=switch_ports(platform),
+                ports=switch_ports(platform, port_count),
             )
         )
     return nodes

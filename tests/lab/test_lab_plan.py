@@ -164,7 +164,12 @@ def test_inventory_has_contract_groups_and_connection_vars(tmp_path: Path) -> No
     pcie = {"ansible_host": "127.0.1.4", "ansible_port": 2222, "lab_profile": "pcie"}
     # The PCIe server has 2 NICs, one per socket: its rails follow the NUMA node of each GPU.
     pcie["fabric_rails"] = {i: "mlx5_0" if i < 4 else "mlx5_1" for i in range(8)}
+    # The cabling map: every rail NIC on its own switch port, rails spread round-robin over the switches.
+    pcie["fabric_links"] = {"mlx5_0": "leaf01:swp9", "mlx5_1": "leaf02:Ethernet64"}
     assert gpu["hosts"]["gpu04"] == pcie
+    ends = [end for host in gpu["hosts"].values() for end in host["fabric_links"].values()]
+    assert len(ends) == len(set(ends)) == 3 * 8 + 2
+    assert gpu["hosts"]["gpu01"]["fabric_links"]["mlx5_0"] == "leaf01:swp1"
     assert gpu["hosts"]["gpu01"]["fabric_rails"] == {i: f"mlx5_{i}" for i in range(8)}
     assert document["all"]["vars"] == {"lab_fabric_kind": "roce"}
     args = gpu["vars"]["ansible_ssh_common_args"]

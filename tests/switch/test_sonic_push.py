@@ -348,3 +348,17 @@ def test_wrong_password_names_switch_and_user_never_the_password(lab: Any) -> No
     message = str(err.value)
     assert "sonic-cred" in message and "'admin'" in message and "wrong credentials" in message
     assert wrong not in message and lab.specs["sonic-cred"].password not in message
+
+
+def test_a_traditional_buffer_model_is_refused_before_anything_is_staged(lab: Any) -> None:
+    patch = '[{"op": "replace", "path": "/DEVICE_METADATA/localhost/buffer_model", "value": "traditional"}]'
+    with session(lab, "sonic-cred") as conn:
+        assert "Patch applied successfully." in conn.send_command(
+            f"sudo config apply-patch /dev/stdin <<< '{patch}'"
+        )
+    before = lab.state("sonic-cred")["running"]
+    with pytest.raises(PushError, match=r"staging failed.*buffer_model is 'traditional'") as err:
+        push_to(lab, "sonic-cred")
+    assert err.value.rolled_back
+    state = lab.state("sonic-cred")
+    assert state["running"] == before and state["checkpoints"] == {} and state["files"] == {}

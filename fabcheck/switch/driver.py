@@ -112,6 +112,10 @@ def push(
     on_step("commit")
     try:
         driver.commit()
+    except PushError:
+        # The driver knows better than a generic message whether its rollback held.
+        _discard_quietly(driver)
+        raise
     except Exception as err:
         _discard_quietly(driver)
         raise PushError(

@@ -88,3 +88,13 @@ def test_a_commit_that_does_not_stick_is_a_failure() -> None:
     with pytest.raises(PushError, match="still differs") as err:
         push(switch, CONFIG, check=False)
     assert err.value.rolled_back is False and not switch.saved
+
+
+def test_a_driver_push_error_from_commit_is_kept_as_it_is() -> None:
+    class RollbackFailed(FakeSwitch):
+        def commit(self) -> None:
+            raise PushError("leaf01: apply failed and the rollback failed too", rolled_back=False)
+
+    with pytest.raises(PushError, match="rollback failed too") as err:
+        push(RollbackFailed(set()), CONFIG, check=False)
+    assert err.value.rolled_back is False

@@ -91,7 +91,11 @@ def test_twenty_cuts_before_commit_leave_the_previous_config(switch: Switch) -> 
         arm_drop(switch.switches.run_dir, switch.name, index)
         with pytest.raises(PushError) as err:
             push(switch.driver, target, check=False)
-        assert err.value.rolled_back, f"trial {trial}: {err.value}"
+        if lines[index] == "commit":
+            # Cut while committing: EOS may or may not have applied it, so the driver says so.
+            assert err.value.rolled_back is False and "may hold the new config" in str(err.value)
+        else:
+            assert err.value.rolled_back, f"trial {trial}: {err.value}"
         assert switch.dropped_before() == lines[index], f"trial {trial}"
         assert switch.running() == previous, f"trial {trial}: cut before {lines[index]!r} changed running"
 

@@ -179,6 +179,7 @@ class NvueDriver(SwitchDriver):
         self.switch = str(getattr(connection, "host", "") or "switch")
         self.version: str | None = None  # "Cumulus Linux 5.11.0", from the config header
         self.committed = False  # after a successful apply a lost connection leaves the new config
+        self.last_step = ""  # a stage right after a commit verifies that push; any other starts one
 
     # -- the SwitchDriver interface ---------------------------------------------------------------
     def running(self) -> str:
@@ -189,6 +190,9 @@ class NvueDriver(SwitchDriver):
         if config.platform != self.platform:
             raise NvueCommandError(f"{config.switch}: a {config.platform} config cannot go to an NVUE switch")
         self.switch = config.switch
+        if self.last_step != "commit":
+            self.committed = False  # a new push on this connection
+        self.last_step = "stage"
         lines = config.lines
         foreign = [line for line in lines if not line.startswith(("nv set ", "nv unset "))]
         if foreign:
@@ -205,9 +209,11 @@ class NvueDriver(SwitchDriver):
                 f"{self.switch}: `{APPLY}` did not apply: {output.strip() or '(no output)'}"
             )
         self.committed = True
+        self.last_step = "commit"
 
     def discard(self) -> None:
         self.command(DETACH)
+        self.last_step = "discard"
 
     def save(self) -> None:
         if self.version is None:

@@ -1,4 +1,5 @@
-#!/usr/bin/python3
+#!/usr/bin/python
+# (shebang "python", not "python3": Ansible then runs it with ansible_python_interpreter, the playbook's own)
 """Ansible module switch_config: push a rendered switch config through the platform's transaction.
 
 Runs on the controller (the switch play uses a local connection with ansible_playbook_python), where

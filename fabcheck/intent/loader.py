@@ -150,11 +150,15 @@ def _open(path: Path) -> tuple[Any, Any, Any, bool]:
     # An inventory folder holding only group_vars (the lab before `lab up`) is valid for us.
     os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_WARNING", "False")
     os.environ.setdefault("ANSIBLE_LOCALHOST_WARNING", "False")
+    from ansible import constants
     from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
     from ansible.vars.manager import VariableManager
 
+    # The environment only counts before ansible's constants are first read; a process that imported
+    # ansible earlier (a test run, a plugin) still must not print this warning for us.
+    constants.INVENTORY_UNPARSED_WARNING = False
     ansible_session.init_collection_loader()
     loader = DataLoader()
     has_password = ansible_session.load_vault_secrets(loader)

@@ -16,28 +16,6 @@ NCCL_TESTS = (
     "broadcast_perf",
     "sendrecv_perf",
 )
-TOOL_NAMES = (
-    *PERFTEST,
-    *NCCL_TESTS,
-    "fabcheck-mpirun",
-    "nvidia-smi",
-    "mlnx_qos",
-    "cma_roce_tos",
-    "cma_roce_mode",
-    "ibv_devinfo",
-    "ibstat",
-    "ibstatus",
-    "show_gids",
-    "ibdev2netdev",
-    "rdma",
-    "ip",
-    "ethtool",
-    "lsmod",
-    "modprobe",
-    "sysctl",
-    "systemctl",
-    "sminfo",
-)
 # Tools that only read and write node state and sysfs: the lab's tool server runs them in-process.
 # Not served: perftest, nccl-tests and mpirun (they move bytes and start processes in the node),
 # systemctl/sminfo (node pids) and sysctl (reads files by their path in the node).
@@ -57,3 +35,5 @@ SERVED_TOOLS = (
     "lsmod",
     "modprobe",
 )
+# Every tool name a node has: the served ones, and those that start processes or read node files.
+TOOL_NAMES = (*PERFTEST, *NCCL_TESTS, "fabcheck-mpirun", *SERVED_TOOLS, "sysctl", "systemctl", "sminfo")

@@ -119,7 +119,11 @@ def inject(paths: LabPaths, fault: str, node_name: str) -> bool:
 
 
 def heal(paths: LabPaths, node_name: str | None = None, fault: str | None = None) -> list[ActiveFault]:
-    """Heal the active faults matching node and fault (None = any); return what was healed."""
+    """Heal the active faults matching node and fault (None = any), newest first; return what was healed.
+
+    Newest first because stacked faults can touch the same state: each records the value it replaced,
+    so undoing them in reverse order ends on the state before the first (no-rdma moves the sysfs tree
+    that tos writes into, and trust-pcp and dscp-map both record the mlnx_qos trust)."""
     if fault is not None:
         _check_fault(fault)
     with lab_lock(paths):
@@ -128,7 +132,7 @@ def heal(paths: LabPaths, node_name: str | None = None, fault: str | None = None
             state.node(node_name)  # unknown names are an error even when nothing is active
         chosen = [
             f
-            for f in state.faults
+            for f in reversed(state.faults)
             if (node_name is None or f.node == node_name) and (fault is None or f.fault == fault)
         ]
         for active in chosen:

@@ -193,6 +193,19 @@ def test_host_fault_shows_in_the_tools_and_heals_exactly(lab: Lab, configured_ho
     assert lab.out(configured_host, SNAPSHOT) == before
 
 
+@pytest.mark.parametrize("stack", [("trust-pcp", "dscp-map"), ("tos", "no-rdma"), ("ecn-off", "tos", "mtu")])
+def test_stacked_host_faults_heal_back_to_the_state_before_the_first(
+    lab: Lab, configured_host: str, stack: tuple[str, ...]
+) -> None:
+    before = lab.out(configured_host, SNAPSHOT)
+    for fault in stack:
+        assert faults.inject(lab.paths, fault, configured_host)
+    healed = faults.heal(lab.paths, configured_host)
+    assert [f.fault for f in healed] == list(reversed(stack))
+    assert lab.out(configured_host, SNAPSHOT) == before
+    assert faults.heal(lab.paths, configured_host) == []
+
+
 # ---- switch faults -------------------------------------------------------------------------------
 
 SWITCH_SETUP = {

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabcheck.errors import IntentError
-from fabcheck.intent.model import NIC_NAME_PATTERN, is_safe_nic_name
+from fabcheck.intent.model import NIC_NAME_PATTERN, FabricIntent, is_safe_nic_name
 
 GPU_HOSTS = "gpu_hosts"
+SUBNET_MANAGERS = "subnet_managers"
+INTENT_VAR = "fabric_intent"
 LINKS_VAR = "fabric_links"
 
 # Platform -> the netmiko device_type that drives it. A platform is supported when it has templates
@@ -94,6 +96,7 @@ class InventoryNode:
     groups: tuple[str, ...]
     variables: Mapping[str, Any]
     rails: Mapping[int, str]
+    intent: FabricIntent | None = None  # the host's validated intent, when the caller has it
 
 
 def read_fabric(nodes: Sequence[InventoryNode], where: Where, *, secrets_checked: bool = True) -> Fabric:
@@ -115,6 +118,7 @@ def read_fabric(nodes: Sequence[InventoryNode], where: Where, *, secrets_checked
     problems += _cabled_twice(links, nodes, where)
     if switches:
         problems += _uncabled_rails(nodes, links, where)
+    problems += _subnet_manager_problems(nodes, where)
     if problems:
         raise IntentError(problems)
     return Fabric(tuple(sorted(switches, key=lambda s: s.name)), tuple(links))
@@ -348,6 +352,62 @@ def _uncabled_rails(nodes: Sequence[InventoryNode], links: Iterable[Link], where
     return problems
 
 
+def _subnet_manager_problems(nodes: Sequence[InventoryNode], where: Where) -> list[str]:
+    """sm_priorities names SM nodes of the inventory, and exactly one of them is the intended master.
+
+    The intent alone cannot tell: an SM node it does not list runs at OpenSM's default priority 0."""
+    intent = next((node.intent for node in nodes if node.intent is not None), None)
+    if intent is None:
+        return []  # already-templated variables (the roles' filters): `intent check` ran on these
+    priorities = intent.subnet_manager.sm_priorities
+    managers = [node.name for node in nodes if SUBNET_MANAGERS in node.groups]
+    key = f"{INTENT_VAR}.subnet_manager.sm_priorities"
+    problems = []
+    for name in priorities:
+        if name not in managers:
+            origin = _priorities_origin(nodes, where, name)
+            hosts = ", ".join(managers) or "none"
+            problems.append(
+                f"{origin}{key}.{name}: {name!r} is not a host of group {SUBNET_MANAGERS} "
+                f"(its hosts: {hosts})"
+            )
+    if intent.kind != "ib" or len(managers) < 2:
+        return problems
+    effective = {name: priorities.get(name, 0) for name in managers}
+    top = max(effective.values())
+    tied = [name for name, priority in effective.items() if priority == top]
+    unlisted = [name for name in tied if name not in priorities]
+    if len(tied) > 1 and unlisted:  # ties among listed nodes alone are the intent model's error
+        problems.append(
+            f"{_priorities_origin(nodes, where, None)}{key}: {', '.join(tied)} share the top priority "
+            f"{top} ({', '.join(unlisted)} not listed: OpenSM's default 0); exactly one SM must be "
+            "the intended master: give every subnet manager its priority"
+        )
+    return problems
+
+
+def _priorities_origin(nodes: Sequence[InventoryNode], where: Where, name: str | None) -> str:
+    """file:line of an sm_priorities key (or of the mapping), rendering a templated intent if needed."""
+    raw = next((node.variables.get(INTENT_VAR) for node in nodes if INTENT_VAR in node.variables), None)
+    if raw is not None and not isinstance(raw, Mapping):
+        from ansible.parsing.dataloader import DataLoader
+        from ansible.template import Templar
+
+        variables = next(node.variables for node in nodes if INTENT_VAR in node.variables)
+        try:
+            raw = Templar(loader=DataLoader(), variables=dict(variables)).template(raw)
+        except Exception:  # the loader rendered it once already; without it the message has no line
+            return where(raw)
+    manager = raw.get("subnet_manager") if isinstance(raw, Mapping) else None
+    mapping = manager.get("sm_priorities") if isinstance(manager, Mapping) else None
+    if not isinstance(mapping, Mapping):
+        return where(raw)
+    for key in mapping:
+        if key == name:
+            return where(key) or where(mapping[key]) or where(mapping)
+    return where(mapping) or where(raw)
+
+
 def _shown(value: Any) -> str:
     return repr(_plain_text(value))
 
@@ -390,5 +450,7 @@ def inventory_nodes(entries: Iterable[Any]) -> list[InventoryNode]:
                     variables[var] = templar.template(variables[var])
                 except Exception as err:  # ansible raises many types for a broken template
                     raise IntentError([f"{entry.name}: {var}: cannot resolve value: {err}"]) from None
-        nodes.append(InventoryNode(entry.name, tuple(entry.groups), variables, dict(entry.intent.rails)))
+        nodes.append(
+            InventoryNode(entry.name, tuple(entry.groups), variables, dict(entry.intent.rails), entry.intent)
+        )
     return nodes

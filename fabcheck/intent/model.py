@@ -197,11 +197,124 @@ class Performance(StrictModel):
     nics_per_node: Integer | None = Field(None, ge=1, description="defaults to the number of rails, else 8")
 
 
+# InfiniBand partition keys: 15 bits, 0x7fff the default partition, 0x0000 invalid; bit 15 (0x8000) is
+# the full-member flag, which is a property of a membership, never of the partition itself.
+PKEY_MIN, PKEY_MAX, DEFAULT_PKEY = 0x0001, 0x7FFF, 0x7FFF
+PKEY_FULL_MEMBER = 0x8000
+# A partition name in partitions.conf ends at `=`, `,`, `:` or white space; `#` starts a comment.
+PARTITION_NAME_PATTERN = r"^[A-Za-z0-9_.+-]+$"
+MEMBER_KEYWORDS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "ALL_ROUTERS", "SELF")
+MEMBERSHIPS = ("full", "limited", "both")
+_MEMBER = re.compile(r"(?P<port>[A-Z_]+|0x[0-9a-fA-F]{1,16})(=(?P<membership>[a-z]+))?")
+IFNAMSIZ = 15  # Linux interface names: at most 15 characters
+ROUTING_ENGINES = (
+    "minhop",
+    "updn",
+    "dnup",
+    "file",
+    "ftree",
+    "lash",
+    "dor",
+    "torus-2QoS",
+    "nue",
+    "dfsssp",
+    "sssp",
+    "ar_ftree",
+    "ar_updn",
+    "no_fallback",
+)
+VL_COUNT = 15  # data VLs 0..14; VL15 is the management VL and never carries data
+SL_COUNT = 16
+
+
+def _partition_name(name: str) -> str:
+    if not re.fullmatch(PARTITION_NAME_PATTERN, name):
+        raise ValueError(
+            f"not a partition name: allowed {PARTITION_NAME_PATTERN} (partitions.conf ends a name at "
+            "white space, '=', ',', ':' or ';', and '#' starts a comment)"
+        )
+    return name
+
+
+def _pkey_text(value: Any) -> Any:
+    """A YAML `pkey: 0x8001` without quotes is the integer 32769: read it as the hex it was written as."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"0x{value:04x}"
+    return value
+
+
+def _pkey_range(value: str) -> str:
+    number = int(value, 16)
+    if not PKEY_MIN <= number <= PKEY_MAX:
+        raise ValueError(
+            f"partition key {value} is outside 0x0001..0x7fff (0x7fff is the default partition; the "
+            "full-member bit 0x8000 is set per member with =full, never in the partition key)"
+        )
+    return value
+
+
+def _members_text(value: Any) -> Any:
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return ", ".join(value)
+    return value
+
+
+def _members(value: str) -> str:
+    items = [item.strip() for item in value.split(",")]
+    for item in items:
+        match = _MEMBER.fullmatch(item)
+        port_ok = match is not None and (match["port"] in MEMBER_KEYWORDS or match["port"].startswith("0x"))
+        if not port_ok or (match and match["membership"] not in (None, *MEMBERSHIPS)):
+            raise ValueError(
+                f"member {item!r} is not a port GUID (0x0002c9030001a2b3) or one of "
+                f"{', '.join(MEMBER_KEYWORDS)}, optionally followed by ={'|'.join(MEMBERSHIPS)}"
+            )
+    return ", ".join(items)
+
+
+def _ipoib_parent(name: str) -> str:
+    longest = IFNAMSIZ - len(".8001")
+    if len(name) > longest:
+        raise ValueError(f"{name!r} is too long for a child name {name}.8001: at most {longest} characters")
+    return name
+
+
+def _vl_arbitration(value: str) -> str:
+    """OpenSM's VL arbitration table: up to 64 `VL:weight` pairs, VL 0..14, weight 0..255."""
+    pairs = [pair.strip() for pair in value.split(",")]
+    for pair in pairs:
+        vl, sep, weight = pair.partition(":")
+        if not (sep and vl.isdigit() and weight.isdigit() and int(vl) < VL_COUNT and int(weight) <= 255):
+            raise ValueError(
+                f"entry {pair!r} is not VL:weight with VL 0..14 and weight 0..255 (e.g. 0:64,1:64)"
+            )
+    if len(pairs) > 64:
+        raise ValueError(f"{len(pairs)} entries; a VL arbitration table holds at most 64")
+    return ",".join(pairs)
+
+
+Pkey = Annotated[
+    str, BeforeValidator(_pkey_text), Field(pattern=r"^0x[0-9a-fA-F]{1,4}$"), AfterValidator(_pkey_range)
+]
+VlArbitration = Annotated[str, AfterValidator(_vl_arbitration)]
+
+
 class Partition(StrictModel):
-    name: str
-    pkey: str = Field(pattern=r"^0x[0-9a-fA-F]{1,4}$")
-    members: str = "ALL=full"
+    """One InfiniBand partition: a line of OpenSM's partitions.conf, and where hosts join it over IPoIB."""
+
+    name: Annotated[str, AfterValidator(_partition_name)]
+    pkey: Pkey
+    members: Annotated[str, BeforeValidator(_members_text), AfterValidator(_members)] = "ALL=full"
     ipoib: Boolean = True
+    # IPoIB broadcast-group settings (partitions.conf flags mtu= and sl=); unset: OpenSM's defaults.
+    mtu: Annotated[Literal[256, 512, 1024, 2048, 4096], BeforeValidator(_integer_text)] | None = None
+    sl: Annotated[Integer, Field(ge=0, le=15)] | None = None
+    # Host netdevs (on gpu_hosts) that get an IPoIB child interface for this partition, e.g. ib0 -> ib0.8001.
+    ipoib_parents: list[Annotated[NicName, AfterValidator(_ipoib_parent)]] = Field(default_factory=list)
+
+    @property
+    def pkey_value(self) -> int:
+        return int(self.pkey, 16)
 
 
 class SubnetManager(StrictModel):
@@ -210,32 +323,87 @@ class SubnetManager(StrictModel):
     lmc: Integer = Field(0, ge=0, le=7)
     sweep_interval: Integer = Field(10, ge=0)
     qos: Boolean = False
+    # OpenSM's default QoS levels (opensm.conf qos_*), written only when set; they need qos: true.
+    qos_max_vls: Annotated[Literal[1, 2, 4, 8, 15], BeforeValidator(_integer_text)] | None = None
+    qos_high_limit: Annotated[Integer, Field(ge=0, le=255)] | None = None
+    qos_vlarb_high: VlArbitration | None = None
+    qos_vlarb_low: VlArbitration | None = None
+    qos_sl2vl: list[Annotated[Integer, Field(ge=0, le=VL_COUNT - 1)]] | None = Field(
+        None, min_length=SL_COUNT, max_length=SL_COUNT, description="the VL of each SL 0..15"
+    )
     partitions: list[Partition] = Field(default_factory=list)
 
     @field_validator("routing_engine")
     @classmethod
     def _engines(cls, value: str) -> str:
-        known = {
-            "minhop",
-            "updn",
-            "dnup",
-            "file",
-            "ftree",
-            "lash",
-            "dor",
-            "torus-2QoS",
-            "nue",
-            "dfsssp",
-            "sssp",
-            "ar_ftree",
-            "ar_updn",
-            "no_fallback",
-        }
         engines = [e.strip() for e in value.split(",")]
-        bad = [e for e in engines if e not in known]
+        bad = [e for e in engines if e not in ROUTING_ENGINES]
         if bad:
-            raise ValueError(f"unknown routing engine(s) {bad}; allowed: {', '.join(sorted(known))}")
-        return value
+            allowed = ", ".join(sorted(ROUTING_ENGINES))
+            raise ValueError(f"unknown routing engine(s) {bad}; allowed: {allowed}")
+        return ",".join(engines)
+
+    @property
+    def qos_settings(self) -> dict[str, Any]:
+        """The qos_* keys the intent sets (None: not set)."""
+        keys = ("qos_max_vls", "qos_high_limit", "qos_vlarb_high", "qos_vlarb_low", "qos_sl2vl")
+        return {key: getattr(self, key) for key in keys if getattr(self, key) is not None}
+
+    @property
+    def intended_master(self) -> str | None:
+        """The SM node with the highest sm_priority (None when no priority is set)."""
+        if not self.sm_priorities:
+            return None
+        return max(self.sm_priorities, key=lambda node: self.sm_priorities[node])
+
+
+def subnet_manager_problems(manager: SubnetManager) -> list[tuple[str, str]]:
+    """Rules across subnet_manager keys: (key to fix, why), keys relative to fabric_intent."""
+    problems: list[tuple[str, str]] = []
+    if manager.sm_priorities:
+        top = max(manager.sm_priorities.values())
+        tied = [node for node, prio in manager.sm_priorities.items() if prio == top]
+        if len(tied) > 1:
+            problems.append(
+                (
+                    f"subnet_manager.sm_priorities.{tied[1]}",
+                    f"{', '.join(tied)} share the top priority {top}: exactly one SM must be the intended "
+                    "master (give the standbys lower priorities, e.g. 15 and 14)",
+                )
+            )
+    if not manager.qos:
+        for key in manager.qos_settings:
+            problems.append((f"subnet_manager.{key}", "is set but qos is false (set qos: true)"))
+    seen_pkeys: dict[int, int] = {}
+    seen_names: dict[str, int] = {}
+    for index, partition in enumerate(manager.partitions):
+        where = f"subnet_manager.partitions.{index}"
+        first = seen_pkeys.setdefault(partition.pkey_value, index)
+        if first != index:
+            problems.append((f"{where}.pkey", f"is also the pkey of partitions[{first}] (pkeys are unique)"))
+        first = seen_names.setdefault(partition.name, index)
+        if first != index:
+            problems.append((f"{where}.name", f"is also the name of partitions[{first}] (names are unique)"))
+        problems += _partition_problems(partition, where)
+    return problems
+
+
+def _partition_problems(partition: Partition, where: str) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    if not partition.ipoib:
+        for key in ("mtu", "sl", "ipoib_parents"):
+            if getattr(partition, key) not in (None, []):
+                problems.append((f"{where}.{key}", "is an IPoIB setting but the partition has ipoib: false"))
+    if partition.ipoib_parents and partition.pkey_value == DEFAULT_PKEY:
+        problems.append(
+            (
+                f"{where}.ipoib_parents",
+                "the default partition 0x7fff is the parent interface itself; only other pkeys get a child",
+            )
+        )
+    if len(set(partition.ipoib_parents)) != len(partition.ipoib_parents):
+        problems.append((f"{where}.ipoib_parents", "lists a parent interface more than once"))
+    return problems
 
 
 class FabricIntent(StrictModel):
@@ -317,6 +485,7 @@ def coherence_problems(intent: FabricIntent) -> list[tuple[str, str]]:
     expected_layer = "Ethernet" if intent.kind == "roce" else "InfiniBand"
     if intent.link.link_layer not in (None, expected_layer):
         problems.append(("link.link_layer", f"does not match kind {intent.kind} (expected {expected_layer})"))
+    problems += subnet_manager_problems(intent.subnet_manager)
     return problems
 
 

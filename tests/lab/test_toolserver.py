@@ -2,7 +2,9 @@
 
 Two copies of one node: every call runs through the interpreter path on one and through client + server
 on the other; stdout, stderr (bytes) and exit codes must match call by call, and the two nodes' state and
-sysfs trees must match at the end.
+sysfs trees must match at the end. The server runs with a short settle time and the nodes' files are left
+to settle before each test, so its sysfs cache is in play: a text written behind its back, by a tool or
+an injected fault, must show in the very next call.
 """
 
 from __future__ import annotations
@@ -12,21 +14,33 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_mockhost_support import BASE_PATH, MockNode, installed_bin, make_nodes, tree_bytes, unique_subnet
+from test_mockhost_support import (
+    BASE_PATH,
+    MockNode,
+    configure_lossless,
+    installed_bin,
+    make_nodes,
+    tree_bytes,
+    unique_subnet,
+)
 
+from fabcheck.lab.mockhost import HOST_FAULTS, heal, inject
 from fabcheck.lab.mockhost.layout import MockNodePaths
 from fabcheck.lab.mockhost.prepare import install_tools
-from fabcheck.lab.mockhost.tools import CLIENT, DISPATCHER, SERVED_TOOLS, SOCKET_NAME, TOOL_NAMES
+from fabcheck.lab.mockhost.tools import CLIENT, DISPATCHER, SERVED_TOOLS, SOCKET_NAME, TOOL_NAMES, common
+from fabcheck.lab.mockhost.tools.common import SETTLE_NS, SysfsCache
 from fabcheck.lab.mockhost.tools.dispatch import state_tools
 from fabcheck.lab.mockhost.toolserver import DELEGATE, Request, parse_request, run_call, stdout_errors
 
 READY_TIMEOUT_S = 120.0  # generous: the machine may be fully loaded
 PID = re.compile(rb"\[\d+\]")
+# Far above a jiffy (the coarsest ctime step of the test's filesystems), far below the lab's SETTLE_NS.
+TEST_SETTLE_S = 0.05
 
 
 @dataclass
@@ -55,6 +69,8 @@ def _start_server(node: MockNode, ready: Path) -> subprocess.Popen[bytes]:
         "fabcheck.lab.mockhost.toolserver",
         "--node",
         f"{node.name}={node.paths.root}",
+        "--settle-ms",
+        str(int(TEST_SETTLE_S * 1000)),
     ]
     server = subprocess.Popen([*argv, "--ready", str(ready)], stderr=subprocess.PIPE)
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -78,6 +94,7 @@ def pair(tmp_path: Path) -> Iterator[Pair]:
     if problem is not None:
         pytest.skip(f"the fast mock tools need a C compiler: {problem}")
     server = _start_server(served, tmp_path / "ready")
+    settle()
     try:
         yield Pair(direct, served, served_bin, server)
     finally:
@@ -164,11 +181,60 @@ def test_the_interpreter_path_stays_one_switch_away(pair: Pair) -> None:
         assert (switched.returncode, switched.stdout) == (direct.returncode, direct.stdout)
 
 
+def settle() -> None:
+    """Let every file written so far become old enough for the server to cache (a lower bound, no race)."""
+    time.sleep(2 * TEST_SETTLE_S)
+
+
 def test_sysfs_written_behind_the_tools_back_is_seen_at_once(pair: Pair) -> None:
-    pair.served.sys_write("net/ens3np0/mtu", "4200")
+    assert b"active_mtu:\t\t1024 (3)" in pair.run_served("ibv_devinfo", "-d", "mlx5_2", "-v").stdout
+    assert b"mtu 1500 " in pair.run_served("ip", "link", "show", "dev", "ens3np0").stdout  # both cached
+    pair.served.sys_write("net/ens3np0/mtu", "4200")  # in place: same inode, same size as "1500"
     shown = pair.run_served("ip", "link", "show", "dev", "ens3np0").stdout
     assert b"mtu 4200 " in shown, shown
     assert b"active_mtu:\t\t4096 (5)" in pair.run_served("ibv_devinfo", "-d", "mlx5_2", "-v").stdout
+
+
+# What the faults change, through the tools the gate runs (faults.py says which fault hits which file).
+OBSERVED: list[tuple[str, ...]] = [
+    ("ibv_devinfo", "-v"),
+    ("show_gids",),
+    ("rdma", "link"),
+    ("ibstat",),
+    ("mlnx_qos", "-i", "ens1np0"),
+    ("cma_roce_tos", "-d", "mlx5_0"),
+    ("nvidia-smi", "topo", "-m"),
+    ("ip", "link", "show"),
+]
+
+SHOWN_BY_CAT_ONLY = {"ecn-off"}  # the gate reads the ECN files with `cat`: no mock tool shows them
+
+
+def _answers(run: Callable[..., subprocess.CompletedProcess[bytes]]) -> list[tuple[int, bytes, bytes]]:
+    """Exit code, stdout and stderr of every OBSERVED call (pids masked: the two paths differ there)."""
+    answers = []
+    for call in OBSERVED:
+        done = run(*call)
+        answers.append((done.returncode, PID.sub(b"[pid]", done.stdout), PID.sub(b"[pid]", done.stderr)))
+    return answers
+
+
+def test_a_fault_injected_after_a_cached_call_shows_in_the_next_one(pair: Pair) -> None:
+    for node in (pair.direct, pair.served):
+        configure_lossless(node, ["ens1np0"])  # so that every fault changes something on mlx5_0
+    settle()
+    healthy = _answers(pair.run_direct)
+    for fault in HOST_FAULTS:
+        assert _answers(pair.run_served) == healthy, fault  # and now the server holds these texts
+        for node in (pair.direct, pair.served):
+            inject(node.paths, fault)
+        faulty = _answers(pair.run_direct)
+        assert (faulty != healthy) == (fault not in SHOWN_BY_CAT_ONLY), fault
+        assert _answers(pair.run_served) == faulty, fault
+        for node in (pair.direct, pair.served):
+            heal(node.paths, fault)
+        assert _answers(pair.run_served) == healthy, fault
+        settle()
 
 
 def test_install_links_only_the_served_tools_to_the_client(pair: Pair) -> None:
@@ -210,3 +276,53 @@ def test_requests_are_parsed_strictly() -> None:
             parse_request(bad)
     with pytest.raises(ValueError, match="unexpected environment"):
         parse_request(raw.replace(b"LANG=C", b"LD_PRELOAD=x"))
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths the sysfs cache really opened, in order."""
+    paths: list[str] = []
+    real = common.read_attribute
+
+    def counted(path: str) -> str | None:
+        paths.append(path)
+        return real(path)
+
+    monkeypatch.setattr(common, "read_attribute", counted)
+    return paths
+
+
+def test_sysfs_cache_serves_a_settled_text_until_its_file_changes(tmp_path: Path, opened: list[str]) -> None:
+    mtu = tmp_path / "mtu"
+    mtu.write_text("9000\n")
+    cache = SysfsCache(settle_ns=int(TEST_SETTLE_S * 1e9))
+    settle()
+    assert [cache.read(str(mtu)), cache.read(str(mtu))] == ["9000", "9000"]
+    assert opened == [str(mtu)]  # the second read was a stat only
+    mtu.write_text("1500\n")  # in place and of the same size: only the ctime tells
+    assert cache.read(str(mtu)) == "1500" and len(opened) == 2
+    settle()
+    assert [cache.read(str(mtu)), cache.read(str(mtu))] == ["1500", "1500"] and len(opened) == 3
+    replacement = tmp_path / "new"
+    replacement.write_text("9000\n")
+    replacement.replace(mtu)  # renamed onto the path: another inode
+    assert cache.read(str(mtu)) == "9000"
+    mtu.unlink()
+    assert cache.read(str(mtu)) is None and str(mtu) not in cache.entries
+    mtu.mkdir()
+    assert cache.read(str(mtu)) is None  # as open() of a directory reads, without a cache
+
+
+def test_sysfs_cache_keeps_no_text_younger_than_the_settle_time(tmp_path: Path, opened: list[str]) -> None:
+    state = tmp_path / "state"
+    state.write_text("4: ACTIVE\n")
+    fresh = SysfsCache()  # the lab's SETTLE_NS: this file was written just now
+    assert [fresh.read(str(state)), fresh.read(str(state))] == ["4: ACTIVE", "4: ACTIVE"]
+    assert len(opened) == 2 and not fresh.entries
+    ctime = state.stat().st_ctime_ns
+    almost = SysfsCache(clock=lambda: ctime + SETTLE_NS - 1)
+    almost.read(str(state))
+    assert not almost.entries
+    settled = SysfsCache(clock=lambda: ctime + SETTLE_NS)
+    settled.read(str(state))
+    assert settled.entries[str(state)][1] == "4: ACTIVE"

@@ -4,7 +4,8 @@ An interpreter per tool call costs about 50 ms of CPU; here a call is one Unix-s
 node has its own socket in its state folder (MOCK_STATE_MOUNT/.tools.sock inside the node), so the socket
 a request arrives on says whose state and sysfs the call acts on. The tools are the very functions the
 interpreter path runs, over the same files (the node's bind mounts are these folders), read afresh on
-every call. The client (client.c) is told to run the interpreter path itself (reply "D") whenever only
+every call, except that sysfs texts come from a cache that a stat proves current (SysfsCache). The
+client (client.c) is told to run the interpreter path itself (reply "D") whenever only
 the node can behave exactly: the real `ip`, a write to a sysfs file that does not exist (the node's
 strict mount refuses it), a locale that is not UTF-8, or a crash before anything was written.
 
@@ -12,7 +13,8 @@ Request: NUL-terminated fields MAGIC, pid, n_env, n_env × "NAME=value", argc, a
 argv[1:]; then the client shuts its write side. Reply: "CODE OUTLEN ERRLEN\\n", stdout bytes, stderr bytes.
 
 Usage: python -m fabcheck.lab.mockhost.toolserver --run-dir RUN_DIR
-       python -m fabcheck.lab.mockhost.toolserver --node NAME=NODE_ROOT... --ready FILE   (tests)
+       python -m fabcheck.lab.mockhost.toolserver --node NAME=NODE_ROOT... --ready FILE [--settle-ms MS]
+       (tests: --settle-ms lets them see cached texts served without waiting SETTLE_NS)
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pathlib import Path
 
 from .layout import MockNodePaths
 from .tools import SERVED_TOOLS, SOCKET_NAME
-from .tools.common import Delegate, Node, ToolError
+from .tools.common import SETTLE_NS, Delegate, Node, SysfsCache, ToolError
 from .tools.dispatch import state_tools
 
 MAGIC = "fabcheck-mock/1"
@@ -127,13 +129,20 @@ def exit_code(exc: SystemExit, stderr: io.StringIO) -> int:
     return 1
 
 
-def run_call(paths: MockNodePaths, handlers: Mapping[str, Handler], request: Request) -> bytes:
+def run_call(
+    paths: MockNodePaths,
+    handlers: Mapping[str, Handler],
+    request: Request,
+    sysfs_cache: SysfsCache | None = None,
+) -> bytes:
     """Run one tool call in this process, its stdout and stderr captured; the encoded reply."""
     handler = handlers.get(request.tool)
     errors = stdout_errors(ctype_of(request.env))
     if handler is None or errors is None:
         return DELEGATE
-    node = Node(paths.state, paths.sys_class, paths.etc, served=True, pid=request.pid)
+    node = Node(
+        paths.state, paths.sys_class, paths.etc, served=True, pid=request.pid, sysfs_cache=sysfs_cache
+    )
     stdout, stderr = io.StringIO(), io.StringIO()
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = stdout, stderr
@@ -165,8 +174,9 @@ def run_call(paths: MockNodePaths, handlers: Mapping[str, Handler], request: Req
 class ToolServer:
     """One listening socket per node, every call handled in turn (calls are short and CPU-bound)."""
 
-    def __init__(self, nodes: Mapping[str, MockNodePaths]) -> None:
+    def __init__(self, nodes: Mapping[str, MockNodePaths], sysfs_cache: SysfsCache | None = None) -> None:
         self.nodes = dict(nodes)
+        self.sysfs_cache = sysfs_cache or SysfsCache()  # keyed by full path: one serves every node
         self.handlers = {name: handler for name, handler in state_tools().items() if name in SERVED_TOOLS}
         self.environment = CallEnvironment()
         self.servers: list[asyncio.AbstractServer] = []
@@ -180,7 +190,7 @@ class ToolServer:
         except (ValueError, IndexError):
             return DELEGATE
         self.environment.apply(request.env)
-        return run_call(self.nodes[name], self.handlers, request)
+        return run_call(self.nodes[name], self.handlers, request, self.sysfs_cache)
 
     async def serve_connection(
         self, name: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -212,8 +222,8 @@ class ToolServer:
                 self.socket_of(name).unlink()
 
 
-async def serve(nodes: Mapping[str, MockNodePaths], ready: Path) -> None:
-    server = ToolServer(nodes)
+async def serve(nodes: Mapping[str, MockNodePaths], ready: Path, settle_ns: int = SETTLE_NS) -> None:
+    server = ToolServer(nodes, SysfsCache(settle_ns))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -243,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", type=Path, help="serve every host node of this lab")
     parser.add_argument("--node", action="append", default=[], metavar="NAME=ROOT", help="serve this node")
     parser.add_argument("--ready", type=Path, help="file written once every socket listens")
+    settle_help = "cache a sysfs text only once its file is this much older than the clock"
+    parser.add_argument("--settle-ms", type=int, default=SETTLE_NS // 1_000_000, help=settle_help)
     args = parser.parse_args(argv)
     nodes = host_nodes(args.run_dir) if args.run_dir else {}
     for item in args.node:
@@ -253,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     ready = args.ready or (args.run_dir / READY_FILE if args.run_dir else None)
     if not nodes or ready is None:
         parser.error("give --run-dir, or --node and --ready")
-    asyncio.run(serve(nodes, ready))
+    if args.settle_ms < 0:
+        parser.error(f"--settle-ms {args.settle_ms}: expected 0 or more")
+    asyncio.run(serve(nodes, ready, args.settle_ms * 1_000_000))
     return 0
 
 

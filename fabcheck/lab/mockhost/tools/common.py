@@ -1,16 +1,21 @@
 """Node state as the mock tools see it: JSON state files plus the mock /sys/class tree.
 
 Runs inside a lab node under the system Python (stdlib only, never imports fabcheck). Every value a
-role can change through sysfs is read from the file each time, never cached, so a plain
-``echo 106 > .../traffic_class`` is seen by the next tool call.
+role can change through sysfs is read from the file on each call, so a plain
+``echo 106 > .../traffic_class`` is seen by the next tool call. The one exception is the lab's tool
+server, a long-lived process: it keeps the texts it read in a SysfsCache and serves one again only
+while a stat proves the file unchanged since.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +60,77 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def read_attribute(path: str) -> str | None:
+    """The stripped text of one sysfs attribute; None when there is no such file."""
+    # A plain string path: `ibv_devinfo -v` reads ~170 attributes, and pathlib doubles their cost.
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+# How far a file's ctime may lag behind the clock: a jiffy for the kernel's coarse timestamps, up to a
+# second on filesystems with second timestamps (ext4 with small inodes); twice that, to be sure.
+SETTLE_NS = 2_000_000_000
+FileKey = tuple[int, int, int, int, int]
+
+
+class SysfsCache:
+    """Attribute texts of a long-lived reader, each served again only while the file is provably unchanged.
+
+    A stat costs about a sixth of open + read + close, and `ibv_devinfo -v` reads ~170 attributes. A
+    cached text is keyed by its file's (device, inode, size, mtime, ctime) from a stat taken before the
+    read. Every write to a file, and every rename onto its path, gives that path a new inode or a new
+    ctime, and no call can set a ctime back. A ctime can lag the clock by the filesystem's granularity,
+    so a text is kept only when its file's ctime is settle_ns older than the clock was before that stat:
+    then any later write carries a later ctime than the key, and the next stat sees it. A file changed
+    more recently than that is simply read again on every call until it has settled.
+    """
+
+    def __init__(self, settle_ns: int = SETTLE_NS, clock: Callable[[], int] = time.time_ns) -> None:
+        self.settle_ns = settle_ns
+        self.clock = clock
+        self.entries: dict[str, tuple[FileKey, str]] = {}
+
+    def read(self, path: str) -> str | None:
+        began = self.clock()
+        try:
+            info = os.stat(path)
+        except OSError:
+            self.entries.pop(path, None)
+            return read_attribute(path)  # a missing file reads None, any other error is raised as before
+        if not stat.S_ISREG(info.st_mode):
+            return read_attribute(path)
+        key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        entry = self.entries.get(path)
+        if entry is not None and entry[0] == key:
+            return entry[1]
+        text = read_attribute(path)
+        if text is not None and began - info.st_ctime_ns >= self.settle_ns:
+            self.entries[path] = (key, text)
+        else:
+            self.entries.pop(path, None)
+        return text
+
+
 class Node:
     """One mock node: its state folder, its /sys/class tree and its /etc."""
 
     def __init__(
-        self, state: Path, sys_class: Path, etc: Path, *, served: bool = False, pid: int | None = None
+        self,
+        state: Path,
+        sys_class: Path,
+        etc: Path,
+        *,
+        served: bool = False,
+        pid: int | None = None,
+        sysfs_cache: SysfsCache | None = None,
     ) -> None:
         self.state = state
         self.sys_class = sys_class
         self.etc = etc
+        self.sysfs_cache = sysfs_cache  # the tool server's, kept across calls; None: read every file
         self.served = served  # run by the tool server on the controller, for a client in the node
         self.pid = pid  # the calling process's pid in the node (the server's own pid means nothing there)
         self.wrote = False  # state or sysfs changed: from here on the call can no longer be delegated
@@ -114,12 +181,8 @@ class Node:
 
     # --- sysfs ------------------------------------------------------------------------------
     def read_sys(self, rel: str) -> str | None:
-        # A plain string path: `ibv_devinfo -v` reads ~150 attributes, and pathlib doubles their cost.
-        try:
-            with open(f"{self.sys_class}/{rel}") as handle:
-                return handle.read().strip()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
+        path = f"{self.sys_class}/{rel}"
+        return read_attribute(path) if self.sysfs_cache is None else self.sysfs_cache.read(path)
 
     def read_sys_int(self, rel: str, default: int = 0) -> int:
         text = self.read_sys(rel)

@@ -14,6 +14,16 @@ from fabcheck.intent.model import FabricIntent
 
 PRIORITY_COUNT = 8  # 802.1p priorities 0..7: mlnx_qos --pfc takes one flag per priority
 
+# Where role roce_host keeps what re-applies the NIC settings at boot and on driver reload (the settings
+# file holds roce_nic_args()), and the unit it enables; `fabcheck validate` reads the same places.
+PERSIST_PATHS: dict[str, str] = {
+    "config": "/etc/fabcheck/roce-nic.json",
+    "applier": "/usr/local/lib/fabcheck/roce_nic_apply.py",
+    "unit": "/etc/systemd/system/fabcheck-roce-nic.service",
+    "rule": "/etc/udev/rules.d/70-fabcheck-roce-nic.rules",
+}
+PERSIST_UNIT = PERSIST_PATHS["unit"].rsplit("/", 1)[1]
+
 
 @dataclass(frozen=True)
 class DesiredNic:
@@ -133,7 +143,10 @@ class DesiredHost:
         return _with_device(self.template, device)
 
     def roce_nic_args(self) -> dict[str, Any]:
-        """Arguments of the roce_nic module (roles/roce_host): the host's rail devices and their settings."""
+        """Arguments of the roce_nic module (roles/roce_host): the host's rail devices and their settings.
+
+        The role also writes exactly this record to the host's boot file (PERSIST_PATHS["config"]), and
+        validate compares that file with it."""
         nic = self.template
         return {
             "devices": list(self.devices),
@@ -159,6 +172,7 @@ class DesiredHost:
             "nics": [nic.to_json() for nic in self.nics],
             "nic_settings": self.template.to_json() | {"device": None},
             "nvidia_peermem": self.nvidia_peermem,
+            "persist_paths": dict(PERSIST_PATHS),
         }
 
 

@@ -7,14 +7,13 @@ fake host whose Nth write fails (every N) it reports the writes made and puts th
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from conftest import CORPUS
+from roce_host_code import apply_code
 
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
 
@@ -23,12 +22,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def roce_nic() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("roce_nic", REPO / "roles/roce_host/library/roce_nic.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["roce_nic"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    """The module's apply code (module_utils/roce_nic_apply.py, which the module imports)."""
+    return apply_code()
+
+
+def run(code: ModuleType, host: FakeHost) -> dict:
+    """What the module does for its NIC concerns: converge over the host's commands and parameters."""
+    return code.converge(host.run_command, host.params, host.check_mode)
 
 
 def params(**overrides: object) -> dict:
@@ -318,7 +318,7 @@ def configured(roce_nic: ModuleType, root: Path, monkeypatch: pytest.MonkeyPatch
         patch.setattr(roce_nic, "SYS_NET", str(root / "net"))
         patch.setattr(roce_nic, "SYS_IB", str(root / "infiniband"))
         patch.setattr(roce_nic, "write_sys", fake.write_sys)
-        result = roce_nic.run(fake)
+        result = run(roce_nic, fake)
     assert "failed" not in result and len(fake.writes) == WRITES_PER_NIC * len(NICS), fake.writes
     return {dev: fake.observe(dev) for dev in NICS}
 
@@ -327,7 +327,7 @@ def test_a_clean_run_writes_each_difference_once_and_a_rerun_nothing(
     roce_nic: ModuleType, host: FakeHost
 ) -> None:
     before = {dev: host.observe(dev) for dev in NICS}
-    result = roce_nic.run(host)
+    result = run(roce_nic, host)
     assert result["changed"] is True and "failed" not in result
     assert len(host.writes) == len(result["writes"]) == WRITES_PER_NIC * len(NICS)
     for dev in NICS:
@@ -335,13 +335,13 @@ def test_a_clean_run_writes_each_difference_once_and_a_rerun_nothing(
         assert {key for key in after if after[key] != before[dev][key]} == set(result["nics"][dev]["changed"])
     assert all(not w["rolled_back"] for w in result["writes"])
     host.writes.clear()
-    again = roce_nic.run(host)
+    again = run(roce_nic, host)
     assert again["changed"] is False and host.writes == [] and again["writes"] == []
 
 
 def test_check_mode_writes_nothing(roce_nic: ModuleType, host: FakeHost) -> None:
     host.check_mode = True
-    result = roce_nic.run(host)
+    result = run(roce_nic, host)
     assert result["changed"] is True and host.writes == [] and result["writes"] == []
 
 
@@ -355,7 +355,7 @@ def test_nth_write_fails_the_nic_is_put_back_and_the_writes_are_reported(
     target = configured(roce_nic, tmp_path / "reference", monkeypatch)
     before = {dev: host.observe(dev) for dev in NICS}
     host.fail_at = {n}
-    result = roce_nic.run(host)
+    result = run(roce_nic, host)
 
     failing_index, made_on_it = divmod(n - 1, WRITES_PER_NIC)  # writes on the failing NIC before it
     failing, earlier = sorted(NICS)[failing_index], sorted(NICS)[:failing_index]
@@ -396,7 +396,7 @@ def test_without_rollback_the_writes_made_stay_and_are_reported(
     failing = sorted(NICS)[(n - 1) // WRITES_PER_NIC]
     before = host.observe(failing)
     host.fail_at = {n}
-    result = roce_nic.run(host)
+    result = run(roce_nic, host)
     assert result["failed"] is True and result["changed"] is (n > 1)
     assert len(host.writes) == n, "nothing is written after the failure"
     entry = result["nics"][failing]
@@ -411,7 +411,7 @@ def test_without_rollback_the_writes_made_stay_and_are_reported(
 @pytest.mark.parametrize("n", range(2, WRITES_PER_NIC + 1))
 def test_a_failed_rollback_is_reported_as_failed(roce_nic: ModuleType, host: FakeHost, n: int) -> None:
     host.fail_at = {n, n + 1}  # the write, then the first write-back (of the newest write before it)
-    result = roce_nic.run(host)
+    result = run(roce_nic, host)
     entry = result["nics"]["mlx5_0"]
     newest = entry["changed"][-1]
     assert result["failed"] is True and result["changed"] is True
@@ -430,7 +430,7 @@ def test_a_write_that_failed_half_way_is_put_back_too(roce_nic: ModuleType, host
     before = host.observe("mlx5_0")
     host.partial = True
     host.fail_at = {2}  # trust, then the DSCP map: 26 set, 48 refused
-    result = roce_nic.run(host)
+    result = run(roce_nic, host)
     entry = result["nics"]["mlx5_0"]
     assert entry["failed_write"] == "dscp2prio" and entry["changed"] == ["trust"]
     assert entry["rollback"]["undone"] == ["dscp2prio", "trust"] and entry["rollback_ok"] is True
@@ -442,7 +442,7 @@ def test_a_setting_whose_old_value_cannot_be_written_back_fails_the_rollback(
 ) -> None:
     (host.root / "net" / "ens1np0" / "mtu").write_text("unknown\n")
     host.fail_at = {8}  # the write after the mtu (min_time_between_cnps)
-    result = roce_nic.run(host)
+    result = run(roce_nic, host)
     entry = result["nics"]["mlx5_0"]
     assert "mtu" in entry["changed"] and entry["rollback_ok"] is False
     assert "mtu: the previous value 'unknown' cannot be written back" in entry["rollback"]["errors"]
@@ -452,7 +452,7 @@ def test_a_setting_whose_old_value_cannot_be_written_back_fails_the_rollback(
 def test_a_read_that_fails_between_writes_rolls_back_too(roce_nic: ModuleType, host: FakeHost) -> None:
     before = host.observe("mlx5_0")
     host.refuse_next_read = True  # the DSCP map, hidden under trust pcp, is read again after trust
-    result = roce_nic.run(host)
+    result = run(roce_nic, host)
     entry = result["nics"]["mlx5_0"]
     assert result["failed"] is True and result["changed"] is True
     assert entry["failed_write"] is None and entry["changed"] == ["trust"]

@@ -32,13 +32,16 @@ def run(tool: str, args: list[str]) -> int:
 
 def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
     """Tools that only read or write node state (imported on demand to keep start-up small)."""
-    from . import subnet_manager, system
+    from . import subnet_manager, system, systemd
 
     dispatcher = subnet_manager.dispatcher_path()
     return {
         **state_tools(),
         "sysctl": system.sysctl,
-        "systemctl": lambda node, args: subnet_manager.systemctl(node, args, dispatcher),
+        # Generic units; systemd.systemctl hands the opensm unit names to subnet_manager.systemctl.
+        "systemctl": lambda node, args: systemd.systemctl(node, args, dispatcher),
+        "udevadm": systemd.udevadm,
+        "fabcheck-mock-boot": lambda node, args: systemd.boot(node, dispatcher),
         "sminfo": subnet_manager.sminfo,
         "fabcheck-mock-opensm": lambda node, args: subnet_manager.daemon(node),
     }

@@ -17,6 +17,7 @@ from fabcheck.errors import UsageError
 from .layout import MockNodePaths
 from .tools.common import Node
 from .tools.mlnx_qos import apply_buffers, factory_state
+from .tools.subnet_manager import read_opensm_conf
 
 HOST_FAULTS: Mapping[str, str] = {
     "pfc-off": "PFC disabled on the lossless priority of one NIC",
@@ -27,6 +28,8 @@ HOST_FAULTS: Mapping[str, str] = {
     "mtu": "netdev MTU 1500 on one NIC, so its RoCE active_mtu drops to 1024",
     "affinity": "GPU0's rail NIC moved across the CPU socket: topo shows SYS instead of PIX",
     "no-rdma": "RDMA devices gone: /sys/class/infiniband empty, NCCL falls back to Socket",
+    "sm-conf-drift": "opensm.conf of an SM node edited by hand (other sm_priority and routing_engine); "
+    "the running opensm keeps its config until restarted",
 }
 RECORD = "faults.json"
 HIDDEN_RDMA = ".fault-no-rdma"
@@ -56,6 +59,11 @@ class Changes:
         self.entries.append({"type": "sys", "file": rel, "old": path.read_text()})
         path.write_text(value + "\n")
 
+    def etc_file(self, rel: str, text: str) -> None:
+        path = self.node.etc / rel
+        self.entries.append({"type": "etc", "file": rel, "old": path.read_text() if path.exists() else None})
+        path.write_text(text)
+
     def state_file(self, name: str, text: str) -> None:
         path = self.node.state / name
         self.entries.append(
@@ -70,8 +78,8 @@ def restore(node: Node, entries: list[dict[str, Any]]) -> None:
     for entry in reversed(entries):
         if entry["type"] == "sys":
             (node.sys_class / entry["file"]).write_text(entry["old"])
-        elif entry["type"] == "state":
-            path = node.state / entry["file"]
+        elif entry["type"] in ("state", "etc"):
+            path = (node.state if entry["type"] == "state" else node.etc) / entry["file"]
             if entry["old"] is None:
                 path.unlink(missing_ok=True)
             else:
@@ -180,6 +188,24 @@ def inject_no_rdma(node: Node, changes: Changes) -> None:
     changes.json_keys("modules.json", {"mlx5_ib": False}, {})
 
 
+OPENSM_CONF = "opensm/opensm.conf"
+
+
+def inject_sm_conf_drift(node: Node, changes: Changes) -> None:
+    conf = node.etc / OPENSM_CONF
+    if node.info.get("profile") != "sm" or not conf.is_file():
+        raise UsageError(
+            f"host fault 'sm-conf-drift' needs an SM node with /etc/{OPENSM_CONF}; {node.hostname} is none"
+        )
+    current = read_opensm_conf(node)
+    drifted = {"sm_priority": "1" if current.get("sm_priority") == "0" else "0", "routing_engine": "minhop"}
+    kept = [
+        line for line in conf.read_text().splitlines() if not line.split() or line.split()[0] not in drifted
+    ]
+    edited = kept + [f"{key} {value}" for key, value in drifted.items()]
+    changes.etc_file(OPENSM_CONF, "\n".join(edited) + "\n")
+
+
 INJECT = {
     "pfc-off": inject_pfc_off,
     "trust-pcp": inject_trust_pcp,
@@ -189,6 +215,7 @@ INJECT = {
     "mtu": inject_mtu,
     "affinity": inject_affinity,
     "no-rdma": inject_no_rdma,
+    "sm-conf-drift": inject_sm_conf_drift,
 }
 
 

@@ -60,9 +60,11 @@ def link_record(node: Node, netdev: str) -> dict[str, Any]:
     up = (node.read_sys(f"net/{netdev}/operstate") or "down") == "up"
     infiniband = node.read_sys(f"net/{netdev}/type") == "32"
     flags = ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"] if up else ["BROADCAST", "MULTICAST"]
+    parent = node.read_sys(f"net/{netdev}/parent")  # IPoIB child interfaces name their parent
     return {
         "ifindex": node.read_sys_int(f"net/{netdev}/ifindex", 0),
         "ifname": netdev,
+        **({"link": parent} if parent else {}),
         "flags": flags,
         "mtu": node.netdev_mtu(netdev),
         "qdisc": "mq",
@@ -94,8 +96,9 @@ LOOPBACK = {
 
 def link_text(rec: dict[str, Any]) -> str:
     flags = ",".join(rec["flags"])
+    name = f"{rec['ifname']}@{rec['link']}" if "link" in rec else rec["ifname"]
     return (
-        f"{rec['ifindex']}: {rec['ifname']}: <{flags}> mtu {rec['mtu']} qdisc {rec['qdisc']} state "
+        f"{rec['ifindex']}: {name}: <{flags}> mtu {rec['mtu']} qdisc {rec['qdisc']} state "
         f"{rec['operstate']} mode {rec['linkmode']} group {rec['group']} qlen {rec['txqlen']}\n"
         f"    link/{rec['link_type']} {rec['address']} brd {rec['broadcast']}\n"
     )
@@ -141,6 +144,71 @@ def ip_link_set(node: Node, words: list[str]) -> int:
     return 0
 
 
+IPOIB_FULL_MEMBER = 0x8000
+
+
+def ip_link_add_ipoib(node: Node, words: list[str]) -> int:
+    """`ip link add link PARENT name NAME type ipoib pkey PKEY`: an IPoIB child, as the kernel makes one
+    (full-member bit set, created down, the pkey in its broadcast address). No other link type."""
+    options: dict[str, str] = {}
+    it = iter(words)
+    for word in it:
+        if word not in ("link", "name", "type", "pkey", "mode"):
+            raise ToolError(f'Error: either "dev" is duplicate, or "{word}" is a garbage.\n', 255)
+        options[word] = next(it, "")
+    if options.get("type") != "ipoib":
+        raise ToolError("RTNETLINK answers: Operation not permitted\n", 2)
+    parent, name, pkey_text = options.get("link", ""), options.get("name", ""), options.get("pkey", "")
+    if parent not in node.netdevs():
+        raise ToolError(f'Cannot find device "{parent}"\n', 1)
+    if node.read_sys(f"net/{parent}/type") != "32":
+        raise ToolError("RTNETLINK answers: Operation not supported\n", 2)
+    try:
+        pkey = int(pkey_text, 0)
+    except ValueError:
+        pkey = -1
+    if not 0 <= pkey <= 0xFFFF or pkey & 0x7FFF == 0:
+        raise ToolError(f'Error: argument "{pkey_text}" is wrong: pkey is invalid\n', 255)
+    if not name or len(name) > 15 or "/" in name:
+        raise ToolError(f'Error: argument "{name}" is wrong: "name" not a valid ifname\n', 255)
+    if name in node.netdevs():
+        raise ToolError("RTNETLINK answers: File exists\n", 2)
+    pkey |= IPOIB_FULL_MEMBER
+    _write_ipoib_child(node, parent, name, pkey, options.get("mode", "datagram"))
+    return 0
+
+
+def _write_ipoib_child(node: Node, parent: str, name: str, pkey: int, mode: str) -> None:
+    address = (node.read_sys(f"net/{parent}/address") or "").split(":")
+    broadcast = (node.read_sys(f"net/{parent}/broadcast") or "").split(":")
+    children = [n for n in node.netdevs() if node.read_sys(f"net/{n}/parent") == parent]
+    if len(address) == 20:  # a new queue pair number in the first 4 bytes
+        qpn = int("".join(address[1:4]), 16) + len(children) + 1
+        address[1:4] = [f"{(qpn >> shift) & 0xFF:02x}" for shift in (16, 8, 0)]
+    if len(broadcast) == 20:  # bytes 8-9 of the broadcast GID carry the pkey
+        broadcast[8:10] = [f"{pkey >> 8:02x}", f"{pkey & 0xFF:02x}"]
+    values = {
+        "type": "32",
+        "mtu": str(node.netdev_mtu(parent)),
+        "operstate": "down",
+        "carrier": "1",
+        "ifindex": str(max([node.read_sys_int(f"net/{n}/ifindex", 0) for n in node.netdevs()] + [1]) + 1),
+        "address": ":".join(address),
+        "broadcast": ":".join(broadcast),
+        "pkey": f"0x{pkey:04x}",
+        "parent": parent,
+        "mode": mode,
+    }
+    directory = node.sys_class / "net" / name
+    node.wrote = True  # from the first write on, the call must not be run again in the node
+    try:
+        directory.mkdir()
+        for attribute, value in values.items():
+            (directory / attribute).write_text(value + "\n")
+    except OSError as exc:  # in the node itself the strict sysfs mount refuses new entries
+        raise ToolError(f"RTNETLINK answers: {exc.strerror}\n", 2) from None
+
+
 def ip(node: Node, args: list[str]) -> int:
     options = [a for a in args if a.startswith("-")]
     words = [a for a in args if not a.startswith("-")]
@@ -152,6 +220,8 @@ def ip(node: Node, args: list[str]) -> int:
     verb = words[1] if len(words) > 1 else "show"
     if verb == "set":
         return ip_link_set(node, words[2:])
+    if verb == "add":
+        return ip_link_add_ipoib(node, words[2:])
     if verb not in ("show", "list", "lst"):
         raise ToolError("RTNETLINK answers: Operation not permitted\n", 2)
     targets = [w for w in words[2:] if w != "dev"]

@@ -1,8 +1,10 @@
 """Mock OpenSM service (``systemctl ... opensm``), its daemon, and ``sminfo``.
 
-A started opensm is a real background process listening on the node's address at SM_PORT. ``sminfo``
-polls the node and its peers there and elects the master like OpenSM does: highest ``sm_priority``,
-ties broken by the lowest port GUID.
+A started opensm is a real background process listening on the node's address at SM_PORT, running with
+the opensm.conf it read when it started (or on SIGHUP). Each daemon derives its own state the way
+OpenSM's SM election does: it polls the other SMs it can reach and is MASTER when no other has a higher
+``sm_priority`` (ties: the lowest port GUID wins), else STANDBY. ``sminfo`` reports the state a daemon
+itself derives: the master's, or that of the SM at the LID it is given.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -21,6 +24,8 @@ from .common import Node, ToolError, err, out
 SM_PORT = 18750
 UNIT_NAMES = {"opensm", "opensm.service", "opensmd", "opensmd.service"}
 SM_STATES = {3: "SMINFO_MASTER", 2: "SMINFO_STANDBY"}
+MASTER, STANDBY = 3, 2
+IDENTITY_REQUEST, INFO_REQUEST = "ID", "INFO"  # a daemon's identity alone / with the state it derives
 
 
 def read_opensm_conf(node: Node) -> dict[str, str]:
@@ -66,14 +71,38 @@ def running_pid(node: Node) -> int:
     return pid
 
 
+def elected(identities: list[dict[str, Any]]) -> dict[str, Any]:
+    """OpenSM's election among SMs: the highest priority, ties to the lowest port GUID."""
+    return min(identities, key=lambda sm: (-sm["priority"], sm["guid"]))
+
+
+def derived_state(node: Node, identity: dict[str, Any]) -> int:
+    """MASTER when this SM wins against every other SM it reaches, else STANDBY."""
+    others = [sm for sm in (query_sm(a, IDENTITY_REQUEST) for a in peer_addresses(node)) if sm]
+    return MASTER if elected([identity, *others]) is identity else STANDBY
+
+
+def peer_addresses(node: Node) -> list[str]:
+    return [a for a in node.info.get("peers", {}).values() if a != node.address]
+
+
+def startup_log(node: Node, identity: dict[str, Any]) -> str:
+    """The lines of opensm.log that say what it loaded and which state it entered."""
+    options = "".join(
+        f"Loading Cached Option:{key} = {value}\n" for key, value in read_opensm_conf(node).items()
+    )
+    entered = "MASTER" if derived_state(node, identity) == MASTER else "STANDBY"
+    return f"{options}Entering {entered} state\n" + ("SUBNET UP\n" if entered == "MASTER" else "")
+
+
 def daemon(node: Node) -> int:
-    """Background opensm: answer identity queries until SIGTERM."""
+    """Background opensm: answer identity and state queries until SIGTERM."""
     identity = sm_identity(node)
     server = socket.create_server((node.address, SM_PORT), reuse_port=False)
     state = service_state(node)
     state.update(pid=os.getpid(), started=time.time())
     node.save("opensm.json", state)
-    (node.state / "opensm.log").write_text("Entering MASTER state\nSUBNET UP\n")
+    (node.state / "opensm.log").write_text(startup_log(node, identity))
 
     def stop(_signum: int, _frame: Any) -> None:
         raise SystemExit(0)
@@ -85,10 +114,22 @@ def daemon(node: Node) -> int:
     signal.signal(signal.SIGHUP, reload)
     while True:
         conn, _ = server.accept()
-        with conn:
+        # One thread per query: answering INFO polls the other SMs, which may be polling this one.
+        threading.Thread(target=answer, args=(node, conn, identity), daemon=True).start()
+
+
+def answer(node: Node, conn: socket.socket, identity: dict[str, Any]) -> None:
+    with conn:
+        conn.settimeout(5.0)
+        try:
+            request = conn.makefile().readline().strip()
             started = service_state(node).get("started", time.time())
             reply = dict(identity, activity=int((time.time() - started) * 10) + 1)
+            if request == INFO_REQUEST:
+                reply["state"] = derived_state(node, reply)
             conn.sendall((json.dumps(reply) + "\n").encode())
+        except OSError:
+            return
 
 
 def start(node: Node, dispatcher: str) -> None:
@@ -109,7 +150,7 @@ def start(node: Node, dispatcher: str) -> None:
             raise ToolError(
                 "Job for opensm.service failed because the control process exited with error code.\n", 1
             )
-        if service_state(node).get("pid") == proc.pid and query_sm(node.address):
+        if service_state(node).get("pid") == proc.pid and query_sm(node.address, IDENTITY_REQUEST):
             return
         time.sleep(0.02)
     raise ToolError("Job for opensm.service failed because a timeout was exceeded.\n", 1)
@@ -231,9 +272,10 @@ def opensm_verb(node: Node, verb: str, properties: list[str], dispatcher: str) -
     return 0
 
 
-def query_sm(address: str) -> dict[str, Any] | None:
+def query_sm(address: str, request: str) -> dict[str, Any] | None:
     try:
-        with socket.create_connection((address, SM_PORT), timeout=0.5) as conn:
+        with socket.create_connection((address, SM_PORT), timeout=5.0) as conn:
+            conn.sendall(f"{request}\n".encode())
             data = conn.makefile().readline()
     except OSError:
         return None
@@ -244,8 +286,8 @@ def query_sm(address: str) -> dict[str, Any] | None:
 
 
 def sminfo(node: Node, args: list[str]) -> int:
-    addresses = [node.address, *node.info.get("peers", {}).values()]
-    sms = [sm for sm in (query_sm(a) for a in addresses) if sm]
+    addresses = [node.address, *peer_addresses(node)]
+    sms = [sm for sm in (query_sm(a, INFO_REQUEST) for a in addresses) if sm]
     if not sms or not node.rdma_nics() or node.link_layer(node.rdma_nics()[0]) != "InfiniBand":
         pid = os.getpid()
         raise ToolError(
@@ -254,14 +296,15 @@ def sminfo(node: Node, args: list[str]) -> int:
             "sminfo: iberror: failed: query\n",
             255,
         )
-    master = min(sms, key=lambda sm: (-sm["priority"], sm["guid"]))
-    chosen = master
+    # Without a LID, sminfo asks the master: the SM that itself says it is (the best, should two say so).
+    masters = [sm for sm in sms if sm["state"] == MASTER]
+    chosen: dict[str, Any] | None = elected(masters) if masters else None
     if args:
         wanted = int(args[0], 0)
         chosen = next((sm for sm in sms if sm["lid"] == wanted), None)
-        if chosen is None:
-            raise ToolError("sminfo: iberror: failed: query\n", 255)
-    state = 3 if chosen is master else 2
+    if chosen is None:
+        raise ToolError("sminfo: iberror: failed: query\n", 255)
+    state = chosen["state"]
     out(
         f"sminfo: sm lid {chosen['lid']} sm guid 0x{chosen['guid']:016x}, activity count "
         f"{chosen['activity']} priority {chosen['priority']} state {state} {SM_STATES[state]}\n"

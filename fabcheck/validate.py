@@ -11,15 +11,22 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from fabcheck.checks.host import HostEvidence, NetdevEvidence, Unreadable, check_host
+from fabcheck.checks.host import HostEvidence, NetdevEvidence, PersistEvidence, Unreadable, check_host
 from fabcheck.checks.model import Finding, Status, errored, verdict
 from fabcheck.collect import host as collect
 from fabcheck.collect.host import ConnectionVarError, HostCollection, Section, SshTarget, TimeLimits
+from fabcheck.desired.nic import PERSIST_PATHS
 from fabcheck.errors import ParseError, UsageError
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
+from fabcheck.parsers.nic_persist import (
+    missing_file,
+    parse_boot_settings,
+    parse_present_files,
+    parse_unit_state,
+)
 from fabcheck.parsers.numbers import read_int
 from fabcheck.parsers.rdma_link import parse_rdma_link
 from fabcheck.parsers.topo import parse_topo
@@ -235,7 +242,46 @@ def evidence(collection: HostCollection) -> HostEvidence:
         modules=_read(sections, collect.LSMOD, prio, loaded_modules),
         netdevs=netdevs,
         traffic_class=_traffic_classes(sections, links, prio),
+        persistence=_persistence(sections, prio),
     )
+
+
+def _persistence(sections: Mapping[str, Section], prio: int) -> PersistEvidence:
+    """The boot file, the unit state and the boot files present. A missing file, a disabled or absent
+    unit are answers; only output that says neither is Unreadable."""
+    config_section = sections.get(collect.PERSIST_CONFIG)
+    if config_section is not None and missing_file(config_section.rc, config_section.stderr):
+        config: dict[str, Any] | Unreadable | None = None
+    else:
+        config = _read(sections, collect.PERSIST_CONFIG, prio, parse_boot_settings)
+    wanted = [PERSIST_PATHS[key] for key in collect.PERSIST_FILE_ORDER]
+    return PersistEvidence(
+        settings=config,
+        unit_state=_read_answer(sections, collect.PERSIST_UNIT_STATE, prio, parse_unit_state),
+        present=_read_answer(
+            sections,
+            collect.PERSIST_FILES,
+            prio,
+            lambda rc, out, err, source: parse_present_files(rc, out, err, wanted, source),
+        ),
+    )
+
+
+def _read_answer(
+    sections: Mapping[str, Section],
+    name: str,
+    prio: int,
+    parse: Callable[[int, str, str, str], T],
+) -> T | Unreadable:
+    """Like _read for a command whose non-zero exit is itself an answer (`systemctl is-enabled`, `ls`)."""
+    command, section = _ended_section(sections, name, prio)
+    if isinstance(section, Unreadable):
+        return section
+    assert section.rc is not None
+    try:
+        return parse(section.rc, section.stdout, section.stderr, command)
+    except ParseError as err:
+        return Unreadable(command, _short(err.message))
 
 
 def _netdevs(sections: Mapping[str, Section], links: Iterable[Any], prio: int) -> dict[str, NetdevEvidence]:
@@ -265,6 +311,17 @@ def _traffic_classes(sections: Mapping[str, Section], links: Any, prio: int) -> 
     }
 
 
+def _ended_section(sections: Mapping[str, Section], name: str, prio: int) -> tuple[str, Section | Unreadable]:
+    """The command a section ran, and the section, or Unreadable when it is missing or cut off."""
+    command = collect.section_command(name, prio)
+    section = sections.get(name)
+    if section is None:
+        return command, Unreadable(command, "not in the collected output")
+    if section.rc is None:
+        return command, Unreadable(command, "output truncated (no end marker)")
+    return command, section
+
+
 def _read(
     sections: Mapping[str, Section],
     name: str,
@@ -274,12 +331,9 @@ def _read(
 ) -> T | Unreadable:
     """Parse one section. `empty_when`: the tool's own "nothing here" message, printed with a failing
     exit code (``ibv_devinfo`` says "No IB devices found" on stderr and exits 255): an empty reading."""
-    command = collect.section_command(name, prio)
-    section = sections.get(name)
-    if section is None:
-        return Unreadable(command, "not in the collected output")
-    if section.rc is None:
-        return Unreadable(command, "output truncated (no end marker)")
+    command, section = _ended_section(sections, name, prio)
+    if isinstance(section, Unreadable):
+        return section
     if empty_when is not None and section.rc != 0 and section.stderr.strip() == empty_when:
         return parse(empty_when, command)
     if section.rc != 0:

@@ -7,14 +7,17 @@ it on this one host.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from fabcheck.checks.model import Finding, errored, failed, passed, skipped
-from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
+from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_PERSIST_TAG, HOST_QOS_ROLE
 from fabcheck.checks.topo import CHECK as TOPO_CHECK
 from fabcheck.checks.topo import check_topo
+from fabcheck.desired.nic import PERSIST_PATHS, PERSIST_UNIT, desired_host
 from fabcheck.intent.model import ROCE_HEADER_BYTES, FabricIntent
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
 from fabcheck.parsers.mlnx_qos import PRIORITIES, MlnxQos
@@ -33,9 +36,19 @@ ROCE_TOS = "host.roce_tos"
 NETDEV_MTU = "host.netdev_mtu"
 RDMA_MTU = "host.rdma_mtu"
 PEERMEM = "host.nvidia_peermem"
+NIC_PERSISTENCE = "host.nic_persistence"
 AFFINITY = TOPO_CHECK
-ROCE_ONLY_CHECKS = (TRUST, PFC, DSCP2PRIO, ECN_ENABLE, CNP, ROCE_TOS, NETDEV_MTU)
-HOST_CHECKS = (RDMA_DEVICE, PORT_STATE, LINK_LAYER, *ROCE_ONLY_CHECKS, RDMA_MTU, PEERMEM, AFFINITY)
+ROCE_ONLY_CHECKS = (TRUST, PFC, DSCP2PRIO, ECN_ENABLE, CNP, ROCE_TOS, NETDEV_MTU)  # per rail NIC
+HOST_CHECKS = (
+    RDMA_DEVICE,
+    PORT_STATE,
+    LINK_LAYER,
+    *ROCE_ONLY_CHECKS,
+    RDMA_MTU,
+    NIC_PERSISTENCE,
+    PEERMEM,
+    AFFINITY,
+)
 
 PEERMEM_MODULE = "nvidia_peermem"
 GOOD_PORT = ("ACTIVE", "LINK_UP")
@@ -62,6 +75,18 @@ class NetdevEvidence:
 
 
 @dataclass(frozen=True)
+class PersistEvidence:
+    """What the host keeps to re-apply its NIC settings at boot (role roce_host, tag persist)."""
+
+    settings: dict[str, Any] | Unreadable | None  # the boot file's settings; None: no boot file
+    unit_state: str | Unreadable  # `systemctl is-enabled`: enabled, disabled, ..., absent
+    present: frozenset[str] | Unreadable  # which of PERSIST_PATHS exist
+
+
+NOT_COLLECTED = PersistEvidence(*(Unreadable("boot files", "not collected"),) * 3)
+
+
+@dataclass(frozen=True)
 class HostEvidence:
     """Everything one collection round trip showed, parsed. Per-NIC data is keyed by netdev / device."""
 
@@ -71,6 +96,7 @@ class HostEvidence:
     modules: frozenset[str] | Unreadable
     netdevs: Mapping[str, NetdevEvidence] = field(default_factory=dict)
     traffic_class: Mapping[str, int | Unreadable] = field(default_factory=dict)  # "mlx5_0/1" -> TClass
+    persistence: PersistEvidence = NOT_COLLECTED
 
 
 @dataclass(frozen=True)
@@ -97,6 +123,7 @@ def check_host(evidence: HostEvidence, intent: FabricIntent) -> list[Finding]:
     findings += check_roce_tos(evidence, nics, intent)
     findings += _per_netdev(check_netdev_mtu, evidence, nics, intent)
     findings += check_rdma_mtu(nics, intent)
+    findings += check_nic_persistence(evidence.persistence, intent)
     findings += check_peermem(evidence.modules, intent)
     findings += check_affinity(evidence.topo, intent)
     return findings
@@ -433,6 +460,79 @@ def check_rdma_mtu(nics: list[_Nic], intent: FabricIntent) -> list[Finding]:
                 )
                 findings.append(failed(RDMA_MTU, subject, expected, actual, hint))
     return findings
+
+
+PERSIST_HINT = (
+    f"role {HOST_QOS_ROLE} (tag {HOST_PERSIST_TAG}) installs it: "
+    f"`ansible-playbook site.yml --tags {HOST_PERSIST_TAG} --limit <this host>`"
+)
+
+
+def check_nic_persistence(data: PersistEvidence, intent: FabricIntent) -> list[Finding]:
+    """Whether a reboot or driver reload brings this host's NIC settings back: the boot file holds
+    exactly the desired record role roce_host applies, the unit that re-applies it is enabled, and the
+    applier and udev rule are installed. Judged apart from the running state, which the other checks see."""
+    if intent.kind != "roce":
+        return [skipped(NIC_PERSISTENCE, "host", f"RoCE-only check; fabric_intent.kind is {intent.kind}")]
+    return [
+        _boot_file_finding(data.settings, intent),
+        _boot_unit_finding(data.unit_state),
+        _boot_helpers_finding(data.present),
+    ]
+
+
+def desired_boot_settings(intent: FabricIntent) -> dict[str, Any]:
+    """The record the role writes to the boot file, in its JSON form (it names no host)."""
+    args = desired_host(intent, "").roce_nic_args()
+    return json.loads(json.dumps(args, sort_keys=True))
+
+
+def _boot_file_finding(settings: dict[str, Any] | Unreadable | None, intent: FabricIntent) -> Finding:
+    path = PERSIST_PATHS["config"]
+    expected = "the settings of the desired state (roce_nic_args of the intent)"
+    if isinstance(settings, Unreadable):
+        return _error(NIC_PERSISTENCE, path, expected, settings)
+    if settings is None:
+        return failed(
+            NIC_PERSISTENCE, path, expected, "no boot file: a reboot leaves the NICs lossy", PERSIST_HINT
+        )
+    wanted = desired_boot_settings(intent)
+    keys = sorted(set(wanted) | set(settings))
+    have = {key: settings.get(key, "<missing>") for key in keys}
+    want = {key: wanted.get(key, "<not a setting>") for key in keys}
+    stale = [
+        f"{key} {json.dumps(have[key])} (desired {json.dumps(want[key])})"
+        for key in keys
+        if have[key] != want[key]
+    ]
+    if not stale:
+        return passed(NIC_PERSISTENCE, path, expected, "equal to the desired state")
+    actual = "stale: " + "; ".join(stale)
+    return failed(
+        NIC_PERSISTENCE, path, expected, actual, f"a reboot would apply these values; {PERSIST_HINT}"
+    )
+
+
+def _boot_unit_finding(state: str | Unreadable) -> Finding:
+    expected = f"{PERSIST_UNIT} enabled (runs the applier at boot)"
+    if isinstance(state, Unreadable):
+        return _error(NIC_PERSISTENCE, PERSIST_UNIT, expected, state)
+    if state == "enabled":
+        return passed(NIC_PERSISTENCE, PERSIST_UNIT, expected, "enabled")
+    actual = "no such unit file" if state == "absent" else state
+    return failed(NIC_PERSISTENCE, PERSIST_UNIT, expected, actual, PERSIST_HINT)
+
+
+def _boot_helpers_finding(present: frozenset[str] | Unreadable) -> Finding:
+    wanted = [PERSIST_PATHS["applier"], PERSIST_PATHS["rule"]]
+    subject = "applier and udev rule"
+    expected = " and ".join(wanted) + " present (a driver reload re-applies the settings)"
+    if isinstance(present, Unreadable):
+        return _error(NIC_PERSISTENCE, subject, expected, present)
+    missing = [path for path in wanted if path not in present]
+    if not missing:
+        return passed(NIC_PERSISTENCE, subject, expected, "present")
+    return failed(NIC_PERSISTENCE, subject, expected, f"missing: {', '.join(missing)}", PERSIST_HINT)
 
 
 def check_peermem(modules: frozenset[str] | Unreadable, intent: FabricIntent) -> list[Finding]:

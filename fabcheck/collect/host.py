@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabcheck.desired.nic import PERSIST_PATHS, PERSIST_UNIT
 from fabcheck.parsers.numbers import is_int_token
 
 # Section names: fixed ones, and per netdev / per RDMA device ones as "<kind>:<name>".
@@ -34,6 +35,12 @@ ECN_RP_ENABLE = "ecn_rp_enable"
 CNP_DSCP = "cnp_dscp"
 CNP_PRIO = "cnp_802p_prio"
 TRAFFIC_CLASS = "traffic_class"
+# What re-applies the NIC settings at boot (role roce_host, tag persist): the settings file, whether the
+# boot unit is enabled, and which of the boot files exist.
+PERSIST_CONFIG = "persist_config"
+PERSIST_UNIT_STATE = "persist_unit"
+PERSIST_FILES = "persist_files"
+PERSIST_FILE_ORDER = ("config", "applier", "unit", "rule")
 
 # The command each section ran, as a user would type it (for error messages and hints).
 SECTION_COMMANDS: Mapping[str, str] = {
@@ -49,6 +56,9 @@ SECTION_COMMANDS: Mapping[str, str] = {
     CNP_DSCP: "cat /sys/class/net/{name}/ecn/roce_np/cnp_dscp",
     CNP_PRIO: "cat /sys/class/net/{name}/ecn/roce_np/cnp_802p_prio",
     TRAFFIC_CLASS: "cat /sys/class/infiniband/{name}/tc/{port}/traffic_class",
+    PERSIST_CONFIG: f"cat {PERSIST_PATHS['config']}",
+    PERSIST_UNIT_STATE: f"systemctl is-enabled {PERSIST_UNIT}",
+    PERSIST_FILES: "ls -1d -- " + " ".join(PERSIST_PATHS[key] for key in PERSIST_FILE_ORDER),
 }
 
 MARK = "<<<fabcheck"
@@ -141,7 +151,16 @@ printf '%s\n' "$links" | while trap stop TERM INT HUP PIPE && IFS= read -r line;
     section "cnp_dscp:$netdev" cat "/sys/class/net/$netdev/ecn/roce_np/cnp_dscp"
     section "cnp_802p_prio:$netdev" cat "/sys/class/net/$netdev/ecn/roce_np/cnp_802p_prio"
 done
-[ "$err" = /dev/null ] || rm -f "$err"
+"""
+
+# Fixed paths from fabcheck's desired state (plain words, checked here): still no input from the host.
+_PERSIST_WORDS = [PERSIST_PATHS[key] for key in PERSIST_FILE_ORDER] + [PERSIST_UNIT]
+assert all(re.fullmatch(r"[A-Za-z0-9_./-]+", word) for word in _PERSIST_WORDS), _PERSIST_WORDS
+COLLECT_SCRIPT += f"""section {PERSIST_CONFIG} cat {PERSIST_PATHS["config"]}
+section {PERSIST_UNIT_STATE} systemctl is-enabled {PERSIST_UNIT}
+section {PERSIST_FILES} {SECTION_COMMANDS[PERSIST_FILES]}
+"""
+COLLECT_SCRIPT += r"""[ "$err" = /dev/null ] || rm -f "$err"
 printf '%s %s complete>>>\n' '<<<fabcheck' "$token"
 """
 

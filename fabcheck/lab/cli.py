@@ -1,4 +1,5 @@
-"""`fabcheck lab up|down|status|faults|inject|heal`: the built-in lab of mock GPU hosts and switches."""
+"""`fabcheck lab up|down|status|faults|inject|heal|reboot|reload-driver`: the built-in lab of mock GPU hosts
+and switches."""
 
 from __future__ import annotations
 
@@ -99,6 +100,18 @@ def register(subparsers: Any) -> None:
     heal.add_argument("fault", nargs="?", help="only this fault")
     heal.add_argument("--node", help="only on this node")
     heal.set_defaults(func=_heal)
+
+    reboot = commands.add_parser(
+        "reboot", help="simulate a reboot of a host: NIC state to factory, then its boot units"
+    )
+    reboot.add_argument("node", metavar="NODE", help="lab host node name")
+    reboot.set_defaults(func=_reboot)
+
+    reload_help = "simulate a driver reload of one NIC: its state to factory, then its udev add event"
+    reload_driver = commands.add_parser("reload-driver", help=reload_help)
+    reload_driver.add_argument("node", metavar="NODE", help="lab host node name")
+    reload_driver.add_argument("nic", metavar="NIC", help="RDMA device, e.g. mlx5_0")
+    reload_driver.set_defaults(func=_reload_driver)
 
 
 def _paths() -> LabPaths:
@@ -226,3 +239,26 @@ def _heal(args: argparse.Namespace) -> int:
     if not healed:
         print("no matching active fault")
     return 0
+
+
+def _print_event(event: Any, what: str) -> int:
+    print(f"{what} {event.node}: reset {', '.join(event.reset) or 'no NIC'} to factory values")
+    for line in event.output.splitlines():
+        print(f"  {line}")
+    if not event.ok:
+        print(f"  {event.node}: its own boot files did not finish cleanly (see above)")
+    return 0 if event.ok else 1
+
+
+def _reboot(args: argparse.Namespace) -> int:
+    from fabcheck.lab import power
+
+    return _print_event(power.reboot(_paths(), args.node), "rebooted")
+
+
+def _reload_driver(args: argparse.Namespace) -> int:
+    from fabcheck.lab import power
+
+    return _print_event(
+        power.reload_driver(_paths(), args.node, args.nic), f"reloaded the driver of {args.nic} on"
+    )

@@ -5,6 +5,7 @@ splitter of the one-round-trip collection and the gate's verdict / exit-code rul
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 import subprocess
 from collections.abc import Mapping
@@ -16,6 +17,10 @@ from fabcheck.checks import host as checks
 from fabcheck.checks.model import Finding, Status
 from fabcheck.collect.host import (
     COLLECT_SCRIPT,
+    PERSIST_CONFIG,
+    PERSIST_FILE_ORDER,
+    PERSIST_FILES,
+    PERSIST_UNIT_STATE,
     HostCollection,
     Section,
     SshTarget,
@@ -24,11 +29,13 @@ from fabcheck.collect.host import (
     section_command,
     split_sections,
 )
+from fabcheck.desired.nic import PERSIST_PATHS
 from fabcheck.errors import ParseError
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort, render_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import MlnxQos, render_mlnx_qos
+from fabcheck.parsers.nic_persist import CONFIG_FORMAT
 from fabcheck.parsers.rdma_link import RdmaLink, render_rdma_link
 
 RAILS = {0: "mlx5_0", 1: "mlx5_1"}
@@ -117,13 +124,25 @@ def healthy_sections() -> dict[str, Section]:
         sections[f"ecn_rp_enable:{netdev}"] = ok("1\n")
         sections[f"cnp_dscp:{netdev}"] = ok("48\n")
         sections[f"cnp_802p_prio:{netdev}"] = ok("6\n")
-    return sections
+    return sections | persisted_sections()
+
+
+def persisted_sections(intent: FabricIntent = INTENT) -> dict[str, Section]:
+    """The boot files role roce_host leaves: the settings file of the desired state, the unit enabled."""
+    settings = checks.desired_boot_settings(intent)
+    boot_file = json.dumps({"format": CONFIG_FORMAT, "settings": settings}, indent=2, sort_keys=True)
+    listing = "".join(PERSIST_PATHS[key] + "\n" for key in PERSIST_FILE_ORDER)
+    return {
+        PERSIST_CONFIG: ok(boot_file + "\n"),
+        PERSIST_UNIT_STATE: ok("enabled\n"),
+        PERSIST_FILES: ok(listing),
+    }
 
 
 def run_checks(
     changes: Mapping[str, Section | None] | None = None, intent: FabricIntent = INTENT
 ) -> list[Finding]:
-    sections = healthy_sections()
+    sections = healthy_sections() | persisted_sections(intent)  # the boot file of this intent
     for name, section in (changes or {}).items():
         if section is None:
             sections.pop(name)
@@ -419,7 +438,7 @@ def test_infiniband_intent_skips_roce_only_checks_with_a_reason() -> None:
     ib_ports = render_ibv_devinfo([device(n, i, link_layer="InfiniBand") for i, n in enumerate(NETDEVS)])
     findings = run_checks({"ibv_devinfo": ok(ib_ports)}, intent=ib)
     skipped = {f.check for f in findings if f.status is Status.SKIP}
-    assert skipped == set(checks.ROCE_ONLY_CHECKS)
+    assert skipped == {*checks.ROCE_ONLY_CHECKS, checks.NIC_PERSISTENCE}  # RoCE boot files too
     assert all("RoCE-only" in f.actual for f in findings if f.status is Status.SKIP)
     assert not any(f.status is Status.FAIL for f in findings)
 

@@ -429,10 +429,31 @@ def boot_units(node: Node) -> list[str]:
     return ordered
 
 
+def load_modules(node: Node) -> list[str]:
+    """systemd-modules-load: every module named in /etc/modules-load.d/*.conf, through the mock modprobe."""
+    from . import system
+
+    folder = root_of(node) / "etc/modules-load.d"
+    problems = []
+    for conf in sorted(folder.glob("*.conf")) if folder.is_dir() else []:
+        for line in conf.read_text(errors="replace").splitlines():
+            name = line.split("#", 1)[0].strip()
+            if not name or name.startswith(";"):
+                continue
+            try:
+                system.modprobe(node, [name])
+            except ToolError as exc:
+                problems.append(f"systemd-modules-load: {conf.name}: {exc.message.strip()}")
+    return problems
+
+
 def boot(node: Node, dispatcher: str) -> int:
-    """A fresh boot: nothing loaded or active, then every enabled unit starts (opensm as its own does)."""
+    """A fresh boot: nothing loaded or active, modules-load.d loaded, then every enabled unit starts
+    (opensm as its own service state says)."""
     state = {"loaded": {}, "units": {}}
     failed = []
+    for problem in load_modules(node):
+        err(problem + "\n")
     for unit in boot_units(node):
         try:
             start(node, state, unit)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from fabcheck.analyze import ANALYZERS, Analysis, Options, analyze
+from fabcheck.analyze import ANALYZERS, Options, analyze
 from fabcheck.errors import ParseError, UsageError
 from fabcheck.intent.loader import load_inventory
 from fabcheck.intent.model import FabricIntent, default_intent
-from fabcheck.report import text
+from fabcheck.report.adapters import analysis_subject, analyze_run, unreadable_subject
+from fabcheck.report.model import EXIT_CODES_HELP, Subject
+from fabcheck.report.outputs import add_output_arguments, check_report_paths, emit
 
 READ_CHUNK_CHARS = 1 << 20
 BINARY_SNIFF_CHARS = 4096
@@ -37,17 +38,14 @@ KIND_EXPECTS: dict[str, str] = {
 EPILOG = (
     "kinds:\n"
     + "".join(f"  {kind:<11} {KIND_EXPECTS[kind]}\n" for kind in sorted(KIND_EXPECTS))
-    + """
+    + f"""
 Pasted output is fine: shell prompts, scheduler prefixes, timestamps, ANSI colour.
 
-exit codes:
-  0  every file passes
-  1  a check failed or could not be decided (an error is never a pass)
-  2  usage error, invalid intent, or a file that cannot be read as KIND
-
+{EXIT_CODES_HELP}
 examples:
   fabcheck analyze topo topo.txt -i inventory/example --host gpu01
   fabcheck analyze perftest ib_write_bw.txt --line-rate-gbps 400 --json
+  fabcheck analyze topo gpu*/topo.txt --junit-xml topo.xml --html topo.html
 """
 )
 
@@ -74,8 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="GBPS",
         help="perftest: NIC line rate in Gb/s, above 0 (default: the intent's link.speed_gbps)",
     )
-    parser.add_argument("--json", action="store_true", help="one JSON object per file, one per line")
-    parser.add_argument("-v", "--verbose", action="store_true", help="also list passing checks")
+    add_output_arguments(parser, json_help="one JSON object per file, one per line")
     parser.set_defaults(func=run)
 
 
@@ -93,34 +90,25 @@ def positive_gbps(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_report_paths(args)
     intent = _intent(args)
     options = Options(line_rate_gbps=args.line_rate_gbps)
     expected = f"expected {KIND_EXPECTS.get(args.kind, args.kind)}"
-    results: list[Analysis | dict[str, object]] = []  # in file order; a dict is an unreadable file
+    subjects: list[Subject] = []  # in file order, unreadable files included
     for name in args.files:
         try:
-            results.append(analyze(args.kind, _lines(name), name, intent, options))
+            subjects.append(analysis_subject(analyze(args.kind, _lines(name), name, intent, options)))
         except ParseError as err:
             # str(err) starts with the file name again: the message alone keeps the path printed once.
             why = f"cannot read it as {args.kind}: {err.message}; {expected}"
-            results.append(_unreadable(args, name, why, line=err.line))
+            subjects.append(_unreadable(args, name, why, line=err.line))
         except BinaryInputError:
-            results.append(_unreadable(args, name, f"binary data, not text; {expected}"))
+            subjects.append(_unreadable(args, name, f"binary data, not text; {expected}"))
         except IsADirectoryError:
-            results.append(_unreadable(args, name, f"is a directory; {expected} in a file"))
+            subjects.append(_unreadable(args, name, f"is a directory; {expected} in a file"))
         except OSError as err:
-            results.append(_unreadable(args, name, f"cannot open: {err.strerror or err}; {expected}"))
-    analyses = [r for r in results if isinstance(r, Analysis)]
-    if args.json:
-        for result in results:
-            print(
-                result.to_json_text() if isinstance(result, Analysis) else json.dumps(result, allow_nan=False)
-            )
-    elif analyses:
-        print(text.render(analyses, verbose=args.verbose))
-    if len(analyses) < len(results):
-        return 2
-    return 0 if all(a.verdict == "pass" for a in analyses) else 1
+            subjects.append(_unreadable(args, name, f"cannot open: {err.strerror or err}; {expected}"))
+    return emit(analyze_run(subjects), args)
 
 
 def _intent(args: argparse.Namespace) -> FabricIntent:
@@ -166,17 +154,8 @@ def _looks_binary(head: str) -> bool:
     return "\0" in head or head.count("\ufffd") > BINARY_REPLACED_SHARE * len(head)
 
 
-def _unreadable(
-    args: argparse.Namespace, name: str, message: str, line: int | None = None
-) -> dict[str, object]:
-    """Report an input that could not be read (stderr now, JSON in file order) as a parse error."""
+def _unreadable(args: argparse.Namespace, name: str, message: str, line: int | None = None) -> Subject:
+    """Report an input that could not be read: one line on stderr now, a subject in file order."""
     where = name if line is None else f"{name}:{line}"
     print(f"fabcheck: {where}: {message}", file=sys.stderr)
-    return {
-        "file": name,
-        "kind": args.kind,
-        "verdict": "error",
-        "parse_error": True,
-        "line": line,
-        "error": message,
-    }
+    return unreadable_subject(name, args.kind, KIND_EXPECTS.get(args.kind, args.kind), message, line)

@@ -1,0 +1,63 @@
+"""Build the shared result model from what the runners return (validate's HostResult, analyze's
+Analysis), without the runners knowing about reporters."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from fabcheck.checks.model import errored
+from fabcheck.report.model import Affinity, LinkDetail, NodeKind, Run, Subject
+
+if TYPE_CHECKING:
+    from fabcheck.analyze import Analysis
+    from fabcheck.validate import HostResult
+
+INPUT_CHECK = "input.readable"
+
+
+def host_subject(result: HostResult, affinity: Affinity | None = None) -> Subject:
+    return Subject(result.host, NodeKind.HOST, tuple(result.findings), affinity=affinity)
+
+
+def validate_run(
+    results: Iterable[HostResult],
+    affinities: Mapping[str, Affinity] | None = None,
+    links: Iterable[LinkDetail] = (),
+    notes: Iterable[str] = (),
+) -> Run:
+    """Host results in their order; `affinities` by host name (HostResult does not carry topo yet)."""
+    affinities = affinities or {}
+    subjects = tuple(host_subject(r, affinities.get(r.host)) for r in results)
+    return Run("validate", subjects, tuple(links), tuple(notes))
+
+
+def analysis_subject(analysis: Analysis) -> Subject:
+    return Subject(
+        analysis.source,
+        NodeKind.FILE,
+        tuple(analysis.findings),
+        label=analysis.kind,
+        facts=MappingProxyType(dict(analysis.facts)),
+    )
+
+
+def unreadable_subject(source: str, kind: str, expected: str, message: str, line: int | None) -> Subject:
+    """A file that could not be read as `kind` at all: one error finding, and exit 2 for the run."""
+    where = source if line is None else f"{source}:{line}"
+    finding = errored(
+        INPUT_CHECK,
+        where,
+        expected,
+        message,
+        f"give `fabcheck analyze {kind}` a file that holds {expected}",
+    )
+    facts = {"parse_error": True, "line": line, "error": message}
+    return Subject(
+        source, NodeKind.FILE, (finding,), label=kind, facts=MappingProxyType(facts), input_error=True
+    )
+
+
+def analyze_run(subjects: Iterable[Subject]) -> Run:
+    return Run("analyze", tuple(subjects))

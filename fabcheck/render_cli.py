@@ -1,4 +1,7 @@
-"""`fabcheck render`: print what the switch play would push to each switch, without connecting."""
+"""`fabcheck render`: print what the switch play would push to each switch, without connecting.
+
+The output is the whole config: what a push scoped by `--tags` sends depends on what the switch
+runs, so `ansible-playbook site.yml --tags pfc --check --diff` is the way to see that."""
 
 from __future__ import annotations
 
@@ -10,12 +13,12 @@ from fabcheck.desired.switch import desired_switch
 from fabcheck.errors import UsageError
 from fabcheck.intent.fabric import SWITCH_PLATFORMS, inventory_nodes, read_fabric
 from fabcheck.intent.loader import _where, load_inventory
-from fabcheck.switch.render import CONCERNS, render_switch
+from fabcheck.switch.render import render_switch
 
 EPILOG = """\
 examples:
   fabcheck render -i inventory/example
-  fabcheck render -i inventory/lab --limit leaf01 --concerns pfc,ecn
+  fabcheck render -i inventory/lab --limit leaf01
   fabcheck render -i inventory/lab --platform eos --json
 
 exit codes: 0 rendered, 2 usage error, invalid intent or inventory
@@ -34,9 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--limit", default="", help="comma-separated switch names")
     parser.add_argument("--platform", choices=sorted(SWITCH_PLATFORMS), help="only switches of this platform")
     parser.add_argument(
-        "--concerns", default=",".join(CONCERNS), help=f"comma-separated subset of {','.join(CONCERNS)}"
-    )
-    parser.add_argument(
         "--json", action="store_true", help="one JSON object per switch (desired state + config)"
     )
     parser.set_defaults(func=run)
@@ -45,7 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
     fabric = read_fabric(inventory_nodes(inventory.hosts), _where)
-    concerns = [c.strip() for c in args.concerns.split(",") if c.strip()]
     wanted = [name.strip() for name in args.limit.split(",") if name.strip()]
     names = [s.name for s in fabric.switches]
     unknown = [name for name in wanted if name not in names]
@@ -61,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"no switch to render in {args.inventory}")
     for switch in chosen:
         desired = desired_switch(inventory.intent, fabric, switch.name)
-        rendered = render_switch(desired, concerns)
+        rendered = render_switch(desired)
         if args.json:
             print(
                 json.dumps(

@@ -4,17 +4,23 @@ A driver stages the rendered config in the platform's own transaction (NVUE pend
 configure session, SONiC checkpoint + patch), shows the platform's own diff, and then either commits
 it atomically or discards it. The running config changes only in `commit`, so a push that fails or
 loses its connection anywhere before that leaves the switch on its previous config.
+
+A push may be scoped to some concerns (fabcheck.switch.concerns): the driver then stages only the
+operations of those concerns, so every other concern stays exactly as it runs, stale entries
+included. Where the platform does not persist on commit, a push whose save was lost is finished by
+the next one: running already holds the config, the startup config does not, so it saves.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fabcheck.errors import FabcheckError
+from fabcheck.switch.concerns import ALL_CONCERNS, chosen_concerns, describe
 from fabcheck.switch.render import RenderedConfig
 
 
@@ -50,8 +56,13 @@ class SwitchDriver(abc.ABC):
         """The running state of what fabcheck manages, in the platform's own terms (for --diff)."""
 
     @abc.abstractmethod
-    def stage(self, config: RenderedConfig) -> str:
-        """Open a transaction holding `config` and return the platform's diff against running ('' = none)."""
+    def stage(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
+        """Open a transaction that takes the `concerns` of the running state to `config`; return the
+        platform's diff against running ('' = none).
+
+        Only operations of `concerns` are staged: the stale fabcheck-owned entries of the other
+        concerns are not removed and their settings are not written (the driver classifies its own
+        operations, since only it knows the platform's objects)."""
 
     @abc.abstractmethod
     def commit(self) -> None:
@@ -63,6 +74,16 @@ class SwitchDriver(abc.ABC):
 
     def save(self) -> None:  # noqa: B027 - platforms that persist on commit need nothing here
         """Persist the running config across reboots where the platform does not do it on commit."""
+
+    def needs_save(self) -> bool:
+        """Whether a commit leaves the startup config behind until `save` (known after `stage`)."""
+        return False
+
+    def startup_lag(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
+        """'' when the startup config holds what running holds of `concerns`; else what lags, as a
+        diff line for the report. Asked only when running already matches `config` and
+        `needs_save()`: then a previous push committed and lost its save."""
+        return ""
 
 
 DRIVERS: dict[str, type[SwitchDriver]] = {}
@@ -89,26 +110,34 @@ def push(
     config: RenderedConfig,
     *,
     check: bool,
+    concerns: Iterable[str] = ALL_CONCERNS,
     on_step: Callable[[str], None] = lambda _step: None,
 ) -> PushResult:
-    """Stage, diff, then commit (or discard in check mode / when nothing differs); verify; persist.
+    """Stage `concerns`, diff, then commit (or discard in check mode / when nothing differs); verify;
+    persist. Nothing differs but the startup config lags (a lost save): save, `changed`.
 
     Any failure before commit discards the transaction; a failed commit is rolled back by the
-    platform's transaction. The result's `changed` is true only when the running config changed.
+    platform's transaction; a failure after it says the running config changed (rolled_back=False)
+    and whether startup was saved. `changed` is true when the running or startup config changed.
     """
+    chosen = chosen_concerns(concerns)  # a bad name fails before the switch is touched
     before = driver.running()
     on_step("stage")
     try:
-        diff = driver.stage(config)
+        diff = driver.stage(config, chosen)
     except Exception as err:
         _discard_quietly(driver)
         raise PushError(
             f"{config.switch}: staging failed, running config unchanged: {_reason(err)}", rolled_back=True
         ) from err
-    if not diff.strip() or check:
+    if not diff.strip():
         on_step("discard")
         driver.discard()
-        return PushResult(config.switch, bool(diff.strip()), diff, before, before)
+        return _save_if_startup_lags(driver, config, chosen, check=check, before=before, on_step=on_step)
+    if check:
+        on_step("discard")
+        driver.discard()
+        return PushResult(config.switch, True, diff, before, before)
     on_step("commit")
     try:
         driver.commit()
@@ -124,19 +153,75 @@ def push(
             diff=diff,
         ) from err
     on_step("verify")
-    after = driver.running()
-    remaining = driver.stage(config)
-    driver.discard()
+    try:
+        after = driver.running()
+        remaining = driver.stage(config, chosen)
+        driver.discard()
+    except Exception as err:
+        raise _committed_but(driver, config, "verifying it", err, diff) from err
     if remaining.strip():
         raise PushError(
-            f"{config.switch}: committed, but the switch still differs from the rendered config:\n"
-            + remaining,
+            f"{config.switch}: committed, but the switch still differs from the rendered config "
+            f"({describe(chosen)}):\n" + remaining,
             rolled_back=False,
             diff=diff,
         )
     on_step("save")
-    driver.save()
+    try:
+        driver.save()
+    except Exception as err:
+        raise _committed_but(driver, config, "saving it", err, diff) from err
     return PushResult(config.switch, True, diff, before, after)
+
+
+def _save_if_startup_lags(
+    driver: SwitchDriver,
+    config: RenderedConfig,
+    chosen: frozenset[str],
+    *,
+    check: bool,
+    before: str,
+    on_step: Callable[[str], None],
+) -> PushResult:
+    """Running holds the config; a save that an earlier push lost is done now (reported as a change)."""
+    if not driver.needs_save():
+        return PushResult(config.switch, False, "", before, before)
+    try:
+        lag = driver.startup_lag(config, chosen)
+    except Exception as err:
+        raise PushError(
+            f"{config.switch}: running config unchanged (it already matches), but the startup config "
+            f"could not be compared with it: {_reason(err)}",
+            rolled_back=True,
+        ) from err
+    if not lag.strip() or check:
+        return PushResult(config.switch, bool(lag.strip()), lag, before, before)
+    on_step("save")
+    try:
+        driver.save()
+    except Exception as err:
+        raise PushError(
+            f"{config.switch}: running config unchanged (it already matches), but the startup config "
+            f"that lags it could not be saved: {_reason(err)}",
+            rolled_back=True,
+            diff=lag,
+        ) from err
+    return PushResult(config.switch, True, lag, before, before)
+
+
+def _committed_but(
+    driver: SwitchDriver, config: RenderedConfig, step: str, err: BaseException, diff: str
+) -> PushError:
+    if driver.needs_save():
+        persisted = "the startup config was NOT saved (the next push saves it)"
+    else:
+        persisted = "the platform saved it with the commit"
+    return PushError(
+        f"{config.switch}: committed, so the running config changed, but {step} failed: {_reason(err)}; "
+        + persisted,
+        rolled_back=False,
+        diff=diff,
+    )
 
 
 def _discard_quietly(driver: SwitchDriver) -> None:

@@ -2,12 +2,13 @@
 
 The templates only spell the desired record in the platform's terms: every value comes from the
 record, none from a constant in a template. Undefined names are errors, never empty strings.
+The output is always the whole switch: a push scoped to some concerns (`--tags pfc`) is narrowed by
+the driver, against the running state (fabcheck.switch.concerns), never here.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,8 +19,6 @@ from fabcheck.errors import FabcheckError
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 ENTRY_TEMPLATE = "switch.j2"  # templates/<platform>/switch.j2 renders one whole switch
-# What a template renders, section by section; `--tags` of the switch play select a subset.
-CONCERNS = ("dscp", "pfc", "ecn", "scheduler", "watchdog", "mtu", "buffers")
 
 
 class RenderError(FabcheckError):
@@ -62,17 +61,11 @@ def _environment(platform: str) -> jinja2.Environment:
     )
 
 
-def render_switch(desired: DesiredSwitch, concerns: Iterable[str] = CONCERNS) -> RenderedConfig:
-    """Pure: the desired state of one switch -> the config text its platform takes.
-
-    `concerns` limits the output to those sections (a template shows `concerns` to its blocks)."""
-    chosen = frozenset(concerns)
-    unknown = sorted(chosen - set(CONCERNS))
-    if unknown:
-        raise RenderError(f"unknown concern(s) {unknown}; known: {', '.join(CONCERNS)}")
+def render_switch(desired: DesiredSwitch) -> RenderedConfig:
+    """Pure: the desired state of one switch -> the whole config text its platform takes."""
     try:
         template = _environment(desired.platform).get_template(ENTRY_TEMPLATE)
-        text = template.render(switch=desired, concerns=chosen)
+        text = template.render(switch=desired)
     except jinja2.TemplateError as err:
         where = f"{getattr(err, 'filename', None) or desired.platform}:{getattr(err, 'lineno', '?')}"
         raise RenderError(f"{where}: cannot render switch {desired.name}: {err}") from None

@@ -19,7 +19,8 @@ try:
     from fabcheck.intent.fabric import GPU_HOSTS, InventoryNode, read_fabric
     from fabcheck.intent.loader import _plain as plain_python  # ansible's tagged values -> plain
     from fabcheck.intent.model import FabricIntent
-    from fabcheck.switch.render import CONCERNS, render_switch
+    from fabcheck.switch.concerns import concerns_from_tags
+    from fabcheck.switch.render import render_switch
 except ImportError as err:  # ansible-playbook run from a Python without fabcheck installed
     _IMPORT_ERROR: ImportError | None = err
 else:
@@ -63,7 +64,8 @@ def fabcheck_switch_config(
     run_tags: Sequence[str] = ("all",),
 ) -> dict[str, Any]:
     """`inventory_hostname | fabcheck_switch_config(fabric_intent, hostvars, groups, ansible_run_tags)`:
-    the switch's desired state and the config its platform's templates render from it."""
+    the switch's desired state, the whole config its platform's templates render from it, and the
+    concerns the run's tags select (the push stages only those)."""
     _require_fabcheck()
     validated = _validated(intent, switch)
     names = list(dict.fromkeys([*groups.get(GPU_HOSTS, ()), *groups.get("switches", ()), switch]))
@@ -79,13 +81,13 @@ def fabcheck_switch_config(
                 plain_python(rails) if rails is not None else validated.rails,
             )
         )
-    selected = [tag for tag in run_tags if tag in CONCERNS] or list(CONCERNS)
+    selected = concerns_from_tags(run_tags)
     try:
         # Values here are already templated (a vaulted password is plain text by now): the secret
         # rule was enforced by `fabcheck intent check` on the raw inventory in the preflight play.
         fabric = read_fabric(nodes, lambda _value: "", secrets_checked=False)
         desired = desired_switch(validated, fabric, switch)
-        rendered = render_switch(desired, selected)
+        rendered = render_switch(desired)
     except FabcheckError as err:
         raise AnsibleFilterError(f"{switch}: {err}") from None
     return {

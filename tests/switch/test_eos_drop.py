@@ -158,9 +158,20 @@ def test_a_cut_after_commit_says_the_switch_was_changed(switch: Switch) -> None:
     with pytest.raises(PushError) as err:
         push(switch.driver, custom, check=False)
     assert err.value.rolled_back is False and "may hold the new config" in str(err.value)
+    assert "committed, so the running config changed, but verifying it failed" in str(err.value)
+    assert "the startup config was NOT saved" in str(err.value)
     assert switch.dropped_before() == session_lines(custom.text, custom.text)[0]
+    state = switch.switches.state(switch.name)
+    assert state["startup"] != state["running"]
 
     driver = switch.reconnect()
     assert driver.running() == format_config(parse_config(custom.text))  # the commit had landed
+    check = push(driver, custom, check=True)  # running matches; only the save is missing
+    assert check.changed and check.diff.startswith("save: startup-config lags running-config")
+    assert "+   mtu 9100" in check.diff.splitlines()  # the custom intent's MTU, not yet saved
+    assert switch.switches.state(switch.name)["startup"] == state["startup"]
     result = push(driver, custom, check=False)
-    assert not result.changed and switch.sessions() == []  # the cut verification session is gone
+    assert result.changed and result.diff == check.diff and switch.sessions() == []
+    state = switch.switches.state(switch.name)
+    assert state["startup"] == state["running"]
+    assert not push(driver, custom, check=False).changed

@@ -10,10 +10,18 @@ What fabcheck owns: the whole DSCP -> traffic-class map (a DSCP the config does 
 to EOS's default class), the global PFC watchdog lines, every `qos profile` block it renders, and
 the QoS lines (trust, PFC, watchdog, tx-queues, mtu, service-profile) of the interfaces it
 renders. Anything else (descriptions, shutdown, other interfaces and profiles) is left alone.
+
+Every owned line belongs to concerns (`_LINES`): `qos map dscp` and `qos trust` to dscp, PFC lines to
+pfc, watchdog lines to watchdog, bandwidth/priority lines of a tx-queue to scheduler, its
+`random-detect ecn` lines to ecn, `mtu` to mtu; a block (tx-queue) to those of its lines. A push
+scoped to some concerns types only the lines (and `no` lines) whose concerns are all chosen, inside
+their blocks; `service-profile`, which binds every class setting of the profile to the port, goes
+only with every one of those concerns. EOS keeps no buffer settings of ours: buffers has no line.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import secrets
@@ -22,36 +30,57 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabcheck.errors import FabcheckError
+from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.connect import READ_TIMEOUT_S
 from fabcheck.switch.driver import PushError, SwitchDriver, register
 from fabcheck.switch.render import RenderedConfig
 
 SESSION_PREFIX = "fabcheck-"
 SAVE_COMMAND = "copy running-config startup-config"
+SHOW_STARTUP = "show startup-config"
 INDENT = "   "  # EOS indents each config level by three spaces
 POLL_S = 0.005
 
 _DSCP_MAP = re.compile(r"qos map dscp ((?:\d+ )+)to traffic-class (\d+)")
-# A config line -> the `no` line that removes it. Two lines with the same negation set the same
-# thing (the later one wins), so the negation doubles as the setting's key.
 _WATCHDOG = "priority-flow-control pause watchdog"
-_NEGATIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), negation)
-    for pattern, negation in (
-        (rf"{_WATCHDOG} default (timeout|recovery-time|polling-interval) \S+", rf"no {_WATCHDOG} default \1"),
-        (rf"{_WATCHDOG} action \S+", f"no {_WATCHDOG} action"),
-        (r"qos trust \S+", "no qos trust"),
-        (r"priority-flow-control on", "no priority-flow-control"),
-        (r"priority-flow-control priority (\d+) \S+", r"no priority-flow-control priority \1"),
-        (_WATCHDOG, f"no {_WATCHDOG}"),
-        (r"(uc-tx-queue|tx-queue) (\d+)", r"no \1 \2"),
-        (r"mtu \d+", "no mtu"),
-        (r"service-profile \S+", "no service-profile"),
-        (r"bandwidth percent \d+", "no bandwidth percent"),
-        (r"bandwidth guaranteed percent \d+", "no bandwidth guaranteed"),
-        (r"priority strict", "no priority"),
-        (r"random-detect ecn minimum-threshold .+", "no random-detect ecn"),
-        (r"random-detect ecn count", "no random-detect ecn count"),
+# What the attached profile carries: the port's trust, PFC, watchdog and tx-queues.
+_PROFILE_CONCERNS = frozenset({"dscp", "pfc", "watchdog", "scheduler", "ecn"})
+
+
+@dataclass(frozen=True)
+class OwnedLine:
+    """A config line fabcheck owns: its pattern, the `no` line that removes it, its concerns.
+
+    Two lines with the same negation set the same thing (the later one wins), so the negation
+    doubles as the setting's key."""
+
+    pattern: re.Pattern[str]
+    negation: str
+    concerns: frozenset[str]
+
+
+_LINES: tuple[OwnedLine, ...] = tuple(
+    OwnedLine(re.compile(pattern), negated, frozenset(concerns))
+    for pattern, negated, concerns in (
+        (
+            rf"{_WATCHDOG} default (timeout|recovery-time|polling-interval) \S+",
+            rf"no {_WATCHDOG} default \1",
+            {"watchdog"},
+        ),
+        (rf"{_WATCHDOG} action \S+", f"no {_WATCHDOG} action", {"watchdog"}),
+        (r"qos trust \S+", "no qos trust", {"dscp"}),
+        (r"priority-flow-control on", "no priority-flow-control", {"pfc"}),
+        (r"priority-flow-control priority (\d+) \S+", r"no priority-flow-control priority \1", {"pfc"}),
+        (_WATCHDOG, f"no {_WATCHDOG}", {"watchdog"}),
+        (r"(uc-tx-queue|tx-queue) (\d+)", r"no \1 \2", set()),  # a block: the concerns of its lines
+        (r"mtu \d+", "no mtu", {"mtu"}),
+        (r"service-profile \S+", "no service-profile", _PROFILE_CONCERNS),
+        (r"bandwidth percent \d+", "no bandwidth percent", {"scheduler"}),
+        (r"bandwidth guaranteed percent \d+", "no bandwidth guaranteed", {"scheduler"}),
+        (r"priority strict", "no priority", {"scheduler"}),
+        (r"random-detect ecn minimum-threshold .+", "no random-detect ecn", {"ecn"}),
+        (r"random-detect ecn count", "no random-detect ecn count", {"ecn"}),
     )
 )
 _GLOBAL_OWNED = re.compile(r"qos map dscp |priority-flow-control pause watchdog ")
@@ -116,12 +145,71 @@ def format_config(nodes: Iterable[ConfigNode], depth: int = 0) -> str:
     return "\n".join(lines)
 
 
+def _owned(line: str) -> OwnedLine | None:
+    return next((owned for owned in _LINES if owned.pattern.fullmatch(line)), None)
+
+
 def negation(line: str) -> str | None:
     """The `no` line that removes `line`, or None for a line fabcheck does not manage."""
-    for pattern, negated in _NEGATIONS:
-        if pattern.fullmatch(line):
-            return pattern.sub(negated, line)
-    return None
+    owned = _owned(line)
+    return None if owned is None else owned.pattern.sub(owned.negation, line)
+
+
+def concerns_of(node: ConfigNode) -> frozenset[str]:
+    """The concerns a line (or a block, through its lines) belongs to.
+
+    A running line fabcheck cannot place (an operator's, inside a block of ours) belongs to every
+    concern, so only a whole push touches it; rendered lines are all placed (`_check_placed`)."""
+    if node.children:
+        return frozenset().union(*(concerns_of(child) for child in node.children))
+    if _DSCP_MAP.fullmatch(node.line):
+        return frozenset({"dscp"})
+    owned = _owned(node.line)
+    if owned is None:
+        return ALL_CONCERNS
+    return owned.concerns or frozenset({"scheduler"})  # an empty tx-queue block
+
+
+def _check_placed(nodes: Iterable[ConfigNode]) -> None:
+    """Every rendered line has its concerns, or a scoped push would silently leave it out."""
+    for node in nodes:
+        if node.children:
+            _check_placed(node.children)
+        elif not _DSCP_MAP.fullmatch(node.line) and _owned(node.line) is None:
+            raise FabcheckError(
+                f"rendered EOS line {node.line!r} belongs to no concern (_LINES in {__name__})"
+            )
+
+
+def _scoped(nodes: Iterable[ConfigNode], concerns: frozenset[str]) -> tuple[ConfigNode, ...]:
+    """The lines of `concerns` alone, in their blocks; blocks left empty are dropped."""
+    kept: list[ConfigNode] = []
+    for node in nodes:
+        if node.children:
+            inner = _scoped(node.children, concerns)
+            if inner:
+                kept.append(ConfigNode(node.line, inner))
+        elif concerns_of(node) <= concerns:
+            kept.append(node)
+    return tuple(kept)
+
+
+def startup_differences(rendered: str, running: str, startup: str, concerns: frozenset[str]) -> list[str]:
+    """Pure: where the startup config differs from running in what a push of `rendered` owns, for
+    `concerns` (its global lines and the blocks it renders), as unified-diff lines."""
+    blocks = {node.line for node in parse_config(rendered) if node.children}
+
+    def owned_view(text: str) -> list[str]:
+        nodes = [
+            node for node in managed_view(parse_config(text)) if not node.children or node.line in blocks
+        ]
+        return format_config(_scoped(nodes, concerns)).splitlines()
+
+    return list(
+        difflib.unified_diff(
+            owned_view(startup), owned_view(running), "startup-config", "running-config", lineterm="", n=0
+        )
+    )
 
 
 def managed_view(nodes: Iterable[ConfigNode]) -> tuple[ConfigNode, ...]:
@@ -149,22 +237,25 @@ def dscp_map(nodes: Iterable[ConfigNode]) -> dict[int, int]:
     return mapping
 
 
-def session_lines(rendered: str, running: str) -> list[str]:
-    """Pure: what to type in the session so the switch ends up holding exactly `rendered`.
+def session_lines(rendered: str, running: str, concerns: frozenset[str] = ALL_CONCERNS) -> list[str]:
+    """Pure: what to type in the session so the switch ends up holding `rendered`, for `concerns`.
 
     `running` is the switch's running config (whole or its managed view). Stale lines fabcheck owns
-    are negated inside the block they live in, before that block's rendered lines.
+    are negated inside the block they live in, before that block's rendered lines. Lines of other
+    concerns (or binding chosen and other ones) are neither typed nor negated.
     """
     want, have = parse_config(rendered), managed_view(parse_config(running))
-    lines = _stale_dscp_lines(dscp_map(want), dscp_map(have))
+    _check_placed(want)
+    lines = _stale_dscp_lines(dscp_map(want), dscp_map(have)) if "dscp" in concerns else []
     wanted_globals = {negation(node.line) for node in want if not node.children}
     for node in have:
         key = negation(node.line)
-        if not node.children and key is not None and key not in wanted_globals:
+        stale = not node.children and key is not None and key not in wanted_globals
+        if stale and concerns_of(node) <= concerns:
             lines.append(key)
     have_blocks = {node.line: node for node in have if node.children}
     for node in want:
-        lines += _block_lines(node, have_blocks.get(node.line))
+        lines += _block_lines(node, have_blocks.get(node.line), concerns)
     return lines
 
 
@@ -179,18 +270,37 @@ def _stale_dscp_lines(want: dict[int, int], have: dict[int, int]) -> list[str]:
     ]
 
 
-def _block_lines(node: ConfigNode, old: ConfigNode | None) -> list[str]:
-    lines = [node.line]
+def _block_lines(node: ConfigNode, old: ConfigNode | None, concerns: frozenset[str]) -> list[str]:
+    """The lines that take `old` (the running block, or None) to `node`, limited to `concerns`.
+
+    A block is entered only when something inside it is typed. A stale block that also holds
+    settings of other concerns is not negated whole: only its lines of `concerns` are."""
+    if not node.children:
+        return [node.line] if concerns_of(node) <= concerns else []
+    body: list[str] = []
     if old is not None:
         wanted = {negation(child.line) for child in node.children}
         for child in old.children:
             key = negation(child.line)
-            if key is not None and key not in wanted:
-                lines.append(key)
+            if key is None or key in wanted:
+                continue
+            if concerns_of(child) <= concerns:
+                body.append(key)
+            elif child.children and (inner := _stale_lines(child, concerns)):
+                body += [child.line, *inner]
     old_children = {child.line: child for child in old.children} if old is not None else {}
     for child in node.children:
-        lines += _block_lines(child, old_children.get(child.line))
-    return lines
+        body += _block_lines(child, old_children.get(child.line), concerns)
+    return [node.line, *body] if body else []
+
+
+def _stale_lines(block: ConfigNode, concerns: frozenset[str]) -> list[str]:
+    """The `no` lines of a stale block's lines that belong to `concerns` alone."""
+    return [
+        key
+        for child in block.children
+        if (key := negation(child.line)) is not None and concerns_of(child) <= concerns
+    ]
 
 
 # -- the driver (I/O) -------------------------------------------------------------------------------
@@ -213,10 +323,10 @@ class EosDriver(SwitchDriver):
     def running(self) -> str:
         return format_config(managed_view(parse_config(self._command("show running-config"))))
 
-    def stage(self, config: RenderedConfig) -> str:
+    def stage(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
         self.switch = config.switch
         self._abort_leftover_sessions()
-        plan = session_lines(config.text, self.running())
+        plan = session_lines(config.text, self.running(), concerns)
         name = f"{SESSION_PREFIX}{secrets.token_hex(4)}"
         self._command(f"configure session {name}")
         self.session = name
@@ -236,6 +346,16 @@ class EosDriver(SwitchDriver):
             return
         self._command("abort")
         self.session = None
+
+    def needs_save(self) -> bool:
+        return True  # a commit changes running-config only
+
+    def startup_lag(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
+        running = self._command("show running-config")
+        behind = startup_differences(config.text, running, self._command(SHOW_STARTUP), concerns)
+        if not behind:
+            return ""
+        return "\n".join([f"save: startup-config lags running-config ({SAVE_COMMAND})", *behind])
 
     def save(self) -> None:
         output = self._command(SAVE_COMMAND)

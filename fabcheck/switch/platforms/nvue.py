@@ -15,6 +15,11 @@ Stale fabcheck-owned entries, found by comparing the running config with the ren
 - a bw-percent left on a traffic class the config schedules strict (meaningless there).
 Anything else the config does not mention is left as it is.
 
+Each line (rendered or stale unset) belongs to one concern by the NVUE object it writes
+(`path_concern`); a push scoped to some concerns types only their lines. Before CL 5.9 the apply does
+not save: a push that found running already right compares the startup revision with it, concern by
+concern, and saves when it lags (a previous push lost its save).
+
 Commands are typed one at a time on the interactive shell netmiko opened, each read back to the
 prompt: a line NVUE rejects stops the push with that line and NVUE's message, and a connection
 that goes away is noticed at once (PushError), not after a read timeout.
@@ -25,13 +30,14 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from fabcheck.errors import FabcheckError
+from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.driver import PushError, SwitchDriver, register
 from fabcheck.switch.render import RenderedConfig
 
@@ -40,6 +46,7 @@ DETACH = "nv config detach"
 DIFF = "nv config diff"
 SAVE = "nv config save"
 SHOW_CONFIG = "nv config show -o json"
+SHOW_STARTUP = "nv config show --rev startup -o json"  # the saved revision, what a reboot loads
 MANAGED_TOP_LEVEL = ("qos", "interface")  # what running() shows: everything fabcheck writes is below
 AUTO_SAVE_SINCE = (5, 9)  # from CL 5.9 `nv config apply` also saves the startup config
 APPLIED = re.compile(r"^applied \[rev_id: (?P<rev>\d+)\]", re.MULTILINE)
@@ -58,6 +65,16 @@ _PORT_PFC_PROFILE = re.compile(r"^nv set interface \S+ qos pfc profile (?P<profi
 _ECN = re.compile(r"^nv set qos congestion-control (?P<profile>\S+) traffic-class (?P<ids>\S+) ")
 _STRICT = re.compile(r"^nv set qos egress-scheduler (?P<profile>\S+) traffic-class (?P<ids>\S+) mode strict$")
 _ID_RANGE = re.compile(r"(?P<first>\d+)(?:-(?P<last>\d+))?")
+# Concern of an NVUE object, by its path (the words after `nv set`, or keys of the config tree).
+_QOS_CONCERNS = {
+    "mapping": "dscp",  # trust and DSCP -> switch priority
+    "egress-queue-mapping": "dscp",  # switch priority -> traffic class
+    "pfc": "pfc",
+    "congestion-control": "ecn",
+    "egress-scheduler": "scheduler",
+    "pfc-watchdog": "watchdog",
+}
+_INTERFACE_CONCERNS = {("qos", "pfc"): "pfc", ("qos", "pfc-watchdog"): "watchdog", ("link", "mtu"): "mtu"}
 
 
 class NvueCommandError(FabcheckError):
@@ -114,6 +131,53 @@ def _ids(token: str, line: str) -> set[int]:
         first, last = int(found["first"]), int(found["last"] or found["first"])
         numbers.update(range(first, last + 1))
     return numbers
+
+
+def path_concern(path: Sequence[str]) -> str | None:
+    """The concern of an NVUE object path ("qos", "pfc", ...), None for one fabcheck does not write."""
+    if len(path) >= 2 and path[0] == "qos":
+        return _QOS_CONCERNS.get(path[1])
+    if len(path) >= 4 and path[0] == "interface":
+        return _INTERFACE_CONCERNS.get((path[2], path[3]))
+    return None
+
+
+def line_concern(line: str) -> str:
+    """The concern of an `nv set`/`nv unset` line; NvueCommandError for a line of no concern."""
+    concern = path_concern(line.split()[2:])
+    if concern is None:
+        raise NvueCommandError(f"`{line}` writes no object of a known concern (see path_concern)")
+    return concern
+
+
+def scoped_lines(lines: Iterable[str], concerns: frozenset[str]) -> list[str]:
+    """Pure: the lines of `concerns`, in order."""
+    return [line for line in lines if line_concern(line) in concerns]
+
+
+def _leaves(tree: Mapping[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    for key, value in tree.items():
+        if isinstance(value, Mapping) and value:
+            yield from _leaves(value, (*path, str(key)))
+        else:
+            yield (*path, str(key)), value
+
+
+def startup_differences(
+    startup: Mapping[str, Any], running: Mapping[str, Any], concerns: frozenset[str]
+) -> list[str]:
+    """Pure: the objects of `concerns` whose saved value differs from the applied one, as
+    `path: startup -> running` lines ('' for an absent object)."""
+
+    def scoped(tree: Mapping[str, Any]) -> dict[tuple[str, ...], Any]:
+        return {path: value for path, value in _leaves(tree) if path_concern(path) in concerns}
+
+    saved, applied = scoped(startup), scoped(running)
+    return [
+        f"{' '.join(path)}: {saved.get(path, '')} -> {applied.get(path, '')}"
+        for path in sorted(saved.keys() | applied.keys())
+        if saved.get(path) != applied.get(path)
+    ]
 
 
 def stale_unsets(lines: Iterable[str], running: Mapping[str, Any]) -> list[str]:
@@ -186,7 +250,7 @@ class NvueDriver(SwitchDriver):
         managed = {key: value for key, value in self.config_tree().items() if key in MANAGED_TOP_LEVEL}
         return yaml.safe_dump([{"set": managed}], sort_keys=True, default_flow_style=False).rstrip("\n")
 
-    def stage(self, config: RenderedConfig) -> str:
+    def stage(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
         if config.platform != self.platform:
             raise NvueCommandError(f"{config.switch}: a {config.platform} config cannot go to an NVUE switch")
         self.switch = config.switch
@@ -198,7 +262,8 @@ class NvueDriver(SwitchDriver):
         if foreign:
             raise NvueCommandError(f"{config.switch}: not an `nv set`/`nv unset` line: {foreign[0]!r}")
         self.command(DETACH)  # a push that lost its connection may have left a pending revision
-        for line in lines + stale_unsets(lines, self.config_tree()):
+        # Stale entries are judged against the whole rendered config, then scoped like the rest.
+        for line in scoped_lines(lines + stale_unsets(lines, self.config_tree()), concerns):
             self.command(line)
         return self.command(DIFF).strip("\n")
 
@@ -215,10 +280,25 @@ class NvueDriver(SwitchDriver):
         self.command(DETACH)
         self.last_step = "discard"
 
-    def save(self) -> None:
+    def needs_save(self) -> bool:
         if self.version is None:
             self.config_tree()
-        if not needs_save(self.version):
+        return needs_save(self.version)  # the module's function, by the header's version
+
+    def startup_lag(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
+        running = {key: value for key, value in self.config_tree().items() if key in MANAGED_TOP_LEVEL}
+        startup = self._documents_set(SHOW_STARTUP)
+        managed = {key: value for key, value in startup.items() if key in MANAGED_TOP_LEVEL}
+        behind = startup_differences(managed, running, concerns)
+        if not behind:
+            return ""
+        return "\n".join(
+            [f"save: the startup revision lags the applied config in {len(behind)} object(s) ({SAVE})"]
+            + [f"  {line}" for line in behind]
+        )
+
+    def save(self) -> None:
+        if not self.needs_save():
             return
         output = self.command(SAVE)
         if not SAVED.search(output):
@@ -227,12 +307,16 @@ class NvueDriver(SwitchDriver):
     # -- NVUE commands ----------------------------------------------------------------------------
     def config_tree(self) -> dict[str, Any]:
         """The applied configuration (`nv config show -o json`, its `set` document)."""
-        output = self.command(SHOW_CONFIG)
+        return self._documents_set(SHOW_CONFIG)
+
+    def _documents_set(self, show: str) -> dict[str, Any]:
+        """The `set` document of a `nv config show ... -o json` (noting the version in its header)."""
+        output = self.command(show)
         try:
             documents = json.loads(output)
         except ValueError:
             raise NvueCommandError(
-                f"{self.switch}: `{SHOW_CONFIG}` did not print JSON: {output.strip()[:300]!r}"
+                f"{self.switch}: `{show}` did not print JSON: {output.strip()[:300]!r}"
             ) from None
         tree: dict[str, Any] = {}
         for document in documents if isinstance(documents, list) else [documents]:

@@ -4,13 +4,17 @@
 patch, takes `config checkpoint fabcheck-<stamp>`, writes the patch into a file in the login's home
 (quoted heredoc, read back and compared) and dry-runs it. `commit` is `config apply-patch FILE`; any
 failure there rolls back to the checkpoint. When running already matches but the saved startup
-config does not (a save that was cut off), the diff says so and `commit` is `config save -y`.
+config does not (a save that was cut off), `startup_lag` says so and push saves (`config save -y`).
 Lost connections surface as PushError, saying whether a commit on this connection is still unsaved
 (then the switch is not on its previous config).
 
 What fabcheck owns (OWNED_TABLES): entries named FABCHECK* (maps, WRED profiles, schedulers); the
 PORT_QOS_MAP, QUEUE and PFC_WD entries of the ports the inventory lists; their lossless
 (dynamic-model) BUFFER_PG entries; the `mtu` field of those ports. Everything else is left alone.
+
+Every owned table, or field of a table that mixes concerns, belongs to one concern (OWNED_TABLES);
+a push scoped to some concerns keeps only the patch operations on those, an operation on a whole
+entry or table of mixed concerns narrowed to its fields of the chosen ones (`scope_patch`).
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ import re
 import shlex
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from fabcheck.errors import FabcheckError
+from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.connect import READ_TIMEOUT_S
 from fabcheck.switch.driver import PushError, SwitchDriver, register
 from fabcheck.switch.render import RenderedConfig
@@ -51,21 +57,48 @@ class Scope(enum.Enum):
     FIELDS = "only the rendered fields"
 
 
-# Table -> which of its keys a rendered fragment owns; also the order of the patch (definitions first).
-OWNED_TABLES: Mapping[str, Scope] = {
-    "DSCP_TO_TC_MAP": Scope.NAMED,
-    "DOT1P_TO_TC_MAP": Scope.NAMED,
-    "TC_TO_QUEUE_MAP": Scope.NAMED,
-    "TC_TO_PRIORITY_GROUP_MAP": Scope.NAMED,
-    "MAP_PFC_PRIORITY_TO_QUEUE": Scope.NAMED,
-    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": Scope.NAMED,
-    "WRED_PROFILE": Scope.NAMED,
-    "SCHEDULER": Scope.NAMED,
-    "PORT_QOS_MAP": Scope.PORT,
-    "QUEUE": Scope.PORT,
-    "BUFFER_PG": Scope.LOSSLESS_PG,
-    "PFC_WD": Scope.PORT_FIELDS,  # pfc_stat_history is not ours
-    "PORT": Scope.FIELDS,
+@dataclass(frozen=True)
+class Owned:
+    """Which keys of a table a rendered fragment owns, and which concern its fields belong to:
+    one concern for the whole table, or one per field (a field not listed: every concern)."""
+
+    scope: Scope
+    concern: str | Mapping[str, str]
+
+    def field_concerns(self, field: str) -> frozenset[str]:
+        if isinstance(self.concern, str):
+            return frozenset({self.concern})
+        found = self.concern.get(field)
+        return frozenset({found}) if found else ALL_CONCERNS
+
+
+# Table -> what a rendered fragment owns of it; also the order of the patch (definitions first).
+OWNED_TABLES: Mapping[str, Owned] = {
+    "DSCP_TO_TC_MAP": Owned(Scope.NAMED, "dscp"),
+    "DOT1P_TO_TC_MAP": Owned(Scope.NAMED, "dscp"),
+    "TC_TO_QUEUE_MAP": Owned(Scope.NAMED, "dscp"),
+    "TC_TO_PRIORITY_GROUP_MAP": Owned(Scope.NAMED, "dscp"),
+    "MAP_PFC_PRIORITY_TO_QUEUE": Owned(Scope.NAMED, "pfc"),
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": Owned(Scope.NAMED, "pfc"),
+    "WRED_PROFILE": Owned(Scope.NAMED, "ecn"),
+    "SCHEDULER": Owned(Scope.NAMED, "scheduler"),
+    "PORT_QOS_MAP": Owned(
+        Scope.PORT,
+        {
+            "dscp_to_tc_map": "dscp",
+            "dot1p_to_tc_map": "dscp",
+            "tc_to_queue_map": "dscp",
+            "tc_to_pg_map": "dscp",
+            "pfc_to_queue_map": "pfc",
+            "pfc_to_pg_map": "pfc",
+            "pfc_enable": "pfc",
+            "pfcwd_sw_enable": "watchdog",
+        },
+    ),
+    "QUEUE": Owned(Scope.PORT, {"scheduler": "scheduler", "wred_profile": "ecn"}),
+    "BUFFER_PG": Owned(Scope.LOSSLESS_PG, "buffers"),
+    "PFC_WD": Owned(Scope.PORT_FIELDS, "watchdog"),  # pfc_stat_history is not ours
+    "PORT": Owned(Scope.FIELDS, {"mtu": "mtu"}),
 }
 ERROR_LINE = re.compile(r"^(Error: |Failed to |Usage: |-bash: |sudo: )|command not found", re.MULTILINE)
 
@@ -190,9 +223,66 @@ def compute_patch(running: Mapping[str, Any], fragment: ConfigDb) -> Patch:
         have = ", ".join(sorted(running.get("PORT", {}), key=_key_order)) or "none"
         raise SonicError(f"the switch has no port {', '.join(missing)} (its ports: {have})")
     patch: Patch = []
-    for table, scope in OWNED_TABLES.items():
-        patch += _table_ops(table, scope, running.get(table, {}), fragment.get(table, {}), ports)
+    for table, owned in OWNED_TABLES.items():
+        patch += _table_ops(table, owned.scope, running.get(table, {}), fragment.get(table, {}), ports)
     return patch
+
+
+def scope_patch(patch: Patch, running: Mapping[str, Any], concerns: frozenset[str]) -> Patch:
+    """Pure: the operations of `patch` on fields of `concerns` alone, in order.
+
+    An add or remove of a whole entry (or table) whose fields mix concerns becomes one on the
+    entry's fields of `concerns`: the entry is created with only those fields, or only those are
+    removed from it, so the other concerns' fields stay exactly as they run."""
+    if concerns >= ALL_CONCERNS:
+        return list(patch)
+    scoped: Patch = []
+    for op in patch:
+        table, *rest = _parts(op["path"])
+        owned = OWNED_TABLES[table]
+        if len(rest) >= 2:  # one field
+            if owned.field_concerns(rest[1]) <= concerns:
+                scoped.append(op)
+        elif op["op"] == "add":
+            entries = op["value"] if not rest else {rest[0]: op["value"]}
+            scoped += _scoped_adds(table, owned, entries, concerns, whole_table=not rest)
+        else:
+            have = running.get(table, {})
+            keys = [rest[0]] if rest else list(have)
+            scoped += _scoped_removes(table, owned, {key: have.get(key, {}) for key in keys}, concerns, op)
+    return scoped
+
+
+def _in_scope(owned: Owned, fields: Mapping[str, str], concerns: frozenset[str]) -> dict[str, str]:
+    return {field: value for field, value in fields.items() if owned.field_concerns(field) <= concerns}
+
+
+def _scoped_adds(
+    table: str, owned: Owned, entries: Mapping[str, Any], concerns: frozenset[str], *, whole_table: bool
+) -> Patch:
+    kept = {key: fields for key, f in entries.items() if (fields := _in_scope(owned, f, concerns))}
+    if not kept:
+        return []
+    if whole_table:
+        return [{"op": "add", "path": pointer(table), "value": kept}]
+    ((key, fields),) = kept.items()
+    return [{"op": "add", "path": pointer(table, key), "value": fields}]
+
+
+def _scoped_removes(
+    table: str, owned: Owned, entries: Mapping[str, Any], concerns: frozenset[str], op: dict[str, Any]
+) -> Patch:
+    if all(_in_scope(owned, fields, concerns) == fields for fields in entries.values()):
+        return [op]  # every field removed is of the chosen concerns
+    return [
+        {"op": "remove", "path": pointer(table, key, field)}
+        for key, fields in entries.items()
+        for field in _in_scope(owned, fields, concerns)
+    ]
+
+
+def _parts(path: str) -> list[str]:
+    return [part.replace("~1", "/").replace("~0", "~") for part in path[1:].split("/")]
 
 
 def _key_order(key: str) -> tuple[int, str]:
@@ -204,8 +294,7 @@ def _key_order(key: str) -> tuple[int, str]:
 
 def _lookup(running: Mapping[str, Any], path: str) -> Any:
     node: Any = running
-    for part in path[1:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
+    for part in _parts(path):
         if not isinstance(node, Mapping) or part not in node:
             return None
         node = node[part]
@@ -277,7 +366,6 @@ class SonicDriver(SwitchDriver):
         self._checkpoint: str | None = None
         self._patch_written = False
         self._unsaved_commit = False
-        self._save_only = False
         prompt = str(getattr(connection, "base_prompt", "") or "")
         self.name = prompt.partition("@")[2].partition(":")[0] or str(getattr(connection, "host", "switch"))
         self._prompt = re.compile(re.escape(prompt) + r"[$#]\s*$") if prompt else re.compile(r"[$#]\s*$")
@@ -287,19 +375,18 @@ class SonicDriver(SwitchDriver):
         with self._session("reading the running config"):
             return json.dumps(managed_state(self._config_db()), indent=4, sort_keys=True)
 
-    def stage(self, config: RenderedConfig) -> str:
+    def stage(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
         fragment = parse_fragment(config)
         with self._session("staging"):
             self._delete_stale_checkpoints()
             running = self._config_db()
             self._check_buffer_model(running, fragment)
             try:
-                patch = compute_patch(running, fragment)
+                patch = scope_patch(compute_patch(running, fragment), running, concerns)
             except SonicError as err:
                 raise SonicError(f"{self.name}: {err}") from None
             if not patch:
-                # Right after our own commit (push's verify step) startup is saved next, by push.
-                return "" if self._unsaved_commit else self._unsaved_difference(fragment)
+                return ""
             self._take_checkpoint()
             self._write_patch(patch)
             self._expect(
@@ -308,9 +395,6 @@ class SonicDriver(SwitchDriver):
             return describe_patch(patch, running)
 
     def commit(self) -> None:
-        if self._save_only:
-            self.save()  # running already matches; only startup lagged behind
-            return
         if not self._patch_written or self._checkpoint is None:
             raise SonicError(f"{self.name}: nothing staged to commit")
         with self._session("commit (config apply-patch)", applying=True):
@@ -338,6 +422,33 @@ class SonicDriver(SwitchDriver):
                 self._delete_checkpoint(self._checkpoint)
                 self._checkpoint = None
 
+    def needs_save(self) -> bool:
+        return True  # apply-patch changes the running CONFIG_DB only
+
+    def startup_lag(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
+        """'' when startup holds the fragment too (for `concerns`); else a diff line.
+
+        A push whose save was cut (connection lost after the apply) leaves running right and startup
+        stale; without this the next push would see nothing to do and never save.
+        """
+        fragment = parse_fragment(config)
+        with self._session("comparing the startup config"):
+            output = self._run(f"cat {shlex.quote(STARTUP_CONFIG)}")
+        try:
+            startup = json.loads(output)
+        except json.JSONDecodeError:
+            raise SonicError(
+                f"{self.name}: {STARTUP_CONFIG} is not CONFIG_DB JSON: {_first_error(output)}"
+            ) from None
+        startup = startup if isinstance(startup, dict) else {}
+        try:
+            behind = scope_patch(compute_patch(startup, fragment), startup, concerns)
+        except SonicError:
+            behind = [{"op": "add", "path": "/PORT"}]  # startup lacks a port the running config has
+        if not behind:
+            return ""
+        return f"save: {STARTUP_CONFIG} lags the running config by {len(behind)} change(s) (config save -y)"
+
     def save(self) -> None:
         with self._session("saving (config save)"):
             self._expect("sudo config save -y", "Running command:")
@@ -357,28 +468,6 @@ class SonicDriver(SwitchDriver):
             raise SonicError(f"{self.name}: `show runningconfiguration all` printed no JSON object")
         return data
 
-    def _unsaved_difference(self, fragment: ConfigDb) -> str:
-        """'' when startup holds the fragment too; else a diff line, and commit becomes `config save`.
-
-        A push whose save was cut (connection lost after the apply) leaves running right and startup
-        stale; without this the next push would see nothing to do and never save.
-        """
-        output = self._run(f"cat {shlex.quote(STARTUP_CONFIG)}")
-        try:
-            startup = json.loads(output)
-        except json.JSONDecodeError:
-            raise SonicError(
-                f"{self.name}: {STARTUP_CONFIG} is not CONFIG_DB JSON: {_first_error(output)}"
-            ) from None
-        try:
-            behind = compute_patch(startup if isinstance(startup, dict) else {}, fragment)
-        except SonicError:
-            behind = [{"op": "add", "path": "/PORT"}]  # startup lacks a port the running config has
-        if not behind:
-            return ""
-        self._save_only = True
-        return f"save: {STARTUP_CONFIG} lags the running config by {len(behind)} change(s) (config save -y)"
-
     def _check_buffer_model(self, running: Mapping[str, Any], fragment: ConfigDb) -> None:
         model = running.get("DEVICE_METADATA", {}).get("localhost", {}).get("buffer_model", "traditional")
         if "BUFFER_PG" in fragment and model != "dynamic":
@@ -389,7 +478,6 @@ class SonicDriver(SwitchDriver):
 
     def _delete_stale_checkpoints(self) -> None:
         """Checkpoints of pushes that lost their connection; the new patch converges anyway."""
-        self._save_only = False
         output = self._run("sudo config list-checkpoints")
         try:
             names = json.loads(output)

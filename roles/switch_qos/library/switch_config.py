@@ -23,6 +23,8 @@ description:
     SONiC checkpoint and patch), reports the platform's own diff, and commits only when it is not empty.
   - Check mode stages, diffs and discards; diff mode shows the running config before and after.
   - On any error or lost connection the switch stays on its previous config and the task fails saying so.
+  - Where a commit does not persist (EOS, SONiC, NVUE before CL 5.9) a failed or cut save fails the task
+    with rolled_back false; the next run sees the startup config lag and saves (changed).
 options:
   name: {description: Switch name (inventory hostname)., type: str, required: true}
   platform: {description: fabcheck platform., type: str, required: true, choices: [nvue, sonic, eos]}
@@ -35,6 +37,13 @@ options:
     required: true
   known_hosts: {description: known_hosts file with the switch's host key; default the user's., type: path}
   config: {description: Rendered config (filter fabcheck_switch_config)., type: str, required: true}
+  concerns:
+    description:
+      - Concerns to push; the operations of the others are not staged, so their settings and their
+        stale entries stay exactly as they run. The play derives it from C(--tags).
+      - Any of dscp, pfc, ecn, scheduler, watchdog, mtu, buffers (fabcheck.switch.concerns); unset, all.
+    type: list
+    elements: str
   connect_timeout: {description: Seconds to connect and log in., type: float, default: 10}
   command_timeout: {description: Seconds for one command., type: float, default: 60}
 author: fabcheck
@@ -56,6 +65,11 @@ platform_diff:
   description: The platform's own diff of what the push changes (or would change in check mode).
   type: str
   returned: always
+concerns:
+  description: The concerns this push was scoped to.
+  type: list
+  elements: str
+  returned: always
 rolled_back:
   description: On failure, whether the switch is known to be on its previous config.
   type: bool
@@ -74,12 +88,14 @@ def main() -> None:
             "password": {"type": "str", "required": True, "no_log": True},
             "known_hosts": {"type": "path"},
             "config": {"type": "str", "required": True},
+            "concerns": {"type": "list", "elements": "str"},  # checked by fabcheck: one list of names
             "connect_timeout": {"type": "float", "default": 10.0},
             "command_timeout": {"type": "float", "default": 60.0},
         },
         supports_check_mode=True,
     )
     try:
+        from fabcheck.switch.concerns import CONCERNS, ConcernError, chosen_concerns
         from fabcheck.switch.connect import ConnectError, SwitchLogin, connect
         from fabcheck.switch.driver import PushError, driver_for, push
         from fabcheck.switch.render import RenderedConfig
@@ -89,6 +105,11 @@ def main() -> None:
         )
         return
     params = module.params
+    try:
+        concerns = chosen_concerns(params["concerns"] if params["concerns"] is not None else CONCERNS)
+    except ConcernError as err:
+        module.fail_json(msg=f"concerns: {err}", changed=False, rolled_back=True)
+        return
     driver_class = driver_for(params["platform"])
     login = SwitchLogin(
         name=params["name"],
@@ -108,7 +129,7 @@ def main() -> None:
         module.fail_json(msg=str(err), changed=False, rolled_back=True)
         return
     try:
-        result = push(driver_class(connection), config, check=module.check_mode)
+        result = push(driver_class(connection), config, check=module.check_mode, concerns=concerns)
     except PushError as err:
         module.fail_json(
             msg=str(err), changed=not err.rolled_back, rolled_back=err.rolled_back, platform_diff=err.diff
@@ -123,7 +144,12 @@ def main() -> None:
         if module.check_mode
         else {"before": result.before + "\n", "after": result.after + "\n"}
     )
-    module.exit_json(changed=result.changed, platform_diff=result.diff, diff=diff)
+    module.exit_json(
+        changed=result.changed,
+        platform_diff=result.diff,
+        diff=diff,
+        concerns=[c for c in CONCERNS if c in concerns],
+    )
 
 
 if __name__ == "__main__":

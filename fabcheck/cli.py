@@ -18,9 +18,9 @@ hosts from it; fabcheck checks the intent, judges tool outputs against it and ga
 EPILOG = """\
 exit codes:
   0  everything checked passes
-  1  a check failed, or could not be decided (analyze); the lab is unhealthy (lab)
-  2  usage error, invalid intent, or input that cannot be read
-  3  validate only: nothing failed but a host could not be checked
+  1  a check failed; for `lab`: the lab is unhealthy
+  2  usage error, invalid intent or inventory, or an input that cannot be read
+  3  nothing failed, but something could not be checked (an error is never a pass)
 
 examples:
   fabcheck intent check -i inventory/example

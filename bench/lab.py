@@ -5,10 +5,13 @@ Run as root, preferably inside the CI wrapper so nothing collides with a lab alr
     .ci/lab-wrapper.sh .venv/bin/python bench/lab.py [--hosts 8 64 256] [--switches 16] [--tool-calls 200]
 
 Tool calls (one 2-host lab): each tool of the gate's collection, run --tool-calls times on gpu01's files
-both ways: "before" is the interpreter path (the fabcheck-mock zip application under the system Python,
-one interpreter per call, as every call was before the tool server), "after" is the C client talking to
-the lab's tool server. Wall time and the caller's CPU are measured per call (wait4); the tool server's
-CPU is read from /proc before and after each batch (clock ticks), so its share is a mean per call.
+three ways: "before" is the interpreter path (the fabcheck-mock zip application under the system Python,
+one interpreter per call, as every call was before the tool server); "no cache" is the C client talking
+to a second tool server of the bench's own, started with --no-sysfs-cache on a copy of gpu01's files
+(the server as it was before its sysfs cache: every attribute opened and read on every call); "after" is
+the C client talking to the lab's own tool server. Wall time and the caller's CPU are measured per call
+(wait4); a tool server's CPU is read from /proc before and after each batch (clock ticks), so its share
+is a mean per call.
 
 PSS comes from /proc/<pid>/smaps_rollup of every process of a node (its unshare, the node's sshd and
 anything below), so shared pages are split fairly between nodes. Goals: 256 hosts + 16 switches up in
@@ -19,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -123,17 +128,23 @@ def verdicts(run: Run) -> list[str]:
 
 
 @dataclass(frozen=True)
+class ServedCost:
+    wall_ms: float  # median over the calls
+    client_cpu_ms: float  # median over the calls
+    server_cpu_ms: float  # mean per call (the server's CPU over the batch / calls)
+
+    @property
+    def cpu_ms(self) -> float:
+        return self.client_cpu_ms + self.server_cpu_ms
+
+
+@dataclass(frozen=True)
 class ToolCost:
     call: str
     before_wall_ms: float  # medians over the calls
     before_cpu_ms: float
-    after_wall_ms: float
-    after_client_cpu_ms: float
-    after_server_cpu_ms: float  # mean per call (the server's CPU over the batch / calls)
-
-    @property
-    def after_cpu_ms(self) -> float:
-        return self.after_client_cpu_ms + self.after_server_cpu_ms
+    uncached: ServedCost  # a tool server without its sysfs cache
+    after: ServedCost  # the lab's tool server
 
 
 def cpu_ticks(pid: int) -> int:
@@ -167,72 +178,112 @@ def batch(argv: list[str], env: dict[str, str], calls: int) -> tuple[list[float]
     return walls, cpus
 
 
+def served_batch(argv: list[str], server_pid: int, calls: int) -> ServedCost:
+    served_env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
+    ticks = cpu_ticks(server_pid)
+    walls, cpus = batch(argv, served_env, calls)
+    server_ms = (cpu_ticks(server_pid) - ticks) * 1000 / os.sysconf("SC_CLK_TCK") / calls
+    return ServedCost(statistics.median(walls), statistics.median(cpus), server_ms)
+
+
+def client_dir(bin_dir: Path, node: MockNodePaths, paths: LabPaths) -> Path:
+    """bin_dir: tool names linked to a client of node's socket (and the dispatcher it falls back to)."""
+    bin_dir.mkdir()
+    problem = compile_client(bin_dir / CLIENT, str(node.state / SOCKET_NAME))
+    if problem:
+        raise SystemExit(f"cannot build the client: {problem}")
+    (bin_dir / DISPATCHER).symlink_to(paths.bin_dir / DISPATCHER)
+    for name in {call[0] for call in TOOL_CALLS}:
+        (bin_dir / name).symlink_to(CLIENT)
+    return bin_dir
+
+
+def start_uncached_server(node: MockNodePaths, scratch: Path) -> subprocess.Popen[bytes]:
+    """A tool server without the sysfs cache, serving node (a copy of a lab node's files) alone."""
+    ready = scratch / "uncached.ready"
+    argv = [sys.executable, "-m", "fabcheck.lab.mockhost.toolserver", "--no-sysfs-cache"]
+    argv += ["--node", f"{node.root.name}={node.root}", "--ready", str(ready)]
+    server = subprocess.Popen(argv, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60.0
+    while not ready.exists():
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise SystemExit(f"the uncached tool server did not start: {server.communicate()[1].decode()}")
+        time.sleep(0.05)
+    return server
+
+
+def copy_node(node: MockNodePaths, root: Path) -> MockNodePaths:
+    copy = MockNodePaths.under(root)
+    for source, target in ((node.state, copy.state), (node.sys_class, copy.sys_class), (node.etc, copy.etc)):
+        shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(SOCKET_NAME))
+    return copy
+
+
 def tool_costs(paths: LabPaths, calls: int) -> list[ToolCost]:
-    """Per-call cost of each tool on gpu01, interpreter path vs tool server (see the module docstring)."""
+    """Per-call cost of each tool on gpu01: interpreter path, uncached and lab tool server (see the top)."""
     pids = load_pids(paths)
     if pids is None or pids.tool_server is None:
         raise SystemExit("the lab has no tool server (no C compiler?): nothing to compare")
     node = MockNodePaths.under(paths.node_root("gpu01"))
-    with tempfile.TemporaryDirectory(prefix="fabcheck-bench-") as scratch:
-        # The lab's own client connects to the path the node sees; this one to the same socket from here.
-        client = Path(scratch) / CLIENT
-        problem = compile_client(client, str(node.state / SOCKET_NAME))
-        if problem:
-            raise SystemExit(f"cannot build the client: {problem}")
-        (Path(scratch) / DISPATCHER).symlink_to(paths.bin_dir / DISPATCHER)
-        direct_env = {
-            "PATH": SYSTEM_PATH,
-            "LANG": "C.UTF-8",
-            "FABCHECK_MOCK_STATE": str(node.state),
-            "FABCHECK_MOCK_SYSCLASS": str(node.sys_class),
-            "FABCHECK_MOCK_ETC": str(node.etc),
-        }
-        served_env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
+    direct_env = {
+        "PATH": SYSTEM_PATH,
+        "LANG": "C.UTF-8",
+        "FABCHECK_MOCK_STATE": str(node.state),
+        "FABCHECK_MOCK_SYSCLASS": str(node.sys_class),
+        "FABCHECK_MOCK_ETC": str(node.etc),
+    }
+    # Next to the lab's run dir: the copy's files on the same filesystem (tmpfs) as the lab's.
+    with tempfile.TemporaryDirectory(prefix="fabcheck-bench-", dir=paths.run_dir.parent) as scratch_dir:
+        scratch = Path(scratch_dir)
+        # The lab's own client connects to the path the node sees; these to the sockets from here.
+        lab_bin = client_dir(scratch / "bin-lab", node, paths)
+        uncached_node = copy_node(node, scratch / node.root.name)
+        uncached_bin = client_dir(scratch / "bin-uncached", uncached_node, paths)
+        uncached_server = start_uncached_server(uncached_node, scratch)
         costs = []
-        for call in TOOL_CALLS:
-            tool = Path(scratch) / call[0]
-            tool.symlink_to(client)
-            before_wall, before_cpu = batch([str(paths.bin_dir / DISPATCHER), *call], direct_env, calls)
-            ticks = cpu_ticks(pids.tool_server.pid)
-            after_wall, after_cpu = batch([str(tool), *call[1:]], served_env, calls)
-            server_ms = (cpu_ticks(pids.tool_server.pid) - ticks) * 1000 / os.sysconf("SC_CLK_TCK") / calls
-            median = statistics.median
-            costs.append(
-                ToolCost(
-                    " ".join(call),
-                    median(before_wall),
-                    median(before_cpu),
-                    median(after_wall),
-                    median(after_cpu),
-                    server_ms,
+        try:
+            for call in TOOL_CALLS:
+                before_wall, before_cpu = batch([str(paths.bin_dir / DISPATCHER), *call], direct_env, calls)
+                uncached = served_batch([str(uncached_bin / call[0]), *call[1:]], uncached_server.pid, calls)
+                after = served_batch([str(lab_bin / call[0]), *call[1:]], pids.tool_server.pid, calls)
+                median = statistics.median
+                costs.append(
+                    ToolCost(" ".join(call), median(before_wall), median(before_cpu), uncached, after)
                 )
-            )
+        finally:
+            uncached_server.terminate()
+            uncached_server.communicate(timeout=30)
     return costs
 
 
 def tool_table(costs: list[ToolCost]) -> str:
     rows = [
-        f"{'call':<24} {'before wall':>11} {'before CPU':>10} {'after wall':>10} {'after CPU':>9} "
-        f"{'(client+server)':>15} {'wall x':>7} {'CPU x':>6}"
+        f"{'call':<24} {'before':>17} {'no cache':>15} {'after':>15} {'(client+server)':>15} "
+        f"{'wall x':>7} {'CPU x':>6} {'cache CPU x':>11}",
+        f"{'':<24} {'wall':>8} {'CPU':>8} {'wall':>7} {'CPU':>7} {'wall':>7} {'CPU':>7}",
     ]
     for c in costs:
-        split = f"{c.after_client_cpu_ms:.2f}+{c.after_server_cpu_ms:.2f}"
-        rows.append(
-            f"{c.call:<24} {c.before_wall_ms:>9.1f}ms {c.before_cpu_ms:>8.1f}ms {c.after_wall_ms:>8.2f}ms "
-            f"{c.after_cpu_ms:>7.2f}ms {split:>15} {c.before_wall_ms / c.after_wall_ms:>7.0f} "
-            f"{c.before_cpu_ms / c.after_cpu_ms:>6.0f}"
+        before = f"{c.before_wall_ms:>8.1f} {c.before_cpu_ms:>8.1f}"
+        uncached = f"{c.uncached.wall_ms:>7.2f} {c.uncached.cpu_ms:>7.2f}"
+        after = f"{c.after.wall_ms:>7.2f} {c.after.cpu_ms:>7.2f}"
+        split = f"{c.after.client_cpu_ms:.2f}+{c.after.server_cpu_ms:.2f}"
+        ratios = (
+            f"{c.before_wall_ms / c.after.wall_ms:>7.0f} {c.before_cpu_ms / c.after.cpu_ms:>6.0f} "
+            f"{c.uncached.cpu_ms / c.after.cpu_ms:>11.2f}"
         )
+        rows.append(f"{c.call:<24} {before} {uncached} {after} {split:>15} {ratios}")
     return "\n".join(rows)
 
 
 def tool_verdicts(costs: list[ToolCost]) -> list[str]:
-    worst_wall = max(costs, key=lambda c: c.after_wall_ms)
-    worst_cpu = max(costs, key=lambda c: c.after_cpu_ms)
+    worst_wall = max(costs, key=lambda c: c.after.wall_ms)
+    worst_cpu = max(costs, key=lambda c: c.after.cpu_ms)
     checks = [
-        (f"median wall {worst_wall.after_wall_ms:.2f} ms ({worst_wall.call}) < {GOAL_TOOL_MS:.0f} ms",
-         worst_wall.after_wall_ms < GOAL_TOOL_MS),
-        (f"median CPU {worst_cpu.after_cpu_ms:.2f} ms ({worst_cpu.call}) < {GOAL_TOOL_MS:.0f} ms",
-         worst_cpu.after_cpu_ms < GOAL_TOOL_MS),
+        (f"median wall {worst_wall.after.wall_ms:.2f} ms ({worst_wall.call}) < {GOAL_TOOL_MS:.0f} ms",
+         worst_wall.after.wall_ms < GOAL_TOOL_MS),
+        (f"median CPU {worst_cpu.after.cpu_ms:.2f} ms ({worst_cpu.call}) < {GOAL_TOOL_MS:.0f} ms",
+         worst_cpu.after.cpu_ms < GOAL_TOOL_MS),
     ]  # fmt: skip
     return [f"  {'ok  ' if passed else 'MISS'} {text} (slowest tool)" for text, passed in checks]
 
@@ -243,7 +294,8 @@ def measure_tools(paths: LabPaths, calls: int) -> None:
         costs = tool_costs(paths, calls)
     finally:
         lifecycle.down(paths)
-    print(f"mock tool calls ({calls} each, medians; after CPU = client median + server mean):")
+    print(f"mock tool calls, ms ({calls} each, medians; served CPU = client median + server mean;")
+    print(" x: before / after, cache x: no cache / after):")
     print(tool_table(costs))
     print("\n".join(tool_verdicts(costs)))
 

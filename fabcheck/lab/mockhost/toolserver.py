@@ -13,8 +13,10 @@ Request: NUL-terminated fields MAGIC, pid, n_env, n_env × "NAME=value", argc, a
 argv[1:]; then the client shuts its write side. Reply: "CODE OUTLEN ERRLEN\\n", stdout bytes, stderr bytes.
 
 Usage: python -m fabcheck.lab.mockhost.toolserver --run-dir RUN_DIR
-       python -m fabcheck.lab.mockhost.toolserver --node NAME=NODE_ROOT... --ready FILE [--settle-ms MS]
-       (tests: --settle-ms lets them see cached texts served without waiting SETTLE_NS)
+       python -m fabcheck.lab.mockhost.toolserver --node NAME=NODE_ROOT... --ready FILE
+           [--settle-ms MS | --no-sysfs-cache]
+       (tests: --settle-ms lets them see cached texts served without waiting SETTLE_NS; bench/lab.py:
+       --no-sysfs-cache is the server as it was before the cache, every attribute read on every call)
 """
 
 from __future__ import annotations
@@ -174,9 +176,9 @@ def run_call(
 class ToolServer:
     """One listening socket per node, every call handled in turn (calls are short and CPU-bound)."""
 
-    def __init__(self, nodes: Mapping[str, MockNodePaths], sysfs_cache: SysfsCache | None = None) -> None:
+    def __init__(self, nodes: Mapping[str, MockNodePaths], sysfs_cache: SysfsCache | None) -> None:
         self.nodes = dict(nodes)
-        self.sysfs_cache = sysfs_cache or SysfsCache()  # keyed by full path: one serves every node
+        self.sysfs_cache = sysfs_cache  # keyed by full path: one serves every node (None: no cache)
         self.handlers = {name: handler for name, handler in state_tools().items() if name in SERVED_TOOLS}
         self.environment = CallEnvironment()
         self.servers: list[asyncio.AbstractServer] = []
@@ -222,8 +224,8 @@ class ToolServer:
                 self.socket_of(name).unlink()
 
 
-async def serve(nodes: Mapping[str, MockNodePaths], ready: Path, settle_ns: int = SETTLE_NS) -> None:
-    server = ToolServer(nodes, SysfsCache(settle_ns))
+async def serve(nodes: Mapping[str, MockNodePaths], ready: Path, sysfs_cache: SysfsCache | None) -> None:
+    server = ToolServer(nodes, sysfs_cache)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -253,8 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", type=Path, help="serve every host node of this lab")
     parser.add_argument("--node", action="append", default=[], metavar="NAME=ROOT", help="serve this node")
     parser.add_argument("--ready", type=Path, help="file written once every socket listens")
+    caching = parser.add_mutually_exclusive_group()
     settle_help = "cache a sysfs text only once its file is this much older than the clock"
-    parser.add_argument("--settle-ms", type=int, default=SETTLE_NS // 1_000_000, help=settle_help)
+    caching.add_argument("--settle-ms", type=int, default=SETTLE_NS // 1_000_000, help=settle_help)
+    caching.add_argument("--no-sysfs-cache", action="store_true", help="read every attribute on every call")
     args = parser.parse_args(argv)
     nodes = host_nodes(args.run_dir) if args.run_dir else {}
     for item in args.node:
@@ -267,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --run-dir, or --node and --ready")
     if args.settle_ms < 0:
         parser.error(f"--settle-ms {args.settle_ms}: expected 0 or more")
-    asyncio.run(serve(nodes, ready, args.settle_ms * 1_000_000))
+    sysfs_cache = None if args.no_sysfs_cache else SysfsCache(args.settle_ms * 1_000_000)
+    asyncio.run(serve(nodes, ready, sysfs_cache))
     return 0
 
 

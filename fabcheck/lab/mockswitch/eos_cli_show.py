@@ -32,6 +32,8 @@ SHOW_RULES = [
     _R("show qos interfaces <ifs>", "qos"),
     _R("show qos interfaces ecn counters queue", "ecn"),
     _R("show qos interfaces <ifs> ecn counters queue", "ecn"),
+    _R("show interfaces", "interfaces"),
+    _R("show interfaces <ifs>", "interfaces"),
     _R("show version", "version"),
 ]
 PRIVILEGED = {"running", "running_section", "running_ifs", "startup", "diffs", "named_diffs", "sessions"}
@@ -79,6 +81,8 @@ def _render(
         return show.ecn_counters(config, device.counters, ports)
     if action == "qos":
         return show.qos_interfaces(config, ports)
+    if action == "interfaces":
+        return show.interfaces(config, ports)
     return show.version(device.name)
 
 

@@ -154,6 +154,32 @@ def qos_interfaces(config: Mapping[str, Any], ports: Sequence[str]) -> Shown:
     return "\n\n".join(blocks), {"intfQosConfig": model}
 
 
+def interfaces(config: Mapping[str, Any], ports: Sequence[str]) -> Shown:
+    """`show interfaces`: link state and MTU (the mock's links are always up at 400G)."""
+    blocks, model = [], {}
+    for port in ports:
+        mtu = int(effective_block(config, port).get("mtu", DEFAULT_MTU))
+        blocks.append(
+            "\n".join(
+                [
+                    f"{port} is up, line protocol is up (connected)",
+                    "  Hardware is Ethernet, address is 001c.7300.0001 (bia 001c.7300.0001)",
+                    f"  Ethernet MTU {mtu} bytes, BW 400000000 kbit",
+                    "  Full-duplex, 400Gb/s, auto negotiation: off, uni-link: n/a",
+                ]
+            )
+        )
+        model[port] = {
+            "name": port,
+            "lineProtocolStatus": "up",
+            "interfaceStatus": "connected",
+            "mtu": mtu,
+            "bandwidth": 400_000_000_000,
+            "duplex": "duplexFull",
+        }
+    return "\n".join(blocks), {"interfaces": model}
+
+
 def sessions(names: Mapping[str, Any], current: str | None) -> Shown:
     rows = [[("* " if n == current else "  ") + n, "pending", "", ""] for n in sorted(names)]
     table = simple_table(["  Name", "State", "User", "Terminal"], rows, "llll")

@@ -390,6 +390,8 @@ class NvueSession(CliSession):
             return show.show_mapping(config, rest[0], int(rest[2]))
         if head == "pfc-watchdog" and not rest:
             return show.show_watchdog_global(config)
+        if head == "egress-queue-mapping" and len(rest) == 1:
+            return show.show_queue_mapping(config, rest[0])
         return None
 
     def _show_port(self, port: str, args: list[str], config: dict[str, Any]) -> show.Shown | None:

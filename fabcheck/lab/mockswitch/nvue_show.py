@@ -492,6 +492,21 @@ def show_mapping(config: Mapping[str, Any], profile: str, dscp: int | None) -> S
     return text, data
 
 
+def show_queue_mapping(config: Mapping[str, Any], profile: str) -> Shown | None:
+    if profile != "default-global":
+        return None
+    q = effective_qos(config)
+    rows = [[str(sp), str(q.sp_to_tc[sp])] for sp in range(8)]
+    text = "\n".join(
+        [
+            nvue_attributes(["operational", "applied", "description"], []),
+            "",
+            nvue_section("SP->TC mapping configuration", ["switch-priority", "traffic-class"], rows),
+        ]
+    )
+    return text, {"switch-priority": {str(sp): {"traffic-class": q.sp_to_tc[sp]} for sp in range(8)}}
+
+
 def show_watchdog_global(config: Mapping[str, Any]) -> Shown:
     q = effective_qos(config)
     rows = [

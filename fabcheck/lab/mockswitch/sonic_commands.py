@@ -80,6 +80,8 @@ class SonicCommands:
             return Result(show.ecn_profiles(self.db) + "\n")
         if args[:2] == ["pfcwd", "config"]:
             return Result(show.pfcwd_config(self.db, chosen) + "\n")
+        if args[:2] == ["pfcwd", "stats"]:
+            return Result(show.pfcwd_stats(self.db, chosen) + "\n")
         if args == ["runningconfiguration", "all"]:
             return Result(show.config_json(self.db) + "\n")
         if args == ["version"]:

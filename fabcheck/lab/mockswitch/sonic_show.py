@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 
 from fabcheck.lab.mockswitch.device import Counters
-from fabcheck.lab.mockswitch.sonic_db import ConfigDb, ecn_queues
+from fabcheck.lab.mockswitch.sonic_db import ConfigDb, ecn_queues, priority_list
 from fabcheck.lab.mockswitch.textfmt import ruled_pairs, simple_table
 
 _table = functools.partial(simple_table, header_pad=2)  # sonic-utilities prints through tabulate
@@ -103,6 +103,29 @@ def pfcwd_config(db: ConfigDb, ports: Sequence[str]) -> str:
     poll = wd.get("GLOBAL", {}).get("POLL_INTERVAL", "200")
     table = _table(["PORT", "ACTION", "DETECTION TIME", "RESTORATION TIME", "HISTORY"], rows, "rrrrr")
     return f"Changed polling interval to {poll}ms\n{table}"
+
+
+def pfcwd_stats(db: ConfigDb, ports: Sequence[str]) -> str:
+    """`show pfcwd stats`: one row per watched queue; the mock's watchdog never sees a storm."""
+    wd = db.get("PFC_WD", {})
+    rows = []
+    for port in ports:
+        watched = db.get("PORT_QOS_MAP", {}).get(port, {}).get("pfcwd_sw_enable", "")
+        if port in wd:
+            rows += [
+                [f"{port}:{q}", "operational", "0/0", "0/0", "0/0", "0/0", "0/0"]
+                for q in priority_list(watched)
+            ]
+    heads = [
+        "QUEUE",
+        "STATUS",
+        "STORM DETECTED/RESTORED",
+        "TX OK/DROP",
+        "RX OK/DROP",
+        "TX LAST OK/DROP",
+        "RX LAST OK/DROP",
+    ]
+    return _table(heads, rows, "rrrrrrr") if rows else ""
 
 
 def config_json(db: ConfigDb) -> str:

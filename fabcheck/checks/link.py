@@ -1,0 +1,228 @@
+"""Both ends of every cabled link: the host NIC and its switch port agree with each other and the intent.
+
+Pure. For each link of the cabling map, the NIC's records (what the host gate parsed from mlnx_qos and
+`ip link`) and the switch port's records (the switch stage's evidence) are compared concern by
+concern: trust, PFC priorities, the RoCE/CNP DSCP classification and MTU. A mismatch names both ends,
+what each holds, and which role fixes which side. A NIC the host gate read that the cabling map does
+not cable is reported, never passed over.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from fabcheck.checks.model import Finding, errored, failed, passed
+from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
+from fabcheck.checks.switch import SwitchEvidence
+from fabcheck.desired.nic import DesiredNic
+from fabcheck.desired.switch import DesiredSwitch
+from fabcheck.intent.fabric import Fabric, Link
+from fabcheck.parsers.mlnx_qos import MlnxQos
+from fabcheck.parsers.switch_records import DscpMap, Mtu, PfcPriorities, Trust
+
+TRUST = "link.trust"
+PFC = "link.pfc"
+DSCP = "link.dscp_map"
+MTU = "link.mtu"
+CABLED = "link.cabled"
+LINK_CHECKS = (TRUST, PFC, DSCP, MTU, CABLED)
+TAGS = {TRUST: "dscp", PFC: "pfc", DSCP: "dscp", MTU: "mtu"}
+
+
+@dataclass(frozen=True)
+class NicEnd:
+    """The host end of a link as the host gate read it; None: that part could not be read."""
+
+    host: str
+    nic: str
+    trust: str | None
+    pfc_priorities: tuple[int, ...] | None
+    dscp_to_priority: tuple[tuple[int, int], ...] | None
+    mtu: int | None  # the netdev MTU (`ip link`)
+
+    @classmethod
+    def of(cls, host: str, nic: str, qos: MlnxQos | None, mtu: int | None) -> NicEnd:
+        if qos is None:
+            return cls(host, nic, None, None, None, mtu)
+        mapping = tuple(sorted(qos.dscp2prio.items())) if qos.dscp2prio_shown else None
+        return cls(host, nic, qos.trust, qos.pfc_enabled, mapping, mtu)
+
+
+@dataclass(frozen=True)
+class _Ends:
+    link: Link
+    nic: NicEnd
+    desired_nic: DesiredNic
+    switch: SwitchEvidence
+    desired_switch: DesiredSwitch
+
+    @property
+    def subject(self) -> str:
+        return f"{self.link.host}:{self.link.nic} <-> {self.link.switch_end}"
+
+    def port_record(self, kind: type) -> object | None:
+        record, _own = self.switch.get(kind, self.link.port)
+        return record
+
+
+def check_links(
+    fabric: Fabric,
+    nics: Mapping[tuple[str, str], NicEnd],
+    desired_nics: Mapping[tuple[str, str], DesiredNic],
+    switches: Mapping[str, SwitchEvidence],
+    desired_switches: Mapping[str, DesiredSwitch],
+) -> list[Finding]:
+    """Every link of the cabling map, then every NIC read on a host that no cable names."""
+    findings: list[Finding] = []
+    for link in fabric.links:
+        key = (link.host, link.nic)
+        subject = f"{link.host}:{link.nic} <-> {link.switch_end}"
+        nic, evidence = nics.get(key), switches.get(link.switch)
+        if nic is None or evidence is None or evidence.unreachable is not None:
+            side = (
+                f"host {link.host} did not report {link.nic}"
+                if nic is None
+                else f"switch {link.switch} was not read"
+            )
+            if evidence is not None and evidence.unreachable:
+                side += f" ({evidence.unreachable})"
+            findings += [
+                errored(check, subject, "both ends read", "not read", side) for check in LINK_CHECKS[:-1]
+            ]
+            continue
+        ends = _Ends(link, nic, desired_nics[key], evidence, desired_switches[link.switch])
+        findings += [_trust(ends), _pfc(ends), _dscp(ends), _mtu(ends)]
+    findings += _uncabled(fabric, nics.keys())
+    return findings
+
+
+def _uncabled(fabric: Fabric, read: Iterable[tuple[str, str]]) -> list[Finding]:
+    cabled = {(link.host, link.nic) for link in fabric.links}
+    return [
+        failed(
+            CABLED,
+            f"{host}:{nic}",
+            "a switch port in the cabling map (fabric_links)",
+            "no cable: the gate cannot compare this NIC with any switch port",
+            f"add `{nic}: <switch>:<port>` to {host}'s fabric_links, or leave the NIC out of the rails",
+        )
+        for host, nic in sorted(set(read) - cabled)
+    ]
+
+
+def _hint(ends: _Ends, check: str, host_wrong: bool, switch_wrong: bool) -> str:
+    tag = TAGS[check]
+    parts = []
+    if host_wrong:
+        command = shlex.join(["ansible-playbook", "site.yml", "--limit", ends.link.host, "--tags", tag])
+        parts.append(f"host side: role {HOST_QOS_ROLE} `{command}`")
+    if switch_wrong:
+        command = shlex.join(["ansible-playbook", "site.yml", "--limit", ends.link.switch, "--tags", tag])
+        parts.append(f"switch side: role {SWITCH_QOS_ROLE} `{command}`")
+    return "; ".join(parts) or "the ends disagree with each other"
+
+
+def _judge(
+    ends: _Ends, check: str, expected: str, host: object, switch: object, host_ok: bool, switch_ok: bool
+) -> Finding:
+    actual = f"{ends.link.host}:{ends.link.nic} holds {host}; {ends.link.switch_end} holds {switch}"
+    if host_ok and switch_ok:
+        return passed(check, ends.subject, expected, actual)
+    return failed(check, ends.subject, expected, actual, _hint(ends, check, not host_ok, not switch_ok))
+
+
+def _missing(ends: _Ends, check: str, expected: str, what: str) -> Finding:
+    return errored(check, ends.subject, expected, "not read", what)
+
+
+def _trust(ends: _Ends) -> Finding:
+    want_host, want_switch = ends.desired_nic.trust, ends.desired_switch.port(ends.link.port).trust
+    record = ends.port_record(Trust)
+    if ends.nic.trust is None or not isinstance(record, Trust):
+        return _missing(
+            ends,
+            TRUST,
+            f"trust {want_host} on both ends",
+            _what_missing(ends, ends.nic.trust, record, "trust"),
+        )
+    return _judge(
+        ends,
+        TRUST,
+        f"trust {want_host} on both ends",
+        ends.nic.trust,
+        record.mode,
+        ends.nic.trust == want_host,
+        record.mode == want_switch,
+    )
+
+
+def _pfc(ends: _Ends) -> Finding:
+    want = set(ends.desired_nic.pfc_priorities)
+    expected = f"PFC on priorities {_ids(want)} on both ends"
+    record = ends.port_record(PfcPriorities)
+    if ends.nic.pfc_priorities is None or not isinstance(record, PfcPriorities):
+        return _missing(ends, PFC, expected, _what_missing(ends, ends.nic.pfc_priorities, record, "PFC"))
+    want_switch = set(ends.desired_switch.port(ends.link.port).pfc_priorities)
+    return _judge(
+        ends,
+        PFC,
+        expected,
+        f"PFC on {_ids(ends.nic.pfc_priorities)}",
+        f"PFC on {_ids(record.priorities)}",
+        set(ends.nic.pfc_priorities) == want,
+        set(record.priorities) == want_switch,
+    )
+
+
+def _dscp(ends: _Ends) -> Finding:
+    """Each DSCP the intent classifies lands in the same class on the NIC and on the switch."""
+    desired = ends.desired_switch
+    wanted = dict(ends.desired_nic.dscp_to_priority_pairs)
+    expected = "DSCP " + ", ".join(f"{d}->priority {p}" for d, p in sorted(wanted.items())) + " on both ends"
+    record = ends.port_record(DscpMap)
+    if ends.nic.dscp_to_priority is None or not isinstance(record, DscpMap):
+        return _missing(
+            ends, DSCP, expected, _what_missing(ends, ends.nic.dscp_to_priority, record, "DSCP map")
+        )
+    host_map, switch_map = dict(ends.nic.dscp_to_priority), record.mapping
+    # The switch's class for a DSCP, in priority terms: NVUE maps to switch priorities; EOS and SONiC
+    # map to traffic classes, which the desired state derives from the same priorities.
+    switch_wants = (
+        desired.dscp_to_switch_priority
+        if record.target == "switch-priority"
+        else desired.dscp_to_traffic_class
+    )
+    host_shown = ", ".join(f"{d}->{host_map.get(d, 'unmapped')}" for d in sorted(wanted))
+    switch_shown = ", ".join(f"{d}->{record.target} {switch_map.get(d, 'unmapped')}" for d in sorted(wanted))
+    host_ok = all(host_map.get(d) == p for d, p in wanted.items())
+    switch_ok = all(switch_map.get(d) == switch_wants.get(d) for d in wanted)
+    return _judge(ends, DSCP, expected, host_shown, switch_shown, host_ok, switch_ok)
+
+
+def _mtu(ends: _Ends) -> Finding:
+    """The switch port carries the host's frames: its MTU is the intent's and not below the host's."""
+    want_host, want_switch = ends.desired_nic.netdev_mtu, ends.desired_switch.port(ends.link.port).mtu
+    expected = f"host MTU {want_host}, switch port MTU {want_switch} (at least the host's)"
+    record = ends.port_record(Mtu)
+    if ends.nic.mtu is None or not isinstance(record, Mtu):
+        return _missing(ends, MTU, expected, _what_missing(ends, ends.nic.mtu, record, "MTU"))
+    host_ok = ends.nic.mtu == want_host
+    switch_ok = record.mtu == want_switch and record.mtu >= ends.nic.mtu
+    return _judge(ends, MTU, expected, f"MTU {ends.nic.mtu}", f"MTU {record.mtu}", host_ok, switch_ok)
+
+
+def _what_missing(ends: _Ends, host_value: object, record: object, what: str) -> str:
+    if host_value is None:
+        return f"host {ends.link.host} did not report the {what} of {ends.link.nic}"
+    reason, _switch_wide = ends.switch.why_missing((_KINDS[what],), ends.link.port)
+    return f"switch {ends.link.switch} did not report the {what} of {ends.link.port}: {reason}"
+
+
+_KINDS: Mapping[str, type] = {"trust": Trust, "PFC": PfcPriorities, "DSCP map": DscpMap, "MTU": Mtu}
+
+
+def _ids(values: Iterable[int]) -> str:
+    ordered = sorted(values)
+    return ",".join(map(str, ordered)) if ordered else "none"

@@ -1,0 +1,430 @@
+"""Switch checks of the gate: what a switch shows (platform-neutral records) + its desired state -> findings.
+
+Pure. Each check is declared once in SWITCH_CHECKS: id, the switch_qos tag that fixes it, the record
+types it needs, when it applies, and a judge. A record a port has is judged per port (subject
+`leaf01:swp1`); a switch-wide record (NVUE's global profiles) is judged once for the switch. A record
+that could not be read is an ERROR naming the probe; a check the platform cannot answer, or one the
+intent makes moot, is a SKIP with the reason.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from fabcheck.checks.model import Finding, Status, errored, skipped
+from fabcheck.checks.roles import SWITCH_QOS_ROLE
+from fabcheck.desired.switch import DesiredSwitch, DesiredSwitchPort
+from fabcheck.parsers.switch_records import (
+    DscpMap,
+    EcnQueues,
+    Mtu,
+    PfcPriorities,
+    PriorityMap,
+    QueueDrops,
+    QueueEcn,
+    Record,
+    Schedulers,
+    Trust,
+    WatchdogConfig,
+    WatchdogStatus,
+)
+
+# Spectrum programs ECN thresholds in whole buffer cells and shows the programmed value on the port:
+# 150 000 B reads 153 KB or 156 KB (Spectrum-4/5). Up to 7 % above the intent is that rounding.
+ECN_ROUNDING_ABOVE = 0.07
+
+
+@dataclass(frozen=True)
+class SwitchEvidence:
+    """What the gate read from one switch: records by (type, port or None), and why any are missing."""
+
+    switch: str
+    platform: str
+    records: Mapping[tuple[type, str | None], Record]
+    provided: frozenset[type]  # record types this platform's probes yield at all
+    missing: Sequence[tuple[tuple[type, ...], str | None, str]] = ()  # (types, port, reason)
+    unreachable: str | None = None  # why nothing could be read (connection refused, timeout)
+
+    def get(self, kind: type, port: str | None) -> tuple[Record | None, bool]:
+        """(record, whether it is the port's own); a port falls back to the switch-wide record."""
+        if port is not None and (kind, port) in self.records:
+            return self.records[(kind, port)], True
+        return self.records.get((kind, None)), port is None
+
+    def why_missing(self, kinds: Sequence[type], port: str | None) -> tuple[str, bool]:
+        """(reason, whether it concerns the whole switch: a switch-wide probe failed)."""
+        for types, where, reason in self.missing:
+            if where in (port, None) and set(types) & set(kinds):
+                return reason, where is None
+        names = ", ".join(k.__name__ for k in kinds)
+        return f"the switch showed no {names} for port {port}", False
+
+
+Verdict = tuple[Status, str]  # (PASS/FAIL/ERROR, actual)
+Judge = Callable[
+    [Record, str | None, DesiredSwitch, DesiredSwitchPort | None, Mapping[type, Record]], Verdict
+]
+
+
+@dataclass(frozen=True)
+class SwitchCheck:
+    id: str
+    tag: str  # the switch_qos tag (`--tags`) whose part of the config fixes it
+    needs: type  # the record judged
+    expected: Callable[[DesiredSwitch, DesiredSwitchPort | None], str]
+    judge: Judge
+    also: tuple[type, ...] = ()  # further records the judge reads when the platform provides them
+    applies: Callable[[DesiredSwitch], str | None] = lambda _desired: None  # None, or why it does not
+    ports: Callable[[DesiredSwitchPort], bool] = lambda _port: True  # which ports it concerns
+    doc: str = ""
+    not_shown: str = ""  # why a platform whose probes lack the record cannot answer it
+
+
+def fix_hint(switch: str, tag: str, what: str) -> str:
+    command = shlex.join(["ansible-playbook", "site.yml", "--limit", switch, "--tags", tag])
+    return f"{what}; role {SWITCH_QOS_ROLE} (tag {tag}) sets it; on this switch: `{command}`"
+
+
+# -- expectations and judges, one pair per check ----------------------------------------------------
+
+
+def _pairs(mapping: Mapping[int, int]) -> str:
+    return ", ".join(f"{key}->{value}" for key, value in sorted(mapping.items())) or "none"
+
+
+def _ids(values: Sequence[int]) -> str:
+    return ",".join(map(str, values)) if values else "none"
+
+
+def _want_trust(d: DesiredSwitch, p: DesiredSwitchPort | None) -> str:
+    return p.trust if p else d.trust
+
+
+def _judge_trust(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+) -> Verdict:
+    assert isinstance(r, Trust)
+    return (Status.PASS if r.mode == _want_trust(d, p) else Status.FAIL), r.mode
+
+
+def _wanted_dscp(d: DesiredSwitch, r: DscpMap) -> dict[int, int]:
+    return d.dscp_to_switch_priority if r.target == "switch-priority" else d.dscp_to_traffic_class
+
+
+def _want_dscp(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+    return (
+        f"DSCP->switch priority {_pairs(d.dscp_to_switch_priority)} "
+        f"(DSCP->traffic class {_pairs(d.dscp_to_traffic_class)})"
+    )
+
+
+def _judge_dscp(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+) -> Verdict:
+    assert isinstance(r, DscpMap)
+    have = r.mapping
+    wanted = _wanted_dscp(d, r)
+    shown = ", ".join(f"{dscp}->{have.get(dscp, 'unmapped')}" for dscp in sorted(wanted))
+    ok = all(have.get(dscp) == value for dscp, value in wanted.items())
+    return (Status.PASS if ok else Status.FAIL), f"DSCP->{r.target} {shown}"
+
+
+def _want_priority_map(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+    return _pairs(dict(enumerate(d.switch_priority_to_traffic_class)))
+
+
+def _judge_priority_map(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+) -> Verdict:
+    assert isinstance(r, PriorityMap)
+    wanted = dict(enumerate(d.switch_priority_to_traffic_class))
+    have = r.mapping
+    ok = all(have.get(prio) == tc for prio, tc in wanted.items())
+    return (Status.PASS if ok else Status.FAIL), _pairs(have)
+
+
+def _want_pfc(d: DesiredSwitch, p: DesiredSwitchPort | None) -> str:
+    return f"PFC on priorities {_ids(p.pfc_priorities if p else d.pfc_priorities)}"
+
+
+def _judge_pfc(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+) -> Verdict:
+    assert isinstance(r, PfcPriorities)
+    wanted = p.pfc_priorities if p else d.pfc_priorities
+    ok = set(r.priorities) == set(wanted)
+    return (Status.PASS if ok else Status.FAIL), f"PFC on priorities {_ids(r.priorities)}"
+
+
+def _want_ecn(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+    queue = d.queue(d.lossless_traffic_class)
+    tc = d.lossless_traffic_class
+    if queue is None or not queue.ecn:
+        return f"ECN off on traffic class {tc}"
+    return (
+        f"ECN on traffic class {tc}: min {queue.ecn_min_bytes} B, max {queue.ecn_max_bytes} B "
+        f"(up to {ECN_ROUNDING_ABOVE:.0%} more for hardware rounding), probability {queue.ecn_probability} %"
+    )
+
+
+def _shown_ecn(q: QueueEcn) -> str:
+    if not q.enabled:
+        return f"ECN off on traffic class {q.traffic_class}"
+    unit = "B" if q.unit == "bytes" else q.unit
+    return (
+        f"ECN on traffic class {q.traffic_class}: min {_or_unknown(q.min_bytes)} {unit}, "
+        f"max {_or_unknown(q.max_bytes)} {unit}, probability {_or_unknown(q.probability)} %"
+    )
+
+
+def _or_unknown(value: int | None) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def _rounded_from(actual: int, wanted: int) -> bool:
+    return wanted <= actual <= wanted * (1 + ECN_ROUNDING_ABOVE)
+
+
+def _judge_ecn(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+) -> Verdict:
+    assert isinstance(r, EcnQueues)
+    tc = d.lossless_traffic_class
+    queue = d.queue(tc)
+    have = r.queue(tc) or QueueEcn(tc, False, None, None, None)
+    if queue is None or not queue.ecn:
+        return (Status.FAIL if have.enabled else Status.PASS), _shown_ecn(have)
+    if not have.enabled:
+        return Status.FAIL, _shown_ecn(have)
+    if have.unit != "bytes":
+        return Status.ERROR, _shown_ecn(have) + f" (thresholds in {have.unit} cannot be compared with bytes)"
+    if have.min_bytes is None or have.max_bytes is None:
+        return Status.ERROR, _shown_ecn(have) + " (the switch did not show its thresholds)"
+    assert queue.ecn_min_bytes is not None and queue.ecn_max_bytes is not None
+    ok = (
+        _rounded_from(have.min_bytes, queue.ecn_min_bytes)
+        and _rounded_from(have.max_bytes, queue.ecn_max_bytes)
+        and (have.probability is None or have.probability == queue.ecn_probability)
+    )
+    return (Status.PASS if ok else Status.FAIL), _shown_ecn(have)
+
+
+def _want_scheduler(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+    return "; ".join(
+        f"TC{q.traffic_class} {q.scheduler}" + (f" {q.weight_percent} %" if q.scheduler == "dwrr" else "")
+        for q in d.queues
+    )
+
+
+def _judge_scheduler(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+) -> Verdict:
+    assert isinstance(r, Schedulers)
+    shown, ok = [], True
+    for queue in d.queues:
+        have = r.queue(queue.traffic_class)
+        if have is None:
+            shown.append(f"TC{queue.traffic_class} not scheduled")
+            ok = False
+            continue
+        shown.append(
+            f"TC{have.traffic_class} {have.mode}"
+            + (f" {_or_unknown(have.weight_percent)} %" if have.mode == "dwrr" else "")
+        )
+        same_weight = queue.scheduler != "dwrr" or have.weight_percent == queue.weight_percent
+        ok = ok and have.mode == queue.scheduler and same_weight
+    return (Status.PASS if ok else Status.FAIL), "; ".join(shown)
+
+
+def _want_watchdog(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+    return "PFC watchdog enabled, no class stormed"
+
+
+def _judge_watchdog(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, more: Mapping[type, Record]
+) -> Verdict:
+    assert isinstance(r, WatchdogConfig)
+    status = more.get(WatchdogStatus)
+    state = "enabled" if r.enabled else "disabled"
+    if status is None:
+        return (Status.PASS if r.enabled else Status.FAIL), f"PFC watchdog {state} (storm state not shown)"
+    assert isinstance(status, WatchdogStatus)
+    if status.stormed:
+        return Status.FAIL, f"PFC watchdog {state}, stormed: {_ids(status.stormed)}"
+    return (Status.PASS if r.enabled else Status.FAIL), f"PFC watchdog {state}, no class stormed"
+
+
+def _want_mtu(d: DesiredSwitch, p: DesiredSwitchPort | None) -> str:
+    return f"MTU {p.mtu if p else d.mtu}"
+
+
+def _judge_mtu(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+) -> Verdict:
+    assert isinstance(r, Mtu)
+    return (Status.PASS if r.mtu == (p.mtu if p else d.mtu) else Status.FAIL), f"MTU {r.mtu}"
+
+
+def _want_drops(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+    return f"no drops on lossless traffic class {d.lossless_traffic_class} while the gate ran"
+
+
+def _judge_drops(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+) -> Verdict:
+    assert isinstance(r, QueueDrops)
+    drops = dict(r.by_queue).get(d.lossless_traffic_class, r.roce_class)
+    if drops is None:
+        return Status.ERROR, f"no drop counter for traffic class {d.lossless_traffic_class}"
+    return (Status.PASS if drops == 0 else Status.FAIL), f"{drops} packets dropped while the gate ran"
+
+
+def _needs_pfc(d: DesiredSwitch) -> str | None:
+    return None if d.pfc_priorities else "the intent runs no PFC (lossless.pfc false): nothing is lossless"
+
+
+def _needs_watchdog(d: DesiredSwitch) -> str | None:
+    return None if d.watchdog.enabled else "the intent runs no PFC: no PFC watchdog is expected"
+
+
+TRUST = "switch.trust"
+DSCP_MAP = "switch.dscp_map"
+PRIORITY_MAP = "switch.priority_map"
+PFC = "switch.pfc"
+ECN = "switch.ecn"
+SCHEDULER = "switch.scheduler"
+WATCHDOG = "switch.watchdog"
+MTU = "switch.mtu"
+LOSSLESS_DROPS = "switch.lossless_drops"
+
+SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
+    SwitchCheck(TRUST, "dscp", Trust, _want_trust, _judge_trust, doc="classification trust (dscp)"),
+    SwitchCheck(
+        DSCP_MAP, "dscp", DscpMap, _want_dscp, _judge_dscp, doc="DSCP -> switch priority / traffic class"
+    ),
+    SwitchCheck(
+        PRIORITY_MAP,
+        "dscp",
+        PriorityMap,
+        _want_priority_map,
+        _judge_priority_map,
+        doc="switch priority -> traffic class",
+        not_shown="DSCP maps straight to traffic classes; there is no switch-priority stage to check",
+    ),
+    SwitchCheck(PFC, "pfc", PfcPriorities, _want_pfc, _judge_pfc, doc="PFC priorities per port"),
+    SwitchCheck(ECN, "ecn", EcnQueues, _want_ecn, _judge_ecn, doc="ECN marking on the lossless queue"),
+    SwitchCheck(
+        SCHEDULER, "scheduler", Schedulers, _want_scheduler, _judge_scheduler, doc="egress scheduling"
+    ),
+    SwitchCheck(
+        WATCHDOG,
+        "watchdog",
+        WatchdogConfig,
+        _want_watchdog,
+        _judge_watchdog,
+        also=(WatchdogStatus,),
+        applies=_needs_watchdog,
+        ports=lambda port: port.pfc_watchdog,
+        doc="PFC watchdog enabled and not stormed",
+    ),
+    SwitchCheck(MTU, "mtu", Mtu, _want_mtu, _judge_mtu, doc="port MTU"),
+    SwitchCheck(
+        LOSSLESS_DROPS,
+        "pfc",
+        QueueDrops,
+        _want_drops,
+        _judge_drops,
+        applies=_needs_pfc,
+        ports=lambda port: bool(port.pfc_priorities),
+        doc="no drops on the lossless queue during the run",
+        not_shown="queue drop counters are not read on this platform yet",
+    ),
+)
+SWITCH_CHECK_IDS = tuple(check.id for check in SWITCH_CHECKS)
+
+
+# -- running the declarations -----------------------------------------------------------------------
+
+
+def check_switch(evidence: SwitchEvidence, desired: DesiredSwitch) -> list[Finding]:
+    """Every declared check on one switch."""
+    findings: list[Finding] = []
+    for check in SWITCH_CHECKS:
+        findings += run_check(check, evidence, desired)
+    return findings
+
+
+def run_check(check: SwitchCheck, evidence: SwitchEvidence, desired: DesiredSwitch) -> list[Finding]:
+    name = evidence.switch
+    if evidence.unreachable is not None:
+        return [errored(check.id, name, check.expected(desired, None), "not read", evidence.unreachable)]
+    if check.needs not in evidence.provided:
+        not_shown = check.not_shown or f"the gate reads no {check.needs.__name__} there"
+        reason = f"{evidence.platform}: {not_shown}"
+        return [skipped(check.id, name, reason)]
+    not_applicable = check.applies(desired)
+    if not_applicable is not None:
+        return [skipped(check.id, name, not_applicable)]
+    findings: list[Finding] = []
+    judged_switch_wide = False
+    ports = [port for port in desired.ports if check.ports(port)]
+    if not ports:
+        return [skipped(check.id, name, "no port of this switch is concerned")]
+    for port in ports:
+        record, own = evidence.get(check.needs, port.port)
+        if record is None:
+            reason, switch_wide = evidence.why_missing((check.needs,), port.port)
+            if not (switch_wide and judged_switch_wide):
+                subject = name if switch_wide else f"{name}:{port.port}"
+                wanted = check.expected(desired, None if switch_wide else port)
+                findings.append(errored(check.id, subject, wanted, "not read", reason))
+            judged_switch_wide = judged_switch_wide or switch_wide
+            continue
+        if not own and judged_switch_wide:
+            continue
+        subject = f"{name}:{port.port}" if own else name
+        wanted = check.expected(desired, port if own else None)
+        judged_switch_wide = judged_switch_wide or not own
+        more = _also(check, evidence, port.port)
+        status, actual = check.judge(record, port.port if own else None, desired, port if own else None, more)
+        findings.append(_finding(check, status, subject, wanted, actual, name))
+    return findings
+
+
+def _also(check: SwitchCheck, evidence: SwitchEvidence, port: str) -> dict[type, Record]:
+    found: dict[type, Record] = {}
+    for kind in check.also:
+        record, _own = evidence.get(kind, port)
+        if record is not None:
+            found[kind] = record
+    return found
+
+
+def _finding(
+    check: SwitchCheck, status: Status, subject: str, expected: str, actual: str, switch: str
+) -> Finding:
+    if status is Status.PASS:
+        return Finding(check.id, status, subject, expected, actual)
+    if status is Status.ERROR:
+        return Finding(
+            check.id, status, subject, expected, actual, "the switch's output cannot be judged as shown"
+        )
+    return Finding(
+        check.id, status, subject, expected, actual, fix_hint(switch, check.tag, f"{subject}: {check.doc}")
+    )
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One line of the README's check table, derived from the declarations."""
+
+    id: str
+    tag: str
+    needs: str
+    doc: str = field(default="")
+
+
+def check_table() -> list[CheckRow]:
+    return [CheckRow(c.id, c.tag, c.needs.__name__, c.doc) for c in SWITCH_CHECKS]

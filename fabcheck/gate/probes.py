@@ -1,0 +1,142 @@
+"""A probe is declared once: its name, scope, the read-only command it sends and the parser of its output.
+
+`collect` runs a table of probes over one session (any `run(command) -> output` callable: a netmiko
+channel for a switch, later a host's collection script) and returns what they parsed, every raw output
+with the probe that produced it, and one error per probe that failed. A failed probe never yields a
+record, so a check that needs its record reports an error, never a pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fabcheck.errors import FabcheckError, ParseError
+from fabcheck.parsers.switch_records import Placed, QueueDrops, Record
+
+Scope = Literal["switch", "switch-port"]  # host, nic and sm scopes come with the host stage
+Parse = Callable[[str, str | None, str], list[Placed]]  # (output, port or None, source) -> records
+# Port names go into commands: only what switch port names are made of, nothing a shell or CLI reads.
+SAFE_PORT = re.compile(r"[A-Za-z][A-Za-z0-9/._-]{0,63}", re.ASCII)
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    scope: Scope
+    command: str  # "{port}" is replaced by each port's name for a switch-port probe
+    parse: Parse
+    provides: tuple[type, ...]  # the record types it yields: what a check may ask of this platform
+    counter: bool = False  # read at the start and the end of the session: the record is the difference
+
+    def command_for(self, port: str | None) -> str:
+        if self.scope == "switch":
+            return self.command
+        if port is None or not SAFE_PORT.fullmatch(port):
+            raise FabcheckError(f"probe {self.name}: unusable port name {port!r}")
+        return self.command.format(port=port)
+
+
+@dataclass(frozen=True)
+class Output:
+    probe: str
+    port: str | None
+    command: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ProbeError:
+    probe: str
+    port: str | None
+    command: str
+    reason: str
+    provides: tuple[type, ...] = ()  # the records this failure withheld
+
+
+@dataclass
+class Collected:
+    records: dict[tuple[type, str | None], Record] = field(default_factory=dict)
+    outputs: list[Output] = field(default_factory=list)
+    errors: list[ProbeError] = field(default_factory=list)
+
+    def get(self, kind: type, port: str | None) -> Record | None:
+        """The port's record of `kind`, else the switch-wide one (NVUE's global profiles)."""
+        if port is not None and (kind, port) in self.records:
+            return self.records[(kind, port)]
+        return self.records.get((kind, None))
+
+    def failure(self, kinds: Iterable[type], port: str | None) -> ProbeError | None:
+        """The probe error that explains a missing record of one of `kinds` at `port`, if any."""
+        wanted = set(kinds)
+        for error in self.errors:
+            if error.port in (port, None) and wanted & set(error.provides):
+                return error
+        return None
+
+
+def _place(collected: Collected, placed: Iterable[Placed]) -> None:
+    for port, record in placed:
+        collected.records[(type(record), port)] = record
+
+
+def collect(
+    run: Callable[[str], str], probes: Sequence[Probe], ports: Sequence[str], source: str
+) -> Collected:
+    """Run every probe (switch probes once, port probes per port) through `run`; counters twice."""
+    collected = Collected()
+    calls = [
+        (probe, port) for probe in probes for port in (ports if probe.scope == "switch-port" else [None])
+    ]
+    first: dict[tuple[str, str | None], list[Placed]] = {}
+    for probe, port in calls:
+        if probe.counter:
+            parsed = _run_one(collected, run, probe, port, source)
+            if parsed is not None:
+                first[(probe.name, port)] = parsed
+    for probe, port in calls:
+        parsed = _run_one(collected, run, probe, port, source)
+        if parsed is None:
+            continue
+        if probe.counter:
+            before = first.get((probe.name, port))
+            if before is None:
+                continue  # its first reading failed and is already an error
+            parsed = _differences(before, parsed)
+        _place(collected, parsed)
+    return collected
+
+
+def _run_one(
+    collected: Collected, run: Callable[[str], str], probe: Probe, port: str | None, source: str
+) -> list[Placed] | None:
+    command = probe.command_for(port)
+    try:
+        text = run(command)
+    except FabcheckError as err:
+        collected.errors.append(_error(probe, port, command, str(err)))
+        return None
+    collected.outputs.append(Output(probe.name, port, command, text))
+    try:
+        return probe.parse(text, port, f"{source}: {command}")
+    except ParseError as err:
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        shown = f" ({first[:120]!r})" if first and not first.startswith(("{", "[")) else ""
+        collected.errors.append(_error(probe, port, command, f"unparsable output{shown}: {err.message}"))
+        return None
+
+
+def _error(probe: Probe, port: str | None, command: str, reason: str) -> ProbeError:
+    return ProbeError(probe.name, port, command, reason, probe.provides)
+
+
+def _differences(before: list[Placed], after: list[Placed]) -> list[Placed]:
+    earlier = {(port, type(record)): record for port, record in before}
+    result: list[Placed] = []
+    for port, record in after:
+        old = earlier.get((port, type(record)))
+        if isinstance(record, QueueDrops) and isinstance(old, QueueDrops):
+            result.append((port, record.minus(old)))
+    return result

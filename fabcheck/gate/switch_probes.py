@@ -1,0 +1,125 @@
+"""The read-only show commands the gate sends to each switch platform, declared once per platform.
+
+A record type a platform's table does not provide is one the platform does not report (EOS has no
+separate switch-priority map); a check that needs it is skipped there with that reason. Every
+command is a `show`: nothing here changes a switch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from fabcheck.gate.probes import Probe
+from fabcheck.parsers import switch_eos, switch_nvue, switch_sonic
+from fabcheck.parsers.switch_records import (
+    DscpMap,
+    EcnQueues,
+    Mtu,
+    PfcPriorities,
+    PriorityMap,
+    QueueDrops,
+    Schedulers,
+    Trust,
+    WatchdogConfig,
+    WatchdogStatus,
+)
+
+NVUE_PROBES = (
+    Probe(
+        "nvue.mapping",
+        "switch",
+        "nv show qos mapping default-global -o json",
+        switch_nvue.parse_mapping,
+        (Trust, DscpMap),
+    ),
+    Probe(
+        "nvue.queue_mapping",
+        "switch",
+        "nv show qos egress-queue-mapping default-global -o json",
+        switch_nvue.parse_egress_queue_mapping,
+        (PriorityMap,),
+    ),
+    Probe(
+        "nvue.scheduler",
+        "switch",
+        "nv show qos egress-scheduler default-global -o json",
+        switch_nvue.parse_scheduler,
+        (Schedulers,),
+    ),
+    Probe(
+        "nvue.roce_status",
+        "switch-port",
+        "nv show interface {port} qos roce status -o json",
+        switch_nvue.parse_roce_status,
+        (PfcPriorities, EcnQueues),
+    ),
+    Probe(
+        "nvue.watchdog",
+        "switch-port",
+        "nv show interface {port} qos pfc-watchdog -o json",
+        switch_nvue.parse_port_watchdog,
+        (WatchdogConfig, WatchdogStatus),
+    ),
+    Probe(
+        "nvue.link",
+        "switch-port",
+        "nv show interface {port} link -o json",
+        switch_nvue.parse_port_link,
+        (Mtu,),
+    ),
+    Probe(
+        "nvue.roce_counters",
+        "switch-port",
+        "nv show interface {port} qos roce counters -o json",
+        switch_nvue.parse_roce_counters,
+        (QueueDrops,),
+        counter=True,
+    ),
+)
+
+EOS_PROBES = (
+    Probe("eos.running_config", "switch", "show running-config", switch_eos.parse_running_config, (DscpMap,)),
+    Probe(
+        "eos.pfc",
+        "switch",
+        "show priority-flow-control | json",
+        switch_eos.parse_pfc_status,
+        (PfcPriorities, WatchdogConfig),
+    ),
+    Probe(
+        "eos.qos_interfaces",
+        "switch",
+        "show qos interfaces | json",
+        switch_eos.parse_qos_interfaces,
+        (Trust, EcnQueues, Schedulers),
+    ),
+    Probe("eos.interfaces", "switch", "show interfaces | json", switch_eos.parse_interfaces, (Mtu,)),
+)
+
+SONIC_PROBES = (
+    Probe(
+        "sonic.config_db",
+        "switch",
+        "show runningconfiguration all",
+        switch_sonic.parse_config_db,
+        (Trust, DscpMap, PfcPriorities, EcnQueues, Schedulers, WatchdogConfig, Mtu),
+    ),
+    Probe(
+        "sonic.pfcwd_stats", "switch", "show pfcwd stats", switch_sonic.parse_pfcwd_stats, (WatchdogStatus,)
+    ),
+    Probe(
+        "sonic.queue_counters",
+        "switch",
+        "show queue counters --json",
+        switch_sonic.parse_queue_counters,
+        (QueueDrops,),
+        counter=True,
+    ),
+)
+
+PROBES: Mapping[str, tuple[Probe, ...]] = {"nvue": NVUE_PROBES, "eos": EOS_PROBES, "sonic": SONIC_PROBES}
+
+
+def provided(platform: str) -> frozenset[type]:
+    """Every record type the platform's probes yield."""
+    return frozenset(kind for probe in PROBES.get(platform, ()) for kind in probe.provides)

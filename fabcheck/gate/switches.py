@@ -1,0 +1,225 @@
+"""The gate's switch stage: read every switch once (bounded concurrency), judge it against its desired state.
+
+Per switch: one netmiko session, the platform's declared show commands (fabcheck.gate.switch_probes),
+each bounded by the login's read timeout; the session closes when they are done. A switch that cannot
+be reached, or whose session dies, is an ERROR for that switch's checks only; the others finish.
+Credentials come as the switch_qos role gets them (switch_password from ansible-vault or a lookup,
+else FABCHECK_SWITCH_PASSWORD) and appear in no message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fabcheck.checks.model import Finding
+from fabcheck.checks.switch import SwitchEvidence, check_switch
+from fabcheck.desired.switch import DesiredSwitch, desired_switch
+from fabcheck.errors import FabcheckError, IntentError
+from fabcheck.gate.probes import Collected, Output, collect
+from fabcheck.gate.switch_probes import PROBES, provided
+from fabcheck.intent.fabric import Fabric, Switch
+from fabcheck.intent.model import FabricIntent
+from fabcheck.switch.connect import ConnectError, SwitchLogin
+from fabcheck.switch.connect import connect as netmiko_connect
+
+PASSWORD_ENV = "FABCHECK_SWITCH_PASSWORD"  # the switch_qos role's fallback, read the same way here
+DEFAULT_CONCURRENCY = 8
+GATE_CONNECT_TIMEOUT_S = 10.0
+GATE_READ_TIMEOUT_S = 20.0  # one show command; a healthy switch answers in well under a second
+
+
+class SessionLost(FabcheckError):
+    """A show command timed out or the channel closed; the session's remaining probes are not sent."""
+
+
+@dataclass(frozen=True)
+class SwitchResult:
+    switch: str
+    evidence: SwitchEvidence
+    outputs: tuple[Output, ...]  # every raw output with the probe that produced it (snapshots)
+    findings: tuple[Finding, ...]
+
+
+Connect = Callable[[SwitchLogin], Any]
+
+
+def run_switch_stage(
+    fabric: Fabric,
+    intent: FabricIntent,
+    logins: Mapping[str, SwitchLogin],
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    connect: Connect = netmiko_connect,
+    switches: Sequence[str] | None = None,
+) -> list[Finding]:
+    """Findings of every switch of the fabric (or of `switches`), in switch order."""
+    results = collect_switches(
+        fabric, intent, logins, concurrency=concurrency, connect=connect, switches=switches
+    )
+    return [finding for result in results for finding in result.findings]
+
+
+def collect_switches(
+    fabric: Fabric,
+    intent: FabricIntent,
+    logins: Mapping[str, SwitchLogin],
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    connect: Connect = netmiko_connect,
+    switches: Sequence[str] | None = None,
+) -> list[SwitchResult]:
+    """Read and judge the switches, at most `concurrency` sessions open at once."""
+    if concurrency < 1:
+        raise FabcheckError(f"concurrency {concurrency}: expected at least 1")
+    names = list(switches) if switches is not None else [s.name for s in fabric.switches]
+    desired = {name: desired_switch(intent, fabric, name) for name in names}
+    missing = [name for name in names if name not in logins]
+    if missing:
+        raise FabcheckError(f"no login for switch(es) {', '.join(missing)}")
+    with ThreadPoolExecutor(max_workers=min(concurrency, max(1, len(names)))) as pool:
+        futures = [pool.submit(judge_switch, logins[name], desired[name], connect) for name in names]
+        return [future.result() for future in futures]
+
+
+def judge_switch(
+    login: SwitchLogin, desired: DesiredSwitch, connect: Connect = netmiko_connect
+) -> SwitchResult:
+    """One session to the switch, its probes, then the pure checks."""
+    ports = [port.port for port in desired.ports]
+    evidence, outputs = read_switch(login, desired.platform, ports, connect)
+    return SwitchResult(desired.name, evidence, outputs, tuple(check_switch(evidence, desired)))
+
+
+def read_switch(
+    login: SwitchLogin, platform: str, ports: Sequence[str], connect: Connect = netmiko_connect
+) -> tuple[SwitchEvidence, tuple[Output, ...]]:
+    probes = PROBES.get(platform)
+    if probes is None:
+        raise FabcheckError(f"switch {login.name}: no gate probes for platform {platform!r}")
+    try:
+        connection = connect(login)
+    except ConnectError as err:
+        return SwitchEvidence(login.name, platform, {}, provided(platform), unreachable=str(err)), ()
+    try:
+        runner = _Runner(connection, login)
+        try:
+            runner.prepare(platform)
+        except SessionLost as err:
+            return SwitchEvidence(login.name, platform, {}, provided(platform), unreachable=str(err)), ()
+        collected = collect(runner.run, probes, ports, f"switch {login.name}")
+    finally:
+        _disconnect(connection)
+    return evidence_of(login.name, platform, collected), tuple(collected.outputs)
+
+
+def evidence_of(switch: str, platform: str, collected: Collected) -> SwitchEvidence:
+    missing = tuple(
+        (error.provides, error.port, f"`{error.command}`: {error.reason}") for error in collected.errors
+    )
+    return SwitchEvidence(switch, platform, dict(collected.records), provided(platform), missing)
+
+
+class _Runner:
+    """Sends one show command at a time on the session; after a timeout or a lost channel, no more."""
+
+    def __init__(self, connection: Any, login: SwitchLogin) -> None:
+        self.connection = connection
+        self.login = login
+        self.lost: str | None = None
+
+    def prepare(self, platform: str) -> None:
+        if platform == "eos":  # `show running-config` is a privileged command
+            self._guard("enable", self.connection.enable)
+
+    def run(self, command: str) -> str:
+        if self.lost is not None:
+            raise SessionLost(f"not sent: the session was lost earlier ({self.lost})")
+        timeout = self.login.read_timeout_s
+        output = self._guard(command, lambda: self.connection.send_command(command, read_timeout=timeout))
+        return str(output)
+
+    def _guard(self, what: str, call: Callable[[], Any]) -> Any:
+        from netmiko.exceptions import NetmikoBaseException
+        from paramiko.ssh_exception import SSHException
+
+        try:
+            return call()
+        except (NetmikoBaseException, SSHException, OSError, EOFError) as err:
+            reason = _scrub(
+                str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__, self.login
+            )
+            self.lost = f"`{what}`: {reason[:200]}"
+            raise SessionLost(f"switch {self.login.name}: {self.lost}") from None
+
+
+def _scrub(text: str, login: SwitchLogin) -> str:
+    return text.replace(login.password, "<redacted>") if login.password else text
+
+
+def _disconnect(connection: Any) -> None:
+    try:
+        connection.disconnect()
+    except Exception:  # a session that is already gone needs no closing
+        return
+
+
+# -- credentials, as the switch_qos role reads them -------------------------------------------------
+
+
+def switch_login(
+    switch: Switch,
+    variables: Mapping[str, Any],
+    *,
+    connect_timeout_s: float = GATE_CONNECT_TIMEOUT_S,
+    read_timeout_s: float = GATE_READ_TIMEOUT_S,
+    environ: Mapping[str, str] | None = None,
+) -> SwitchLogin:
+    """The login of one switch from its inventory variables (the password resolved, never shown)."""
+    password = _password(switch.name, variables.get("switch_password"), variables, environ or os.environ)
+    known_hosts = variables.get("switch_known_hosts")
+    return SwitchLogin(
+        name=switch.name,
+        device_type=switch.device_type,
+        address=switch.address,
+        port=switch.ssh_port,
+        username=switch.username,
+        password=password,
+        known_hosts=Path(str(known_hosts)) if known_hosts else None,
+        connect_timeout_s=connect_timeout_s,
+        read_timeout_s=read_timeout_s,
+    )
+
+
+def _password(name: str, raw: Any, variables: Mapping[str, Any], environ: Mapping[str, str]) -> str:
+    if raw is None:
+        value = environ.get(PASSWORD_ENV, "")
+        if not value:
+            raise IntentError([f"{name}: switch_password is not set and {PASSWORD_ENV} is empty"])
+        return value
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    try:
+        value = Templar(loader=DataLoader(), variables=dict(variables)).template(raw)
+    except Exception:  # ansible raises many types; its message may quote the secret
+        raise IntentError(
+            [f"{name}: switch_password: cannot resolve the value (vault password or lookup)"]
+        ) from None
+    text = str(value)
+    if not text:
+        raise IntentError([f"{name}: switch_password resolves to an empty string"])
+    return text
+
+
+def logins_from_inventory(fabric: Fabric, hosts: Sequence[Any], **timeouts: float) -> dict[str, SwitchLogin]:
+    """Logins for every switch of `fabric` from the loader's HostEntry records (`inventory.hosts`)."""
+    by_name = {entry.name: entry for entry in hosts}
+    return {
+        switch.name: switch_login(switch, by_name[switch.name].variables, **timeouts)
+        for switch in fabric.switches
+    }

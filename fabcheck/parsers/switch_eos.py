@@ -1,0 +1,153 @@
+"""Arista EOS show outputs -> switch records (pure).
+
+`show running-config` (the DSCP -> traffic-class map, read with the EOS driver's own config reader),
+`show priority-flow-control | json` (per port: PFC priorities, watchdog), `show qos interfaces | json`
+(per port: trust, tx-queue scheduling and ECN) and `show interfaces | json` (per port: MTU).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fabcheck.errors import ParseError
+from fabcheck.parsers._text import split_checked_lines
+from fabcheck.parsers.switch_records import (
+    DscpMap,
+    EcnQueues,
+    Mtu,
+    PfcPriorities,
+    Placed,
+    QueueEcn,
+    QueueScheduler,
+    Schedulers,
+    Trust,
+    WatchdogConfig,
+    class_number,
+    entries,
+    field,
+    load_json,
+    number,
+    obj,
+)
+from fabcheck.switch.platforms.eos import dscp_map, parse_config
+
+TRUST_WORDS = {"dscp": "dscp", "cos": "pcp"}
+# ECN threshold units EOS prints that convert to bytes; segments and milliseconds do not.
+BYTES_PER_UNIT = {"bytes": 1, "kbytes": 1024, "mbytes": 1024 * 1024}
+MAX_MTU = 65535
+
+
+def parse_running_config(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    lines = split_checked_lines(text, source, "show running-config")
+    if not any(line.startswith("hostname ") or line.startswith("! Command:") for line in lines):
+        raise ParseError(
+            "show running-config: no 'hostname' or '! Command:' line; not a running config", source=source
+        )
+    for number_, line in enumerate(lines, start=1):
+        if line.startswith("qos map dscp") and not line.isascii():
+            raise ParseError(
+                "show running-config: non-ASCII characters in a qos map line", source=source, line=number_
+            )
+    try:
+        mapping = dscp_map(parse_config("\n".join(lines)))
+    except ValueError as err:
+        raise ParseError(f"show running-config: unreadable qos map line ({err})", source=source) from None
+    bad = sorted(d for d, tc in mapping.items() if not (0 <= d <= 63 and 0 <= tc <= 7))
+    if bad:
+        raise ParseError(f"show running-config: qos map dscp {bad[0]} out of range", source=source)
+    return [(None, DscpMap("traffic-class", tuple(sorted(mapping.items()))))]
+
+
+def parse_pfc_status(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    what = "show priority-flow-control | json"
+    tree = obj(load_json(text, source, what), source, what)
+    placed: list[Placed] = []
+    for name, where, status in entries(tree, "interfaceStatuses", source, what):
+        enabled = _flag(field(status, "enabled", source, where), source, f"{where} enabled")
+        raw = field(status, "priorities", source, where)
+        if not isinstance(raw, list):
+            raise ParseError(f"{where}: priorities is not a list", source=source)
+        priorities = tuple(sorted({class_number(p, source, f"{where} priority") for p in raw}))
+        watchdog = _flag(field(status, "watchdogEnabled", source, where), source, f"{where} watchdogEnabled")
+        placed += [(name, PfcPriorities(priorities if enabled else ())), (name, WatchdogConfig(watchdog))]
+    return placed
+
+
+def parse_qos_interfaces(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    what = "show qos interfaces | json"
+    tree = obj(load_json(text, source, what), source, what)
+    placed: list[Placed] = []
+    for name, where, config in entries(tree, "intfQosConfig", source, what):
+        trust = field(config, "trustMode", source, where)
+        if trust not in TRUST_WORDS:
+            raise ParseError(f"{where}: trustMode {str(trust)[:40]!r} is not dscp or cos", source=source)
+        ecn, schedulers = [], []
+        for key, queue in obj(field(config, "txQueues", source, where), source, where).items():
+            tc = class_number(key, source, f"{where} txQueue key")
+            ecn.append(
+                _queue_ecn(tc, obj(queue, source, f"{where} txQueue {tc}"), source, f"{where} txQueue {tc}")
+            )
+            schedulers.append(_queue_scheduler(tc, queue, source, f"{where} txQueue {tc}"))
+        placed += [
+            (name, Trust(TRUST_WORDS[trust])),
+            (name, EcnQueues(tuple(sorted(ecn, key=lambda q: q.traffic_class)))),
+            (name, Schedulers(tuple(sorted(schedulers, key=lambda q: q.traffic_class)))),
+        ]
+    return placed
+
+
+def _queue_ecn(tc: int, queue: Any, source: str, where: str) -> QueueEcn:
+    ecn = queue.get("ecn")
+    if ecn is None:
+        return QueueEcn(tc, False, None, None, None)
+    ecn = obj(ecn, source, f"{where} ecn")
+    unit = field(ecn, "unit", source, f"{where} ecn")
+    if not isinstance(unit, str) or len(unit) > 20:
+        raise ParseError(f"{where}: ecn unit is not a unit name", source=source)
+    low = number(field(ecn, "minThreshold", source, where), source, f"{where} minThreshold", high=256_000_000)
+    high = number(
+        field(ecn, "maxThreshold", source, where), source, f"{where} maxThreshold", high=256_000_000
+    )
+    probability = number(
+        field(ecn, "maxMarkProbability", source, where), source, f"{where} probability", high=100
+    )
+    scale = BYTES_PER_UNIT.get(unit)
+    if scale is None:
+        return QueueEcn(tc, True, None, None, probability, unit)
+    return QueueEcn(tc, True, low * scale, high * scale, probability)
+
+
+def _queue_scheduler(tc: int, queue: Any, source: str, where: str) -> QueueScheduler:
+    priority = field(queue, "priority", source, where)
+    if priority == "strict":
+        return QueueScheduler(tc, "strict", None)
+    if priority != "roundRobin":
+        raise ParseError(
+            f"{where}: priority {str(priority)[:40]!r} is not strict or roundRobin", source=source
+        )
+    share = queue.get("bandwidthPercent")
+    return QueueScheduler(
+        tc, "dwrr", None if share is None else number(share, source, f"{where} bandwidth", high=100)
+    )
+
+
+def parse_interfaces(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    what = "show interfaces | json"
+    tree = obj(load_json(text, source, what), source, what)
+    placed: list[Placed] = []
+    for name, where, entry in entries(tree, "interfaces", source, what):
+        mtu = number(
+            field(entry, "mtu", source, where),
+            source,
+            f"{where} mtu",
+            low=1,
+            high=MAX_MTU,
+        )
+        placed.append((name, Mtu(mtu)))
+    return placed
+
+
+def _flag(value: Any, source: str, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise ParseError(f"{what}: expected true or false", source=source)
+    return value

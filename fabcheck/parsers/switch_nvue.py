@@ -1,0 +1,168 @@
+"""Cumulus Linux NVUE `nv show ... -o json` outputs -> switch records (pure).
+
+Switch-wide: `nv show qos mapping default-global` (trust, DSCP -> switch priority),
+`nv show qos egress-queue-mapping default-global` (switch priority -> traffic class),
+`nv show qos egress-scheduler default-global` (per traffic class). Per port:
+`nv show interface P qos roce status` (PFC priorities, ECN as the ASIC programmed it: thresholds in
+whole buffer cells, so 150 000 B reads 150 528 B or more), `... qos pfc-watchdog` (state and per-class
+OK/DEADLOCK), `... link` (MTU), `... qos roce counters` (RoCE drops).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fabcheck.errors import ParseError
+from fabcheck.parsers.switch_records import (
+    PRIORITIES,
+    DscpMap,
+    EcnQueues,
+    Mtu,
+    PfcPriorities,
+    Placed,
+    PriorityMap,
+    QueueDrops,
+    QueueEcn,
+    QueueScheduler,
+    Schedulers,
+    Trust,
+    WatchdogConfig,
+    WatchdogStatus,
+    class_number,
+    dscp_number,
+    entries,
+    field,
+    id_list,
+    load_json,
+    number,
+    obj,
+)
+
+# NVUE's mapping trust words -> the intent's terms ("both": PCP for tagged L2, DSCP for IP).
+TRUST_WORDS = {"l3": "dscp", "l2": "pcp", "both": "pcp,dscp", "port": "port"}
+MAX_MTU = 65535
+
+
+def parse_mapping(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    what = "nv show qos mapping default-global -o json"
+    tree = obj(load_json(text, source, what), source, what)
+    word = field(tree, "trust", source, what)
+    if word not in TRUST_WORDS:
+        raise ParseError(
+            f"{what}: trust {str(word)[:40]!r} is not one of {sorted(TRUST_WORDS)}", source=source
+        )
+    pairs = [
+        (
+            dscp_number(key, source, f"{what} dscp key"),
+            class_number(field(entry, "switch-priority", source, where), source, f"{where} switch-priority"),
+        )
+        for key, where, entry in entries(tree, "dscp", source, what)
+    ]
+    return [(None, Trust(TRUST_WORDS[word])), (None, DscpMap("switch-priority", tuple(sorted(pairs))))]
+
+
+def parse_egress_queue_mapping(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    what = "nv show qos egress-queue-mapping default-global -o json"
+    tree = obj(load_json(text, source, what), source, what)
+    pairs = [
+        (
+            class_number(key, source, f"{what} switch-priority key"),
+            class_number(field(entry, "traffic-class", source, where), source, f"{where} traffic-class"),
+        )
+        for key, where, entry in entries(tree, "switch-priority", source, what)
+    ]
+    return [(None, PriorityMap(tuple(sorted(pairs))))]
+
+
+def parse_scheduler(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    what = "nv show qos egress-scheduler default-global -o json"
+    tree = obj(load_json(text, source, what), source, what)
+    queues = []
+    for key, where, cfg in entries(tree, "traffic-class", source, what):
+        tc = class_number(key, source, f"{what} traffic-class key")
+        mode = field(cfg, "mode", source, where)
+        if mode not in ("strict", "dwrr"):
+            raise ParseError(f"{where}: mode {str(mode)[:40]!r} is not strict or dwrr", source=source)
+        weight = (
+            number(cfg["bw-percent"], source, f"{where} bw-percent", high=100)
+            if "bw-percent" in cfg
+            else None
+        )
+        queues.append(QueueScheduler(tc, mode, weight if mode == "dwrr" else None))
+    return [(None, Schedulers(tuple(sorted(queues, key=lambda q: q.traffic_class))))]
+
+
+def parse_roce_status(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
+    """PFC priorities and ECN of one port; thresholds belong to the RoCE traffic class only."""
+    what = f"nv show interface {port} qos roce status -o json"
+    tree = obj(load_json(text, source, what), source, what)
+    pfc = obj(field(tree, "pfc", source, what), source, f"{what} pfc")
+    priorities = id_list(field(pfc, "pfc-priority", source, f"{what} pfc"), source, f"{what} pfc-priority")
+    if priorities and pfc.get("rx-enabled") == "no" and pfc.get("tx-enabled") == "no":
+        priorities = ()  # listed but neither sent nor honoured: PFC is off on the port
+    ecn = obj(field(tree, "congestion-control", source, what), source, f"{what} congestion-control")
+    enabled = set(id_list(field(ecn, "enabled-tc", source, what), source, f"{what} enabled-tc"))
+    roce_tc = _roce_traffic_class(tree, source, what)
+    thresholds = tuple(
+        _optional(ecn.get(k), source, f"{what} {k}") for k in ("min-threshold", "max-threshold")
+    )
+    probability = _optional(ecn.get("probability"), source, f"{what} probability", high=100)
+    queues = []
+    for tc in PRIORITIES:
+        on = tc in enabled
+        shown = on and tc == roce_tc
+        queues.append(
+            QueueEcn(
+                tc,
+                on,
+                thresholds[0] if shown else None,
+                thresholds[1] if shown else None,
+                probability if shown else None,
+            )
+        )
+    return [(port, PfcPriorities(priorities)), (port, EcnQueues(tuple(queues)))]
+
+
+def _roce_traffic_class(tree: dict[str, Any] | Any, source: str, what: str) -> int:
+    sp_tc = obj(field(tree, "sp-tc-map", source, what), source, f"{what} sp-tc-map")
+    roce = obj(field(sp_tc, "roce", source, f"{what} sp-tc-map"), source, f"{what} sp-tc-map roce")
+    return class_number(field(roce, "traffic-class", source, what), source, f"{what} roce traffic-class")
+
+
+def _optional(value: Any, source: str, what: str, *, high: int = 2**40) -> int | None:
+    if value is None or value == "-":
+        return None
+    return number(value, source, what, high=high)
+
+
+def parse_port_watchdog(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
+    what = f"nv show interface {port} qos pfc-watchdog -o json"
+    tree = obj(load_json(text, source, what), source, what)
+    state = field(tree, "state", source, what)
+    if state not in ("enabled", "disabled"):
+        raise ParseError(f"{what}: state {str(state)[:40]!r} is not enabled or disabled", source=source)
+    stormed = []
+    for key, entry in obj(tree.get("status", {}), source, f"{what} status").items():
+        tc = class_number(key, source, f"{what} status key")
+        status = field(obj(entry, source, f"{what} status {tc}"), "status", source, f"{what} status {tc}")
+        if status not in ("OK", "DEADLOCK"):
+            raise ParseError(f"{what}: status {str(status)[:40]!r} is not OK or DEADLOCK", source=source)
+        if status != "OK":
+            stormed.append(tc)
+    return [(port, WatchdogConfig(state == "enabled")), (port, WatchdogStatus(tuple(sorted(stormed))))]
+
+
+def parse_port_link(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
+    what = f"nv show interface {port} link -o json"
+    tree = obj(load_json(text, source, what), source, what)
+    return [(port, Mtu(number(field(tree, "mtu", source, what), source, f"{what} mtu", low=1, high=MAX_MTU)))]
+
+
+def parse_roce_counters(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
+    what = f"nv show interface {port} qos roce counters -o json"
+    tree = obj(load_json(text, source, what), source, what)
+    tx = obj(field(tree, "tx-stats", source, what), source, f"{what} tx-stats")
+    drops = number(
+        field(tx, "unicast-no-buffer-discard", source, f"{what} tx-stats"), source, f"{what} discards"
+    )
+    return [(port, QueueDrops(roce_class=drops))]

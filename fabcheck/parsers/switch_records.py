@@ -1,0 +1,256 @@
+"""Platform-neutral records of what a switch shows, and the readers the three switch parsers share.
+
+Each switch parser (`switch_nvue`, `switch_eos`, `switch_sonic`) turns one show command's output into
+records of these types, each placed at the switch (port None) or at one of its ports. The switch
+checks judge the records against the desired switch state without knowing the platform.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fabcheck.errors import ParseError
+from fabcheck.parsers._text import MAX_LINE_CHARS, strip_ansi
+from fabcheck.parsers.numbers import read_int
+
+PRIORITIES = range(8)  # switch priorities and traffic classes 0..7 on every platform here
+MAX_DSCP = 63
+# No show command here prints more than a few hundred KiB, even on a 128-port switch.
+MAX_OUTPUT_CHARS = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Trust:
+    """How the port classifies: 'dscp', 'pcp', or both ('pcp,dscp': DSCP wins for IP traffic)."""
+
+    mode: str
+
+    @property
+    def uses_dscp(self) -> bool:
+        return "dscp" in self.mode.split(",")
+
+
+@dataclass(frozen=True)
+class DscpMap:
+    """DSCP -> switch priority (NVUE) or -> traffic class (EOS, SONiC), as the platform maps it."""
+
+    target: Literal["switch-priority", "traffic-class"]
+    pairs: tuple[tuple[int, int], ...]
+
+    @property
+    def mapping(self) -> dict[int, int]:
+        return dict(self.pairs)
+
+
+@dataclass(frozen=True)
+class PriorityMap:
+    """Switch priority -> traffic class (NVUE's egress-queue-mapping)."""
+
+    pairs: tuple[tuple[int, int], ...]
+
+    @property
+    def mapping(self) -> dict[int, int]:
+        return dict(self.pairs)
+
+
+@dataclass(frozen=True)
+class PfcPriorities:
+    priorities: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class QueueEcn:
+    traffic_class: int
+    enabled: bool
+    min_bytes: int | None
+    max_bytes: int | None
+    probability: int | None
+    unit: str = "bytes"  # thresholds in another unit (EOS segments, milliseconds) are not comparable
+
+
+@dataclass(frozen=True)
+class EcnQueues:
+    queues: tuple[QueueEcn, ...]
+
+    def queue(self, traffic_class: int) -> QueueEcn | None:
+        return next((q for q in self.queues if q.traffic_class == traffic_class), None)
+
+
+@dataclass(frozen=True)
+class QueueScheduler:
+    traffic_class: int
+    mode: str  # "strict", "dwrr" (WRR and round-robin spelled as dwrr), or what the platform said
+    weight_percent: int | None
+
+
+@dataclass(frozen=True)
+class Schedulers:
+    queues: tuple[QueueScheduler, ...]
+
+    def queue(self, traffic_class: int) -> QueueScheduler | None:
+        return next((q for q in self.queues if q.traffic_class == traffic_class), None)
+
+
+@dataclass(frozen=True)
+class WatchdogConfig:
+    enabled: bool
+
+
+@dataclass(frozen=True)
+class WatchdogStatus:
+    """Classes (NVUE: traffic classes; SONiC: queues) the PFC watchdog found stormed or deadlocked."""
+
+    stormed: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Mtu:
+    mtu: int
+
+
+@dataclass(frozen=True)
+class QueueDrops:
+    """Dropped packets per egress queue, or (NVUE) for the RoCE class only; a counter reading."""
+
+    by_queue: tuple[tuple[int, int], ...] = ()
+    roce_class: int | None = None  # NVUE's `unicast-no-buffer-discard` of the RoCE traffic
+
+    def minus(self, earlier: QueueDrops) -> QueueDrops:
+        """The counts since `earlier` (a counter that went backwards was cleared: count from zero)."""
+        before = dict(earlier.by_queue)
+        by_queue = tuple((q, _since(n, before.get(q, 0))) for q, n in self.by_queue)
+        roce = None
+        if self.roce_class is not None:
+            roce = _since(self.roce_class, earlier.roce_class or 0)
+        return QueueDrops(by_queue, roce)
+
+
+def _since(now: int, before: int) -> int:
+    return now - before if now >= before else now
+
+
+Record = (
+    Trust
+    | DscpMap
+    | PriorityMap
+    | PfcPriorities
+    | EcnQueues
+    | Schedulers
+    | WatchdogConfig
+    | WatchdogStatus
+    | Mtu
+    | QueueDrops
+)
+Placed = tuple[str | None, Record]  # (port, record); port None: the record holds for the whole switch
+
+
+# -- readers shared by the platform parsers ---------------------------------------------------------
+
+
+def load_json(text: str, source: str, what: str) -> Any:
+    """JSON output of a show command; ParseError (never ValueError) for anything else."""
+    if len(text) > MAX_OUTPUT_CHARS:
+        raise ParseError(f"{what}: {len(text):,} characters, more than any switch prints", source=source)
+    body = strip_ansi(text).strip()
+    if not body:
+        raise ParseError(f"{what}: empty output; expected JSON", source=source)
+    if "\x00" in body:
+        raise ParseError(f"{what}: NUL bytes in the output; expected JSON text", source=source)
+    try:
+        return json.loads(body, parse_constant=_refuse_constant, parse_float=_refuse_float)
+    except ParseError as err:
+        raise ParseError(f"{what}: {err.message}", source=source) from None
+    except (ValueError, RecursionError) as err:
+        # json says e.g. "Expecting value: line 1 column 1 (char 0)"; the int limit says "Exceeds ...".
+        line = getattr(err, "lineno", None)
+        raise ParseError(f"{what}: not JSON ({str(err)[:120]})", source=source, line=line) from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ParseError(f"{name} is not a number any switch prints")
+
+
+def _refuse_float(token: str) -> Any:
+    if len(token) > 40:
+        raise ParseError(f"a {len(token)}-character number")
+    return float(token)
+
+
+def obj(value: Any, source: str, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ParseError(f"{what}: expected a JSON object, got {_kind(value)}", source=source)
+    return value
+
+
+def field(tree: Mapping[str, Any], key: str, source: str, what: str) -> Any:
+    if key not in tree:
+        raise ParseError(f"{what}: no {key!r} key", source=source)
+    return tree[key]
+
+
+def entries(
+    tree: Mapping[str, Any], key: str, source: str, what: str
+) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """(name, where, object) for each entry of the object tree[key]: `{"Ethernet1": {...}, ...}`."""
+    for name, entry in obj(field(tree, key, source, what), source, f"{what} {key}").items():
+        where = f"{what} {key} {str(name)[:60]}"
+        yield str(name), where, obj(entry, source, where)
+
+
+def number(value: Any, source: str, what: str, *, low: int = 0, high: int = 2**64 - 1) -> int:
+    """A JSON integer, or a string of ASCII digits (SONiC keeps every field a string)."""
+    if isinstance(value, bool):
+        raise ParseError(f"{what}: {value!r} is not a number", source=source)
+    if isinstance(value, int):
+        result = value
+    elif isinstance(value, str):
+        result = read_int(value.strip(), source=source, what=what)
+    else:
+        raise ParseError(f"{what}: expected an integer, got {_kind(value)}", source=source)
+    if not low <= result <= high:
+        raise ParseError(f"{what}: {result} is outside {low}..{high}", source=source)
+    return result
+
+
+def class_number(value: Any, source: str, what: str) -> int:
+    return number(value, source, what, high=PRIORITIES[-1])
+
+
+def dscp_number(value: Any, source: str, what: str) -> int:
+    return number(value, source, what, high=MAX_DSCP)
+
+
+_ID_RANGE = re.compile(r"([0-9]{1,2})(?:-([0-9]{1,2}))?", re.ASCII)
+
+
+def id_list(text: Any, source: str, what: str, *, high: int = PRIORITIES[-1]) -> tuple[int, ...]:
+    """'3', '0,3', '0-2,6', '' or '-' (none) -> sorted numbers; anything else is a ParseError."""
+    if not isinstance(text, str):
+        raise ParseError(f"{what}: expected a list like '0,3', got {_kind(text)}", source=source)
+    body = text.strip()
+    if body in ("", "-"):
+        return ()
+    if len(body) > MAX_LINE_CHARS:
+        raise ParseError(f"{what}: a {len(body):,}-character list", source=source)
+    found: set[int] = set()
+    for part in body.split(","):
+        match = _ID_RANGE.fullmatch(part.strip())
+        if match is None:
+            raise ParseError(f"{what}: {part.strip()[:40]!r} is not a number or range", source=source)
+        first, last = int(match[1]), int(match[2] or match[1])
+        if first > last or last > high:
+            raise ParseError(f"{what}: {part.strip()!r} is not a range within 0..{high}", source=source)
+        found.update(range(first, last + 1))
+    return tuple(sorted(found))
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__

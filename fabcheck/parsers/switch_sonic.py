@@ -1,0 +1,217 @@
+"""Community SONiC outputs -> switch records (pure).
+
+`show runningconfiguration all` (the running CONFIG_DB as JSON: per port the bound DSCP map, PFC
+priorities, queue schedulers and WRED/ECN profiles, PFC watchdog, MTU), `show queue counters --json`
+(per port and unicast queue: dropped packets) and `show pfcwd stats` (a table; a queue whose STATUS
+is `stormed` is in a PFC storm).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from fabcheck.errors import ParseError
+from fabcheck.parsers._text import split_checked_lines
+from fabcheck.parsers.switch_records import (
+    DscpMap,
+    EcnQueues,
+    Mtu,
+    PfcPriorities,
+    Placed,
+    QueueDrops,
+    QueueEcn,
+    QueueScheduler,
+    Schedulers,
+    Trust,
+    WatchdogConfig,
+    WatchdogStatus,
+    class_number,
+    dscp_number,
+    id_list,
+    load_json,
+    number,
+    obj,
+)
+
+MAX_MTU = 65535
+SCHEDULER_TYPES = {"DWRR": "dwrr", "WRR": "dwrr", "STRICT": "strict"}
+_QUEUE_KEY = re.compile(r"(?P<port>[^|]+)\|(?P<first>[0-9])(?:-(?P<last>[0-9]))?", re.ASCII)
+_UNICAST_QUEUE = re.compile(r"UC(?P<queue>[0-9])", re.ASCII)
+_PFCWD_ROW = re.compile(r"(?P<port>Ethernet[0-9]{1,4}):(?P<queue>[0-9])\s+(?P<status>\S+)(?:\s|$)", re.ASCII)
+PFCWD_STATUSES = ("operational", "stormed")
+
+
+def parse_config_db(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    what = "show runningconfiguration all"
+    db = obj(load_json(text, source, what), source, what)
+    tables = {name: obj(table, source, f"{what} {name}") for name, table in db.items()}
+    ports = tables.get("PORT")
+    if ports is None:
+        raise ParseError(f"{what}: no PORT table; not a CONFIG_DB dump", source=source)
+    queues = _queue_entries(tables.get("QUEUE", {}), source, what)
+    placed: list[Placed] = []
+    for name, fields in ports.items():
+        where = f"{what} PORT|{name}"
+        port_fields = obj(fields, source, where)
+        qos = obj(tables.get("PORT_QOS_MAP", {}).get(name, {}), source, f"{what} PORT_QOS_MAP|{name}")
+        placed += _port_records(name, qos, tables, queues.get(name, {}), source, what)
+        if "mtu" in port_fields:
+            placed.append(
+                (name, Mtu(number(port_fields["mtu"], source, f"{where} mtu", low=1, high=MAX_MTU)))
+            )
+    return placed
+
+
+def _port_records(
+    port: str,
+    qos: Mapping[str, Any],
+    tables: Mapping[str, Mapping[str, Any]],
+    queues: Mapping[int, Mapping[str, Any]],
+    source: str,
+    what: str,
+) -> list[Placed]:
+    where = f"{what} PORT_QOS_MAP|{port}"
+    placed: list[Placed] = []
+    if "dscp_to_tc_map" in qos:
+        placed.append((port, Trust("dscp")))
+        placed.append((port, _dscp_map(tables, qos["dscp_to_tc_map"], source, what)))
+    elif "dot1p_to_tc_map" in qos:
+        placed.append((port, Trust("pcp")))
+    pfc = id_list(qos.get("pfc_enable", ""), source, f"{where} pfc_enable")
+    watched = id_list(qos.get("pfcwd_sw_enable", ""), source, f"{where} pfcwd_sw_enable")
+    watchdog = port in tables.get("PFC_WD", {}) and bool(watched)
+    placed += [(port, PfcPriorities(pfc)), (port, WatchdogConfig(watchdog))]
+    ecn, schedulers = [], []
+    for tc, fields in sorted(queues.items()):
+        ecn.append(
+            _queue_ecn(tc, fields, tables.get("WRED_PROFILE", {}), source, f"{what} QUEUE|{port}|{tc}")
+        )
+        schedulers.append(
+            _scheduler(tc, fields, tables.get("SCHEDULER", {}), source, f"{what} QUEUE|{port}|{tc}")
+        )
+    placed += [(port, EcnQueues(tuple(ecn))), (port, Schedulers(tuple(s for s in schedulers if s)))]
+    return placed
+
+
+def _dscp_map(tables: Mapping[str, Mapping[str, Any]], name: Any, source: str, what: str) -> DscpMap:
+    maps = tables.get("DSCP_TO_TC_MAP", {})
+    if not isinstance(name, str) or name not in maps:
+        raise ParseError(
+            f"{what}: DSCP_TO_TC_MAP {str(name)[:40]!r} is bound to a port but missing", source=source
+        )
+    entries = obj(maps[name], source, f"{what} DSCP_TO_TC_MAP|{name}")
+    pairs = [
+        (
+            dscp_number(d, source, f"{what} DSCP_TO_TC_MAP|{name} key"),
+            class_number(tc, source, f"{what} DSCP_TO_TC_MAP|{name}|{d}"),
+        )
+        for d, tc in entries.items()
+    ]
+    return DscpMap("traffic-class", tuple(sorted(pairs)))
+
+
+def _queue_entries(
+    table: Mapping[str, Any], source: str, what: str
+) -> dict[str, dict[int, Mapping[str, Any]]]:
+    """QUEUE|Ethernet0|3 and QUEUE|Ethernet0|3-4 -> port -> queue -> fields."""
+    found: dict[str, dict[int, Mapping[str, Any]]] = {}
+    for key, fields in table.items():
+        match = _QUEUE_KEY.fullmatch(key)
+        if match is None:
+            raise ParseError(f"{what}: QUEUE key {key[:60]!r} is not PORT|QUEUE", source=source)
+        first, last = int(match["first"]), int(match["last"] or match["first"])
+        for queue in range(first, last + 1):
+            found.setdefault(match["port"], {})[queue] = obj(fields, source, f"{what} QUEUE|{key}")
+    return found
+
+
+def _queue_ecn(
+    tc: int, fields: Mapping[str, Any], profiles: Mapping[str, Any], source: str, where: str
+) -> QueueEcn:
+    name = fields.get("wred_profile")
+    if name is None:
+        return QueueEcn(tc, False, None, None, None)
+    if not isinstance(name, str) or name not in profiles:
+        raise ParseError(f"{where}: wred_profile {str(name)[:40]!r} does not exist", source=source)
+    profile = obj(profiles[name], source, f"{where} WRED_PROFILE|{name}")
+    if profile.get("ecn", "ecn_none") == "ecn_none":
+        return QueueEcn(tc, False, None, None, None)
+    values = [
+        number(profile[key], source, f"{where} {key}", high=2**40) if key in profile else None
+        for key in ("green_min_threshold", "green_max_threshold")
+    ]
+    probability = profile.get("green_drop_probability")
+    chance = None if probability is None else number(probability, source, f"{where} probability", high=100)
+    return QueueEcn(tc, True, values[0], values[1], chance)
+
+
+def _scheduler(
+    tc: int, fields: Mapping[str, Any], schedulers: Mapping[str, Any], source: str, where: str
+) -> QueueScheduler | None:
+    name = fields.get("scheduler")
+    if name is None:
+        return None
+    if not isinstance(name, str) or name not in schedulers:
+        raise ParseError(f"{where}: scheduler {str(name)[:40]!r} does not exist", source=source)
+    profile = obj(schedulers[name], source, f"{where} SCHEDULER|{name}")
+    kind = profile.get("type", "WRR")  # sonic-scheduler.yang: WRR when unset
+    if kind not in SCHEDULER_TYPES:
+        raise ParseError(
+            f"{where}: scheduler type {str(kind)[:40]!r} is not DWRR, WRR or STRICT", source=source
+        )
+    mode = SCHEDULER_TYPES[kind]
+    weight = profile.get("weight")
+    share = (
+        None if mode == "strict" or weight is None else number(weight, source, f"{where} weight", high=100)
+    )
+    return QueueScheduler(tc, mode, share)
+
+
+def parse_queue_counters(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    what = "show queue counters --json"
+    tree = obj(load_json(text, source, what), source, what)
+    placed: list[Placed] = []
+    for name, entry in tree.items():
+        drops = []
+        for queue_name, counters in obj(entry, source, f"{what} {name}").items():
+            match = _UNICAST_QUEUE.fullmatch(queue_name)
+            if match is None:
+                continue  # multicast queues (MC*) carry no RoCE
+            where = f"{what} {name} {queue_name}"
+            fields = obj(counters, source, where)
+            if "droppacket" not in fields:
+                raise ParseError(f"{where}: no droppacket counter", source=source)
+            drops.append((int(match["queue"]), number(fields["droppacket"], source, f"{where} droppacket")))
+        placed.append((name, QueueDrops(by_queue=tuple(sorted(drops)))))
+    return placed
+
+
+def parse_pfcwd_stats(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    """Rows `Ethernet0:3  stormed ...`; ports without a row have no storm (the switch-wide record)."""
+    lines = split_checked_lines(text, source, "show pfcwd stats")
+    stormed: dict[str, set[int]] = {}
+    header_seen = False
+    for number_, line in enumerate(lines, start=1):
+        body = line.strip()
+        if not body or set(body) <= {"-", " "}:
+            continue
+        if body.startswith("QUEUE") and "STATUS" in body:
+            header_seen = True
+            continue
+        match = _PFCWD_ROW.match(body)
+        if match is None or not header_seen:
+            raise ParseError(f"show pfcwd stats: unexpected line {body[:60]!r}", source=source, line=number_)
+        if match["status"] not in PFCWD_STATUSES:
+            raise ParseError(
+                f"show pfcwd stats: status {match['status'][:40]!r} is not operational or stormed",
+                source=source,
+                line=number_,
+            )
+        queues = stormed.setdefault(match["port"], set())
+        if match["status"] == "stormed":
+            queues.add(int(match["queue"]))
+    placed: list[Placed] = [(None, WatchdogStatus(()))]
+    placed += [(name, WatchdogStatus(tuple(sorted(queues)))) for name, queues in sorted(stormed.items())]
+    return placed

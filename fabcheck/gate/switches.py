@@ -22,6 +22,7 @@ from fabcheck.desired.switch import DesiredSwitch, desired_switch
 from fabcheck.errors import FabcheckError, IntentError
 from fabcheck.gate.probes import Collected, Output, collect
 from fabcheck.gate.switch_probes import PROBES, provided
+from fabcheck.intent import ansible_session
 from fabcheck.intent.fabric import Fabric, Switch
 from fabcheck.intent.model import FabricIntent
 from fabcheck.switch.connect import ConnectError, SwitchLogin
@@ -180,7 +181,9 @@ def switch_login(
     environ: Mapping[str, str] | None = None,
 ) -> SwitchLogin:
     """The login of one switch from its inventory variables (the password resolved, never shown)."""
-    password = _password(switch.name, variables.get("switch_password"), variables, environ or os.environ)
+    password = _password(
+        switch.name, variables.get("switch_password"), variables, os.environ if environ is None else environ
+    )
     known_hosts = variables.get("switch_known_hosts")
     return SwitchLogin(
         name=switch.name,
@@ -204,6 +207,7 @@ def _password(name: str, raw: Any, variables: Mapping[str, Any], environ: Mappin
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar
 
+    ansible_session.init_collection_loader()  # lookups by full name, as in ansible-playbook
     try:
         value = Templar(loader=DataLoader(), variables=dict(variables)).template(raw)
     except Exception:  # ansible raises many types; its message may quote the secret

@@ -1,0 +1,110 @@
+"""Both ends of every link: NIC records (as the host gate parses them) against the switch port's
+records replayed from the mock switches; a mismatch names both ends and the role for each side."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from switchfabric import SWITCHES, desired, fabric, intent, replayed
+
+from fabcheck.checks import link
+from fabcheck.checks.link import NicEnd, check_links
+from fabcheck.checks.model import Finding, Status
+from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
+from fabcheck.desired.nic import desired_nic
+from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
+
+MLNX_QOS = """DCBX mode: OS controlled
+Priority trust state: dscp
+dscp2prio mapping:
+\tprio:0 dscp:07,06,05,04,03,02,01,00,
+\tprio:1 dscp:15,14,13,12,11,10,09,08,
+\tprio:2 dscp:23,22,21,20,19,18,17,16,
+\tprio:3 dscp:31,30,29,28,27,26,25,24,
+\tprio:4 dscp:39,38,37,36,35,34,33,32,
+\tprio:5 dscp:47,46,45,44,43,42,41,40,
+\tprio:6 dscp:55,54,53,52,51,50,49,48,
+\tprio:7 dscp:63,62,61,60,59,58,57,56,
+Cable len: 7
+PFC configuration:
+\tpriority    0   1   2   3   4   5   6   7
+\tenabled     0   0   0   1   0   0   0   0
+tc: 0 ratelimit: unlimited, tsa: vendor
+\t priority:  1
+"""
+NICS = {link_.nic: link_ for link_ in fabric().links}
+
+
+def nic_end(nic: str, **changes: object) -> NicEnd:
+    end = NicEnd.of("gpu01", nic, parse_mlnx_qos(MLNX_QOS), 9000)
+    return replace(end, **changes)
+
+
+def judge(state: str = "converged", nics: dict[str, NicEnd] | None = None) -> list[Finding]:
+    ends = nics if nics is not None else {nic: nic_end(nic) for nic in NICS}
+    return check_links(
+        fabric(),
+        {("gpu01", nic): end for nic, end in ends.items()},
+        {("gpu01", nic): desired_nic(intent(), "gpu01", nic) for nic in NICS},
+        {name: replayed(state, name) for name in SWITCHES},
+        {name: desired(name) for name in SWITCHES},
+    )
+
+
+def failures(findings: list[Finding]) -> dict[tuple[str, str], Finding]:
+    return {(f.check, f.subject): f for f in findings if f.status is not Status.PASS}
+
+
+def test_agreeing_ends_pass_on_every_link_and_concern() -> None:
+    findings = judge()
+    assert len(findings) == 4 * len(NICS) and {f.status for f in findings} == {Status.PASS}
+    assert {f.subject for f in findings} == {f"gpu01:{n} <-> {lk.switch_end}" for n, lk in NICS.items()}
+
+
+def test_a_switch_fault_names_both_ends_and_the_switch_role_only() -> None:
+    bad = failures(judge("switch-pfc-prio"))
+    assert set(bad) == {(link.PFC, f"gpu01:{n} <-> {lk.switch_end}") for n, lk in NICS.items()}
+    finding = bad[(link.PFC, "gpu01:mlx5_0 <-> leaf01:swp1")]
+    assert finding.actual == "gpu01:mlx5_0 holds PFC on 3; leaf01:swp1 holds PFC on 4"
+    assert SWITCH_QOS_ROLE in finding.hint and "--limit leaf01 --tags pfc" in finding.hint
+    assert HOST_QOS_ROLE not in finding.hint
+
+
+@pytest.mark.parametrize(
+    ("changes", "check"),
+    [
+        ({"pfc_priorities": (3, 4)}, link.PFC),
+        ({"trust": "pcp"}, link.TRUST),
+        ({"dscp_to_priority": ((26, 0), (48, 6))}, link.DSCP),
+        ({"mtu": 1500}, link.MTU),
+    ],
+)
+def test_a_host_side_mismatch_names_the_host_role_only(changes: dict, check: str) -> None:
+    nics = {nic: nic_end(nic) for nic in NICS} | {"mlx5_1": nic_end("mlx5_1", **changes)}
+    bad = failures(judge(nics=nics))
+    assert set(bad) == {(check, "gpu01:mlx5_1 <-> leaf02:Ethernet0")}
+    hint = bad[(check, "gpu01:mlx5_1 <-> leaf02:Ethernet0")].hint
+    assert HOST_QOS_ROLE in hint and "--limit gpu01" in hint and SWITCH_QOS_ROLE not in hint
+
+
+def test_a_nic_the_host_did_not_report_is_an_error_not_a_pass() -> None:
+    nics = {nic: nic_end(nic) for nic in NICS if nic != "mlx5_2"}
+    bad = failures(judge(nics=nics))
+    assert {f.status for f in bad.values()} == {Status.ERROR} and len(bad) == 4
+    assert all("did not report mlx5_2" in f.hint for f in bad.values())
+
+
+def test_unread_nic_fields_are_errors() -> None:
+    nics = {nic: nic_end(nic) for nic in NICS} | {"mlx5_0": NicEnd.of("gpu01", "mlx5_0", None, None)}
+    bad = failures(judge(nics=nics))
+    assert {(c, f.status) for (c, _s), f in bad.items()} == {
+        (check, Status.ERROR) for check in (link.TRUST, link.PFC, link.DSCP, link.MTU)
+    }
+
+
+def test_a_nic_without_a_cable_is_reported() -> None:
+    nics = {nic: nic_end(nic) for nic in NICS} | {"mlx5_9": nic_end("mlx5_9")}
+    bad = failures(judge(nics=nics))
+    assert set(bad) == {(link.CABLED, "gpu01:mlx5_9")}
+    assert bad[(link.CABLED, "gpu01:mlx5_9")].status is Status.FAIL

@@ -1,0 +1,149 @@
+"""Switch checks over outputs captured from the lab's mock switches (tests/data/switch/), replayed
+through the gate's own probes and parsers: converged switches pass, each lab fault fails exactly its
+check on exactly its ports, and anything unread is an error, never a pass."""
+
+from __future__ import annotations
+
+import pytest
+from switchfabric import PORTS, SWITCHES, desired, replayed
+
+from fabcheck.checks import switch as checks
+from fabcheck.checks.model import Finding, Status
+from fabcheck.checks.roles import SWITCH_QOS_ROLE
+from fabcheck.checks.switch import SWITCH_CHECK_IDS, SwitchEvidence, check_switch
+from fabcheck.parsers.switch_records import EcnQueues, QueueEcn
+
+FIRST_PORT = {name: f"{name}:{PORTS[platform][0]}" for name, platform in SWITCHES.items()}
+
+
+def judged(state: str, name: str, overrides: dict | None = None) -> list[Finding]:
+    return check_switch(replayed(state, name, overrides), desired(name, overrides))
+
+
+def not_passing(findings: list[Finding]) -> set[tuple[str, str, str]]:
+    return {(f.check, f.status.value, f.subject) for f in findings if f.status is not Status.PASS}
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+def test_a_converged_switch_passes_and_every_skip_says_why(name: str) -> None:
+    findings = judged("converged", name)
+    assert {f.check for f in findings} == set(SWITCH_CHECK_IDS)
+    assert not [f for f in findings if f.status in (Status.FAIL, Status.ERROR)]
+    skips = [f for f in findings if f.status is Status.SKIP]
+    assert all(f.actual and f.actual != "n/a" for f in skips), skips
+    assert sum(f.status is Status.PASS for f in findings) >= 20
+
+
+EXPECTED_SKIPS = {
+    "leaf01": set(),
+    "leaf02": {checks.PRIORITY_MAP},
+    "leaf03": {checks.PRIORITY_MAP, checks.LOSSLESS_DROPS},
+}
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+def test_skips_are_only_what_the_platform_cannot_show(name: str) -> None:
+    assert {f.check for f in judged("converged", name) if f.status is Status.SKIP} == EXPECTED_SKIPS[name]
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+def test_switch_pfc_prio_fails_pfc_on_the_first_port_only(name: str) -> None:
+    # A port without PFC on the RoCE priority drops that traffic: where the platform shows queue
+    # drops, the drop check fails on the same port (the mock's traffic model), nothing else does.
+    expected = {(checks.PFC, "fail", FIRST_PORT[name])}
+    if checks.LOSSLESS_DROPS not in EXPECTED_SKIPS[name]:
+        expected.add((checks.LOSSLESS_DROPS, "fail", FIRST_PORT[name]))
+    skips = {(check, "skip", name) for check in EXPECTED_SKIPS[name]}
+    findings = judged("switch-pfc-prio", name)
+    assert not_passing(findings) == expected | skips
+    pfc = next(f for f in findings if f.check == checks.PFC and f.status is Status.FAIL)
+    assert pfc.expected == "PFC on priorities 3" and pfc.actual == "PFC on priorities 4"
+    assert SWITCH_QOS_ROLE in pfc.hint and f"ansible-playbook site.yml --limit {name} --tags pfc" in pfc.hint
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+def test_switch_ecn_off_fails_ecn_on_every_port_only(name: str) -> None:
+    ports = {f"{name}:{port}" for port in PORTS[SWITCHES[name]]}
+    skips = {(check, "skip", name) for check in EXPECTED_SKIPS[name]}
+    findings = judged("switch-ecn-off", name)
+    assert not_passing(findings) == {(checks.ECN, "fail", port) for port in ports} | skips
+    ecn = next(f for f in findings if f.check == checks.ECN and f.status is Status.FAIL)
+    assert ecn.actual == "ECN off on traffic class 3" and "--tags ecn" in ecn.hint
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+def test_factory_switches_fail_the_recipe(name: str) -> None:
+    failing = {f.check for f in judged("factory", name) if f.status is Status.FAIL}
+    assert {checks.PFC, checks.SCHEDULER} <= failing  # NVUE's factory DSCP map already sends 26 to 3
+
+
+def test_pfc_only_intent_expects_ecn_off_and_fails_a_marking_queue() -> None:
+    intent = {
+        "congestion_control": "pfc_only",
+        "ecn": {"enabled": False},
+        "dcqcn": {"rp_enable": False, "np_enable": False},
+    }
+    findings = [f for f in judged("converged", "leaf02", intent) if f.check == checks.ECN]
+    assert {f.status for f in findings} == {Status.FAIL}
+    assert findings[0].expected == "ECN off on traffic class 3"
+
+
+def test_an_unreachable_switch_is_an_error_for_each_check() -> None:
+    evidence = SwitchEvidence("leaf02", "sonic", {}, frozenset(), unreachable="no SSH answer within 3 s")
+    findings = check_switch(evidence, desired("leaf02"))
+    assert {f.status for f in findings} == {Status.ERROR} and len(findings) == len(SWITCH_CHECK_IDS)
+    assert all(f.subject == "leaf02" and "no SSH answer" in f.hint for f in findings)
+
+
+def test_a_failed_probe_is_an_error_naming_its_command_never_a_pass() -> None:
+    full = replayed("converged", "leaf01")
+    records = {key: r for key, r in full.records.items() if key[0] is not EcnQueues}
+    reason = "`nv show interface swp1 qos roce status -o json`: unparsable output"
+    broken = SwitchEvidence("leaf01", "nvue", records, full.provided, [((EcnQueues,), "swp1", reason)])
+    ecn = [f for f in check_switch(broken, desired("leaf01")) if f.check == checks.ECN]
+    assert {f.status for f in ecn} == {Status.ERROR}
+    assert any(reason in f.hint for f in ecn)
+
+
+@pytest.mark.parametrize(
+    ("minimum", "maximum", "status"),
+    [
+        (150_000, 1_500_000, Status.PASS),
+        (150_528, 1_502_208, Status.PASS),  # Spectrum cells (the mock's port view)
+        (159_744, 1_500_000, Status.PASS),  # 156 KB on Spectrum-4/5
+        (149_999, 1_500_000, Status.FAIL),
+        (170_000, 1_500_000, Status.FAIL),
+        (150_000, 1_700_000, Status.FAIL),
+    ],
+)
+def test_ecn_thresholds_allow_hardware_rounding_up_only(minimum: int, maximum: int, status: Status) -> None:
+    full = replayed("converged", "leaf03")
+    queues = tuple(QueueEcn(tc, tc == 3, minimum, maximum, 100) for tc in range(8))
+    records = dict(full.records) | {(EcnQueues, "Ethernet1"): EcnQueues(queues)}
+    evidence = SwitchEvidence("leaf03", "eos", records, full.provided)
+    ecn = next(
+        f
+        for f in check_switch(evidence, desired("leaf03"))
+        if f.subject == "leaf03:Ethernet1" and f.check == checks.ECN
+    )
+    assert ecn.status is status
+
+
+def test_ecn_in_segments_cannot_be_judged_and_is_an_error() -> None:
+    full = replayed("converged", "leaf03")
+    queues = tuple(QueueEcn(tc, tc == 3, None, None, 100, "segments") for tc in range(8))
+    records = dict(full.records) | {(EcnQueues, "Ethernet2"): EcnQueues(queues)}
+    findings = check_switch(SwitchEvidence("leaf03", "eos", records, full.provided), desired("leaf03"))
+    assert (
+        next(f for f in findings if f.subject == "leaf03:Ethernet2" and f.check == checks.ECN).status
+        is Status.ERROR
+    )
+
+
+def test_switch_wide_records_are_judged_once_for_the_switch() -> None:
+    findings = [
+        f
+        for f in judged("converged", "leaf01")
+        if f.check in (checks.TRUST, checks.DSCP_MAP, checks.SCHEDULER)
+    ]
+    assert [f.subject for f in findings] == ["leaf01", "leaf01", "leaf01"]

@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
+from fabcheck.desired.nic import PERSIST_PATHS
 from fabcheck.errors import UsageError
 
 from .layout import MockNodePaths
@@ -28,6 +29,7 @@ HOST_FAULTS: Mapping[str, str] = {
     "mtu": "netdev MTU 1500 on one NIC, so its RoCE active_mtu drops to 1024",
     "affinity": "GPU0's rail NIC moved across the CPU socket: topo shows SYS instead of PIX",
     "no-rdma": "RDMA devices gone: /sys/class/infiniband empty, NCCL falls back to Socket",
+    "host-persist-stale": "boot file /etc/fabcheck/roce-nic.json holds an old ToS (running state kept)",
     "sm-conf-drift": "opensm.conf of an SM node edited by hand (other sm_priority and routing_engine); "
     "the running opensm keeps its config until restarted",
 }
@@ -206,6 +208,21 @@ def inject_sm_conf_drift(node: Node, changes: Changes) -> None:
     changes.etc_file(OPENSM_CONF, "\n".join(edited) + "\n")
 
 
+def inject_persist_stale(node: Node, changes: Changes) -> None:
+    """The boot file as an older intent left it: a reboot would bring back ToS 0 (or 106)."""
+    rel = PERSIST_PATHS["config"].removeprefix("/etc/")
+    path = node.etc / rel
+    if not path.is_file():
+        raise UsageError(
+            f"host fault 'host-persist-stale' needs {PERSIST_PATHS['config']} on {node.hostname}: "
+            "converge the host first (ansible-playbook site.yml, role roce_host)"
+        )
+    document = json.loads(path.read_text())
+    settings = document["settings"]
+    settings["roce_tos"] = 0 if settings.get("roce_tos") != 0 else 106
+    changes.etc_file(rel, json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+
 INJECT = {
     "pfc-off": inject_pfc_off,
     "trust-pcp": inject_trust_pcp,
@@ -216,6 +233,7 @@ INJECT = {
     "affinity": inject_affinity,
     "no-rdma": inject_no_rdma,
     "sm-conf-drift": inject_sm_conf_drift,
+    "host-persist-stale": inject_persist_stale,
 }
 
 

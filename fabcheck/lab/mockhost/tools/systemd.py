@@ -8,7 +8,8 @@ runs its old definition (with systemd's warning). `enable` makes the [Install] s
 (loaded units, what is active) lives in the node's state folder and a boot clears it.
 
 The opensm unit names are subnet_manager's (its systemctl is called unchanged for them).
-`fabcheck-mock-boot` is the boot: every unit wanted by an enabled target runs, in After=/Before= order.
+`fabcheck-mock-boot` is the boot: every unit enabled through the node's systemctl runs, in After=/Before= order
+(units the lab machine itself has enabled, seen through the overlay, are not the node's).
 `udevadm trigger --action=add --subsystem-match=S --sysname-match=N` runs the RUN programs of the
 matching rules in /etc/udev/rules.d and /run/udev/rules.d (the machine's own vendor rules in
 /lib/udev/rules.d are not simulated: they would run the machine's programs).
@@ -29,6 +30,9 @@ from . import subnet_manager
 from .common import Node, ToolError, err, out
 
 STATE_FILE = "systemd.json"
+# Units enabled through this node's systemctl. The node's / is an overlay of the lab machine's, whose
+# own enabled units (sshd, timers, databases) are not the node's: a boot starts only these.
+ENABLED_FILE = "systemd-enabled.json"
 UDEV_LOG = "udev.log"
 UNIT_DIRS = (
     "etc/systemd/system",
@@ -259,8 +263,9 @@ def install_targets(node: Node, unit: str) -> tuple[Path, list[str]]:
 
 def links_of(node: Node, unit: str) -> list[Path]:
     folder = root_of(node) / "etc/systemd/system"
-    found = [*folder.glob(f"*.wants/{unit}"), *folder.glob(f"*.requires/{unit}")] if folder.is_dir() else []
-    return sorted(found)
+    targets = [*folder.glob("*.wants"), *folder.glob("*.requires")] if folder.is_dir() else []
+    # is_symlink, not exists: a link is the enablement even while its target cannot be resolved
+    return sorted(target / unit for target in targets if (target / unit).is_symlink())
 
 
 def in_node(path: Path, node: Node) -> str:
@@ -281,12 +286,14 @@ def enable(node: Node, unit: str) -> None:
         link.unlink(missing_ok=True)
         link.symlink_to(in_node(path, node))
         err(f"Created symlink {in_node(link, node)} \u2192 {in_node(path, node)}.\n")
+    node.save(ENABLED_FILE, sorted(set(node.load(ENABLED_FILE, [])) | {unit}))
 
 
 def disable(node: Node, unit: str) -> None:
     for link in links_of(node, unit):
         link.unlink()
         err(f'Removed "{in_node(link, node)}".\n')
+    node.save(ENABLED_FILE, sorted(set(node.load(ENABLED_FILE, [])) - {unit}))
 
 
 def enabled_state(node: Node, unit: str) -> str | None:
@@ -410,9 +417,10 @@ def systemctl(node: Node, args: list[str], dispatcher: str) -> int:
 
 
 def boot_units(node: Node) -> list[str]:
-    """Units wanted by an enabled target, ordered by their After=/Before= among themselves, then name."""
+    """Units enabled on this node and still linked into a target, in After=/Before= order, then by name."""
     folder = root_of(node) / "etc/systemd/system"
-    wanted = sorted({link.name for link in folder.glob("*.wants/*")} if folder.is_dir() else set())
+    linked = {link.name for link in folder.glob("*.wants/*")} if folder.is_dir() else set()
+    wanted = sorted(linked & set(node.load(ENABLED_FILE, [])))
     after: dict[str, set[str]] = {unit: set() for unit in wanted}
     for unit in wanted:
         path = unit_file(node, unit)
@@ -436,6 +444,8 @@ def load_modules(node: Node) -> list[str]:
     folder = root_of(node) / "etc/modules-load.d"
     problems = []
     for conf in sorted(folder.glob("*.conf")) if folder.is_dir() else []:
+        if not conf.is_file():  # e.g. Debian's modules.conf -> /etc/modules, absent on this machine
+            continue
         for line in conf.read_text(errors="replace").splitlines():
             name = line.split("#", 1)[0].strip()
             if not name or name.startswith(";"):

@@ -8,8 +8,8 @@ runs its old definition (with systemd's warning). `enable` makes the [Install] s
 (loaded units, what is active) lives in the node's state folder and a boot clears it.
 
 The opensm unit names are subnet_manager's (its systemctl is called unchanged for them).
-`fabcheck-mock-boot` is the boot: every unit enabled through the node's systemctl runs, in After=/Before= order
-(units the lab machine itself has enabled, seen through the overlay, are not the node's).
+`fabcheck-mock-boot` is the boot: every unit enabled through the node's systemctl runs, in After=/Before=
+order (units the lab machine itself has enabled, seen through the overlay, are not the node's).
 `udevadm trigger --action=add --subsystem-match=S --sysname-match=N` runs the RUN programs of the
 matching rules in /etc/udev/rules.d and /run/udev/rules.d (the machine's own vendor rules in
 /lib/udev/rules.d are not simulated: they would run the machine's programs).

@@ -9,9 +9,9 @@ three ways: "before" is the interpreter path (the fabcheck-mock zip application 
 one interpreter per call, as every call was before the tool server); "no cache" is the C client talking
 to a second tool server of the bench's own, started with --no-sysfs-cache on a copy of gpu01's files
 (the server as it was before its sysfs cache: every attribute opened and read on every call); "after" is
-the C client talking to the lab's own tool server. Wall time and the caller's CPU are measured per call
-(wait4); a tool server's CPU is read from /proc before and after each batch (clock ticks), so its share
-is a mean per call.
+the C client talking to the lab's own tool server (these two take turns call by call). Wall time and the
+caller's CPU are measured per call (wait4); a tool server's CPU is read from /proc before and after the
+calls (clock ticks), so its share is a mean per call.
 
 PSS comes from /proc/<pid>/smaps_rollup of every process of a node (its unshare, the node's sshd and
 anything below), so shared pages are split fairly between nodes. Goals: 256 hosts + 16 switches up in
@@ -178,12 +178,26 @@ def batch(argv: list[str], env: dict[str, str], calls: int) -> tuple[list[float]
     return walls, cpus
 
 
-def served_batch(argv: list[str], server_pid: int, calls: int) -> ServedCost:
+def served_batches(servers: list[tuple[list[str], int]], calls: int) -> list[ServedCost]:
+    """Each (argv, server pid) run calls times, in turns, so that a load spike of the shared machine
+    falls on all of them alike. Each server answers only its own argv, so its CPU over the whole loop
+    (clean-up after a reply included) is the CPU of its calls."""
     served_env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
-    ticks = cpu_ticks(server_pid)
-    walls, cpus = batch(argv, served_env, calls)
-    server_ms = (cpu_ticks(server_pid) - ticks) * 1000 / os.sysconf("SC_CLK_TCK") / calls
-    return ServedCost(statistics.median(walls), statistics.median(cpus), server_ms)
+    walls: list[list[float]] = [[] for _ in servers]
+    cpus: list[list[float]] = [[] for _ in servers]
+    ticks_before = [cpu_ticks(server_pid) for _, server_pid in servers]
+    for _ in range(calls):
+        for index, (argv, _) in enumerate(servers):
+            wall, cpu = batch(argv, served_env, 1)
+            walls[index] += wall
+            cpus[index] += cpu
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    spent = [cpu_ticks(pid) - ticks for (_, pid), ticks in zip(servers, ticks_before, strict=True)]
+    server_ms = [ticks * tick_ms / calls for ticks in spent]
+    return [
+        ServedCost(statistics.median(wall), statistics.median(cpu), ms)
+        for wall, cpu, ms in zip(walls, cpus, server_ms, strict=True)
+    ]
 
 
 def client_dir(bin_dir: Path, node: MockNodePaths, paths: LabPaths) -> Path:
@@ -245,8 +259,13 @@ def tool_costs(paths: LabPaths, calls: int) -> list[ToolCost]:
         try:
             for call in TOOL_CALLS:
                 before_wall, before_cpu = batch([str(paths.bin_dir / DISPATCHER), *call], direct_env, calls)
-                uncached = served_batch([str(uncached_bin / call[0]), *call[1:]], uncached_server.pid, calls)
-                after = served_batch([str(lab_bin / call[0]), *call[1:]], pids.tool_server.pid, calls)
+                uncached, after = served_batches(
+                    [
+                        ([str(uncached_bin / call[0]), *call[1:]], uncached_server.pid),
+                        ([str(lab_bin / call[0]), *call[1:]], pids.tool_server.pid),
+                    ],
+                    calls,
+                )
                 median = statistics.median
                 costs.append(
                     ToolCost(" ".join(call), median(before_wall), median(before_cpu), uncached, after)

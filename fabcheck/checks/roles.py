@@ -5,5 +5,6 @@ from __future__ import annotations
 HOST_QOS_ROLE = "roce_host"  # trust, PFC, DSCP map, ToS, ECN/DCQCN, MTU on the NICs
 HOST_PERSIST_TAG = "persist"  # the part of roce_host that installs the NIC boot files (unit, udev rule)
 GPU_RDMA_ROLE = "gpu_rdma"  # nvidia_peermem, RDMA device presence
-SWITCH_QOS_ROLE = "roce_switch"  # switch PFC/ECN/trust/maps/MTU
-SUBNET_MANAGER_ROLE = "ib_subnet_manager"  # OpenSM
+SWITCH_QOS_ROLE = "switch_qos"  # switch PFC/ECN/trust/maps/MTU
+SUBNET_MANAGER_ROLE = "opensm"  # opensm.conf, partitions.conf, the service
+IB_HOST_ROLE = "ib_host"  # IPoIB children of the partitions

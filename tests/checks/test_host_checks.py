@@ -684,8 +684,8 @@ def test_validate_collects_each_host_with_its_target_and_lossless_priority() -> 
     ]
     assert [(r.host, r.verdict) for r in results] == [("gpu01", Status.PASS), ("gpu02", Status.ERROR)]
     report = validate_cli.render(results).splitlines()
-    assert report[0] == "PASS  gpu01"
-    assert "ERROR gpu02" in report
+    assert report[0] == "ERROR gpu02"  # what could not be checked comes before passes
+    assert "PASS  gpu01" in report
     assert "  ERROR host.collection [gpu02]" in report
     assert report[-1] == "ERROR: 2 host(s): 1 pass, 0 fail, 1 could not be checked"
     assert results[1].to_json()["verdict"] == "error"

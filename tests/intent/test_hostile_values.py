@@ -42,10 +42,12 @@ BAD_NAMES = [
 
 @pytest.fixture(scope="module")
 def roce_nic() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("roce_nic", REPO / "roles/roce_host/library/roce_nic.py")
+    """The role's name rule lives in its module_utils (shared by the roce_nic module and the boot applier)."""
+    name = "ansible.module_utils.roce_nic_apply"
+    spec = importlib.util.spec_from_file_location(name, REPO / "roles/roce_host/module_utils/roce_nic_apply.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    sys.modules["roce_nic"] = module  # dataclasses look their module up while the class is built
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
 

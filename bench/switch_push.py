@@ -174,13 +174,13 @@ def render_in_process(inventory: Path, switches: int) -> list[Cost]:
     CPU here is this process's own (time.process_time), not its children's.
     """
     from fabcheck.desired.switch import desired_switch
-    from fabcheck.intent.fabric import inventory_nodes, read_fabric
-    from fabcheck.intent.loader import _where, load_inventory
+    from fabcheck.intent.fabric import fabric_of
+    from fabcheck.intent.loader import load_inventory
     from fabcheck.switch.render import render_switch
 
     began, cpu_began = time.perf_counter(), time.process_time()
     loaded = load_inventory(inventory)
-    fabric = read_fabric(inventory_nodes(loaded.hosts), _where)
+    fabric = fabric_of(loaded)
     load = Cost(
         "inventory + cabling load (in-process)",
         0,

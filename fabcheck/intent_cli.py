@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from fabcheck.errors import IntentError
-from fabcheck.intent.fabric import Fabric, inventory_nodes, read_fabric
-from fabcheck.intent.loader import Inventory, _where, load_inventory
+from fabcheck.intent.fabric import Fabric, fabric_of
+from fabcheck.intent.loader import Inventory, load_inventory
 
 GPU_HOSTS = "gpu_hosts"
 SUBNET_MANAGERS = "subnet_managers"
@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_check(args: argparse.Namespace) -> int:
     try:
         inventory = load_inventory(args.inventory)
-        fabric = read_fabric(inventory_nodes(inventory.hosts), _where)
+        fabric = fabric_of(inventory)
     except IntentError as err:
         print(f"{args.inventory}: fabric intent is INVALID", file=sys.stderr)
         for problem in err.problems:

@@ -11,8 +11,8 @@ import sys
 
 from fabcheck.desired.switch import desired_switch
 from fabcheck.errors import UsageError
-from fabcheck.intent.fabric import SWITCH_PLATFORMS, inventory_nodes, read_fabric
-from fabcheck.intent.loader import _where, load_inventory
+from fabcheck.intent.fabric import SWITCH_PLATFORMS, fabric_of
+from fabcheck.intent.loader import load_inventory
 from fabcheck.switch.render import render_switch
 
 EPILOG = """\
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
-    fabric = read_fabric(inventory_nodes(inventory.hosts), _where)
+    fabric = fabric_of(inventory)
     wanted = [name.strip() for name in args.limit.split(",") if name.strip()]
     names = [s.name for s in fabric.switches]
     unknown = [name for name in wanted if name not in names]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from fabcheck.checks.host import HostEvidence, NetdevEvidence, PersistEvidence, Unreadable, check_host
@@ -46,6 +46,9 @@ Collector = Callable[[SshTarget, int, TimeLimits], HostCollection]
 class HostResult:
     host: str
     findings: tuple[Finding, ...]
+    # What the host showed, parsed (None: nothing was collected). Later stages read it: the link stage
+    # compares each NIC with its switch port, the HTML report draws the topology.
+    evidence: HostEvidence | None = field(default=None, compare=False, repr=False)
 
     @property
     def verdict(self) -> Status:
@@ -71,7 +74,7 @@ def plan(inventory: Inventory, limit: str | None = None) -> Plan:
     """Hosts of gpu_hosts, narrowed by an Ansible --limit pattern exactly as ansible-playbook narrows
     them (names, globs, groups, `!x`, `&g`, `a:b`, `@file`). UsageError for an empty limit, a pattern
     that matches nothing, or no GPU host left."""
-    chosen = list(inventory.hosts) if limit is None else _limited(inventory, limit)
+    chosen = limited_hosts(inventory, limit)
     hosts = tuple(h for h in chosen if GPU_HOSTS in h.groups)
     rest = tuple(h for h in chosen if GPU_HOSTS not in h.groups)
     if not hosts:
@@ -80,7 +83,11 @@ def plan(inventory: Inventory, limit: str | None = None) -> Plan:
     return Plan(hosts, rest)
 
 
-def _limited(inventory: Inventory, limit: str) -> list[HostEntry]:
+def limited_hosts(inventory: Inventory, limit: str | None) -> list[HostEntry]:
+    """Every host of the inventory, or those an Ansible --limit pattern selects (UsageError when the
+    pattern is empty or matches nothing)."""
+    if limit is None:
+        return list(inventory.hosts)
     if not limit.strip():
         raise UsageError("--limit is empty: give host names, groups or patterns, or leave --limit out")
     manager = inventory.manager
@@ -102,10 +109,11 @@ def _limited(inventory: Inventory, limit: str) -> list[HostEntry]:
 def validate(
     hosts: Sequence[HostEntry],
     limits: TimeLimits | None = None,
-    collector: Collector = collect.collect_host,
+    collector: Collector | None = None,  # None: ssh (collect.collect_host, looked up per call)
     deadline_s: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     workers: int = WORKERS,
+    on_done: Callable[[HostResult], None] = lambda _result: None,
 ) -> list[HostResult]:
     """Collect from every host in parallel (one round trip each) and judge it against its intent.
 
@@ -116,13 +124,16 @@ def validate(
     from concurrent.futures import ThreadPoolExecutor
 
     limits = limits or TimeLimits()
+    collector = collector or collect.collect_host
     end = None if deadline_s is None else clock() + deadline_s
 
     def one(entry: HostEntry) -> HostResult:
         try:
-            return _one_host(entry, limits, collector, end, deadline_s, clock)
+            result = _one_host(entry, limits, collector, end, deadline_s, clock)
         except Exception as err:  # one host must never take the whole run down
-            return HostResult(entry.name, (_internal_error(entry.name, err),))
+            result = HostResult(entry.name, (_internal_error(entry.name, err),))
+        on_done(result)  # e.g. the progress bar, as each host is judged
+        return result
 
     if not hosts:
         return []
@@ -188,13 +199,14 @@ def judge(collection: HostCollection, intent: FabricIntent) -> HostResult:
     if not collection.sections:
         reason = collection.error or "the host printed nothing"
         return HostResult(collection.host, (_unreachable(collection, reason),))
-    findings = check_host(evidence(collection), intent)
+    shown = evidence(collection)
+    findings = check_host(shown, intent)
     if collection.error:
         findings.insert(0, _unreachable(collection, f"{collection.error}; output incomplete"))
     unbounded = _unbounded(collection)
     if unbounded:
         findings.insert(0, unbounded)
-    return HostResult(collection.host, tuple(findings))
+    return HostResult(collection.host, tuple(findings), shown)
 
 
 _HINTS = {

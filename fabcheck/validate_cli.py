@@ -10,14 +10,14 @@ import time
 from collections.abc import Sequence
 
 from fabcheck import validate
-from fabcheck.checks.model import Status
-from fabcheck.collect import host as collect
-from fabcheck.collect.host import HostCollection, SshTarget, TimeLimits
+from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.nic import desired_host
+from fabcheck.gate.fabric import STAGES, GatePlan, plan_gate, run_gate
+from fabcheck.gate.switches import DEFAULT_CONCURRENCY
 from fabcheck.intent.loader import HostEntry, load_inventory
 from fabcheck.parsers.topo import TopoMatrix
 from fabcheck.report import text
-from fabcheck.report.adapters import validate_run
+from fabcheck.report.adapters import gate_run, validate_run
 from fabcheck.report.model import EXIT_CODES_HELP, Affinity
 from fabcheck.report.outputs import add_output_arguments, check_report_paths, emit
 from fabcheck.report.progress import Progress
@@ -68,8 +68,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help="seconds for the whole run; hosts not collected by then are errors (default: none)",
     )
-    add_output_arguments(parser, json_help="one JSON object per host, one per line")
+    parser.add_argument(
+        "--stages",
+        type=_stages,
+        default=STAGES,
+        metavar="LIST",
+        help=f"which stages run, a comma list of {', '.join(STAGES)} (default all; link needs host and "
+        "switch)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=DEFAULT_CONCURRENCY,
+        metavar="N",
+        help=f"nodes collected at once, open connections never more (default {DEFAULT_CONCURRENCY})",
+    )
+    add_output_arguments(parser, json_help="one JSON object per node, one per line")
     parser.set_defaults(func=run)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, at least 1")
+    return int(text)
 
 
 def _seconds(text: str) -> float:
@@ -86,62 +107,59 @@ def _seconds(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     check_report_paths(args)
     inventory = load_inventory(args.inventory)
-    chosen = validate.plan(inventory, args.limit)
-    notes: tuple[str, ...] = ()
-    if chosen.not_checked:
-        notes = (_not_checked_line(chosen.not_checked),)
-        # stdout stays one JSON object per line with --json; the note goes to stderr there.
-        print(notes[0], file=sys.stderr if args.json else sys.stdout)
+    chosen = plan_gate(inventory, args.limit, args.stages)
+    notes = _notes(chosen, args.stages)
+    for note in notes:
+        # stdout stays one JSON object per line with --json; notes go to stderr there.
+        print(note, file=sys.stderr if args.json else sys.stdout)
     limits = TimeLimits(connect_s=args.connect_timeout, command_s=args.timeout)
-    watcher = CollectionWatcher(chosen.hosts, Progress(sys.stderr), keep_topology=args.html is not None)
+    progress = Progress(sys.stderr)
     started_at, start = time.strftime("%Y-%m-%dT%H:%M:%S"), time.monotonic()
-    watcher.progress.on_start(len(chosen.hosts))
+    progress.on_start(len(chosen.hosts))
     try:
-        results = validate.validate(chosen.hosts, limits, watcher.collect, deadline_s=args.deadline)
+        result = run_gate(
+            inventory,
+            chosen,
+            limits,
+            deadline_s=args.deadline,
+            concurrency=args.concurrency,
+            on_host_done=lambda host: progress.on_done(host.host, host.verdict),
+        )
     finally:
-        watcher.progress.close()
-    report = validate_run(results, watcher.affinities, notes=notes)
+        progress.close()
+    report = gate_run(result, _affinities(result.hosts, chosen.hosts), notes=notes)
     report = dataclasses.replace(report, started_at=started_at, elapsed_s=time.monotonic() - start)
     return emit(report, args)
 
 
-class CollectionWatcher:
-    """Wraps the gate's collector: advances the progress bar as each host is collected and keeps each
-    host's parsed topology for the HTML picture.
-
-    Both belong in the runner (validate.py does not call progress hooks, and HostResult does not carry
-    the topo record yet); this wrapper does it from outside, through validate()'s `collector` seam.
-    """
-
-    def __init__(self, hosts: Sequence[HostEntry], progress: Progress, keep_topology: bool) -> None:
-        self.progress = progress
-        self.affinities: dict[str, Affinity] = {}
-        self._hosts = {h.name: h for h in hosts}
-        self._keep_topology = keep_topology
-
-    def collect(self, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
-        status = Status.ERROR  # a collector that raised is an error for that host in the gate too
-        try:
-            collection = collect.collect_host(target, priority, limits)
-            entry = self._hosts[target.name]
-            if self.progress.enabled:
-                status = validate.judge(collection, entry.intent).verdict
-            if self._keep_topology:
-                self._keep(entry, collection)
-            return collection
-        finally:
-            self.progress.on_done(target.name, status)
-
-    def _keep(self, entry: HostEntry, collection: HostCollection) -> None:
-        topo = validate.evidence(collection).topo if collection.sections else None
+def _affinities(results: Sequence[validate.HostResult], hosts: Sequence[HostEntry]) -> dict[str, Affinity]:
+    """Each host's parsed topology with its rails, for the HTML GPU-NIC picture."""
+    entries = {h.name: h for h in hosts}
+    pictures = {}
+    for result in results:
+        topo = result.evidence.topo if result.evidence is not None else None
         if isinstance(topo, TopoMatrix):
-            self.affinities[entry.name] = Affinity(topo, desired_host(entry.intent, entry.name).rails)
+            rails = desired_host(entries[result.host].intent, result.host).rails
+            pictures[result.host] = Affinity(topo, rails)
+    return pictures
 
 
-def _not_checked_line(hosts: Sequence[HostEntry]) -> str:
-    names = ", ".join(h.name for h in hosts)
-    scope = f"validate v0 judges {validate.GPU_HOSTS} only; switches and subnet managers later"
-    return f"not checked ({scope}): {names}"
+def _stages(text: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [stage for stage in chosen if stage not in STAGES]
+    if not chosen or unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a comma list of {', '.join(STAGES)}")
+    return chosen
+
+
+def _notes(chosen: GatePlan, stages: Sequence[str]) -> tuple[str, ...]:
+    notes = []
+    if chosen.not_checked:
+        names = ", ".join(h.name for h in chosen.not_checked)
+        notes.append(f"not checked (validate judges GPU hosts and switches; subnet managers later): {names}")
+    if "link" in stages and chosen.hosts and chosen.switches and not chosen.fabric.links:
+        notes.append("links not checked: no cable of fabric_links has both ends in this run")
+    return tuple(notes)
 
 
 def render(results: Sequence[validate.HostResult], verbose: bool = False, group_by: str = "node") -> str:

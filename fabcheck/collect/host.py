@@ -265,10 +265,10 @@ _UNSAFE_WORD = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
 def _origin(value: object) -> str:
-    from fabcheck.intent.loader import _where  # the loader's origin lookup (ansible's value tags)
+    from fabcheck.intent.loader import where_of  # the loader's origin lookup (ansible's value tags)
 
     try:
-        return _where(value)
+        return where_of(value)
     except Exception:  # an origin is a courtesy; a value without one is still reported
         return ""
 

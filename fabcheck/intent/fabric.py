@@ -454,3 +454,11 @@ def inventory_nodes(entries: Iterable[Any]) -> list[InventoryNode]:
             InventoryNode(entry.name, tuple(entry.groups), variables, dict(entry.intent.rails), entry.intent)
         )
     return nodes
+
+
+def fabric_of(inventory: Any) -> Fabric:
+    """The switches and cabling of a loaded inventory (fabcheck.intent.loader.Inventory), checked;
+    errors name the file and line of the offending value."""
+    from fabcheck.intent.loader import where_of  # the loader imports this module
+
+    return read_fabric(inventory_nodes(inventory.hosts), where_of)

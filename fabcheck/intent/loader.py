@@ -209,7 +209,7 @@ class _Secrets:
     texts: frozenset[str]
 
     def value(self, loc: list[Any], value: Any) -> str:
-        return REDACTED if is_under(loc, self.paths) else repr(_plain(value))
+        return REDACTED if is_under(loc, self.paths) else repr(plain_python(value))
 
     def text(self, message: str) -> str:
         return redact_text(message, self.texts)
@@ -229,12 +229,12 @@ def _host_intent(
         raise IntentError(_render_problems(raw_tree, variables, has_password, err)) from None
     if not isinstance(rendered, Mapping):
         raise IntentError(
-            [f"{_where(raw)}{INTENT_VAR}: expected a mapping, got {type(_plain(rendered)).__name__}"]
+            [f"{where_of(raw)}{INTENT_VAR}: expected a mapping, got {type(plain_python(rendered)).__name__}"]
         )
     tree = dict(rendered) if rendered_rails is None else {**rendered, "rails": rendered_rails}
     paths = vaulted_paths(raw_tree, tree, variables)
     secrets = _Secrets(paths, frozenset(secret_texts(tree, paths)))
-    data = _plain(tree)
+    data = plain_python(tree)
     try:
         intent = FabricIntent.model_validate(data, context={SKIP_COHERENCE: True})
     except ValidationError as err:
@@ -252,7 +252,7 @@ def _render_problems(raw: Any, variables: Mapping[str, Any], has_password: bool,
     paths = vaulted_paths(raw, raw, variables)
     secrets = _Secrets(paths, frozenset(_referenced_secrets(raw, variables)))
     if not paths:
-        return [f"{_where(raw)}{INTENT_VAR}: cannot resolve value: {secrets.text(str(err))}"]
+        return [f"{where_of(raw)}{INTENT_VAR}: cannot resolve value: {secrets.text(str(err))}"]
     variable = ansible_session.VAULT_PASSWORD_VAR
     if has_password:
         why = (
@@ -269,7 +269,7 @@ def _render_problems(raw: Any, variables: Mapping[str, Any], has_password: bool,
     for path in sorted(paths):
         node, _found, key = _walk(raw, list(path))
         name = ".".join((INTENT_VAR, *path))
-        problems.append(f"{_where(node) or _where(key) or _where(raw)}{name}: {why}")
+        problems.append(f"{where_of(node) or where_of(key) or where_of(raw)}{name}: {why}")
     return problems
 
 
@@ -299,12 +299,12 @@ def _describe_rule(
     loc = key.split(".")
     node, found, mapping_key = _walk(raw, loc)
     if found and not isinstance(node, Mapping):
-        where = _where(node) or _where(mapping_key)
+        where = where_of(node) or where_of(mapping_key)
         return f"{where}{INTENT_VAR}.{key} = {secrets.value(loc, node)}: {secrets.text(message)}"
     default: Any = intent
     for part in loc:
         default = getattr(default, part)
-    return f"{_where(root)}{INTENT_VAR}.{key} = {default!r} (default, not set): {secrets.text(message)}"
+    return f"{where_of(root)}{INTENT_VAR}.{key} = {default!r} (default, not set): {secrets.text(message)}"
 
 
 def _render(value: Any, variables: Mapping[str, Any], loader: Any) -> Any:
@@ -313,14 +313,14 @@ def _render(value: Any, variables: Mapping[str, Any], loader: Any) -> Any:
     return Templar(loader=loader, variables=dict(variables)).template(value)
 
 
-def _plain(value: Any) -> Any:
+def plain_python(value: Any) -> Any:
     """Strip ansible's tagged subclasses so pydantic sees plain Python values."""
     if is_vaulted(value):  # a decrypted value, or one ansible < 2.19 decrypts on str()
         return str(value)
     if isinstance(value, Mapping):
-        return {_plain(k): _plain(v) for k, v in value.items()}
+        return {plain_python(k): plain_python(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain_python(v) for v in value]
     for kind in (bool, int, float, str):
         if isinstance(value, kind):
             return kind(value)
@@ -332,7 +332,7 @@ def _describe(error: Mapping[str, Any], raw: Mapping[str, Any], secrets: _Secret
     key = ".".join(str(p) for p in (INTENT_VAR, *loc))
     node, found, mapping_key = _walk(raw, loc)
     # A bool or None cannot carry ansible's origin tag; its key (or the enclosing mapping) can.
-    where = _where(node) or _where(mapping_key) or _where(raw)
+    where = where_of(node) or where_of(mapping_key) or where_of(raw)
     message = _TYPE_MESSAGES.get(error["type"]) or str(error["msg"]).removeprefix("Value error, ")
     if error["type"] == "missing":
         return f"{where}{key}: required key is missing"
@@ -373,7 +373,7 @@ _TYPE_MESSAGES = {
 def _type_name(value: Any) -> str:
     """YAML's name for a value's type: `true` is a boolean, not an integer."""
     names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", type(None): "null"}
-    plain = _plain(value)
+    plain = plain_python(value)
     if isinstance(plain, Mapping):
         return "a mapping"
     if isinstance(plain, list):
@@ -430,7 +430,7 @@ def _walk(raw: Any, loc: list[Any]) -> tuple[Any, bool, Any]:
 _NO_KEY = object()
 
 
-def _where(value: Any) -> str:
+def where_of(value: Any) -> str:
     origin = _origin(value)
     return f"{origin}: " if origin else ""
 

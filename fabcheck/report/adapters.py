@@ -7,11 +7,12 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from fabcheck.checks.model import errored
+from fabcheck.checks.model import Finding, errored
 from fabcheck.report.model import Affinity, LinkDetail, NodeKind, Run, Subject
 
 if TYPE_CHECKING:
     from fabcheck.analyze import Analysis
+    from fabcheck.gate.fabric import GateResult
     from fabcheck.validate import HostResult
 
 INPUT_CHECK = "input.readable"
@@ -31,6 +32,33 @@ def validate_run(
     affinities = affinities or {}
     subjects = tuple(host_subject(r, affinities.get(r.host)) for r in results)
     return Run("validate", subjects, tuple(links), tuple(notes))
+
+
+def gate_run(
+    result: GateResult,
+    affinities: Mapping[str, Affinity] | None = None,
+    notes: Iterable[str] = (),
+) -> Run:
+    """Hosts, then switches, in plan order. A link finding is filed under its host end (the subject
+    names both ends; the link table lists it once)."""
+    affinities = affinities or {}
+    links_by_host: dict[str, list[Finding]] = {}
+    for finding in result.links:
+        links_by_host.setdefault(finding.subject.split(":", 1)[0], []).append(finding)
+    subjects = [
+        Subject(
+            r.host,
+            NodeKind.HOST,
+            (*r.findings, *links_by_host.pop(r.host, ())),
+            affinity=affinities.get(r.host),
+        )
+        for r in result.hosts
+    ]
+    subjects += [Subject(s.switch, NodeKind.SWITCH, tuple(s.findings)) for s in result.switches]
+    # A link whose host end is not a planned host (none today) still shows, under its switch end.
+    for findings in links_by_host.values():
+        subjects.append(Subject(findings[0].subject, NodeKind.SWITCH, tuple(findings)))
+    return Run("validate", tuple(subjects), (), tuple(notes))
 
 
 def analysis_subject(analysis: Analysis) -> Subject:

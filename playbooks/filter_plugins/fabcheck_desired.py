@@ -17,7 +17,7 @@ try:
     from fabcheck.desired import desired_host, desired_switch
     from fabcheck.errors import FabcheckError
     from fabcheck.intent.fabric import GPU_HOSTS, InventoryNode, read_fabric
-    from fabcheck.intent.loader import _plain as plain_python  # ansible's tagged values -> plain
+    from fabcheck.intent.loader import plain_python  # ansible's tagged values -> plain
     from fabcheck.intent.model import FabricIntent
     from fabcheck.switch.concerns import concerns_from_tags
     from fabcheck.switch.render import render_switch

@@ -13,7 +13,7 @@ try:
     from pydantic import ValidationError
 
     from fabcheck.desired.sm import desired_ib_host, desired_subnet_manager
-    from fabcheck.intent.loader import _plain as plain_python  # ansible's tagged values -> plain
+    from fabcheck.intent.loader import plain_python  # ansible's tagged values -> plain
     from fabcheck.intent.model import FabricIntent
 except ImportError as err:  # ansible-playbook run from a Python without fabcheck installed
     _IMPORT_ERROR: ImportError | None = err

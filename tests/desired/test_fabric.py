@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from fabcheck.errors import IntentError
-from fabcheck.intent.fabric import InventoryNode, read_fabric
+from fabcheck.intent.fabric import InventoryNode, fabric_of, read_fabric
 
 
 def nowhere(_value: Any) -> str:
@@ -130,8 +130,7 @@ def test_cabling_problems() -> None:
 
 
 def test_problems_in_a_real_inventory_name_file_and_line(tmp_path: Any) -> None:
-    from fabcheck.intent.fabric import inventory_nodes
-    from fabcheck.intent.loader import _where, load_inventory
+    from fabcheck.intent.loader import load_inventory
 
     (tmp_path / "group_vars" / "all").mkdir(parents=True)
     (tmp_path / "group_vars" / "all" / "fabric.yml").write_text("fabric_intent:\n  rails: {0: mlx5_0}\n")
@@ -153,7 +152,7 @@ def test_problems_in_a_real_inventory_name_file_and_line(tmp_path: Any) -> None:
     )
     inventory = load_inventory(tmp_path)
     with pytest.raises(IntentError) as err:
-        read_fabric(inventory_nodes(inventory.hosts), _where)
+        fabric_of(inventory)
     text = "\n".join(err.value.problems)
     assert f"{hosts}:6" in text and "fabric_links.mlx5_0 = 'leaf01:swp9': swp9 is not one of" in text
     assert f"{hosts}:12" in text and "switch_password = <redacted>" in text
@@ -163,11 +162,10 @@ def test_problems_in_a_real_inventory_name_file_and_line(tmp_path: Any) -> None:
 def test_the_example_inventory_is_fully_cabled() -> None:
     from pathlib import Path
 
-    from fabcheck.intent.fabric import inventory_nodes
-    from fabcheck.intent.loader import _where, load_inventory
+    from fabcheck.intent.loader import load_inventory
 
     inventory = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "example")
-    fabric = read_fabric(inventory_nodes(inventory.hosts), _where)
+    fabric = fabric_of(inventory)
     assert [s.name for s in fabric.switches] == ["leaf01", "leaf02"]
     assert len(fabric.links) == 32
     assert fabric.link_of_nic("gpu04", "mlx5_7").switch_end == "leaf02:Ethernet16"

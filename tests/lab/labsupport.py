@@ -12,10 +12,13 @@ import contextlib
 import fcntl
 import functools
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -76,3 +79,27 @@ def running_lab(**shape: object) -> Iterator[tuple[LabPaths, LabState]]:
             yield paths, result.state
         finally:
             lifecycle.down(paths)
+
+
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+@dataclass(frozen=True)
+class PlaybookRun:
+    rc: int
+    output: str
+    changed: dict[str, int]  # host -> changed count of the PLAY RECAP
+    failed: dict[str, int]
+
+
+def run_playbook(paths: LabPaths, *options: str, playbook: str = "site.yml") -> PlaybookRun:
+    """`ansible-playbook PLAYBOOK` of the repo against the lab's inventory, with the repo's ansible.cfg."""
+    command = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(command), "-i", str(paths.inventory.parent), str(REPO / playbook), *options]
+    env = os.environ | {"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
+    output = done.stdout + done.stderr
+    recap = {m.group(1): (int(m.group(3)), int(m.group(5))) for m in RECAP.finditer(output)}
+    return PlaybookRun(
+        done.returncode, output, {h: c[0] for h, c in recap.items()}, {h: c[1] for h, c in recap.items()}
+    )

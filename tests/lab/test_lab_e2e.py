@@ -178,7 +178,9 @@ def configured_host(lab: Lab) -> str:
 
 
 def test_every_host_fault_has_a_probe() -> None:
-    assert set(HOST_PROBES) == set(HOST_FAULTS)
+    from test_mockhost_faults import TESTED_ELSEWHERE  # need a converged host or an SM node, not this lab
+
+    assert set(HOST_PROBES) | set(TESTED_ELSEWHERE) == set(HOST_FAULTS)
 
 
 @pytest.mark.parametrize("fault", list(HOST_PROBES))

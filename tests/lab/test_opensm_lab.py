@@ -10,10 +10,7 @@ normal run that restarts that SM once (its pid changes, the other's does not), a
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from labsupport import REPO, requires_lab, running_lab
+from labsupport import REPO, PlaybookRun, requires_lab, run_playbook, running_lab
 
 from fabcheck.desired.sm import desired_subnet_manager
 from fabcheck.intent.model import FabricIntent
@@ -33,7 +30,6 @@ pytestmark = [pytest.mark.lab, requires_lab]
 SMS = ("sm01", "sm02")
 HOSTS = ("gpu01", "gpu02")
 DRIFTED = "sm02"
-RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 CONF = "/etc/opensm/opensm.conf"
 PARTITIONS = "/etc/opensm/partitions.conf"
 
@@ -46,14 +42,6 @@ def lab_intent() -> dict[str, Any]:
         {"name": "compute", "pkey": "0x0001", "ipoib_parents": ["ib0"]},
     ]
     return lab | {"subnet_manager": lab["subnet_manager"] | {"partitions": partitions}}
-
-
-@dataclass(frozen=True)
-class PlaybookRun:
-    rc: int
-    output: str
-    changed: dict[str, int]
-    failed: dict[str, int]
 
 
 @dataclass
@@ -74,17 +62,7 @@ def ssh(paths: LabPaths, node: str, command: str, *, check: bool = True) -> str:
 
 
 def run_site(paths: LabPaths, extra_vars: Path, *options: str) -> PlaybookRun:
-    playbook = Path(sys.executable).parent / "ansible-playbook"
-    argv = [str(playbook), "-i", str(paths.inventory.parent), str(REPO / "site.yml"), "-e", f"@{extra_vars}"]
-    env = os.environ | {"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    done = subprocess.run(
-        [*argv, *options], cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    output = done.stdout + done.stderr
-    recap = {m.group(1): (int(m.group(3)), int(m.group(5))) for m in RECAP.finditer(output)}
-    return PlaybookRun(
-        done.returncode, output, {h: c[0] for h, c in recap.items()}, {h: c[1] for h, c in recap.items()}
-    )
+    return run_playbook(paths, "-e", f"@{extra_vars}", *options)
 
 
 def observe(story: Story, paths: LabPaths, step: str) -> None:

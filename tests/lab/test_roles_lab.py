@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from labsupport import REPO, requires_lab, running_lab
+from labsupport import REPO, PlaybookRun, requires_lab, run_playbook, running_lab
 
 from fabcheck.checks import host as checks
 from fabcheck.lab import faults
@@ -30,15 +30,6 @@ pytestmark = [pytest.mark.lab, requires_lab]
 HOSTS = ("gpu01", "gpu02")
 FAULTED = "gpu01"
 NICS = tuple(f"mlx5_{i}" for i in range(8))
-RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-
-
-@dataclass(frozen=True)
-class PlaybookRun:
-    rc: int
-    output: str
-    changed: dict[str, int]  # host -> changed count from PLAY RECAP
-    failed: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -57,18 +48,7 @@ class Story:
 
 
 def run_site(paths: LabPaths, *options: str) -> PlaybookRun:
-    playbook = Path(sys.executable).parent / "ansible-playbook"
-    argv = [str(playbook), "-i", str(paths.inventory.parent), str(REPO / "site.yml"), *options]
-    env = os.environ | {"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
-    output = done.stdout + done.stderr
-    recap = {m.group(1): (int(m.group(3)), int(m.group(5))) for m in RECAP.finditer(output)}
-    return PlaybookRun(
-        rc=done.returncode,
-        output=output,
-        changed={host: counts[0] for host, counts in recap.items()},
-        failed={host: counts[1] for host, counts in recap.items()},
-    )
+    return run_playbook(paths, *options)
 
 
 def run_roce_nic(paths: LabPaths, host: str, devices: list[str], **options: object) -> PlaybookRun:

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from labsupport import REPO, requires_lab, running_lab
+from labsupport import REPO, PlaybookRun, requires_lab, run_playbook, running_lab
 
 from fabcheck.lab import faults
 from fabcheck.lab.mockswitch import SWITCH_PLATFORMS, arm_drop, state_path
@@ -36,15 +33,6 @@ SWITCHES = ("leaf01", "leaf02", "leaf03")  # nvue, sonic, eos: the lab cycles pl
 DRIFTED = "leaf02"
 CUT = "leaf03"
 WRONG_PASSWORD = "Not-The-Lab-Password-7"
-RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-
-
-@dataclass(frozen=True)
-class PlaybookRun:
-    rc: int
-    output: str
-    changed: dict[str, int]
-    failed: dict[str, int]
 
 
 PLATFORM_OF = {"leaf01": "nvue", "leaf02": "sonic", "leaf03": "eos"}
@@ -67,17 +55,7 @@ class Story:
 
 
 def run_switch_play(paths: LabPaths, *options: str) -> PlaybookRun:
-    playbook = Path(sys.executable).parent / "ansible-playbook"
-    argv = [str(playbook), "-i", str(paths.inventory.parent), str(REPO / "site.yml"), "--limit", "switches"]
-    env = os.environ | {"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    done = subprocess.run(
-        [*argv, *options], cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    output = done.stdout + done.stderr
-    recap = {m.group(1): (int(m.group(3)), int(m.group(5))) for m in RECAP.finditer(output)}
-    return PlaybookRun(
-        done.returncode, output, {h: c[0] for h, c in recap.items()}, {h: c[1] for h, c in recap.items()}
-    )
+    return run_playbook(paths, "--limit", "switches", *options)
 
 
 def running_configs(paths: LabPaths) -> dict[str, Any]:

@@ -1,0 +1,182 @@
+"""The whole-fabric gate: plan the nodes by kind, then the stages host -> switch -> link.
+
+The host stage is one round trip per GPU host (fabcheck.validate); the switch stage one read-only netmiko
+session per switch (fabcheck.gate.switches); the link stage is pure: it judges both ends of every cable of
+the inventory's cabling map from what the first two stages read. A node the run does not judge yet
+(subnet managers) is named in a note, never counted as a pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from fabcheck import validate
+from fabcheck.checks.host import Unreadable
+from fabcheck.checks.link import NicEnd, check_links
+from fabcheck.checks.model import Finding
+from fabcheck.checks.switch import SwitchEvidence, check_switch
+from fabcheck.collect.host import TimeLimits
+from fabcheck.desired.nic import DesiredNic, desired_host
+from fabcheck.desired.switch import desired_switch
+from fabcheck.errors import FabcheckError, UsageError
+from fabcheck.gate.switches import DEFAULT_CONCURRENCY, SwitchResult, collect_switches, switch_login
+from fabcheck.intent.fabric import Fabric, fabric_of
+from fabcheck.intent.loader import HostEntry, Inventory
+from fabcheck.switch.connect import SwitchLogin
+
+STAGES = ("host", "switch", "link")
+
+
+@dataclass(frozen=True)
+class GatePlan:
+    """What one run judges: GPU hosts, switches and the cables between them; and what it leaves out."""
+
+    hosts: tuple[HostEntry, ...]
+    switches: tuple[str, ...]
+    fabric: Fabric  # narrowed to the planned switches and the cables with both ends planned
+    cabled: frozenset[tuple[str, str]]  # (host, NIC) of every cable in the inventory, planned or not
+    not_checked: tuple[HostEntry, ...]  # subnet managers and nodes of no known kind
+
+
+@dataclass(frozen=True)
+class GateResult:
+    hosts: tuple[validate.HostResult, ...]
+    switches: tuple[SwitchResult, ...]
+    links: tuple[Finding, ...]
+
+
+def plan_gate(inventory: Inventory, limit: str | None = None, stages: Sequence[str] = STAGES) -> GatePlan:
+    """Nodes of the inventory narrowed by an Ansible --limit pattern, by kind. UsageError when nothing
+    of what the stages judge is left."""
+    fabric = fabric_of(inventory)
+    chosen = validate.limited_hosts(inventory, limit)
+    names = {entry.name for entry in chosen}
+    hosts = tuple(h for h in chosen if validate.GPU_HOSTS in h.groups) if "host" in stages else ()
+    switches = tuple(s.name for s in fabric.switches if s.name in names) if "switch" in stages else ()
+    judged = {h.name for h in hosts} | set(switches)
+    rest = tuple(h for h in chosen if h.name not in judged and not _is_switch(h, fabric))
+    links = (
+        tuple(link for link in fabric.links if link.host in names and link.switch in names)
+        if "link" in stages
+        else ()
+    )
+    narrowed = Fabric(tuple(s for s in fabric.switches if s.name in switches), links)
+    if not hosts and not switches:
+        scope = "" if limit is None else f" matching --limit {limit!r}"
+        raise UsageError(
+            f"no GPU host (group {validate.GPU_HOSTS}) or switch{scope} to check in {inventory.source}"
+        )
+    if "link" in stages and ("host" not in stages or "switch" not in stages):
+        raise UsageError("stage link compares both ends: it needs stages host and switch too")
+    cabled = frozenset((link.host, link.nic) for link in fabric.links)
+    return GatePlan(hosts, switches, narrowed, cabled, rest)
+
+
+def _is_switch(entry: HostEntry, fabric: Fabric) -> bool:
+    return any(s.name == entry.name for s in fabric.switches)
+
+
+def run_gate(
+    inventory: Inventory,
+    plan: GatePlan,
+    limits: TimeLimits,
+    *,
+    deadline_s: float | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_host_done: Callable[[validate.HostResult], None] = lambda _result: None,
+    login_of: Callable[[HostEntry, Fabric], SwitchLogin] | None = None,
+) -> GateResult:
+    """Every stage of the plan. One node's failure to answer is an error for that node only."""
+    hosts = validate.validate(
+        plan.hosts, limits, deadline_s=deadline_s, workers=concurrency, on_done=on_host_done
+    )
+    switches = _switch_stage(inventory, plan, concurrency, login_of or _inventory_login)
+    links = (
+        check_links(
+            plan.fabric,
+            _nic_ends(hosts, plan),
+            _desired_nics(plan),
+            {r.switch: r.evidence for r in switches},
+            {name: desired_switch(inventory.intent, plan.fabric, name) for name in plan.switches},
+        )
+        if plan.fabric.links
+        else []
+    )
+    return GateResult(tuple(hosts), tuple(switches), tuple(links))
+
+
+def _inventory_login(entry: HostEntry, fabric: Fabric) -> SwitchLogin:
+    return switch_login(fabric.switch(entry.name), entry.variables)
+
+
+def _switch_stage(
+    inventory: Inventory,
+    plan: GatePlan,
+    concurrency: int,
+    login_of: Callable[[HostEntry, Fabric], SwitchLogin],
+) -> list[SwitchResult]:
+    """Switches whose login resolves are read; one without a usable login is an error for it alone."""
+    logins: dict[str, SwitchLogin] = {}
+    refused: dict[str, str] = {}
+    for name in plan.switches:
+        try:
+            logins[name] = login_of(inventory.host(name), plan.fabric)
+        except FabcheckError as err:
+            refused[name] = str(err)
+    read = (
+        collect_switches(
+            plan.fabric, inventory.intent, logins, concurrency=concurrency, switches=list(logins)
+        )
+        if logins
+        else []
+    )
+    by_name = {r.switch: r for r in read}
+    return [
+        by_name[name] if name in by_name else _refused(inventory, plan, name, refused[name])
+        for name in plan.switches
+    ]
+
+
+def _refused(inventory: Inventory, plan: GatePlan, name: str, reason: str) -> SwitchResult:
+    """A switch without a usable login is judged as an unreachable one: every check an error."""
+    desired = desired_switch(inventory.intent, plan.fabric, name)
+    why = f"no login ({reason}); give it credentials as the switch_qos role gets them"
+    evidence = SwitchEvidence(name, desired.platform, {}, frozenset(), unreachable=why)
+    return SwitchResult(name, evidence, (), tuple(check_switch(evidence, desired)))
+
+
+def _nic_ends(hosts: Sequence[validate.HostResult], plan: GatePlan) -> dict[tuple[str, str], NicEnd]:
+    """The host end of each RoCE NIC a host showed: its mlnx_qos record and netdev MTU, by (host, NIC)."""
+    ends: dict[tuple[str, str], NicEnd] = {}
+    planned = {(link.host, link.nic) for link in plan.fabric.links}
+    for result in hosts:
+        shown = result.evidence
+        if shown is None or not isinstance(shown.links, tuple):
+            continue
+        for link in shown.links:
+            netdev = shown.netdevs.get(link.netdev or "")
+            if netdev is None:
+                continue  # no RoCE netdev: an InfiniBand port or one the host gate did not read
+            if (result.host, link.dev) in plan.cabled and (result.host, link.dev) not in planned:
+                continue  # cabled to a switch this run leaves out (--limit)
+            qos = netdev.qos if not isinstance(netdev.qos, Unreadable) else None
+            mtu = netdev.mtu if isinstance(netdev.mtu, int) else None
+            ends[(result.host, link.dev)] = NicEnd.of(result.host, link.dev, qos, mtu)
+    return ends
+
+
+def _desired_nics(plan: GatePlan) -> dict[tuple[str, str], DesiredNic]:
+    """The desired state of every cabled NIC of the planned hosts (a NIC outside the rails gets the
+    host's shared settings, as the role configures it)."""
+    wanted: dict[tuple[str, str], DesiredNic] = {}
+    by_name: Mapping[str, HostEntry] = {h.name: h for h in plan.hosts}
+    for link in plan.fabric.links:
+        entry = by_name.get(link.host)
+        if entry is None:
+            continue
+        host = desired_host(entry.intent, entry.name)
+        nic = next((n for n in host.nics if n.device == link.nic), None)
+        wanted[(link.host, link.nic)] = nic or dataclasses.replace(host.template, device=link.nic)
+    return wanted

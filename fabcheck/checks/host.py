@@ -35,6 +35,7 @@ CNP = "host.cnp"
 ROCE_TOS = "host.roce_tos"
 NETDEV_MTU = "host.netdev_mtu"
 RDMA_MTU = "host.rdma_mtu"
+PORT_SPEED = "host.port_speed"
 PEERMEM = "host.nvidia_peermem"
 NIC_PERSISTENCE = "host.nic_persistence"
 AFFINITY = TOPO_CHECK
@@ -43,6 +44,7 @@ HOST_CHECKS = (
     RDMA_DEVICE,
     PORT_STATE,
     LINK_LAYER,
+    PORT_SPEED,
     *ROCE_ONLY_CHECKS,
     RDMA_MTU,
     NIC_PERSISTENCE,
@@ -118,6 +120,7 @@ def check_host(evidence: HostEvidence, intent: FabricIntent) -> list[Finding]:
     nics = _present_nics(evidence, intent)
     findings += check_port_state(nics)
     findings += check_link_layer(nics, intent)
+    findings += check_port_speed(nics, intent)
     for check in (check_trust, check_pfc, check_dscp2prio, check_ecn_enable, check_cnp):
         findings += _per_netdev(check, evidence, nics, intent)
     findings += check_roce_tos(evidence, nics, intent)
@@ -432,6 +435,45 @@ def check_roce_tos(evidence: HostEvidence, nics: list[_Nic], intent: FabricInten
                         _fix(HOST_QOS_ROLE, f"{command}; {rdma_cm}"),
                     )
                 )
+    return findings
+
+
+# Signalling rates print a little above the data rate (4X NDR: 4 x 106.25 Gb/s for a 400G port); a port
+# at or above the intent and below the next step up is at the intended speed.
+SPEED_HEADROOM = 1.1
+
+
+def check_port_speed(nics: list[_Nic], intent: FabricIntent) -> list[Finding]:
+    """Every rail port trained at the intended line rate (active_width x active_speed of ibv_devinfo -v):
+    a 400G intent with a port at 100G fails; a port that does not show its rate is an error."""
+    speed = intent.link.speed_gbps
+    expected = f"{speed} Gb/s (link.speed_gbps)"
+    findings = []
+    for nic in nics:
+        for port in nic.ports:
+            subject = f"{nic.name}/{port.number}"
+            rate = port.link_rate_gbps
+            if rate is None:
+                findings.append(
+                    errored(
+                        PORT_SPEED,
+                        subject,
+                        expected,
+                        "ibv_devinfo -v showed no active_width/active_speed",
+                        f"read it on the host: `{_cmd('ibv_devinfo', '-v', '-d', nic.name)}`",
+                    )
+                )
+                continue
+            actual = f"{port.active_width} x {port.active_speed} = {rate:g} Gb/s"
+            if speed <= rate < speed * SPEED_HEADROOM:
+                findings.append(passed(PORT_SPEED, subject, expected, actual))
+                continue
+            show = _cmd("ethtool", nic.netdev) if nic.netdev else f"ibstat {nic.name}"
+            hint = (
+                "the port trained at another rate than the intent: check the cable or transceiver and the "
+                f"switch port's speed (switch_port_speeds); on this host `{show}`"
+            )
+            findings.append(failed(PORT_SPEED, subject, expected, actual, hint))
     return findings
 
 

@@ -73,6 +73,8 @@ def port(**changes: object) -> IbvPort:
         port_lid=0,
         port_lmc=0,
         link_layer="Ethernet",
+        active_width="4X",
+        active_speed="100.0 Gbps",  # 4X x 100 Gb/s: the intent's 400G
     )
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
@@ -936,3 +938,27 @@ def test_every_hint_command_quotes_hostile_names() -> None:
             if name[:4] in command:
                 assert any(name in word for word in words), (name, command)
     assert "mlnx_qos -i 'ens1$(reboot)' --trust dscp" in commands
+
+
+@pytest.mark.parametrize(
+    ("width", "speed", "status"),
+    [
+        ("4X", "100.0 Gbps", Status.PASS),  # 400G as intended
+        ("4X", "25.0 Gbps", Status.FAIL),  # a 400G intent with the port at 100G
+        ("1X", "100.0 Gbps", Status.FAIL),  # one lane trained
+        ("8X", "100.0 Gbps", Status.FAIL),  # 800G: not what the intent sized the fabric for
+        (None, None, Status.ERROR),  # not shown: never a pass
+    ],
+)
+def test_every_rail_port_runs_at_the_intended_speed(
+    width: str | None, speed: str | None, status: Status
+) -> None:
+    devinfo = render_ibv_devinfo(
+        [device("mlx5_0", 0, active_width=width, active_speed=speed), device("mlx5_1", 1)]
+    )
+    findings = run_checks({"ibv_devinfo": ok(devinfo)})
+    judged = only(findings, checks.PORT_SPEED, "mlx5_0/1")
+    assert judged.status is status, judged
+    assert only(findings, checks.PORT_SPEED, "mlx5_1/1").status is Status.PASS
+    if status is Status.FAIL:
+        assert "ethtool" in judged.hint and "Gb/s" in judged.actual

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from fabcheck import validate
 from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.nic import desired_host
-from fabcheck.gate.fabric import STAGES, GatePlan, plan_gate, run_gate
-from fabcheck.gate.switches import DEFAULT_CONCURRENCY
+from fabcheck.gate.fabric import DEFAULT_CONCURRENCY, STAGES, GatePlan, plan_gate, run_gate
 from fabcheck.intent.loader import HostEntry, load_inventory
 from fabcheck.parsers.topo import TopoMatrix
 from fabcheck.report import text

@@ -21,12 +21,14 @@ from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.nic import DesiredNic, desired_host
 from fabcheck.desired.switch import desired_switch
 from fabcheck.errors import FabcheckError, UsageError
-from fabcheck.gate.switches import DEFAULT_CONCURRENCY, SwitchResult, collect_switches, switch_login
+from fabcheck.gate.switches import SwitchResult, collect_switches, switch_login
 from fabcheck.intent.fabric import Fabric, fabric_of
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.switch.connect import SwitchLogin
 
 STAGES = ("host", "switch", "link")
+# Nodes collected at once in each stage (ssh round trips to hosts, netmiko sessions to switches).
+DEFAULT_CONCURRENCY = validate.WORKERS
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from fabcheck.checks.model import Finding, errored, failed, passed, skipped
 from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_PERSIST_TAG, HOST_QOS_ROLE
 from fabcheck.checks.topo import CHECK as TOPO_CHECK
 from fabcheck.checks.topo import check_topo
-from fabcheck.desired.nic import PERSIST_PATHS, PERSIST_UNIT, desired_host
+from fabcheck.desired.nic import PERSIST_PATHS, PERSIST_UNIT, desired_host, desired_nic
 from fabcheck.intent.model import ROCE_HEADER_BYTES, FabricIntent
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
 from fabcheck.parsers.mlnx_qos import PRIORITIES, MlnxQos
@@ -286,7 +286,7 @@ def check_trust(nic: str, netdev: str, data: NetdevEvidence, intent: FabricInten
 
 
 def check_pfc(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent) -> list[Finding]:
-    want = (intent.lossless.priority,) if intent.lossless.pfc else ()
+    want = desired_nic(intent, "", nic).pfc_priorities
     expected = _pfc_text(want)
     if isinstance(data.qos, Unreadable):
         return [_error(PFC, nic, expected, data.qos)]
@@ -310,9 +310,7 @@ def _pfc_text(priorities: tuple[int, ...]) -> str:
 
 
 def check_dscp2prio(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent) -> list[Finding]:
-    wanted = {d: intent.lossless.priority for d in intent.lossless.dscp} | {
-        intent.cnp.dscp: intent.cnp.priority
-    }
+    wanted = desired_nic(intent, "", nic).dscp_to_priority
     expected = ", ".join(f"DSCP {d} -> prio {p}" for d, p in sorted(wanted.items()))
     if intent.trust != "dscp":
         return [skipped(DSCP2PRIO, nic, f"fabric_intent.trust is {intent.trust}: no DSCP map in use")]
@@ -338,9 +336,8 @@ def check_dscp2prio(nic: str, netdev: str, data: NetdevEvidence, intent: FabricI
 
 
 def check_ecn_enable(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent) -> list[Finding]:
-    prio = intent.lossless.priority
-    want_np = int(intent.dcqcn_on and intent.dcqcn.np_enable)
-    want_rp = int(intent.dcqcn_on and intent.dcqcn.rp_enable)
+    desired = desired_nic(intent, "", nic)
+    prio, want_np, want_rp = desired.ecn_priority, int(desired.np_enable), int(desired.rp_enable)
     expected = f"roce_np/enable/{prio}={want_np} roce_rp/enable/{prio}={want_rp}"
     for value in (data.np_enable, data.rp_enable):
         if isinstance(value, Unreadable):
@@ -358,7 +355,8 @@ def check_ecn_enable(nic: str, netdev: str, data: NetdevEvidence, intent: Fabric
 
 
 def check_cnp(nic: str, netdev: str, data: NetdevEvidence, intent: FabricIntent) -> list[Finding]:
-    want = {"cnp_dscp": intent.cnp.dscp, "cnp_802p_prio": intent.cnp.priority}
+    desired = desired_nic(intent, "", nic)
+    want = {"cnp_dscp": desired.cnp_dscp, "cnp_802p_prio": desired.cnp_priority}
     expected = " ".join(f"{k}={v}" for k, v in want.items())
     have = {"cnp_dscp": data.cnp_dscp, "cnp_802p_prio": data.cnp_prio}
     for value in have.values():

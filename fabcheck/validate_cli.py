@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from fabcheck import validate
 from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.nic import desired_host
-from fabcheck.gate.fabric import DEFAULT_CONCURRENCY, STAGES, GatePlan, plan_gate, run_gate
+from fabcheck.gate.fabric import (
+    DEFAULT_CONCURRENCY,
+    GatePlan,
+    default_stages,
+    plan_gate,
+    run_gate,
+    stage_names,
+)
 from fabcheck.intent.loader import HostEntry, load_inventory
 from fabcheck.parsers.topo import TopoMatrix
 from fabcheck.report import text
@@ -70,10 +77,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--stages",
         type=_stages,
-        default=STAGES,
+        default=None,
         metavar="LIST",
-        help=f"which stages run, a comma list of {', '.join(STAGES)} (default all; link needs host and "
-        "switch)",
+        help=f"which stages run, a comma list of {', '.join(stage_names())} (default "
+        f"{','.join(default_stages())}; link needs host and switch)",
     )
     parser.add_argument(
         "--concurrency",
@@ -107,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     check_report_paths(args)
     inventory = load_inventory(args.inventory)
     chosen = plan_gate(inventory, args.limit, args.stages)
-    notes = _notes(chosen, args.stages)
+    notes = _notes(chosen)
     for note in notes:
         # stdout stays one JSON object per line with --json; notes go to stderr there.
         print(note, file=sys.stderr if args.json else sys.stdout)
@@ -145,18 +152,19 @@ def _affinities(results: Sequence[validate.HostResult], hosts: Sequence[HostEntr
 
 def _stages(text: str) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    unknown = [stage for stage in chosen if stage not in STAGES]
+    known = stage_names()
+    unknown = [stage for stage in chosen if stage not in known]
     if not chosen or unknown:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a comma list of {', '.join(STAGES)}")
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a comma list of {', '.join(known)}")
     return chosen
 
 
-def _notes(chosen: GatePlan, stages: Sequence[str]) -> tuple[str, ...]:
+def _notes(chosen: GatePlan) -> tuple[str, ...]:
     notes = []
     if chosen.not_checked:
         names = ", ".join(h.name for h in chosen.not_checked)
-        notes.append(f"not checked (validate judges GPU hosts and switches; subnet managers later): {names}")
-    if "link" in stages and chosen.hosts and chosen.switches and not chosen.fabric.links:
+        notes.append(f"not checked (no stage of {','.join(chosen.stages)} judges them): {names}")
+    if "link" in chosen.stages and chosen.hosts and chosen.switches and not chosen.fabric.links:
         notes.append("links not checked: no cable of fabric_links has both ends in this run")
     return tuple(notes)
 

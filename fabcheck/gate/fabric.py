@@ -1,9 +1,10 @@
-"""The whole-fabric gate: plan the nodes by kind, then the stages host -> switch -> link.
+"""The whole-fabric gate: plan the nodes by kind, then the stages host -> switch -> link, then the
+plugged stages (fabcheck.gate.stages: subnet manager, NCCL, perftest, ...).
 
 The host stage is one round trip per GPU host (fabcheck.validate); the switch stage one read-only netmiko
 session per switch (fabcheck.gate.switches); the link stage is pure: it judges both ends of every cable of
 the inventory's cabling map from what the first two stages read. A node the run does not judge yet
-(subnet managers) is named in a note, never counted as a pass.
+(nodes no selected stage claims) is named in a note, never counted as a pass.
 """
 
 from __future__ import annotations
@@ -15,18 +16,22 @@ from dataclasses import dataclass
 from fabcheck import validate
 from fabcheck.checks.host import Unreadable
 from fabcheck.checks.link import NicEnd, check_links
-from fabcheck.checks.model import Finding
+from fabcheck.checks.model import Finding, errored
 from fabcheck.checks.switch import SwitchEvidence, check_switch
 from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.nic import DesiredNic, desired_host
 from fabcheck.desired.switch import desired_switch
 from fabcheck.errors import FabcheckError, UsageError
+from fabcheck.gate.stages import NodeOutcome, Stage, StageContext, StageOutcome, plugged, plugged_named
 from fabcheck.gate.switches import SwitchResult, collect_switches, switch_login
 from fabcheck.intent.fabric import Fabric, fabric_of
 from fabcheck.intent.loader import HostEntry, Inventory
+from fabcheck.report.model import NodeKind
 from fabcheck.switch.connect import SwitchLogin
 
-STAGES = ("host", "switch", "link")
+BUILTIN_STAGES = ("host", "switch", "link")
+# Kept for callers that only know the built-in stages; stage_names() also lists the plugged ones.
+STAGES = BUILTIN_STAGES
 # Nodes collected at once in each stage (ssh round trips to hosts, netmiko sessions to switches).
 DEFAULT_CONCURRENCY = validate.WORKERS
 
@@ -39,7 +44,9 @@ class GatePlan:
     switches: tuple[str, ...]
     fabric: Fabric  # narrowed to the planned switches and the cables with both ends planned
     cabled: frozenset[tuple[str, str]]  # (host, NIC) of every cable in the inventory, planned or not
-    not_checked: tuple[HostEntry, ...]  # subnet managers and nodes of no known kind
+    not_checked: tuple[HostEntry, ...]  # nodes no selected stage judges
+    stages: tuple[str, ...] = BUILTIN_STAGES  # the stages this run executes, in run order
+    chosen: tuple[HostEntry, ...] = ()  # every node --limit selected (a plugged stage picks its own)
 
 
 @dataclass(frozen=True)
@@ -47,25 +54,50 @@ class GateResult:
     hosts: tuple[validate.HostResult, ...]
     switches: tuple[SwitchResult, ...]
     links: tuple[Finding, ...]
+    stages: tuple[StageOutcome, ...] = ()  # the plugged stages' outcomes, in run order
 
 
-def plan_gate(inventory: Inventory, limit: str | None = None, stages: Sequence[str] = STAGES) -> GatePlan:
+def stage_names() -> tuple[str, ...]:
+    """Every stage `--stages` accepts, in run order."""
+    return BUILTIN_STAGES + tuple(stage.name for stage in plugged())
+
+
+def default_stages() -> tuple[str, ...]:
+    """The stages that run when --stages is not given."""
+    return BUILTIN_STAGES + tuple(stage.name for stage in plugged() if stage.by_default)
+
+
+def plan_gate(
+    inventory: Inventory, limit: str | None = None, stages: Sequence[str] | None = None
+) -> GatePlan:
     """Nodes of the inventory narrowed by an Ansible --limit pattern, by kind. UsageError when nothing
-    of what the stages judge is left."""
+    of what the stages judge is left, or a stage runs without one it reads."""
+    stages = tuple(default_stages() if stages is None else stages)
+    known = stage_names()
+    unknown = [stage for stage in stages if stage not in known]
+    if unknown:
+        raise UsageError(f"unknown stage(s) {', '.join(unknown)}: expected some of {', '.join(known)}")
+    extra = plugged_named(stages)
+    for stage in extra:
+        missing = [need for need in stage.requires if need not in stages]
+        if missing:
+            needs = ", ".join(missing)
+            raise UsageError(f"stage {stage.name} reads the results of {needs}: add it to --stages")
     fabric = fabric_of(inventory)
     chosen = validate.limited_hosts(inventory, limit)
     names = {entry.name for entry in chosen}
     hosts = tuple(h for h in chosen if validate.GPU_HOSTS in h.groups) if "host" in stages else ()
     switches = tuple(s.name for s in fabric.switches if s.name in names) if "switch" in stages else ()
     judged = {h.name for h in hosts} | set(switches)
-    rest = tuple(h for h in chosen if h.name not in judged and not _is_switch(h, fabric))
+    claimed = {h.name for h in chosen for stage in extra if stage.claims(h)}
+    rest = tuple(h for h in chosen if h.name not in judged | claimed and not _is_switch(h, fabric))
     links = (
         tuple(link for link in fabric.links if link.host in names and link.switch in names)
         if "link" in stages
         else ()
     )
     narrowed = Fabric(tuple(s for s in fabric.switches if s.name in switches), links)
-    if not hosts and not switches:
+    if not hosts and not switches and not claimed:
         scope = "" if limit is None else f" matching --limit {limit!r}"
         raise UsageError(
             f"no GPU host (group {validate.GPU_HOSTS}) or switch{scope} to check in {inventory.source}"
@@ -73,7 +105,8 @@ def plan_gate(inventory: Inventory, limit: str | None = None, stages: Sequence[s
     if "link" in stages and ("host" not in stages or "switch" not in stages):
         raise UsageError("stage link compares both ends: it needs stages host and switch too")
     cabled = frozenset((link.host, link.nic) for link in fabric.links)
-    return GatePlan(hosts, switches, narrowed, cabled, rest)
+    ordered = tuple(name for name in known if name in stages)
+    return GatePlan(hosts, switches, narrowed, cabled, rest, ordered, tuple(chosen))
 
 
 def _is_switch(entry: HostEntry, fabric: Fabric) -> bool:
@@ -106,7 +139,31 @@ def run_gate(
         if plan.fabric.links
         else []
     )
-    return GateResult(tuple(hosts), tuple(switches), tuple(links))
+    outcomes: dict[str, StageOutcome] = {}
+    for stage in plugged_named(plan.stages):
+        context = StageContext(
+            inventory, plan, limits, concurrency, deadline_s, tuple(hosts), tuple(switches), dict(outcomes)
+        )
+        outcomes[stage.name] = _run_stage(stage, context)
+    return GateResult(tuple(hosts), tuple(switches), tuple(links), tuple(outcomes.values()))
+
+
+def _run_stage(stage: Stage, context: StageContext) -> StageOutcome:
+    """A stage that cannot run is an error on every node it would have judged, never a silent pass."""
+    try:
+        return stage.run(context)
+    except FabcheckError as err:
+        finding = errored(
+            f"{stage.name}.stage",
+            stage.name,
+            f"stage {stage.name} runs",
+            f"it could not run: {err}",
+            f"fix the cause, then `fabcheck validate --stages {stage.name}`",
+        )
+        nodes = [entry for entry in context.plan.chosen if stage.claims(entry)]
+        kind = NodeKind.SM if stage.name == "sm" else NodeKind.HOST
+        outcomes = [NodeOutcome(entry.name, kind, (finding,)) for entry in nodes]
+        return StageOutcome(stage.name, tuple(outcomes or [NodeOutcome(stage.name, kind, (finding,))]))
 
 
 def _inventory_login(entry: HostEntry, fabric: Fabric) -> SwitchLogin:

@@ -4,6 +4,7 @@ Analysis), without the runners knowing about reporters."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from fabcheck.report.model import Affinity, LinkDetail, NodeKind, Run, Subject
 if TYPE_CHECKING:
     from fabcheck.analyze import Analysis
     from fabcheck.gate.fabric import GateResult
+    from fabcheck.gate.stages import StageOutcome
     from fabcheck.validate import HostResult
 
 INPUT_CHECK = "input.readable"
@@ -58,7 +60,25 @@ def gate_run(
     # A link whose host end is not a planned host (none today) still shows, under its switch end.
     for findings in links_by_host.values():
         subjects.append(Subject(findings[0].subject, NodeKind.SWITCH, tuple(findings)))
-    return Run("validate", tuple(subjects), (), tuple(notes))
+    subjects = _with_stage_findings(subjects, result.stages)
+    notes = (*notes, *(note for outcome in result.stages for note in outcome.notes))
+    figures = tuple(figure for outcome in result.stages for figure in outcome.figures)
+    return Run("validate", tuple(subjects), (), tuple(notes), figures=figures)
+
+
+def _with_stage_findings(subjects: list[Subject], outcomes: Iterable[StageOutcome]) -> list[Subject]:
+    """A plugged stage's findings join the node's subject when an earlier stage judged it already."""
+    index = {subject.name: i for i, subject in enumerate(subjects)}
+    merged = list(subjects)
+    for outcome in outcomes:
+        for node in outcome.nodes:
+            if node.node in index:
+                known = merged[index[node.node]]
+                merged[index[node.node]] = replace(known, findings=(*known.findings, *node.findings))
+            else:
+                index[node.node] = len(merged)
+                merged.append(Subject(node.node, node.kind, node.findings))
+    return merged
 
 
 def analysis_subject(analysis: Analysis) -> Subject:

@@ -51,6 +51,7 @@ def render(run: Run) -> str:
     parts += [f'<p class="note">{_e(note)}</p>' for note in run.notes]
     parts += _nodes_table(run)
     parts += _links_section(run)
+    parts += _figures_section(run)
     for subject in subjects_by_severity(run.subjects):
         parts += _subject_section(subject)
     parts.append("</body></html>")
@@ -78,6 +79,13 @@ def _links_section(run: Run) -> list[str]:
         verdict_at = table.header.index("verdict")
         rows.append([_verdict_td(status) if i == verdict_at else _td(c) for i, c in enumerate(cells)])
     return [*out, _table("links", list(table.header), rows)]
+
+
+def _figures_section(run: Run) -> list[str]:
+    out: list[str] = []
+    for figure in run.figures:
+        out += [f"<h2>{_e(figure.title)}</h2>", f'<div class="figure">{figure.svg()}</div>']
+    return out
 
 
 def _subject_section(subject: Subject) -> list[str]:

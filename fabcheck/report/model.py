@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from fabcheck.checks.model import Finding, Status, verdict
 from fabcheck.parsers.topo import TopoMatrix
@@ -119,6 +119,16 @@ class LinkDetail:
     settings: tuple[LinkSetting, ...] = ()
 
 
+class Figure(Protocol):
+    """A picture a gate stage adds to the HTML report (a pair-bandwidth heatmap, a busbw curve)."""
+
+    title: str
+
+    def svg(self) -> str:
+        """Self-contained SVG markup: no script, nothing fetched."""
+        ...
+
+
 @dataclass(frozen=True)
 class Run:
     """One `validate` or `analyze` run: what was judged, in the order it was asked for."""
@@ -129,6 +139,7 @@ class Run:
     notes: tuple[str, ...] = ()  # said beside the results, e.g. which nodes this version does not check
     started_at: str = ""  # ISO 8601 local time, seconds (JUnit `timestamp`); "" when not recorded
     elapsed_s: float = 0.0  # wall time of the whole run
+    figures: tuple[Figure, ...] = ()  # drawn by the HTML reporter, in this order
 
     @property
     def verdict(self) -> Status:

@@ -1,0 +1,87 @@
+"""Stages that plug into the gate after host -> switch -> link: the subnet manager, NCCL, perftest, incast.
+
+A plugged stage is declared once, in its own module, as a `Stage`: its name, the stages whose results it
+reads, whether it runs when `--stages` is not given, which inventory nodes it judges, and `run`, which
+turns a `StageContext` (the inventory, the plan, the earlier stages' results) into a `StageOutcome`:
+findings per node, notes, and figures for the HTML report. The gate and the reporters know nothing
+else about it. A stage's module is named in PLUGGED_STAGES and imported only when the gate needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Protocol
+
+from fabcheck.checks.model import Finding
+from fabcheck.collect.host import TimeLimits
+from fabcheck.intent.loader import HostEntry, Inventory
+from fabcheck.report.model import Figure, NodeKind
+
+if TYPE_CHECKING:
+    from fabcheck import validate
+    from fabcheck.gate.fabric import GatePlan
+    from fabcheck.gate.switches import SwitchResult
+
+# Modules that each define STAGE: a Stage. Order is run order (after host, switch and link).
+PLUGGED_STAGES: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeOutcome:
+    """What a stage found on one node. Findings of a node the host or switch stage judged too are
+    reported under that same node."""
+
+    node: str
+    kind: NodeKind
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    stage: str
+    nodes: tuple[NodeOutcome, ...]
+    notes: tuple[str, ...] = ()
+    figures: tuple[Figure, ...] = ()
+
+
+@dataclass(frozen=True)
+class StageContext:
+    inventory: Inventory
+    plan: GatePlan
+    limits: TimeLimits
+    concurrency: int
+    deadline_s: float | None
+    hosts: tuple[validate.HostResult, ...] = ()
+    switches: tuple[SwitchResult, ...] = ()
+    # Outcomes of the plugged stages that ran before this one, by stage name.
+    earlier: Mapping[str, StageOutcome] = field(default_factory=dict)
+
+
+class Stage(Protocol):
+    name: str
+    requires: tuple[str, ...]  # stages that must run too, because this one reads their results
+    by_default: bool  # runs when --stages is not given (a stage that loads the fabric does not)
+
+    def claims(self, entry: HostEntry) -> bool:
+        """Whether this stage judges the node (so it is not listed as "not checked")."""
+        ...
+
+    def run(self, context: StageContext) -> StageOutcome: ...
+
+
+@cache
+def plugged() -> tuple[Stage, ...]:
+    """The declared stages, in run order."""
+    stages = tuple(importlib.import_module(module).STAGE for module in PLUGGED_STAGES)
+    names = [stage.name for stage in stages]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two plugged stages share a name: {names}")
+    return stages
+
+
+def plugged_named(names: Sequence[str]) -> tuple[Stage, ...]:
+    wanted = set(names)
+    return tuple(stage for stage in plugged() if stage.name in wanted)

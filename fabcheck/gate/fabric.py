@@ -23,7 +23,7 @@ from fabcheck.desired.nic import DesiredNic, desired_host
 from fabcheck.desired.switch import desired_switch
 from fabcheck.errors import FabcheckError, UsageError
 from fabcheck.gate.stages import NodeOutcome, Stage, StageContext, StageOutcome, plugged, plugged_named
-from fabcheck.gate.switches import SwitchResult, collect_switches, switch_login
+from fabcheck.gate.switches import Connect, SwitchResult, collect_switches, switch_login
 from fabcheck.intent.fabric import Fabric, fabric_of
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.report.model import NodeKind
@@ -122,12 +122,22 @@ def run_gate(
     concurrency: int = DEFAULT_CONCURRENCY,
     on_host_done: Callable[[validate.HostResult], None] = lambda _result: None,
     login_of: Callable[[HostEntry, Fabric], SwitchLogin] | None = None,
+    collector: validate.Collector | None = None,
+    connect: Connect | None = None,
 ) -> GateResult:
-    """Every stage of the plan. One node's failure to answer is an error for that node only."""
+    """Every stage of the plan. One node's failure to answer is an error for that node only.
+
+    ``collector`` reads a host (default: the native ssh round trip; fabcheck.gate.backends for testinfra,
+    fabcheck.gate.snapshot for a replay), ``connect`` opens a switch session (default: netmiko)."""
     hosts = validate.validate(
-        plan.hosts, limits, deadline_s=deadline_s, workers=concurrency, on_done=on_host_done
+        plan.hosts,
+        limits,
+        collector=collector,
+        deadline_s=deadline_s,
+        workers=concurrency,
+        on_done=on_host_done,
     )
-    switches = _switch_stage(inventory, plan, concurrency, login_of or _inventory_login)
+    switches = _switch_stage(inventory, plan, concurrency, login_of or _inventory_login, connect)
     links = (
         check_links(
             plan.fabric,
@@ -175,6 +185,7 @@ def _switch_stage(
     plan: GatePlan,
     concurrency: int,
     login_of: Callable[[HostEntry, Fabric], SwitchLogin],
+    connect: Connect | None = None,
 ) -> list[SwitchResult]:
     """Switches whose login resolves are read; one without a usable login is an error for it alone."""
     logins: dict[str, SwitchLogin] = {}
@@ -186,7 +197,12 @@ def _switch_stage(
             refused[name] = str(err)
     read = (
         collect_switches(
-            plan.fabric, inventory.intent, logins, concurrency=concurrency, switches=list(logins)
+            plan.fabric,
+            inventory.intent,
+            logins,
+            concurrency=concurrency,
+            switches=list(logins),
+            **({} if connect is None else {"connect": connect}),
         )
         if logins
         else []

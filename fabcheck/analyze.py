@@ -8,14 +8,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from fabcheck.checks.model import Finding, verdict
+from fabcheck.checks.counters import check_counters, counter_deltas, lossless_want
+from fabcheck.checks.model import Finding, errored, verdict
 from fabcheck.checks.nccl_log import check_nccl_log
 from fabcheck.checks.nccl_tests import check_nccl_tests
 from fabcheck.checks.perftest import check_perftest
 from fabcheck.checks.topo import check_topo
+from fabcheck.desired.nic import desired_host
 from fabcheck.errors import ParseError
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers import nccl_log, nccl_tests, perftest, topo
+from fabcheck.parsers.ethtool_stats import UNNAMED, parse_ethtool_stats
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,49 @@ ANALYZERS: dict[str, AnalyzerFn] = {
     "perftest": _perftest,
     "nccl-tests": _nccl_tests,
 }
+
+
+# Kinds judged from two captures of the same thing, before and after a load.
+PAIR_KINDS = ("counters",)
+
+
+def analyze_counters(
+    before: tuple[str, str], after: tuple[str, str], intent: FabricIntent, host: str | None = None
+) -> Analysis:
+    """Two `ethtool -S` captures ((name, text) each) -> lossless verdict per interface in both.
+    ParseError for a capture that is not `ethtool -S` output."""
+    first = parse_ethtool_stats(before[1], before[0])
+    second = parse_ethtool_stats(after[1], after[0])
+    want = lossless_want(desired_host(intent, host or "-").template)
+    findings: list[Finding] = []
+    interfaces: dict[str, dict[str, int]] = {}
+    for name in dict.fromkeys([*first, *second]):
+        shown = name or "(unnamed)"
+        if name not in first or name not in second:
+            missing = before[0] if name not in first else after[0]
+            findings.append(
+                errored(
+                    "counters.readable",
+                    shown,
+                    "the interface in both captures",
+                    f"not in {missing}",
+                    "capture the same interfaces before and after",
+                )
+            )
+            continue
+        old, new = first[name].counters, second[name].counters
+        findings += check_counters(shown, old, new, want)
+        deltas, _ = counter_deltas(old, new)
+        interfaces[shown] = {k: v for k, v in deltas.items() if v}
+    facts: dict[str, Any] = {
+        "before": before[0],
+        "after": after[0],
+        "lossless_priority": want.priority,
+        "congestion_control": want.congestion_control,
+        "interfaces": interfaces,
+        "unnamed": UNNAMED in first,
+    }
+    return Analysis(f"{before[0]} -> {after[0]}", "counters", facts, tuple(findings))
 
 
 def analyze(

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from fabcheck.analyze import ANALYZERS, Options, analyze
+from fabcheck.analyze import ANALYZERS, PAIR_KINDS, Options, analyze, analyze_counters
 from fabcheck.errors import ParseError, UsageError
 from fabcheck.intent.loader import load_inventory
 from fabcheck.intent.model import FabricIntent, default_intent
@@ -33,6 +33,7 @@ KIND_EXPECTS: dict[str, str] = {
     "nccl-log": "an NCCL log of a job run with NCCL_DEBUG=INFO (lines with 'NCCL INFO')",
     "perftest": "perftest output, client or server (ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat)",
     "nccl-tests": "the output of an nccl-tests binary (all_reduce_perf, all_gather_perf, ...)",
+    "counters": "two `ethtool -S IF` captures, BEFORE and AFTER a load (one or more interfaces each)",
 }
 
 EPILOG = (
@@ -46,6 +47,7 @@ examples:
   fabcheck analyze topo topo.txt -i inventory/example --host gpu01
   fabcheck analyze perftest ib_write_bw.txt --line-rate-gbps 400 --json
   fabcheck analyze topo gpu*/topo.txt --junit-xml topo.xml --html topo.html
+  fabcheck analyze counters before.txt after.txt -i inventory/example
 """
 )
 
@@ -58,7 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("kind", choices=sorted(ANALYZERS), metavar="KIND", help="what the files hold (below)")
+    parser.add_argument(
+        "kind", choices=sorted([*ANALYZERS, *PAIR_KINDS]), metavar="KIND", help="what the files hold (below)"
+    )
     parser.add_argument(
         "files", nargs="+", metavar="FILE", help="files to analyze ('-' reads standard input)"
     )
@@ -94,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
     intent = _intent(args)
     options = Options(line_rate_gbps=args.line_rate_gbps)
     expected = f"expected {KIND_EXPECTS.get(args.kind, args.kind)}"
+    if args.kind in PAIR_KINDS:
+        return emit(analyze_run([_counters(args, intent, expected)]), args)
     subjects: list[Subject] = []  # in file order, unreadable files included
     for name in args.files:
         try:
@@ -109,6 +115,26 @@ def run(args: argparse.Namespace) -> int:
         except OSError as err:
             subjects.append(_unreadable(args, name, f"cannot open: {err.strerror or err}; {expected}"))
     return emit(analyze_run(subjects), args)
+
+
+def _counters(args: argparse.Namespace, intent: FabricIntent, expected: str) -> Subject:
+    """BEFORE and AFTER judged together: one subject, or the first capture that cannot be read."""
+    if len(args.files) != 2:
+        raise UsageError(f"counters takes two files, BEFORE and AFTER; got {len(args.files)}")
+    texts = []
+    for name in args.files:
+        try:
+            texts.append((name, "".join(_lines(name))))
+        except BinaryInputError:
+            return _unreadable(args, name, f"binary data, not text; {expected}")
+        except IsADirectoryError:
+            return _unreadable(args, name, f"is a directory; {expected} in a file")
+        except OSError as err:
+            return _unreadable(args, name, f"cannot open: {err.strerror or err}; {expected}")
+    try:
+        return analysis_subject(analyze_counters(texts[0], texts[1], intent, args.host))
+    except ParseError as err:
+        return _unreadable(args, err.source, f"cannot read it as ethtool -S: {err.message}", line=err.line)
 
 
 def _intent(args: argparse.Namespace) -> FabricIntent:

@@ -9,7 +9,8 @@ from fabcheck.parsers.topo import TopoMatrix, link_rank
 CHECK = "topo.gpu_nic_affinity"
 _PLACEMENT_HINT = (
     "GPU-NIC placement is physical: NCCL traffic for this GPU crosses {link} to reach the NIC. Put the NIC "
-    "under the GPU's PCIe switch, or correct fabric_intent.rails / fabric_rails if the map is wrong"
+    "under the GPU's PCIe switch, or correct fabric_intent.rails / fabric_rails if the map is wrong; a "
+    "server whose PCIe layout has nothing closer states its class in host var fabric_max_gpu_nic_link"
 )
 
 

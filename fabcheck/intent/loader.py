@@ -35,6 +35,10 @@ from fabcheck.intent.vaulted import (
 
 INTENT_VAR = "fabric_intent"
 RAILS_VAR = "fabric_rails"  # optional per-host override of fabric_intent.rails
+# Optional per-host override of fabric_intent.max_gpu_nic_link: a PCIe server whose NICs hang off the
+# host bridge cannot reach PXB, and says so for itself while the fabric keeps its stricter default.
+MAX_LINK_VAR = "fabric_max_gpu_nic_link"
+HOST_OVERRIDES = {RAILS_VAR: "rails", MAX_LINK_VAR: "max_gpu_nic_link"}  # host var -> intent key
 PROBE_HOST = "fabcheck-intent-probe"
 
 
@@ -114,7 +118,7 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
             problems.extend(p for p in err.problems if p not in problems)
             continue
         vaulted |= host_vaulted
-        key = intent.model_dump_json(exclude={"rails"})
+        key = intent.model_dump_json(exclude=set(HOST_OVERRIDES.values()))
         seen.setdefault(key, intent)
         fabric = fabric or intent
         if host.name != PROBE_HOST:
@@ -137,8 +141,9 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
         # A fabric has one lossless recipe; hosts that disagree would each pass their own check.
         raise IntentError(
             [
-                f"{source}: hosts resolve {len(seen)} different fabric intents (only rails "
-                f"may differ per host); keep {INTENT_VAR} in group_vars/all"
+                f"{source}: hosts resolve {len(seen)} different fabric intents (only rails and "
+                f"max_gpu_nic_link may differ per host, as host vars {', '.join(HOST_OVERRIDES)}); "
+                f"keep {INTENT_VAR} in group_vars/all"
             ]
         )
     assert fabric is not None
@@ -219,19 +224,19 @@ def _host_intent(
     variables: Mapping[str, Any], loader: Any, has_password: bool
 ) -> tuple[FabricIntent, frozenset[KeyPath]]:
     raw = variables[INTENT_VAR]
-    rails = variables.get(RAILS_VAR)
-    raw_tree = raw if rails is None or not isinstance(raw, Mapping) else {**raw, "rails": rails}
+    overrides = {key: variables[var] for var, key in HOST_OVERRIDES.items() if variables.get(var) is not None}
+    raw_tree = {**raw, **overrides} if isinstance(raw, Mapping) else raw
     try:
         # Rendered values keep their origin tags (ansible >= 2.19), so errors still name file and line.
         rendered = _render(raw, variables, loader)
-        rendered_rails = None if rails is None else _render(rails, variables, loader)
+        rendered_overrides = {key: _render(value, variables, loader) for key, value in overrides.items()}
     except Exception as err:  # template or vault errors carry their own explanation
         raise IntentError(_render_problems(raw_tree, variables, has_password, err)) from None
     if not isinstance(rendered, Mapping):
         raise IntentError(
             [f"{where_of(raw)}{INTENT_VAR}: expected a mapping, got {type(plain_python(rendered)).__name__}"]
         )
-    tree = dict(rendered) if rendered_rails is None else {**rendered, "rails": rendered_rails}
+    tree = {**rendered, **rendered_overrides}
     paths = vaulted_paths(raw_tree, tree, variables)
     secrets = _Secrets(paths, frozenset(secret_texts(tree, paths)))
     data = plain_python(tree)

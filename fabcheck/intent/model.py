@@ -419,7 +419,11 @@ class FabricIntent(StrictModel):
     rails: dict[Annotated[Integer, Field(ge=0)], NicName] = Field(
         default_factory=dict, description="GPU index -> NIC"
     )
-    max_gpu_nic_link: Literal["PIX", "PXB", "PHB", "NODE", "SYS"] = "PXB"
+    max_gpu_nic_link: Literal["PIX", "PXB", "PHB", "NODE", "SYS"] = Field(
+        "PXB",
+        description="worst acceptable `nvidia-smi topo -m` class GPU -> rail NIC; per host override: "
+        "host var fabric_max_gpu_nic_link (a PCIe server whose NICs sit behind the host bridge: NODE)",
+    )
     link: Link = Field(default_factory=Link)
     nccl: Nccl = Field(default_factory=Nccl)
     performance: Performance = Field(default_factory=Performance)

@@ -1,9 +1,14 @@
 """Mock nccl-tests (``all_reduce_perf`` and friends) with NCCL INFO lines and real inter-node bytes.
 
-Ranks come from the MPI environment (``OMPI_COMM_WORLD_*`` or ``PMI_*``); several processes meet at
-``FABCHECK_MPI_ROOT:FABCHECK_MPI_PORT`` (set by ``fabcheck-mpirun``). Process 0 times a real TCP
-transfer to every other node and prints the table; bus bandwidth is the fabric ceiling (NIC line
-rates, GPUDirect, NIC placement, MTU) scaled by that measurement like perftest.
+Ranks come from the launcher's environment as the real binaries read it: Open MPI's ``mpirun``
+(``OMPI_COMM_WORLD_*``), Slurm's ``srun`` (``SLURM_PROCID``/``SLURM_NTASKS``/``SLURM_LOCALID``) or
+``PMI_*``. Where real nccl-tests pass NCCL's unique id over MPI, the mock's processes meet over TCP:
+process 0 listens on its node's address at a port derived from the job id every rank of the job sees
+(``PMIX_NAMESPACE``, ``SLURM_JOB_ID.SLURM_STEP_ID``); the others look for it on the first node of a
+Slurm step, else on every lab node (a connection to a closed port on a lab address is refused at once).
+``fabcheck-mpirun`` names the meeting point instead (``FABCHECK_MPI_ROOT:FABCHECK_MPI_PORT``).
+Process 0 times a real TCP transfer to every other node and prints the table; bus bandwidth is the
+fabric ceiling (NIC line rates, GPUDirect, NIC placement, MTU) scaled by that measurement like perftest.
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ import getopt
 import math
 import os
 import random
+import re
 import socket
 import sys
+import time
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,27 +171,60 @@ def sizes(p: Params) -> list[int]:
 
 
 # --- ranks and world --------------------------------------------------------------------------
+PORT_RANGE = (20000, 40000)  # meeting ports derived from a job id fall in here
+JOB_ID_VARS = ("PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid")  # same value in every rank of one mpirun job
+
+
 @dataclass
 class World:
     proc: int
     nprocs: int
     local: int
     nlocal: int
-    root: str | None
+    root: str | None  # where process 0 listens; None: look for it on the candidate nodes
     port: int
 
 
-def world_from_env(env: dict[str, str]) -> World:
+def job_key(env: dict[str, str]) -> str | None:
+    """What every rank of one launch sees alike: the PMIx namespace of an mpirun job, a Slurm step."""
+    if "SLURM_JOB_ID" in env:
+        return f"slurm:{env['SLURM_JOB_ID']}.{env.get('SLURM_STEP_ID', '0')}"
+    return next((f"pmix:{env[name]}" for name in JOB_ID_VARS if env.get(name)), None)
+
+
+def meeting_port(key: str) -> int:
+    low, high = PORT_RANGE
+    return low + zlib.crc32(key.encode()) % (high - low)
+
+
+def first_slurm_node(env: dict[str, str]) -> str | None:
+    """The first host of SLURM_STEP_NODELIST (``gpu[01-02],x`` or ``gpu01,gpu02``): process 0 runs there."""
+    nodes = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST")
+    if not nodes:
+        return None
+    head = re.match(r"([^,\[]+)(?:\[([^\]-,]+))?", nodes)
+    return (head.group(1) + (head.group(2) or "")) if head else None
+
+
+def world_from_env(env: dict[str, str], node: Node | None = None) -> World:
     def pick(*names: str, default: str = "0") -> int:
         return int(next((env[n] for n in names if n in env), default))
 
+    key = job_key(env)
+    root = env.get("FABCHECK_MPI_ROOT")
+    port = int(env.get("FABCHECK_MPI_PORT", DEFAULT_PORT))
+    if root is None and key is not None:
+        port = meeting_port(key)
+        first = first_slurm_node(env)
+        if first is not None and node is not None:
+            root = node.address if first == node.hostname else node.info.get("peers", {}).get(first)
     return World(
-        proc=pick("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"),
-        nprocs=pick("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", default="1"),
-        local=pick("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"),
+        proc=pick("OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", "PMIX_RANK"),
+        nprocs=pick("OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE", default="1"),
+        local=pick("OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"),
         nlocal=pick("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", default="1"),
-        root=env.get("FABCHECK_MPI_ROOT"),
-        port=int(env.get("FABCHECK_MPI_PORT", DEFAULT_PORT)),
+        root=root,
+        port=port,
     )
 
 
@@ -362,12 +403,31 @@ def gather(world: World, node: Node, mine: list[dict[str, Any]]) -> tuple[list[d
     return everyone, factor
 
 
+JOIN_WAIT_S = 20.0
+
+
+def look_for_root(node: Node, port: int) -> socket.socket | None:
+    """Process 0 of this job listens at `port` on one of the lab's nodes: try them all until it answers."""
+    candidates = [node.address, *dict.fromkeys(node.info.get("peers", {}).values())]
+    deadline = time.monotonic() + JOIN_WAIT_S
+    while time.monotonic() < deadline:
+        for address in candidates:
+            sock = traffic.connect(address, port, wait=0.0, source=node.address)
+            if sock is not None:
+                return sock
+        time.sleep(0.05)
+    return None
+
+
 def join(world: World, node: Node, mine: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
-    sock = traffic.connect(str(world.root), world.port, wait=20.0, source=node.address)
+    sock = (
+        traffic.connect(world.root, world.port, wait=JOIN_WAIT_S, source=node.address)
+        if world.root
+        else look_for_root(node, world.port)
+    )
     if sock is None:
-        raise ToolError(
-            f"{node.hostname}: NCCL WARN Bootstrap : connect to {world.root}:{world.port} failed\n", 1
-        )
+        where = world.root or "any lab node"
+        raise ToolError(f"{node.hostname}: NCCL WARN Bootstrap : connect to {where}:{world.port} failed\n", 1)
     chan = traffic.Channel(sock)
     chan.send_json({"ranks": mine})
     while True:
@@ -428,7 +488,7 @@ def log_rank(
 def main(node: Node, prog: str, args: list[str]) -> int:
     p = parse_args(prog, args)
     env = dict(os.environ)
-    world = world_from_env(env)
+    world = world_from_env(env, node)
     if node.topology.get("gpus") == []:
         raise ToolError(
             f"{node.hostname}: Test CUDA failure common.cu:892 'no CUDA-capable device is detected'\n",
@@ -439,15 +499,20 @@ def main(node: Node, prog: str, args: list[str]) -> int:
     logs = [RankLog(node, r["rank"], r["dev"], env) for r in mine]
     for log, rank in zip(logs, mine, strict=True):
         init_lines(log, rank["net"], int(node.topology.get("cuda_driver", 12040)))
-    if world.nprocs > 1 and not world.root:
-        raise ToolError("FABCHECK_MPI_ROOT is not set: start multi-process runs with fabcheck-mpirun\n", 1)
+    if world.nprocs > 1 and not world.root and job_key(env) is None:
+        raise ToolError(
+            "FABCHECK_MPI_ROOT is not set and no launcher job id (PMIX_NAMESPACE, SLURM_JOB_ID) is in the "
+            "environment: start multi-process runs with mpirun, srun or fabcheck-mpirun\n",
+            1,
+        )
     if world.nprocs == 1:
         everyone, factor = mine, 1.0
     elif world.proc == 0:
         everyone, factor = gather(world, node, mine)
     else:
         everyone, factor = join(world, node, mine)
-    comm_id = int(env.get("FABCHECK_MPI_PORT", "0")) * 0x9E3779B97F4A7C15 % 2**64 or 0x1234
+    job = env.get("FABCHECK_MPI_PORT") or (str(world.port) if job_key(env) else "0")
+    comm_id = int(job) * 0x9E3779B97F4A7C15 % 2**64 or 0x1234
     text = render_header(node, p, everyone) if world.proc == 0 else ""
     if world.proc == 0 and env.get("NCCL_DEBUG", "").upper() in VERSION_LEVELS:
         text += f"NCCL version {node.topology['nccl_version']}\n"

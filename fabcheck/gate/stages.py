@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from fabcheck.gate.switches import SwitchResult
 
 # Modules that each define STAGE: a Stage. Order is run order (after host, switch and link).
-PLUGGED_STAGES: tuple[str, ...] = ()
+PLUGGED_STAGES: tuple[str, ...] = ("fabcheck.gate.sm_stage",)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,284 @@
+"""The gate's `sm` stage: every InfiniBand subnet-manager node in one ssh round trip, then the SM checks.
+
+Claims the nodes of group subnet_managers whose intent is InfiniBand. Per node a static POSIX sh script
+prints marked sections (the host collector's markers and launcher, so a hung tool is stopped on the node
+and truncated output is seen as such): `sminfo` (the master the node's port follows), `sminfo LID` of the
+node's own first port (its own SM), opensm.conf, partitions.conf and the service state. Its inputs are
+positional arguments it validates itself: the token, the per-tool limit, fabcheck's fixed file paths
+and the unit name (role variable opensm_service). The checks (fabcheck.checks.sm) judge all SM nodes
+together, so that the one-master rule sees the whole subnet.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shlex
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from fabcheck.checks.host import Unreadable
+from fabcheck.checks.sm import NoAnswer, SmEvidence, check_subnet
+from fabcheck.collect.host import (
+    LAUNCHER,
+    ConnectionVarError,
+    Section,
+    SshTarget,
+    TimeLimits,
+    split_sections,
+    ssh_said,
+)
+from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
+from fabcheck.errors import ParseError
+from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
+from fabcheck.intent.loader import HostEntry
+from fabcheck.parsers.opensm_conf import parse_opensm_conf, parse_partitions_conf
+from fabcheck.parsers.sminfo import no_sm_answered, parse_sminfo
+from fabcheck.report.model import NodeKind
+
+SUBNET_MANAGERS = "subnet_managers"
+INFINIBAND_DIR = "/sys/class/infiniband"
+DEFAULT_SERVICE = "opensm"  # the opensm role's opensm_service default
+SERVICE_VARIABLE = "opensm_service"
+_PLAIN_UNIT = re.compile(r"[A-Za-z0-9_.@-]{1,64}", re.ASCII)
+
+# Section names and the command each one ran, as a user would type it.
+MASTER_SMINFO, OWN_SMINFO = "sminfo", "sminfo_own"
+OPENSM_CONF, PARTITIONS_CONF = "opensm_conf", "partitions_conf"
+ENABLED, ACTIVE = "is_enabled", "is_active"
+
+# $1 token, $2 seconds per tool, $3 opensm.conf, $4 partitions.conf, $5 the infiniband sysfs dir, $6 the
+# unit. The own LID is read from the first port's sysfs file and used only when it is a hex number.
+SM_SCRIPT = r"""
+set -f
+token=$1 limit=$2 conf=$3 parts=$4 ibdir=$5 unit=$6
+case $token in ''|*[!0-9a-f]*) echo "fabcheck: bad token" >&2; exit 2;; esac
+case $limit in ''|*[!0-9]*|0*) echo "fabcheck: bad time limit" >&2; exit 2;; esac
+for word in "$conf" "$parts" "$ibdir"; do
+    case $word in /*) ;; *) echo "fabcheck: bad path" >&2; exit 2;; esac
+    case $word in *[!A-Za-z0-9_./-]*) echo "fabcheck: bad path" >&2; exit 2;; esac
+done
+case $unit in ''|-*|*[!A-Za-z0-9_.@-]*) echo "fabcheck: bad unit" >&2; exit 2;; esac
+err=$(mktemp 2>/dev/null) || err=/dev/null
+trap '[ "$err" = /dev/null ] || rm -f "$err"; exit 143' TERM INT HUP PIPE
+bounded=
+command -v timeout >/dev/null 2>&1 && bounded=yes
+mark() { printf '%s %s %s>>>\n' '<<<fabcheck' "$token" "$1"; }
+section() {  # name command...
+    name=$1; shift
+    mark "begin $name"
+    if [ -n "$bounded" ]; then
+        timeout -k 1 "$limit" "$@" 2>"$err" </dev/null
+    else
+        "$@" 2>"$err" </dev/null
+    fi
+    rc=$?
+    printf '\n'; mark "stderr $name"
+    [ "$err" = /dev/null ] || cat "$err"
+    printf '\n'; mark "end $name rc=$rc"
+}
+recorded() {  # name rc stderr
+    mark "begin $1"; printf '\n'; mark "stderr $1"; printf '%s\n' "$3"; mark "end $1 rc=$2"
+}
+section sminfo sminfo
+lid=
+set +f
+for file in "$ibdir"/*/ports/1/lid; do
+    [ -r "$file" ] && { lid=$(cat "$file"); break; }
+done
+set -f
+hex=${lid#0x}
+case $lid in 0x*) case $hex in ''|*[!0-9a-fA-F]*) lid=;; esac;; *) lid=;; esac
+if [ -n "$lid" ]; then
+    section sminfo_own sminfo "$lid"
+else
+    recorded sminfo_own 1 "no InfiniBand port with a LID under $ibdir"
+fi
+section opensm_conf cat "$conf"
+if [ -e "$parts" ]; then section partitions_conf cat "$parts"; else recorded partitions_conf 3 "absent"; fi
+section is_enabled systemctl is-enabled "$unit"
+section is_active systemctl is-active "$unit"
+[ "$err" = /dev/null ] || rm -f "$err"
+printf '%s %s complete>>>\n' '<<<fabcheck' "$token"
+"""
+
+
+@dataclass(frozen=True)
+class SmCollection:
+    node: str
+    sections: Mapping[str, Section]
+    complete: bool
+    error: str | None = None
+
+
+def section_commands(desired: DesiredSubnetManager, service: str) -> dict[str, str]:
+    return {
+        MASTER_SMINFO: "sminfo",
+        OWN_SMINFO: f"sminfo <LID of {INFINIBAND_DIR}/*/ports/1>",
+        OPENSM_CONF: f"cat {desired.opensm_conf_path}",
+        PARTITIONS_CONF: f"cat {desired.partitions_conf_path}",
+        ENABLED: f"systemctl is-enabled {service}",
+        ACTIVE: f"systemctl is-active {service}",
+    }
+
+
+def remote_command(token: str, desired: DesiredSubnetManager, service: str, limits: TimeLimits) -> str:
+    script = [
+        SM_SCRIPT,
+        "fabcheck-sm",
+        token,
+        str(limits.tool_s),
+        desired.opensm_conf_path,
+        desired.partitions_conf_path,
+        INFINIBAND_DIR,
+        service,
+    ]
+    return shlex.join(["sh", "-c", LAUNCHER, "fabcheck-sm", str(limits.host_s), *script])
+
+
+def collect_sm(
+    target: SshTarget, desired: DesiredSubnetManager, service: str, limits: TimeLimits
+) -> SmCollection:
+    """One round trip to an SM node; never raises for an unreachable node."""
+    token = secrets.token_hex(8)
+    argv = target.argv(remote_command(token, desired, service, limits), limits.ssh_connect_timeout)
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=limits.client_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return SmCollection(target.name, {}, False, f"no complete answer within {limits.client_s:g} s")
+    except OSError as err:
+        return SmCollection(target.name, {}, False, f"cannot run ssh: {err.strerror or err}")
+    parsed = split_sections(done.stdout, token)
+    if parsed.complete:
+        return SmCollection(target.name, parsed.sections, True)
+    said = ssh_said(done.stderr)
+    reason = f"ssh to {target.where} ended early (exit {done.returncode})" + (f": {said}" if said else "")
+    return SmCollection(target.name, parsed.sections, False, reason)
+
+
+Collector = Callable[[SshTarget, DesiredSubnetManager, str, TimeLimits], SmCollection]
+T = TypeVar("T")
+
+
+def evidence_of(collection: SmCollection, desired: DesiredSubnetManager, service: str) -> SmEvidence:
+    """Pure: one node's sections -> its evidence. A missing or failed section is Unreadable."""
+    if not collection.complete:
+        return SmEvidence(
+            collection.node,
+            *(Unreadable("collection", collection.error or "incomplete"),) * 6,
+            unreachable=collection.error or "output incomplete",
+        )
+    commands = section_commands(desired, service)
+    sections = collection.sections
+    source = collection.node
+
+    def read(name: str, parse: Callable[[str, str], T]) -> T | Unreadable:
+        section = sections.get(name)
+        command = commands[name]
+        if section is None or section.rc is None:
+            return Unreadable(command, "not in the output")
+        if not section.ok:
+            return Unreadable(command, _said(section))
+        try:
+            return parse(section.stdout, f"{source}: {command}")
+        except ParseError as err:
+            return Unreadable(command, f"unparsable output: {err.message}")
+
+    def sminfo(name: str) -> Any:
+        section = sections.get(name)
+        if section is not None and section.rc not in (None, 0) and no_sm_answered(section.stderr):
+            return NoAnswer(commands[name], _said(section))
+        return read(name, parse_sminfo)
+
+    partitions_section = sections.get(PARTITIONS_CONF)
+    absent = partitions_section is not None and partitions_section.rc == 3
+    return SmEvidence(
+        node=collection.node,
+        own=sminfo(OWN_SMINFO),
+        master=sminfo(MASTER_SMINFO),
+        conf=read(OPENSM_CONF, parse_opensm_conf),
+        partitions=None if absent else read(PARTITIONS_CONF, parse_partitions_conf),
+        enabled=_word(sections.get(ENABLED), commands[ENABLED]),
+        active=_word(sections.get(ACTIVE), commands[ACTIVE]),
+    )
+
+
+def _said(section: Section) -> str:
+    lines = [line.strip() for line in section.stderr.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else f"exit {section.rc}"
+
+
+def _word(section: Section | None, command: str) -> str | Unreadable:
+    """systemctl is-enabled/is-active print one word and exit non-zero for every other answer than
+    enabled/active: the word is the evidence; no word at all is unreadable."""
+    if section is None or section.rc is None:
+        return Unreadable(command, "not in the output")
+    words = section.stdout.split()
+    if not words:
+        return Unreadable(command, _said(section))
+    return words[0]
+
+
+def service_of(entry: HostEntry) -> str:
+    """The opensm unit name: the role's opensm_service when the inventory sets it, else opensm."""
+    value = entry.variables.get(SERVICE_VARIABLE, DEFAULT_SERVICE)
+    if not isinstance(value, str) or not _PLAIN_UNIT.fullmatch(value) or value.startswith("-"):
+        raise ConnectionVarError(SERVICE_VARIABLE, value, "a systemd unit name (letters, digits, _ . @ -)")
+    return value
+
+
+@dataclass(frozen=True)
+class SmStage:
+    name: str = "sm"
+    requires: tuple[str, ...] = ()
+    by_default: bool = True
+    collector: Collector = field(default=collect_sm)
+
+    def claims(self, entry: HostEntry) -> bool:
+        return SUBNET_MANAGERS in entry.groups and entry.intent.kind == "ib"
+
+    def run(self, context: StageContext) -> StageOutcome:
+        nodes = [entry for entry in context.plan.chosen if self.claims(entry)]
+        if not nodes:
+            return StageOutcome(self.name, ())
+        desired = {e.name: desired_subnet_manager(e.intent, e.name) for e in nodes}
+        master = nodes[0].intent.subnet_manager.intended_master
+        if master is not None and master not in desired:
+            desired[master] = desired_subnet_manager(nodes[0].intent, master)
+        workers = max(1, min(context.concurrency, len(nodes)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            shown = list(pool.map(lambda e: self._one(e, desired[e.name], context.limits), nodes))
+        judged = check_subnet(shown, desired)
+        notes = _left_out(master, desired, nodes)
+        outcomes = tuple(NodeOutcome(e.name, NodeKind.SM, tuple(judged[e.name])) for e in nodes)
+        return StageOutcome(self.name, outcomes, notes)
+
+    def _one(self, entry: HostEntry, desired: DesiredSubnetManager, limits: TimeLimits) -> SmEvidence:
+        try:
+            target = SshTarget.from_host_vars(entry.name, entry.variables)
+            service = service_of(entry)
+        except ConnectionVarError as err:
+            return evidence_of(
+                SmCollection(entry.name, {}, False, f"bad inventory variable: {err}"), desired, ""
+            )
+        return evidence_of(self.collector(target, desired, service, limits), desired, service)
+
+
+def _left_out(master: str | None, desired: Mapping[str, Any], nodes: Sequence[HostEntry]) -> tuple[str, ...]:
+    if master is None or any(entry.name == master for entry in nodes):
+        return ()
+    return (f"sm.master is judged on every SM node of this run: the intended master {master} is left out",)
+
+
+STAGE = SmStage()

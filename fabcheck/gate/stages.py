@@ -26,7 +26,11 @@ if TYPE_CHECKING:
     from fabcheck.gate.switches import SwitchResult
 
 # Modules that each define STAGE: a Stage. Order is run order (after host, switch and link).
-PLUGGED_STAGES: tuple[str, ...] = ("fabcheck.gate.sm_stage",)
+PLUGGED_STAGES: tuple[str, ...] = (
+    "fabcheck.gate.sm_stage",
+    "fabcheck.gate.nccl_stage",
+    "fabcheck.gate.perftest_stage",
+)
 
 
 @dataclass(frozen=True)

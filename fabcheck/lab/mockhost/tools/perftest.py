@@ -50,6 +50,7 @@ LONG = [
     "connection=",
     "report_gbits",
     "report-gbits",
+    "use_cuda=",
     "help",
 ]
 
@@ -67,6 +68,7 @@ class Params:
     rdma_cm: bool = False
     tos: int | None = None
     gbits: bool = False
+    cuda_device: int | None = None
     server: str | None = None
 
     @property
@@ -132,6 +134,8 @@ def apply_option(p: Params, flag: str, value: str) -> None:
         p.tos = number(value)
     elif flag in ("--report_gbits", "--report-gbits"):
         p.gbits = True
+    elif flag == "--use_cuda":
+        p.cuda_device = number(value)
 
 
 def find_device(node: Node, wanted: str | None) -> dict[str, Any]:
@@ -150,6 +154,28 @@ def find_device(node: Node, wanted: str | None) -> dict[str, Any]:
         word = state.split(":")[-1].strip().capitalize() or "Down"
         raise ToolError(f" Port number 1 state is {word}\n Couldn't get context for the device\n", 1)
     return nic
+
+
+def check_cuda(node: Node, p: Params) -> None:
+    """--use_cuda: the buffer lives on that GPU, and the NIC registers it only through nvidia_peermem."""
+    if p.cuda_device is None:
+        return
+    if not any(gpu["index"] == p.cuda_device for gpu in node.gpus()):
+        raise ToolError(f"Couldn't find CUDA device {p.cuda_device}\n Couldn't create IB resources\n", 1)
+    if not node.peermem_loaded():
+        raise ToolError(" Couldn't allocate MR\n Failed to create MR\n Couldn't create IB resources\n", 1)
+
+
+def listen_on(node: Node, port: int) -> Any:
+    """The server's socket; a port another process holds fails as perftest's server does."""
+    try:
+        return traffic.listen(node.address, port)
+    except OSError:
+        raise ToolError(
+            f"Couldn't listen to port {port}\nUnable to open file descriptor for socket connection"
+            " Unable to init the socket connection\n",
+            1,
+        ) from None
 
 
 def qp_info(node: Node, nic: dict[str, Any], p: Params) -> dict[str, Any]:
@@ -331,6 +357,7 @@ def transfer(chan: traffic.Channel, p: Params, *, sending: bool) -> float:
 
 def run_client(node: Node, p: Params) -> int:
     nic = find_device(node, p.dev)
+    check_cuda(node, p)
     info = qp_info(node, nic, p)
     local = traffic.nic_profile(node, nic)
     sock = traffic.connect(str(p.server), p.port, wait=1.0, source=node.address)
@@ -384,9 +411,10 @@ def run_client(node: Node, p: Params) -> int:
 
 def run_server(node: Node, p: Params) -> int:
     nic = find_device(node, p.dev)
+    check_cuda(node, p)
     info = qp_info(node, nic, p)
     local = traffic.nic_profile(node, nic)
-    listener = traffic.listen(node.address, p.port)
+    listener = listen_on(node, p.port)
     out(
         "\n************************************\n* Waiting for client to connect... *\n"
         "************************************\n"

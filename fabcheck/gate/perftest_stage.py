@@ -1,0 +1,215 @@
+"""The perftest stage of the gate: survey rounds of ib_write_bw between the rail NICs of the GPU hosts,
+judged against the physics floor and the peers, localised by re-pairing, and compared with the stored
+baseline when there is one. Findings land on each host; the pair heatmap goes to the HTML report.
+
+Not run by default (it loads the fabric): `fabcheck validate --stages host,perftest`. The inventory
+variable perftest_mode picks fast (default: one matching per rail) or all (every pair, N-1 rounds)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from fabcheck import validate
+from fabcheck.checks.model import Finding, Status, errored, failed, passed, skipped
+from fabcheck.desired.perftest import DRIFT_MAX_DROP
+from fabcheck.errors import UsageError
+from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
+from fabcheck.intent.loader import HostEntry
+from fabcheck.pairs import baseline as stored
+from fabcheck.pairs.heatmap import heatmap
+from fabcheck.pairs.localise import Diagnosis, localise
+from fabcheck.pairs.rounds import FAST, MODES, Endpoint
+from fabcheck.pairs.session import Session, open_session
+from fabcheck.pairs.verdict import Measurement
+from fabcheck.report.model import NodeKind
+
+MODE_VARIABLE = "perftest_mode"
+NIC, HOST, LINK, DRIFT, STAGE_CHECK = (
+    "perftest.nic",
+    "perftest.host",
+    "perftest.link",
+    "perftest.drift",
+    "perftest.stage",
+)
+NIC_HINT = (
+    "this NIC is slow with every peer: check its port speed and width (ibstat Rate), its PCIe link "
+    "(lspci LnkSta), its cable and optics, and PFC pause storms on its port"
+)
+HOST_HINT = (
+    "every NIC of this host is slow with known-good peers: a host-wide cause (PCIe root or switch, CPU or "
+    "memory placement, firmware, a shaped or congested uplink of the host)"
+)
+LINK_HINT = "both ends reach the floor with other peers: check the path between them (leaf and spine ports)"
+UNLOCALISED_HINT = "no known-good NIC on this rail was free to tell which end is slow: rerun with more hosts"
+
+
+def mode_of(entries: Sequence[HostEntry]) -> str:
+    """perftest_mode of the inventory (the first host's value; a group variable in practice)."""
+    value = entries[0].variables.get(MODE_VARIABLE, FAST) if entries else FAST
+    if value not in MODES:
+        raise UsageError(f"inventory variable {MODE_VARIABLE}={value!r}: expected one of {', '.join(MODES)}")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class PerftestStage:
+    name: str = "perftest"
+    requires: tuple[str, ...] = ("host",)
+    by_default: bool = False
+
+    def claims(self, entry: HostEntry) -> bool:
+        return validate.GPU_HOSTS in entry.groups
+
+    def run(self, context: StageContext) -> StageOutcome:
+        entries = list(context.plan.hosts)
+        mode = mode_of(entries)
+        session = open_session(entries, context.limits, context.concurrency, mode)
+        diagnosis = localise(session.rounds, session.measure, session.judge_of)
+        path = stored.default_path(context.inventory.source)
+        recorded = stored.load_baseline(path)
+        findings = judge_hosts(entries, session, diagnosis, recorded, str(path))
+        outcomes = tuple(NodeOutcome(e.name, NodeKind.HOST, tuple(findings[e.name])) for e in entries)
+        tested = [e.name for e in entries if e.name not in session.left_out]
+        figure = heatmap(tested, diagnosis.measurements, session.floor_of)
+        return StageOutcome(self.name, outcomes, notes(session, diagnosis, mode), (figure,))
+
+
+def notes(session: Session, diagnosis: Diagnosis, mode: str) -> tuple[str, ...]:
+    said = [
+        f"perftest {mode} mode: {len(diagnosis.measurements)} pairs in {diagnosis.rounds} rounds "
+        f"({len(session.rounds)} survey, {diagnosis.rounds - len(session.rounds)} re-pairing)"
+    ]
+    if session.unpinned:
+        said.append(f"perftest ran unpinned (no numactl) on {', '.join(session.unpinned)}")
+    return tuple(said)
+
+
+def judge_hosts(
+    entries: Sequence[HostEntry],
+    session: Session,
+    diagnosis: Diagnosis,
+    recorded: stored.Baseline | None,
+    baseline_path: str,
+) -> dict[str, list[Finding]]:
+    """Pure: the diagnosis -> findings per host (NIC, host, link, drift)."""
+    findings: dict[str, list[Finding]] = {e.name: [] for e in entries}
+    for host, reason in session.left_out.items():
+        findings[host].append(
+            errored(
+                STAGE_CHECK, host, "perftest runs on this host", reason, "fix the cause and rerun the stage"
+            )
+        )
+    by_end = _results_by_end(diagnosis.measurements)
+    bad = set(diagnosis.bad_nics)
+    unlocalised = set(diagnosis.unlocalised)
+    for host, want in session.desired.items():
+        if host in session.left_out:
+            continue
+        if host in diagnosis.bad_hosts:
+            findings[host].append(_bad_host(host, want.nics, by_end))
+            continue
+        judged = [_nic_finding(session, Endpoint(host, nic), by_end, bad, unlocalised) for nic in want.nics]
+        findings[host] += judged
+        good = sum(f.status is Status.PASS for f in judged)
+        findings[host].append(
+            passed(HOST, host, "not every NIC slow", f"{good} of {len(judged)} NICs reach the floor")
+        )
+    for link in diagnosis.bad_links:
+        finding = failed(
+            LINK,
+            stored.link_name(link),
+            "the pair reaches what both ends reach",
+            diagnosis.slow[link],
+            LINK_HINT,
+        )
+        for end in link:
+            findings[end.host].append(finding)
+    _drift(findings, diagnosis.measurements, recorded, baseline_path)
+    return findings
+
+
+def _results_by_end(measurements: Sequence[Measurement]) -> dict[Endpoint, list[Measurement]]:
+    by_end: dict[Endpoint, list[Measurement]] = {}
+    for m in measurements:
+        for end in m.pair.ends:
+            by_end.setdefault(end, []).append(m)
+    return by_end
+
+
+def _with(end: Endpoint, results: Sequence[Measurement]) -> str:
+    """'2.05 Gb/sec with gpu02/mlx5_0 (round 1), failed with gpu03/mlx5_0 (round 2: ...)'."""
+    parts = []
+    for m in results:
+        peer = m.pair.client if m.pair.server == end else m.pair.server
+        value = f"{m.gbps:.2f} Gb/sec" if m.gbps is not None else f"no result ({m.error})"
+        parts.append(f"{value} with {peer} (round {m.round})")
+    return ", ".join(parts)
+
+
+def _nic_finding(
+    session: Session,
+    end: Endpoint,
+    by_end: Mapping[Endpoint, list[Measurement]],
+    bad: set[Endpoint],
+    unlocalised: set[Endpoint],
+) -> Finding:
+    results = by_end.get(end, [])
+    if not results:
+        return errored(
+            NIC,
+            end.nic,
+            "a perftest pair on this rail",
+            f"no other tested host has {end.nic}: nothing to pair it with",
+            "add hosts with this rail to the run, or fix the intent's rails",
+        )
+    expected = session.floor_text(results[0].pair)
+    if end in bad:
+        return failed(NIC, end.nic, expected, f"slow: {_with(end, results)}", NIC_HINT)
+    if end in unlocalised:
+        return failed(
+            NIC, end.nic, expected, f"slow, end not localised: {_with(end, results)}", UNLOCALISED_HINT
+        )
+    return passed(NIC, end.nic, expected, _with(end, results))
+
+
+def _bad_host(host: str, nics: Sequence[str], by_end: Mapping[Endpoint, list[Measurement]]) -> Finding:
+    shown = "; ".join(
+        f"{nic}: {_with(Endpoint(host, nic), by_end.get(Endpoint(host, nic), []))}" for nic in nics
+    )
+    return failed(
+        HOST, host, "not every NIC slow", f"every NIC slow with known-good peers: {shown}", HOST_HINT
+    )
+
+
+def _drift(
+    findings: dict[str, list[Finding]],
+    measurements: Sequence[Measurement],
+    recorded: stored.Baseline | None,
+    path: str,
+) -> None:
+    if recorded is None:
+        for host in findings:
+            findings[host].append(skipped(DRIFT, host, f"no baseline at {path} (fabcheck baseline record)"))
+        return
+    by_link = {stored.link_name(m.pair.key): m for m in measurements}
+    for drift in stored.drifts(recorded, measurements):
+        expected = f"within {DRIFT_MAX_DROP:.0%} of the baseline median {drift.reference:.2f} Gb/sec"
+        direction = f"{drift.drop:.1%} below" if drift.drop > 0 else f"{-drift.drop:.1%} above"
+        actual = f"{drift.gbps:.2f} Gb/sec ({direction}, {drift.samples} samples)"
+        finding = (
+            failed(
+                DRIFT,
+                drift.link,
+                expected,
+                actual,
+                "the link got slower than its history: compare with the switch counters and cabling changes",
+            )
+            if drift.drifted
+            else passed(DRIFT, drift.link, expected, actual)
+        )
+        for end in by_link[drift.link].pair.ends:
+            findings[end.host].append(finding)
+
+
+STAGE = PerftestStage()

@@ -1,0 +1,72 @@
+"""One perftest session over inventory hosts: their desired perftest state, how to reach them, what
+each host's setup probe showed, and the survey rounds. The gate stage and `fabcheck baseline` share it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from fabcheck.collect.host import ConnectionVarError, SshTarget, TimeLimits
+from fabcheck.desired.perftest import DesiredPerftest, desired_perftest, pair_floor_gbps
+from fabcheck.intent.loader import HostEntry
+from fabcheck.pairs.commands import HostSetup
+from fabcheck.pairs.rounds import Pair, Round, plan_rounds
+from fabcheck.pairs.runner import SshRunner
+from fabcheck.pairs.verdict import Judge, Measurement
+
+
+@dataclass
+class Session:
+    desired: dict[str, DesiredPerftest]
+    runner: SshRunner
+    rounds: list[Round]
+    # Hosts that take no part, and why (a bad connection variable, no rail NIC, no setup answer).
+    left_out: dict[str, str] = field(default_factory=dict)
+    unpinned: list[str] = field(default_factory=list)  # hosts without numactl
+
+    def floor_of(self, pair: Pair) -> float:
+        return pair_floor_gbps(self.desired[pair.server.host], self.desired[pair.client.host])[0]
+
+    def floor_text(self, pair: Pair) -> str:
+        floor, how = pair_floor_gbps(self.desired[pair.server.host], self.desired[pair.client.host])
+        return f">= {floor:.2f} Gb/sec ({how}) and within peers"
+
+    def judge_of(self, survey: Sequence[Measurement]) -> Judge:
+        return Judge.from_survey(self.floor_of, survey)
+
+    @property
+    def measure(self) -> Callable[[Round, int], list[Measurement]]:
+        return self.runner
+
+
+def open_session(entries: Sequence[HostEntry], limits: TimeLimits, concurrency: int, mode: str) -> Session:
+    """Plan the hosts, probe each one (numactl, NUMA nodes), then the rounds over those that answered."""
+    desired: dict[str, DesiredPerftest] = {}
+    targets: dict[str, SshTarget] = {}
+    left_out: dict[str, str] = {}
+    for entry in entries:
+        want = desired_perftest(entry.intent, entry.name)
+        if not want.nics:
+            left_out[entry.name] = "the intent names no rail NIC (fabric_rails) to test"
+            continue
+        try:
+            targets[entry.name] = SshTarget.from_host_vars(entry.name, entry.variables)
+        except ConnectionVarError as err:
+            left_out[entry.name] = f"bad inventory variable: {err}"
+            continue
+        desired[entry.name] = want
+    runner = SshRunner(targets, desired, limits, concurrency)
+    probed = runner.probe(list(desired))
+    setup = {host: answer for host, answer in probed.items() if isinstance(answer, HostSetup)}
+    for host, answer in probed.items():
+        if isinstance(answer, str):
+            left_out[host] = f"could not reach it to prepare perftest: {answer}"
+    runner.setup = setup
+    testing = {host: list(desired[host].nics) for host in setup}
+    return Session(
+        desired=desired,
+        runner=runner,
+        rounds=plan_rounds(testing, mode),
+        left_out=left_out,
+        unpinned=sorted(h for h, s in setup.items() if not s.numactl),
+    )

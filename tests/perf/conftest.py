@@ -1,0 +1,10 @@
+"""The perf tests reuse the screenshot and PNG helpers of tests/report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPORT_TESTS = Path(__file__).parents[1] / "report"
+if str(REPORT_TESTS) not in sys.path:
+    sys.path.insert(0, str(REPORT_TESTS))

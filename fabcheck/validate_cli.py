@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from fabcheck import validate
 from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.nic import desired_host
+from fabcheck.gate.extra_checks import add_extra_checks_argument, with_extra_checks
 from fabcheck.gate.fabric import (
     DEFAULT_CONCURRENCY,
     GatePlan,
@@ -20,6 +21,7 @@ from fabcheck.gate.fabric import (
     run_gate,
     stage_names,
 )
+from fabcheck.gate.sources import add_source_arguments, choose_source
 from fabcheck.intent.loader import HostEntry, load_inventory
 from fabcheck.parsers.topo import TopoMatrix
 from fabcheck.report import text
@@ -36,6 +38,9 @@ examples:
   fabcheck validate -i inventory/lab
   fabcheck validate -i inventory/lab --limit gpu02 --group-by check -v
   fabcheck validate -i inventory/lab --junit-xml gate.xml --html gate.html --markdown gate.md
+  fabcheck validate -i inventory/lab --backend paramiko --save-snapshot evidence/
+  fabcheck validate -i inventory/lab --from-snapshot evidence/
+  fabcheck validate -i inventory/lab --via ansible --extra-checks my_checks/
 """
 
 
@@ -89,6 +94,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"nodes collected at once, open connections never more (default {DEFAULT_CONCURRENCY})",
     )
+    add_source_arguments(parser)
+    add_extra_checks_argument(parser)
     add_output_arguments(parser, json_help="one JSON object per node, one per line")
     parser.set_defaults(func=run)
 
@@ -119,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         # stdout stays one JSON object per line with --json; notes go to stderr there.
         print(note, file=sys.stderr if args.json else sys.stdout)
     limits = TimeLimits(connect_s=args.connect_timeout, command_s=args.timeout)
+    source = choose_source(args, inventory, chosen.hosts, chosen.switches, limits)
     progress = Progress(sys.stderr)
     started_at, start = time.strftime("%Y-%m-%dT%H:%M:%S"), time.monotonic()
     progress.on_start(len(chosen.hosts))
@@ -130,9 +138,12 @@ def run(args: argparse.Namespace) -> int:
             deadline_s=args.deadline,
             concurrency=args.concurrency,
             on_host_done=lambda host: progress.on_done(host.host, host.verdict),
+            **source.gate_options(),
         )
     finally:
         progress.close()
+    source.finish(result)
+    result = with_extra_checks(result, args, source)
     report = gate_run(result, _affinities(result.hosts, chosen.hosts), notes=notes)
     report = dataclasses.replace(report, started_at=started_at, elapsed_s=time.monotonic() - start)
     return emit(report, args)

@@ -1,0 +1,199 @@
+"""Host collection through pytest-testinfra's backends: the same one-round-trip script, one `host.run`.
+
+`--backend ssh|paramiko|ansible|local|docker|podman|kubectl` builds each inventory host's testinfra URL
+from the connection variables Ansible uses (SshTarget); `--hosts URL,...` names hosts exactly as
+testinfra users write them (`ssh://user@host:port`, `paramiko://...`, `ansible://host?ansible_inventory=`,
+`local://`, `docker://container`). Either way the host's collection script (fabcheck.collect.host) runs
+as ONE `host.run(...)`. testinfra's `host.run` has no timeout of its own: the script bounds itself on the
+host (`timeout`), and the call is bounded here too (it runs in a thread that is given up on at the
+round trip's limit). The default backend, `native`, is fabcheck's own OpenSSH round trip.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+import tempfile
+import threading
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabcheck.collect import host as collect
+from fabcheck.collect.host import HostCollection, SshTarget, TimeLimits, split_sections
+from fabcheck.errors import UsageError
+
+NATIVE = "native"
+# testinfra backends whose URL fabcheck can build from an inventory host (the host part per backend).
+TESTINFRA_BACKENDS = ("ssh", "paramiko", "ansible", "local", "docker", "podman", "kubectl")
+BACKENDS = (NATIVE, *TESTINFRA_BACKENDS)
+# Host-side `timeout` exits 124 (TERM) or 137 (KILL) when the collection ran past its limit.
+HOST_TIMEOUT_RCS = (124, 137)
+
+
+def control_dir() -> str:
+    """A private directory for ssh connection sharing (ControlPath), one per user."""
+    path = os.path.join(tempfile.gettempdir(), f"fabcheck-cp-{os.getuid()}")
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+def url_for(backend: str, target: SshTarget, inventory_source: str | None = None) -> str:
+    """The testinfra URL that reaches `target` with `backend`, from the inventory's connection settings."""
+    if backend not in TESTINFRA_BACKENDS:
+        raise UsageError(f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    if backend in ("docker", "podman", "kubectl"):
+        return f"{backend}://{urllib.parse.quote(target.name, safe='')}"
+    if backend == "local":
+        return "local://"
+    if backend == "ansible":
+        query = {"ansible_inventory": inventory_source} if inventory_source else {}
+        return f"ansible://{target.name}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+    user = f"{urllib.parse.quote(target.user, safe='')}@" if target.user else ""
+    port = f":{target.port}" if target.port else ""
+    query = {"ssh_identity_file": target.private_key} if target.private_key else {}
+    tail = f"?{urllib.parse.urlencode(query)}" if query else ""
+    return f"{backend}://{user}{target.address}{port}{tail}"
+
+
+def url_host(url: str) -> str:
+    """The host part of a testinfra URL: 'gpu01' of 'ssh://root@gpu01:22', '' of 'local://'."""
+    netloc = urllib.parse.urlparse(url).netloc
+    return netloc.rpartition("@")[2]
+
+
+def parse_urls(text: str) -> tuple[str, ...]:
+    """A comma list of testinfra URLs; UsageError naming the first one testinfra cannot take."""
+    urls = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not urls:
+        raise UsageError("--hosts is empty: give testinfra URLs such as ssh://root@gpu01,paramiko://gpu02")
+    for url in urls:
+        scheme = urllib.parse.urlparse(url).scheme if "://" in url else ""
+        if scheme not in TESTINFRA_BACKENDS and scheme != "safe-ssh":
+            raise UsageError(
+                f"--hosts {url!r}: expected a testinfra URL, BACKEND://HOST, with BACKEND one of "
+                f"{', '.join(TESTINFRA_BACKENDS)}"
+            )
+    return urls
+
+
+def assign_urls(urls: Sequence[str], targets: Sequence[SshTarget]) -> dict[str, str]:
+    """Which inventory host each URL reaches: its host part names the host, its ansible_host, or its
+    ansible_host:port. `local://` (no host) stands for the only host of the run. UsageError otherwise."""
+    assigned: dict[str, str] = {}
+    for url in urls:
+        wanted = url_host(url)
+        if not wanted:
+            if len(targets) != 1:
+                raise UsageError(
+                    f"--hosts {url!r} names no host and this run has {len(targets)}: write local://NAME"
+                )
+            matches = [targets[0]]
+        else:
+            matches = [t for t in targets if wanted in (t.name, t.where)]
+            matches = matches or [t for t in targets if t.address == wanted]
+        if len(matches) != 1:
+            known = ", ".join(t.name for t in targets) or "none"
+            why = "matches no" if not matches else "matches more than one"
+            raise UsageError(f"--hosts {url!r} {why} GPU host of this run (hosts: {known})")
+        name = matches[0].name
+        if name in assigned:
+            raise UsageError(f"--hosts names {name} twice ({assigned[name]!r} and {url!r})")
+        assigned[name] = url
+    return assigned
+
+
+@dataclass
+class TestinfraCollector:
+    """A validate.Collector: each host through its testinfra URL (named, or built for `backend`), hosts
+    without one through the native ssh round trip."""
+
+    backend: str = NATIVE
+    urls: Mapping[str, str] = field(default_factory=dict)  # inventory host -> testinfra URL
+    inventory_source: str | None = None  # for ansible:// URLs built from the inventory
+
+    __test__ = False  # not a pytest test class, whatever its name says
+
+    def url_of(self, target: SshTarget) -> str | None:
+        if target.name in self.urls:
+            return self.urls[target.name]
+        if self.backend == NATIVE:
+            return None
+        return url_for(self.backend, target, self.inventory_source)
+
+    def __call__(self, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
+        url = self.url_of(target)
+        if url is None:
+            return collect.collect_host(target, priority, limits)
+        return collect_via_testinfra(url, target, priority, limits)
+
+
+def host_for(url: str, target: SshTarget, limits: TimeLimits) -> Any:
+    """The testinfra host of a URL, with the inventory's ssh options and connection sharing for ssh."""
+    import testinfra
+
+    scheme = urllib.parse.urlparse(url).scheme
+    options: dict[str, Any] = {}
+    if scheme in ("ssh", "safe-ssh"):
+        options["timeout"] = limits.ssh_connect_timeout
+        # testinfra %-formats its ssh command line and escapes ssh_extra_args only: hence "%%C".
+        options["controlpath"] = os.path.join(control_dir(), "%%C")
+        options["ssh_extra_args"] = shlex.join(["-o", "BatchMode=yes", *target.extra_options])
+    elif scheme == "paramiko":
+        options["timeout"] = limits.ssh_connect_timeout
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
+    options = {key: value for key, value in options.items() if key not in query}
+    return testinfra.get_host(url, **options)
+
+
+def collect_via_testinfra(url: str, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
+    """One `host.run` of the collection script; never raises for a host that cannot be reached."""
+    token = secrets.token_hex(8)
+    command = collect.remote_command(token, priority, limits)
+    answer: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            answer["result"] = host_for(url, target, limits).run(command)
+        except Exception as err:  # testinfra backends raise their transport's own types
+            answer["error"] = err
+
+    worker = threading.Thread(target=run, name=f"fabcheck-testinfra-{target.name}", daemon=True)
+    worker.start()
+    worker.join(limits.client_s)
+    scheme = urllib.parse.urlparse(url).scheme
+    if worker.is_alive():
+        # The host's own `timeout` ends the script there; this thread's call ends with it.
+        error = (
+            f"command timeout: `host.run` through testinfra {scheme} gave no answer within "
+            f"{limits.client_s:g} s (host limit {limits.host_s} s)"
+        )
+        return HostCollection(target.name, {}, False, error, priority, collect.COMMAND)
+    if "error" in answer:
+        return HostCollection(target.name, {}, False, _backend_said(scheme, answer["error"]), priority)
+    result = answer["result"]
+    stdout = result.stdout_bytes.decode("utf-8", "replace")
+    stderr = result.stderr_bytes.decode("utf-8", "replace")
+    parsed = split_sections(stdout, token)
+    if parsed.complete:
+        return HostCollection(target.name, parsed.sections, True, None, priority)
+    said = collect.ssh_said(stderr)
+    if result.rc in HOST_TIMEOUT_RCS:
+        error = f"command timeout on the host: the collection did not finish within {limits.host_s} s"
+        return HostCollection(target.name, parsed.sections, False, error, priority, collect.COMMAND)
+    error = f"collection through testinfra {scheme} ended early (exit {result.rc})" + (
+        f": {said}" if said else ""
+    )
+    return HostCollection(target.name, parsed.sections, False, error, priority)
+
+
+def _backend_said(scheme: str, err: Exception) -> str:
+    text = str(err).strip() or type(err).__name__
+    # testinfra's ssh backend raises RuntimeError(CommandResult) on exit 255: its stderr is the reason.
+    stderr = getattr(err.args[0], "stderr", None) if err.args else None
+    if isinstance(stderr, str) and stderr.strip():
+        text = collect.ssh_said(stderr)
+    text = text if len(text) <= 300 else text[:300] + "..."
+    return f"testinfra {scheme} backend could not run the collection: {type(err).__name__}: {text}"

@@ -1,0 +1,148 @@
+"""Where the gate reads its nodes from: the command-line flags and the collector they choose.
+
+Hosts: the native ssh round trip (default), a pytest-testinfra backend (`--backend`, `--hosts URL,...`),
+one Ansible play (`--via ansible`), or a snapshot (`--from-snapshot DIR`, which replays switches too).
+`--save-snapshot DIR` records whatever was read. Exactly one source per run; the choice is checked
+before anything connects.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fabcheck import validate
+from fabcheck.collect.host import ConnectionVarError, SshTarget, TimeLimits
+from fabcheck.errors import UsageError
+from fabcheck.gate import backends, snapshot, via_ansible
+from fabcheck.gate.switches import Connect
+from fabcheck.intent.fabric import Fabric
+from fabcheck.intent.loader import HostEntry, Inventory
+from fabcheck.switch.connect import SwitchLogin
+
+VIA = ("ssh", "ansible")
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("where hosts are read from (one round trip per host in every case)")
+    group.add_argument(
+        "--backend",
+        choices=backends.BACKENDS,
+        default=backends.NATIVE,
+        help="native: fabcheck's own OpenSSH round trip (default); the others are pytest-testinfra "
+        "backends, each host's URL built from its inventory connection variables",
+    )
+    group.add_argument(
+        "--hosts",
+        type=_urls,
+        metavar="URL,...",
+        help="testinfra URLs for some or all GPU hosts, as testinfra users write them "
+        "(ssh://root@gpu01:22, paramiko://gpu02, ansible://gpu03?ansible_inventory=inv, local://, "
+        "docker://name); a URL names its host by inventory name, ansible_host or ansible_host:port",
+    )
+    group.add_argument(
+        "--via",
+        choices=VIA,
+        default="ssh",
+        help="ansible: run the collection on every host through one Ansible play (ansible-runner, "
+        "with your inventory, ansible.cfg, forks and ssh settings); ssh: one connection per host (default)",
+    )
+    group.add_argument(
+        "--save-snapshot",
+        type=Path,
+        metavar="DIR",
+        help="record every raw output with the probe that produced it into DIR",
+    )
+    group.add_argument(
+        "--from-snapshot",
+        type=Path,
+        metavar="DIR",
+        help="judge the outputs recorded in DIR again, offline (no connection to any node)",
+    )
+
+
+def _urls(text: str) -> tuple[str, ...]:
+    try:
+        return backends.parse_urls(text)
+    except UsageError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+@dataclass
+class Source:
+    """What run_gate reads hosts and switches through, and what to do with the result afterwards."""
+
+    collector: validate.Collector | None = None
+    connect: Connect | None = None
+    login_of: Callable[[HostEntry, Fabric], SwitchLogin] | None = None
+    recorder: snapshot.Recorder | None = None
+    save_to: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def gate_options(self) -> dict[str, Any]:
+        """Keyword arguments of run_gate."""
+        collector = self.recorder if self.recorder is not None else self.collector
+        return {"collector": collector, "connect": self.connect, "login_of": self.login_of}
+
+    def finish(self, result: Any) -> None:
+        if self.recorder is not None and self.save_to is not None:
+            snapshot.save(self.save_to, self.recorder, result)
+
+
+def choose_source(
+    args: argparse.Namespace,
+    inventory: Inventory,
+    hosts: Sequence[HostEntry],
+    switches: Sequence[str],
+    limits: TimeLimits,
+) -> Source:
+    """The source the flags name. UsageError when they contradict each other."""
+    replaying = args.from_snapshot is not None
+    testinfra = args.backend != backends.NATIVE or args.hosts
+    if replaying and (testinfra or args.via != "ssh" or args.save_snapshot):
+        raise UsageError(
+            "--from-snapshot reads no node: leave out --backend, --hosts, --via, --save-snapshot"
+        )
+    if args.via == "ansible" and testinfra:
+        raise UsageError("--via ansible reaches hosts through Ansible: leave out --backend and --hosts")
+    if replaying:
+        saved = snapshot.load(args.from_snapshot, [h.name for h in hosts], list(switches))
+        source = Source(saved.collector, saved.connect, snapshot.replay_login)
+    else:
+        source = Source(collector=_live_collector(args, inventory, hosts, limits))
+        source.save_to = args.save_snapshot
+    # Every run keeps its raw collections: --save-snapshot writes them, --extra-checks shares them.
+    source.recorder = snapshot.Recorder(source.collector or _native)
+    return source
+
+
+def _native(target: SshTarget, priority: int, limits: TimeLimits) -> Any:
+    from fabcheck.collect import host as collect
+
+    return collect.collect_host(target, priority, limits)
+
+
+def _live_collector(
+    args: argparse.Namespace, inventory: Inventory, hosts: Sequence[HostEntry], limits: TimeLimits
+) -> validate.Collector | None:
+    if args.via == "ansible":
+        return via_ansible.AnsibleBundles(via_ansible.collect_via_ansible(inventory.source, hosts, limits))
+    if args.backend == backends.NATIVE and not args.hosts:
+        return None
+    urls = backends.assign_urls(args.hosts or (), reachable_targets(hosts))
+    return backends.TestinfraCollector(args.backend, urls, inventory.source)
+
+
+def reachable_targets(hosts: Sequence[HostEntry]) -> list[SshTarget]:
+    """The ssh targets of the hosts whose connection variables fabcheck can use (the others are
+    reported by the host stage itself)."""
+    targets = []
+    for entry in hosts:
+        try:
+            targets.append(SshTarget.from_host_vars(entry.name, entry.variables))
+        except ConnectionVarError:
+            continue
+    return targets

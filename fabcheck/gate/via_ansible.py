@@ -1,0 +1,159 @@
+"""`fabcheck validate --via ansible`: the collection script runs on every host through one Ansible play.
+
+At fleet scale Ansible already knows how to reach every host (forks, ssh config, bastions, become):
+fabcheck writes a one-task play (`ansible.builtin.raw`, so hosts need no Python), runs it with
+ansible-runner against the user's inventory and ansible.cfg, and judges the bundles it brings back
+centrally, with the same parsers and checks as every other backend. The script is the same one round
+trip per host (fabcheck.collect.host) and bounds itself on the host; the task's `timeout` bounds it on
+the controller too.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fabcheck.collect import host as collect
+from fabcheck.collect.host import HostCollection, SshTarget, TimeLimits, split_sections
+from fabcheck.errors import UsageError
+from fabcheck.intent.loader import HostEntry
+
+RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_unreachable")
+
+
+def collection_play(client_s: float) -> list[dict[str, Any]]:
+    """The play: one raw task per host, its command picked by the host's lossless priority."""
+    return [
+        {
+            "name": "fabcheck collection, one round trip per host",
+            "hosts": "all",
+            "gather_facts": False,
+            "tasks": [
+                {
+                    "name": "Run the fabcheck collection script",
+                    "ansible.builtin.raw": "{{ fabcheck_commands[fabcheck_priority[inventory_hostname]] }}",
+                    "changed_when": False,
+                    "failed_when": False,
+                    "timeout": max(1, math.ceil(client_s)),
+                    # A pty would join stderr to stdout and end lines with \r\n: the markers need neither.
+                    "vars": {"ansible_ssh_use_tty": False},
+                }
+            ],
+        }
+    ]
+
+
+def collect_via_ansible(
+    inventory_source: str, hosts: Sequence[HostEntry], limits: TimeLimits
+) -> dict[str, HostCollection]:
+    """Every host's collection by one ansible-runner run; a host the play could not reach is an error
+    for that host (never raises for one host)."""
+    import ansible_runner
+
+    if not hosts:
+        return {}
+    token = secrets.token_hex(8)
+    priorities = {entry.name: entry.intent.lossless.priority for entry in hosts}
+    commands = {str(p): collect.remote_command(token, p, limits) for p in sorted(set(priorities.values()))}
+    with tempfile.TemporaryDirectory(prefix="fabcheck-via-ansible-") as scratch:
+        playbook = Path(scratch) / "fabcheck-collect.yml"
+        playbook.write_text(yaml.safe_dump(collection_play(limits.client_s), sort_keys=False))
+        try:
+            runner = ansible_runner.run(
+                private_data_dir=scratch,
+                project_dir=os.getcwd(),  # the user's ansible.cfg and relative paths, as ansible-playbook
+                playbook=str(playbook),
+                inventory=os.path.abspath(inventory_source),
+                limit=",".join(entry.name for entry in hosts),
+                extravars={
+                    "fabcheck_commands": commands,
+                    "fabcheck_priority": {name: str(p) for name, p in priorities.items()},
+                },
+                envvars={"PATH": _path_with_ansible(), "ANSIBLE_NOCOLOR": "1"},
+                quiet=True,
+                json_mode=False,
+            )
+        except Exception as err:  # ansible-runner raises its own types for a broken setup
+            raise UsageError(f"--via ansible: ansible-runner could not run the play: {err}") from None
+        results = results_by_host(runner.events)
+        said = _runner_said(runner)
+    return {
+        entry.name: bundle_of(entry.name, results.get(entry.name), token, priorities[entry.name], said)
+        for entry in hosts
+    }
+
+
+def _path_with_ansible() -> str:
+    """PATH with the ansible-playbook of fabcheck's own environment first (a venv's bin need not be on
+    PATH)."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
+
+
+def results_by_host(events: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, Mapping[str, Any]]]:
+    """(event, task result) of each host's raw task, from ansible-runner's events."""
+    results: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for event in events:
+        if event.get("event") not in RESULT_EVENTS:
+            continue
+        data = event.get("event_data") or {}
+        host = data.get("host")
+        if isinstance(host, str):
+            results[host] = (str(event["event"]), data.get("res") or {})
+    return results
+
+
+def bundle_of(
+    host: str, result: tuple[str, Mapping[str, Any]] | None, token: str, priority: int, said: str
+) -> HostCollection:
+    """Pure: one host's task result -> its collection, as the other backends give it."""
+    if result is None:
+        why = f"the play gave no result for this host{f' ({said})' if said else ''}"
+        return HostCollection(host, {}, False, f"--via ansible: {why}", priority)
+    event, res = result
+    message = str(res.get("msg") or "").strip()
+    if event == "runner_on_unreachable":
+        return HostCollection(host, {}, False, f"--via ansible: unreachable: {message[:300]}", priority)
+    stdout = res.get("stdout")
+    if not isinstance(stdout, str):
+        error = f"--via ansible: the task printed nothing{f': {message[:300]}' if message else ''}"
+        expired = collect.COMMAND if "expected time frame" in message else None
+        return HostCollection(host, {}, False, error, priority, expired)
+    parsed = split_sections(stdout, token)
+    if parsed.complete:
+        return HostCollection(host, parsed.sections, True, None, priority)
+    rc = res.get("rc")
+    stderr = collect.ssh_said(str(res.get("stderr") or ""))
+    if rc in (124, 137):
+        error = "--via ansible: command timeout on the host (the collection was stopped there)"
+        return HostCollection(host, parsed.sections, False, error, priority, collect.COMMAND)
+    error = f"--via ansible: the collection ended early (exit {rc})" + (f": {stderr}" if stderr else "")
+    return HostCollection(host, parsed.sections, False, error, priority)
+
+
+def _runner_said(runner: Any) -> str:
+    if runner.rc == 0:
+        return ""
+    try:
+        lines = [line.strip() for line in runner.stdout.read().splitlines() if line.strip()]
+    except Exception:  # the output file is a courtesy for the message
+        lines = []
+    tail = "; ".join(lines[-2:])
+    return f"ansible-playbook exit {runner.rc}" + (f": {tail[:300]}" if tail else "")
+
+
+class AnsibleBundles:
+    """A validate.Collector serving the bundles one play brought back."""
+
+    def __init__(self, bundles: Mapping[str, HostCollection]) -> None:
+        self.bundles = bundles
+
+    def __call__(self, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
+        return self.bundles[target.name]

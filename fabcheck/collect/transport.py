@@ -1,4 +1,7 @@
-"""How fabcheck reaches a node: one small interface, several backends (local, ssh, recorded snapshot).
+"""How fabcheck runs one command on a node: one small interface, two backends (local, ssh).
+
+Recorded outputs are fabcheck.gate.snapshot's (`validate --save-snapshot`/`--from-snapshot`): one
+snapshot format, the gate's.
 
 Commands are argv lists. The ssh backend quotes them with shlex.join, so nothing user-supplied reaches a
 remote shell unquoted. Every call has a timeout; a command that cannot run is reported, never a pass.
@@ -6,7 +9,6 @@ remote shell unquoted. Every call has a timeout; a command that cannot run is re
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 import subprocess
 from collections.abc import Sequence
@@ -69,36 +71,3 @@ class SshTransport:
             argv += ["-l", self.user]
         argv += [self.name, "--", shlex.join(command)]
         return _completed(command, argv, timeout)
-
-
-def snapshot_key(command: Sequence[str]) -> str:
-    """File name for one command's recorded output: readable prefix + hash (argv may hold any bytes)."""
-    readable = "_".join(command)[:48]
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in readable)
-    return f"{safe}.{hashlib.sha256(shlex.join(command).encode()).hexdigest()[:10]}"
-
-
-@dataclass(frozen=True)
-class SnapshotTransport:
-    """Replays outputs saved by `record`: <dir>/<host>/<key>.{out,err,rc}."""
-
-    name: str
-    directory: Path
-
-    def run(self, command: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S) -> CommandResult:
-        base = self.directory / self.name / snapshot_key(command)
-        if not base.with_suffix(".rc").exists():
-            return CommandResult(tuple(command), 127, "", f"no recorded output for {shlex.join(command)}")
-        return CommandResult(
-            tuple(command),
-            int(base.with_suffix(".rc").read_text()),
-            base.with_suffix(".out").read_text(),
-            base.with_suffix(".err").read_text(),
-        )
-
-    def record(self, result: CommandResult) -> None:
-        base = self.directory / self.name / snapshot_key(result.command)
-        base.parent.mkdir(parents=True, exist_ok=True)
-        base.with_suffix(".out").write_text(result.stdout)
-        base.with_suffix(".err").write_text(result.stderr)
-        base.with_suffix(".rc").write_text(str(result.rc))

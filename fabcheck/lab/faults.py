@@ -1,9 +1,11 @@
 """Lab fault registry and dispatch: host faults to the mock hosts, switch faults to the switch server,
-`slow-link` and `down` done here with tc and signals. Active faults are recorded in the lab state."""
+`slow-link` and `down` done here with tc and signals, `sm-stopped` inside the SM node over its ssh (the
+opensm daemon's pid is one of the node's pid namespace). Active faults are recorded in the lab state."""
 
 from __future__ import annotations
 
 import signal
+import subprocess
 from collections.abc import Mapping
 
 from fabcheck.lab import net, procs
@@ -26,14 +28,22 @@ from fabcheck.lab.state import (
 LAB_FAULTS: Mapping[str, str] = {
     "slow-link": f"rate-limits every packet from or to the node to {net.SLOW_LINK_RATE} (tc htb on lo)",
     "down": "the node stops answering: a host's processes are SIGSTOPped, a switch's packets are dropped",
+    "sm-stopped": "opensm stopped on one SM node (`systemctl stop opensm`, still enabled); with no SM left "
+    "the InfiniBand host ports fall back to INIT",
 }
+# Lab faults that apply to one kind of node only (the rest: any node).
+LAB_FAULT_TARGETS: Mapping[str, str] = {"sm-stopped": "host"}
+SM_PROFILE = "sm"
+SM_COMMAND_TIMEOUT_S = 60.0
 
 
 def catalog() -> dict[str, tuple[str, str]]:
     """Every fault name -> (what it applies to, one-line description)."""
     listing = {name: ("host", text) for name, text in host_faults.HOST_FAULTS.items()}
     listing.update({name: ("switch", text) for name, text in SWITCH_FAULTS.items()})
-    listing.update({name: ("any node", text) for name, text in LAB_FAULTS.items()})
+    listing.update(
+        {name: (LAB_FAULT_TARGETS.get(name, "any node"), text) for name, text in LAB_FAULTS.items()}
+    )
     return listing
 
 
@@ -51,6 +61,9 @@ def _check_target(fault: str, node: NodeRecord, state: LabState) -> None:
         raise LabError(
             f"fault {fault} applies to {applies_to} nodes ({', '.join(valid)}), not to {node.name}"
         )
+    if fault == "sm-stopped" and node.profile != SM_PROFILE:
+        valid = [n.name for n in state.nodes if n.profile == SM_PROFILE] or ["none in this lab"]
+        raise LabError(f"fault sm-stopped applies to SM nodes ({', '.join(valid)}), not to {node.name}")
 
 
 def _slot(node: NodeRecord) -> int:
@@ -73,6 +86,13 @@ def _apply(paths: LabPaths, fault: str, node: NodeRecord) -> None:
         inject_switch_fault(paths.run_dir, node.name, fault)
     elif fault == "slow-link":
         net.add_slow_link(node.address, _slot(node))
+    elif fault == "sm-stopped":
+        if _in_node(paths, node, "systemctl is-active opensm").stdout.strip() != "active":
+            raise LabError(
+                f"opensm is not running on {node.name}: nothing to stop; start it with "
+                f"`ansible-playbook site.yml --limit {node.name} --tags sm`"
+            )
+        _in_node(paths, node, "systemctl stop opensm", check=True)
     elif node.kind == "switch":
         net.add_blackhole(node.address, _slot(node))
     else:
@@ -89,10 +109,27 @@ def _revert(paths: LabPaths, fault: str, node: NodeRecord) -> None:
         heal_switch_fault(paths.run_dir, node.name, fault)
     elif fault == "slow-link":
         net.remove_slow_link(_slot(node))
+    elif fault == "sm-stopped":
+        _in_node(paths, node, "systemctl start opensm", check=True)
     elif node.kind == "switch":
         net.remove_blackhole(_slot(node))
     else:
         procs.send(_node_tree(paths, node), signal.SIGCONT)
+
+
+def _in_node(
+    paths: LabPaths, node: NodeRecord, command: str, *, check: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """One fixed command in the node, through its sshd as a user would run it."""
+    argv = ["ssh", "-F", str(paths.ssh_config), "-o", "BatchMode=yes", node.name, command]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=SM_COMMAND_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise LabError(f"{node.name}: `{command}` did not finish in {SM_COMMAND_TIMEOUT_S:g} s") from None
+    if check and done.returncode != 0:
+        said = (done.stderr or done.stdout).strip()[-300:]
+        raise LabError(f"{node.name}: `{command}` failed (exit {done.returncode}): {said}")
+    return done
 
 
 def _running_state(paths: LabPaths) -> LabState:

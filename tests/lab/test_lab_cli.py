@@ -40,6 +40,7 @@ def test_faults_lists_every_fault_once_with_its_target(capsys: pytest.CaptureFix
     assert {line.split()[1] for line in lines} == {"host", "switch", "any"}
     contract = {"pfc-off", "trust-pcp", "dscp-map", "ecn-off", "tos", "mtu", "affinity", "no-rdma"}
     contract |= {"host-persist-stale", "sm-conf-drift"}  # boot files of roce_host; opensm.conf of an SM
+    contract |= {"link-down", "link-speed"}  # one port down, one port at a lower rate
     assert set(HOST_FAULTS) == contract
     assert set(SWITCH_FAULTS) == {"switch-pfc-prio", "switch-ecn-off"}
 

@@ -120,6 +120,8 @@ CHECKS: dict[str, Callable[[MockNode], None]] = {
 TESTED_ELSEWHERE = {
     "host-persist-stale": "test_persistence_lab.py",
     "sm-conf-drift": "test_mock_opensm.py",
+    "link-down": "test_mock_port_faults.py",  # one port, and which port; an IB fabric too
+    "link-speed": "test_mock_port_faults.py",  # and the perftest cap, two nodes
 }
 
 

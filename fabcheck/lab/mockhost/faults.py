@@ -20,6 +20,7 @@ from .tools.common import Node
 from .tools.mlnx_qos import apply_buffers, factory_state
 from .tools.subnet_manager import read_opensm_conf
 
+SLOW_PORT_GBPS = 100
 HOST_FAULTS: Mapping[str, str] = {
     "pfc-off": "PFC disabled on the lossless priority of one NIC",
     "trust-pcp": "one NIC trusts PCP instead of DSCP, so RoCE traffic lands on priority 0",
@@ -30,6 +31,10 @@ HOST_FAULTS: Mapping[str, str] = {
     "affinity": "GPU0's rail NIC moved across the CPU socket: topo shows SYS instead of PIX",
     "no-rdma": "RDMA devices gone: /sys/class/infiniband empty, NCCL falls back to Socket",
     "host-persist-stale": "boot file /etc/fabcheck/roce-nic.json holds an old ToS (running state kept)",
+    "link-down": "one NIC's port DOWN: a RoCE netdev set down as `ip link set DEV down` does "
+    "(PORT_DOWN/DISABLED), an InfiniBand port without link (PORT_DOWN/POLLING)",
+    "link-speed": f"one NIC's port trained at {SLOW_PORT_GBPS} Gb/s (4X at 25 Gb/s a lane) instead of its "
+    "line rate: ibv_devinfo, ethtool and the mock perftest's bandwidth show that rate",
     "sm-conf-drift": "opensm.conf of an SM node edited by hand (other sm_priority and routing_engine); "
     "the running opensm keeps its config until restarted",
 }
@@ -161,6 +166,43 @@ def inject_tos(node: Node, changes: Changes) -> None:
     changes.state_file("rdma_cm.json", json.dumps(table, indent=1, sort_keys=True) + "\n")
 
 
+def port_nic(node: Node, fault: str) -> dict[str, Any]:
+    """The NIC a port fault hits: the first RoCE NIC, else the first InfiniBand HCA."""
+    nics = [n for n in node.rdma_nics() if n["link_layer"] == "Ethernet"] or node.rdma_nics()
+    if not nics:
+        raise UsageError(f"host fault {fault!r} needs an RDMA NIC; node {node.hostname} has none")
+    return nics[0]
+
+
+def inject_link_down(node: Node, changes: Changes) -> None:
+    nic = port_nic(node, "link-down")
+    port = node.port_dir(nic)
+    if nic["link_layer"] == "Ethernet":
+        # What `ip link set DEV down` writes, plus the port attributes mlx5 then shows in sysfs.
+        changes.sys_file(f"net/{nic['netdev']}/operstate", "down")
+        changes.sys_file(f"net/{nic['netdev']}/carrier", "0")
+        changes.sys_file(f"{port}/state", "1: DOWN")
+        changes.sys_file(f"{port}/phys_state", "3: Disabled")
+    else:
+        changes.sys_file(f"{port}/state", "1: DOWN")
+        changes.sys_file(f"{port}/phys_state", "2: Polling")
+
+
+def inject_link_speed(node: Node, changes: Changes) -> None:
+    """The port's trained rate is lower: sysfs rate and netdev speed, and the NIC's rate in the node's
+    topology, which ethtool and the traffic model of the mock perftest and nccl-tests read."""
+    nic = port_nic(node, "link-speed")
+    if nic["rate_gbps"] <= SLOW_PORT_GBPS:
+        raise UsageError(f"host fault 'link-speed': {nic['name']} already runs at {nic['rate_gbps']} Gb/s")
+    changes.sys_file(f"{node.port_dir(nic)}/rate", f"{SLOW_PORT_GBPS} Gb/sec (4X EDR)")
+    changes.sys_file(f"net/{nic['netdev']}/speed", str(SLOW_PORT_GBPS * 1000))
+    topology = node.load("topology.json")
+    for entry in topology["nics"]:
+        if entry["name"] == nic["name"]:
+            entry["rate_gbps"] = SLOW_PORT_GBPS
+    changes.state_file("topology.json", json.dumps(topology, indent=1, sort_keys=True) + "\n")
+
+
 def inject_mtu(node: Node, changes: Changes) -> None:
     nic = roce_nic(node, "mtu")
     changes.sys_file(f"net/{nic['netdev']}/mtu", "1500")
@@ -230,6 +272,8 @@ INJECT = {
     "ecn-off": inject_ecn_off,
     "tos": inject_tos,
     "mtu": inject_mtu,
+    "link-down": inject_link_down,
+    "link-speed": inject_link_speed,
     "affinity": inject_affinity,
     "no-rdma": inject_no_rdma,
     "sm-conf-drift": inject_sm_conf_drift,

@@ -11,9 +11,11 @@ import getopt
 import ipaddress
 import json
 import os
+import weakref
 from typing import Any
 
 from .common import Node, ToolError, getopt_message, out
+from .subnet_manager import subnet_manager_runs
 
 STATE_WORDS = {"1": "Down", "2": "Initializing", "3": "Armed", "4": "Active"}
 PHYS_WORDS = {
@@ -33,9 +35,39 @@ RDMA_PHYS = {"1": "SLEEP", "2": "POLLING", "3": "DISABLED", "5": "LINK_UP", "6":
 LANE_SPEEDS = {100: ("100.0 Gbps", 128), 50: ("50.0 Gbps", 64), 25: ("25.0 Gbps", 32), 10: ("10.0 Gbps", 8)}
 
 
+STATE_TEXT = {"1": "DOWN", "2": "INIT", "3": "ARMED", "4": "ACTIVE"}
+DOWN, INIT, ACTIVE = "1", "2", "4"
+DISABLED = "3"
+# Whether an SM runs, asked once per tool call (a node object lives for one call).
+_SUBNET_UP: weakref.WeakKeyDictionary[Node, bool] = weakref.WeakKeyDictionary()
+
+
 def port_number(node: Node, nic: dict[str, Any], attr: str) -> str:
     """Leading number of a '4: ACTIVE' style sysfs value."""
     return node.port_value(nic, attr).split(":")[0].strip() or "1"
+
+
+def port_states(node: Node, nic: dict[str, Any]) -> tuple[str, str]:
+    """(state, physical state) numbers of port 1 as the port shows them now.
+
+    A RoCE port whose netdev is administratively down (`ip link set DEV down`) is DOWN/Disabled, as mlx5
+    reports it. An InfiniBand port with a trained link is ACTIVE only while the subnet has a master SM
+    (the election makes one of the running SMs master): without one it stays INIT, as on a real fabric
+    whose SM has not configured the port."""
+    state, phys = port_number(node, nic, "state"), port_number(node, nic, "phys_state")
+    if node.link_layer(nic) == "Ethernet":
+        if (node.read_sys(f"net/{nic['netdev']}/operstate") or "up") != "up":
+            return DOWN, DISABLED
+        return state, phys
+    if state == ACTIVE and not subnet_up(node):
+        return INIT, phys
+    return state, phys
+
+
+def subnet_up(node: Node) -> bool:
+    if node not in _SUBNET_UP:
+        _SUBNET_UP[node] = subnet_manager_runs(node)
+    return _SUBNET_UP[node]
 
 
 def rate_gbps(node: Node, nic: dict[str, Any]) -> int:
@@ -147,8 +179,7 @@ def devinfo_gid_line(index: int, gid: str, gid_type: str, ethernet: bool) -> str
 
 
 def devinfo_port(node: Node, nic: dict[str, Any], verbose: bool) -> list[str]:
-    state = port_number(node, nic, "state")
-    phys = port_number(node, nic, "phys_state")
+    state, phys = port_states(node, nic)
     mtu, mtu_enum = node.active_mtu(nic)
     ethernet = node.link_layer(nic) == "Ethernet"
     lines = [
@@ -232,10 +263,11 @@ def ibv_devinfo(node: Node, args: list[str]) -> int:
 def ibstat_port(node: Node, nic: dict[str, Any], alone: bool) -> list[str]:
     pre, hdr = ("", "") if alone else ("\t\t", "\t")
     guid = nic["port_guid"]
+    state, phys = port_states(node, nic)
     return [
         f"{hdr}Port 1:",
-        f"{pre}State: {STATE_WORDS.get(port_number(node, nic, 'state'), 'Unknown')}",
-        f"{pre}Physical state: {PHYS_WORDS.get(port_number(node, nic, 'phys_state'), 'Unknown')}",
+        f"{pre}State: {STATE_WORDS.get(state, 'Unknown')}",
+        f"{pre}Physical state: {PHYS_WORDS.get(phys, 'Unknown')}",
         f"{pre}Rate: {rate_gbps(node, nic)}",
         f"{pre}Base lid: {hex_value(node, nic, 'lid')}",
         f"{pre}LMC: {node.port_value(nic, 'lid_mask_count') or 0}",
@@ -302,15 +334,14 @@ def ibstatus(node: Node, args: list[str]) -> int:
     for nic in nics:
         gids = gid_entries(node, nic)
         default_gid = gids[0][1] if gids else "0000:0000:0000:0000:0000:0000:0000:0000"
-        state = node.port_value(nic, "state")
-        phys = node.port_value(nic, "phys_state")
+        state, phys = port_states(node, nic)
         blocks.append(
             f"Infiniband device '{nic['name']}' port 1 status:\n"
             f"\tdefault gid:\t {default_gid}\n"
             f"\tbase lid:\t {node.port_value(nic, 'lid')}\n"
-            f"\tsm lid:\t\t {node.port_value(nic, 'sm_lid')}\n"
-            f"\tstate:\t\t {state}\n"
-            f"\tphys state:\t {phys}\n"
+            f"\tsm lid:\t\t {hex_value(node, nic, 'sm_lid'):#x}\n"
+            f"\tstate:\t\t {state}: {STATE_TEXT.get(state, 'NOP')}\n"
+            f"\tphys state:\t {phys}: {PHYS_WORDS.get(phys, 'Unknown')}\n"
             f"\trate:\t\t {node.port_value(nic, 'rate')}\n"
             f"\tlink_layer:\t {node.link_layer(nic)}\n\n"
         )
@@ -363,8 +394,9 @@ def rdma_link_record(node: Node, nic: dict[str, Any], index: int) -> dict[str, A
             sm_lid=hex_value(node, nic, "sm_lid"),
             lmc=int(node.port_value(nic, "lid_mask_count") or 0),
         )
-    record["state"] = RDMA_STATE.get(port_number(node, nic, "state"), "NOP")
-    record["physical_state"] = RDMA_PHYS.get(port_number(node, nic, "phys_state"), "NOP")
+    state, phys = port_states(node, nic)
+    record["state"] = RDMA_STATE.get(state, "NOP")
+    record["physical_state"] = RDMA_PHYS.get(phys, "NOP")
     record["netdev"] = nic["netdev"]
     record["netdev_index"] = node.read_sys_int(f"net/{nic['netdev']}/ifindex", 0)
     return record

@@ -22,6 +22,7 @@ from typing import Any
 from .common import Node, ToolError, err, out
 
 SM_PORT = 18750
+CONNECT_TIMEOUT_S = 2.0
 UNIT_NAMES = {"opensm", "opensm.service", "opensmd", "opensmd.service"}
 SM_STATES = {3: "SMINFO_MASTER", 2: "SMINFO_STANDBY"}
 MASTER, STANDBY = 3, 2
@@ -283,6 +284,19 @@ def query_sm(address: str, request: str) -> dict[str, Any] | None:
         return dict(json.loads(data), address=address)
     except ValueError:
         return None
+
+
+def subnet_manager_runs(node: Node) -> bool:
+    """Whether an opensm of the subnet listens (this node's or a peer's). The election makes one of the
+    running SMs master, so this is whether the subnet has a master. A connect alone answers it: a
+    refused one is immediate, and a stopped daemon's socket still accepts (its ports keep their state)."""
+    for address in [node.address, *peer_addresses(node)]:
+        try:
+            with socket.create_connection((address, SM_PORT), timeout=CONNECT_TIMEOUT_S):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def sminfo(node: Node, args: list[str]) -> int:

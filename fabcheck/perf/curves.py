@@ -18,6 +18,8 @@ from fabcheck.parsers.nccl_tests import NcclTestsRun, parse_nccl_tests
 # Bigger than any nccl-tests output (a full 8 B..16 GiB sweep with NCCL_DEBUG=INFO is a few MiB).
 MAX_FILE_BYTES = 64 * 1024 * 1024
 BINARY_SNIFF_BYTES = 4096
+BENCH_SUMMARY = "fabcheck-bench.json"  # written by `fabcheck bench nccl` beside its raw outputs
+PARTIAL_SUFFIX = ".partial"  # a file still being written (or cut by a kill) before its rename
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,10 @@ def _told_apart(curves: list[Curve]) -> tuple[Curve, ...]:
 
 
 def _read_one(path: Path, name: str) -> Curve | SkippedFile:
+    if path.name == BENCH_SUMMARY:
+        return SkippedFile(name, "the summary of `fabcheck bench nccl` (hosts, versions, transport proof)")
+    if path.name.endswith(PARTIAL_SUFFIX):
+        return SkippedFile(name, "a partial file: the run stopped while writing it")
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             return SkippedFile(name, f"larger than {MAX_FILE_BYTES >> 20} MiB: not an nccl-tests output")

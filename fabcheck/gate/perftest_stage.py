@@ -65,7 +65,7 @@ class PerftestStage:
         entries = list(context.plan.hosts)
         mode = mode_of(entries)
         session = open_session(entries, context.limits, context.concurrency, mode)
-        diagnosis = localise(session.rounds, session.measure, session.judge_of)
+        diagnosis = localise(session.rounds, session.measure, session.judge_of, session.endpoints)
         path = stored.default_path(context.inventory.source)
         recorded = stored.load_baseline(path)
         findings = judge_hosts(entries, session, diagnosis, recorded, str(path))

@@ -7,6 +7,10 @@ traffic. Each end of a slow pair is then re-paired with a good NIC of its rail i
 - fast with its good peer, and so is the other end: the link between the two is bad;
 - no good peer free for it this round: a confirm round tries again with the NICs the split freed.
 
+A NIC the survey left out (an odd host count on its rail) joins the split round against a good NIC.
+When a rail has no good NIC yet, its undecided NICs are paired among themselves on links not measured
+before, so the confirm round finds good peers there.
+
 So one bad NIC is named in the survey round plus one split round, and k bad NICs in the same rounds as
 long as each rail has a good NIC free for each suspect (k small against N).
 """
@@ -70,21 +74,33 @@ class _Evidence:
     def suspects(self) -> set[Endpoint]:
         return {end for link in self.slow for end in link} - self.good()
 
+    def measured_ends(self) -> set[Endpoint]:
+        return {end for m, _reason in self.judged for end in m.pair.ends}
+
+    def measured_links(self) -> set[tuple[Endpoint, Endpoint]]:
+        return {m.pair.key for m, _reason in self.judged}
+
 
 def localise(
-    survey: Sequence[Round], measure: Measure, judge_of: Callable[[Sequence[Measurement]], Judge]
+    survey: Sequence[Round],
+    measure: Measure,
+    judge_of: Callable[[Sequence[Measurement]], Judge],
+    endpoints: Iterable[Endpoint] = (),
 ) -> Diagnosis:
-    """Run the survey rounds, judge them, then at most a split and a confirm round of re-pairings."""
+    """Run the survey rounds, judge them, then at most a split and a confirm round of re-pairings.
+    `endpoints`: every NIC that should be measured (those the survey left out join the split)."""
     results: list[Measurement] = []
     for number, round_ in enumerate(survey, start=1):
         results += measure(round_, number)
     evidence = _Evidence(judge_of(results))
     evidence.add(results)
+    wanted = set(endpoints)
     rounds = len(survey)
     for _ in ("split", "confirm"):
         good = evidence.good()
-        undecided = evidence.suspects() - evidence.slow_with_good_peer(good)
-        repairing = _repair_round(sorted(undecided), good)
+        unmeasured = wanted - evidence.measured_ends()
+        undecided = (evidence.suspects() | unmeasured) - evidence.slow_with_good_peer(good)
+        repairing = _repair_round(sorted(undecided), good, evidence.measured_links())
         if not repairing:
             break
         rounds += 1
@@ -92,16 +108,29 @@ def localise(
     return _diagnose(evidence, rounds)
 
 
-def _repair_round(suspects: Sequence[Endpoint], good: set[Endpoint]) -> Round:
-    """Each suspect against a distinct good NIC of its rail; suspects with no free good peer wait."""
+def _repair_round(
+    undecided: Sequence[Endpoint], good: set[Endpoint], measured: set[tuple[Endpoint, Endpoint]]
+) -> Round:
+    """Each undecided NIC against a distinct good NIC of its rail; where no good NIC is free, the
+    undecided NICs of the rail against each other, on links not measured yet."""
     free: dict[str, list[Endpoint]] = {}
     for end in sorted(good):
         free.setdefault(end.nic, []).append(end)
     pairs = []
-    for suspect in suspects:
-        peers = free.get(suspect.nic, [])
+    waiting: dict[str, list[Endpoint]] = {}
+    for end in undecided:
+        peers = free.get(end.nic, [])
         if peers:
-            pairs.append(Pair(peers.pop(0), suspect))
+            pairs.append(Pair(peers.pop(0), end))
+        else:
+            waiting.setdefault(end.nic, []).append(end)
+    for ends in waiting.values():
+        while ends:
+            end = ends.pop(0)
+            peer = next((p for p in ends if Pair(end, p).key not in measured), None)
+            if peer is not None:
+                ends.remove(peer)
+                pairs.append(Pair(end, peer))
     return tuple(pairs)
 
 

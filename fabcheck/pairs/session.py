@@ -10,7 +10,7 @@ from fabcheck.collect.host import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.perftest import DesiredPerftest, desired_perftest, pair_floor_gbps
 from fabcheck.intent.loader import HostEntry
 from fabcheck.pairs.commands import HostSetup
-from fabcheck.pairs.rounds import Pair, Round, plan_rounds
+from fabcheck.pairs.rounds import Endpoint, Pair, Round, plan_rounds
 from fabcheck.pairs.runner import SshRunner
 from fabcheck.pairs.verdict import Judge, Measurement
 
@@ -23,6 +23,11 @@ class Session:
     # Hosts that take no part, and why (a bad connection variable, no rail NIC, no setup answer).
     left_out: dict[str, str] = field(default_factory=dict)
     unpinned: list[str] = field(default_factory=list)  # hosts without numactl
+
+    @property
+    def endpoints(self) -> list[Endpoint]:
+        """Every rail NIC of the hosts that take part."""
+        return [Endpoint(h, nic) for h in self.runner.setup for nic in self.desired[h].nics]
 
     def floor_of(self, pair: Pair) -> float:
         return pair_floor_gbps(self.desired[pair.server.host], self.desired[pair.client.host])[0]

@@ -32,6 +32,10 @@ class Fleet:
     def nics_by_host(self) -> dict[str, list[str]]:
         return {host: list(self.rails) for host in self.hosts}
 
+    @property
+    def endpoints(self) -> list[Endpoint]:
+        return [Endpoint(host, rail) for host in self.hosts for rail in self.rails]
+
     def capability(self, end: Endpoint) -> float:
         factor = self.nic_factor.get(end, 1.0) * self.host_factor.get(end.host, 1.0)
         return self.line_rate_gbps * HEALTHY_EFFICIENCY * factor

@@ -22,7 +22,7 @@ def _judge(results: list[Measurement]) -> Judge:
 
 def _run(fleet: Fleet, seed: int = 1) -> tuple[object, SimulatedRunner]:
     runner = SimulatedRunner(fleet, seed=seed)
-    diagnosis = localise(plan_rounds(fleet.nics_by_host, FAST), runner, _judge)
+    diagnosis = localise(plan_rounds(fleet.nics_by_host, FAST), runner, _judge, fleet.endpoints)
     return diagnosis, runner
 
 
@@ -101,3 +101,16 @@ def test_outlier_reference_is_robust_to_several_bad_links() -> None:
     flat = peer_stats([384.0] * 10)
     assert flat is not None and flat.outlier_below == pytest.approx(384.0 * 0.97)
     assert peer_stats([384.0] * 3) is None
+
+
+@pytest.mark.parametrize("slow_host", ["gpu0000", "gpu0001", "gpu0002", "gpu0003"])
+def test_the_lab_shape_names_a_slow_host_within_three_rounds(slow_host: str) -> None:
+    # Three 8-NIC hosts and one 2-NIC host: rails 2..7 have three hosts, so one NIC sits out the survey.
+    fleet = fleet_of(4, bad_hosts=[slow_host], factor=0.1)
+    nics = {h: list(fleet.rails) for h in fleet.hosts[:3]} | {"gpu0003": ["mlx5_0", "mlx5_1"]}
+    runner = SimulatedRunner(fleet)
+    ends = [Endpoint(h, n) for h, ns in nics.items() for n in ns]
+    diagnosis = localise(plan_rounds(nics, FAST), runner, _judge, ends)
+    assert diagnosis.bad_hosts == (slow_host,)
+    assert diagnosis.bad_nics == diagnosis.bad_links == diagnosis.unlocalised == ()
+    assert len(runner.rounds_run) <= 3

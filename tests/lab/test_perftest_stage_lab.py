@@ -1,0 +1,69 @@
+"""The perftest stage on 4 lab hosts that site.yml converged (three 8-NIC hosts and one 2-NIC host):
+healthy, every NIC reaches the floor with its peers; with `slow-link` on one node, the stage names that
+node as the slow host, and no other host fails."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from labsupport import REPO, requires_lab, run_playbook, running_lab
+
+from fabcheck.lab import faults
+from fabcheck.lab.state import LabPaths
+
+pytestmark = [pytest.mark.lab, requires_lab]
+
+GENEROUS = ("--timeout", "120", "--connect-timeout", "60")  # no healthy node can miss these when loaded
+
+
+def perftest_findings(paths: LabPaths) -> dict[str, list[dict]]:
+    """host -> its perftest.* findings of `fabcheck validate --stages host,perftest --json`."""
+    argv = [sys.executable, "-m", "fabcheck.cli", "validate", "-i", str(paths.inventory.parent)]
+    argv += ["--stages", "host,perftest", "--json", *GENEROUS]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode in (0, 1, 3), done.stderr
+    subjects = [json.loads(line) for line in done.stdout.splitlines()]
+    return {
+        s["host"]: [f for f in s["findings"] if f["check"].startswith("perftest.")]
+        for s in subjects
+        if "host" in s
+    }
+
+
+def not_passing(found: dict[str, list[dict]]) -> set[tuple[str, str, str]]:
+    return {
+        (host, f["check"], f["subject"])
+        for host, fs in found.items()
+        for f in fs
+        if f["status"] in ("fail", "error")
+    }
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[LabPaths]:
+    with running_lab(profile="roce", hosts=4, switches=0) as (paths, _state):
+        converged = run_playbook(paths, "--limit", "gpu_hosts")
+        assert converged.rc == 0, converged.output[-4000:]
+        yield paths
+
+
+def test_a_healthy_fabric_passes_every_nic(lab: LabPaths) -> None:
+    found = perftest_findings(lab)
+    assert set(found) == {"gpu01", "gpu02", "gpu03", "gpu04"}
+    assert not_passing(found) == set()
+    nics = {(h, f["subject"]) for h, fs in found.items() for f in fs if f["check"] == "perftest.nic"}
+    assert len(nics) == 3 * 8 + 2  # every rail NIC measured, the 2-NIC host's too
+    assert all(f["status"] == "skip" for fs in found.values() for f in fs if f["check"] == "perftest.drift")
+
+
+def test_slow_link_on_one_node_names_that_node(lab: LabPaths) -> None:
+    faults.inject(lab, "slow-link", "gpu02")
+    try:
+        found = perftest_findings(lab)
+    finally:
+        faults.heal(lab, "gpu02", "slow-link")
+    assert not_passing(found) == {("gpu02", "perftest.host", "gpu02")}

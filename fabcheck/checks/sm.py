@@ -180,17 +180,18 @@ def check_master(
     target = master.node if master is not None else "subnet_managers"
     hint = _fix(target, SM_TAG, "writes each SM's sm_priority and starts opensm")
     followed = {e.master.guid for e in evidence if isinstance(e.master, SmInfo)}
-    if len(masters) == 1 and (master is None or masters == [master.node]):
+    as_intended = len(masters) == 1 and (master is None or masters == [master.node])
+    if as_intended:
         elected = _own(evidence, masters[0])
         right_priority = master is None or elected.priority == master.sm_priority
-        if right_priority and followed <= {elected.guid}:
-            return passed(MASTER_CHECK, subject, expected, actual)
-        return failed(MASTER_CHECK, subject, expected, actual, hint)
+        as_intended = right_priority and followed <= {elected.guid}
     unread = [e for e in evidence if e.unreachable is not None or isinstance(e.own, Unreadable)]
-    if unread and not masters:
+    if not as_intended and (masters or not unread):
+        return failed(MASTER_CHECK, subject, expected, actual, hint)
+    if unread:  # one master among those read proves nothing about the SMs that could not be
         why = unread[0].unreachable or getattr(unread[0].own, "reason", "")
         return errored(MASTER_CHECK, subject, expected, f"{unread[0].node} could not be read: {why}", hint)
-    return failed(MASTER_CHECK, subject, expected, actual, hint)
+    return passed(MASTER_CHECK, subject, expected, actual)
 
 
 def _own(evidence: Sequence[SmEvidence], node: str) -> SmInfo:

@@ -125,7 +125,14 @@ def section_commands(desired: DesiredSubnetManager, service: str) -> dict[str, s
     }
 
 
-def remote_command(token: str, desired: DesiredSubnetManager, service: str, limits: TimeLimits) -> str:
+def remote_command(
+    token: str,
+    desired: DesiredSubnetManager,
+    service: str,
+    limits: TimeLimits,
+    infiniband_dir: str = INFINIBAND_DIR,
+) -> str:
+    """The one remote command line: the host collector's launcher and this static script, quoted."""
     script = [
         SM_SCRIPT,
         "fabcheck-sm",
@@ -133,7 +140,7 @@ def remote_command(token: str, desired: DesiredSubnetManager, service: str, limi
         str(limits.tool_s),
         desired.opensm_conf_path,
         desired.partitions_conf_path,
-        INFINIBAND_DIR,
+        infiniband_dir,
         service,
     ]
     return shlex.join(["sh", "-c", LAUNCHER, "fabcheck-sm", str(limits.host_s), *script])

@@ -42,14 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
     # Imported here so that `fabcheck --version` stays fast and one broken area cannot hide the others.
     from fabcheck import analyze_cli, intent_cli, render_cli, validate_cli
     from fabcheck.lab import cli as lab_cli
-    from fabcheck.perf import report_cli
+    from fabcheck.pairs import cli as baseline_cli
+    from fabcheck.perf import bench_cli, report_cli
 
     intent_cli.register(sub)
     analyze_cli.register(sub)
     validate_cli.register(sub)
     render_cli.register(sub)
     lab_cli.register(sub)
+    baseline_cli.register(sub)
     report_cli.register(sub)
+    bench_cli.register(sub)
     return parser
 
 

@@ -238,7 +238,4 @@ def _comparison_json(report: PerfReport) -> dict:
     }
 
 
-REPORTERS: dict[str, tuple[str, Callable[[PerfReport], str]]] = {
-    "html": ("--html", html),
-    "markdown": ("--markdown", markdown),
-}
+REPORTERS: dict[str, Callable[[PerfReport], str]] = {"html": html, "markdown": markdown}

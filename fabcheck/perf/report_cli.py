@@ -8,7 +8,6 @@ from pathlib import Path
 
 from fabcheck.errors import UsageError
 from fabcheck.intent.loader import load_inventory
-from fabcheck.perf import render
 from fabcheck.perf.curves import load_run_dir
 from fabcheck.perf.report import Limit, build_report
 from fabcheck.report.model import EXIT_CODES_HELP, exit_code
@@ -44,7 +43,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+# option destination -> flag of the files written besides stdout
+FILE_FLAGS = {"html": "--html", "markdown": "--markdown"}
+
+
 def run(args: argparse.Namespace) -> int:
+    # matplotlib is imported here, not when the CLI is built: every other command stays quick to start
+    from fabcheck.perf import render
+
     _check_paths(args)
     limit = None
     if args.inventory:
@@ -53,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
     other = load_run_dir(args.compare) if args.compare else None
     report = build_report(load_run_dir(args.run_dir), limit, other)
     print(render.json_document(report) if args.json else render.text(report))
-    for dest, (flag, reporter) in render.REPORTERS.items():
-        name = getattr(args, dest)
+    for dest, flag in FILE_FLAGS.items():
+        name, reporter = getattr(args, dest), render.REPORTERS[dest]
         if name is not None:
             try:
                 Path(name).write_text(reporter(report), encoding="utf-8")
@@ -65,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_paths(args: argparse.Namespace) -> None:
     """Refuse a report file that could not be written before reading anything (exit 2)."""
-    for dest, (flag, _) in render.REPORTERS.items():
+    for dest, flag in FILE_FLAGS.items():
         name = getattr(args, dest)
         if name is None:
             continue

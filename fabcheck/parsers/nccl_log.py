@@ -194,6 +194,11 @@ def _clean(line: str) -> str:
     return text
 
 
+def clean_line(line: str) -> str:
+    """A log line as the parsers read it: no line end, terminal colours or citation markers."""
+    return _clean(line)
+
+
 def _rdma_from_name(name: str, ofi_provider: str | None) -> bool | None:
     """Whether a NET plugin name means RDMA (IB verbs) or TCP sockets; None when unknown."""
     if _SOCKET_NAME.search(name):

@@ -1,0 +1,371 @@
+"""Per-rank proof from NCCL_DEBUG=INFO that NCCL took the RDMA path with GPUDirect on each GPU's rail NIC.
+
+Judges the ranks of one host against what the intent wants there (DesiredNcclHost) and that host's
+`nvidia-smi topo -m`. A failure names the rank, its GPU and the log line it rests on; a host whose ranks
+all pass gets one passing finding per check. Pure: no I/O, so the tests are recorded logs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from fabcheck.checks.model import Finding, errored, failed, passed, skipped
+from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
+from fabcheck.desired.nccl import DesiredNcclHost, DesiredNcclJob
+from fabcheck.parsers.nccl_ranks import NetChannel, Quote, RankFacts
+from fabcheck.parsers.nccl_tests import NcclTestsRun
+from fabcheck.parsers.topo import TopoMatrix
+
+TRANSPORT = "nccl.rank_transport"
+GDR = "nccl.rank_gdr"
+RAIL_HCA = "nccl.rank_rail_hca"
+HCA_LIST = "nccl.hca_list"
+GID_INDEX = "nccl.gid_index"
+TRAFFIC_CLASS = "nccl.traffic_class"
+RANKS = "nccl.ranks"
+BUSBW = "nccl.busbw"
+RANK_CHECKS = (RANKS, TRANSPORT, GDR, RAIL_HCA, HCA_LIST, GID_INDEX, TRAFFIC_CLASS)
+
+# TCP transports: NCCL's own Socket and the TCP plugins (GCP FastSocket, gIB's TCP fallbacks).
+_TCP_NETWORK = re.compile(r"socket|tcp", re.IGNORECASE)
+_MAX_LISTED = 8  # ranks named in one finding's actual
+
+
+def quoted(text: str, quote: Quote | None) -> str:
+    """The finding's text followed by the log line it rests on."""
+    return f'{text} (line {quote.line}: "{quote.text}")' if quote else text
+
+
+def rank_label(rank: RankFacts) -> str:
+    number = "?" if rank.rank is None else str(rank.rank)
+    return f"rank {number} (GPU{rank.gpu}, {rank.host} pid {rank.pid})"
+
+
+def network_of(rank: RankFacts) -> tuple[str | None, Quote | None]:
+    """The network the rank uses: its process's ``Using network`` line, else its first NET channel."""
+    if rank.network is not None:
+        return rank.network, rank.network_quote
+    if rank.net_channels:
+        return rank.net_channels[0].network, rank.net_channels[0].quote
+    return None, None
+
+
+def rdma_channels(rank: RankFacts) -> tuple[NetChannel, ...]:
+    """The rank's NET channels over RDMA; Socket channels are nccl.rank_transport's failure, not GDR's."""
+    return tuple(c for c in rank.net_channels if not _TCP_NETWORK.search(c.network))
+
+
+def is_allowed_network(name: str, allowed: Sequence[str]) -> bool:
+    return not _TCP_NETWORK.search(name) and any(name.startswith(prefix) for prefix in allowed)
+
+
+def check_host_ranks(
+    host: str,
+    ranks: Sequence[RankFacts],
+    expected_ranks: Sequence[int],
+    desired: DesiredNcclHost,
+    topo: TopoMatrix | None,
+) -> list[Finding]:
+    """Every per-rank check for the ranks the launcher placed on `host`, in RANK_CHECKS order."""
+    findings = [_ranks_present(host, ranks, expected_ranks)]
+    if not ranks:
+        return findings
+    findings.append(_transport(host, ranks, desired))
+    findings.append(_gdr(host, ranks, desired))
+    findings.append(_rail_hca(host, ranks, desired, topo))
+    findings.append(_hca_list(host, ranks, desired, topo))
+    findings.append(_env_value(host, ranks, GID_INDEX, "NCCL_IB_GID_INDEX", desired.gid_index, desired))
+    findings.append(_env_value(host, ranks, TRAFFIC_CLASS, "NCCL_IB_TC", desired.traffic_class, desired))
+    return findings
+
+
+def _verdict(
+    check: str,
+    host: str,
+    ranks: Sequence[RankFacts],
+    expected: str,
+    problem: Callable[[RankFacts], str | None],
+    hint: str,
+    summary: str,
+) -> Finding:
+    """Fail naming each rank `problem` describes (the first few quoted in full), else one pass."""
+    bad = [(rank, text) for rank in ranks if (text := problem(rank)) is not None]
+    if not bad:
+        return passed(check, f"{host}: {len(ranks)} ranks", expected, summary)
+    shown = "; ".join(f"{rank_label(rank)}: {text}" for rank, text in bad[:_MAX_LISTED])
+    more = f"; and {len(bad) - _MAX_LISTED} more rank(s)" if len(bad) > _MAX_LISTED else ""
+    subject = rank_label(bad[0][0]) if len(bad) == 1 else f"{host}: {len(bad)} of {len(ranks)} ranks"
+    return failed(check, subject, expected, shown + more, hint)
+
+
+def _ranks_present(host: str, ranks: Sequence[RankFacts], expected_ranks: Sequence[int]) -> Finding:
+    expected = f"ranks {_span(expected_ranks)} print Init COMPLETE and no NCCL WARN"
+    complete = {r.rank for r in ranks if r.init_complete}
+    missing = [n for n in expected_ranks if n not in complete]
+    warned = [r for r in ranks if r.warnings]
+    if missing:
+        return failed(
+            RANKS,
+            f"{host}: rank(s) {_span(missing)}",
+            expected,
+            f"no Init COMPLETE line from rank(s) {_span(missing)}",
+            "the rank did not start or NCCL init failed there: read the launcher's stderr and the rank's "
+            "NCCL WARN lines; NCCL_DEBUG below INFO hides the init lines",
+        )
+    if warned:
+        first = warned[0]
+        return failed(
+            RANKS,
+            rank_label(first),
+            expected,
+            quoted(f"{len(first.warnings)} NCCL WARN line(s)", first.warnings[0]),
+            "NCCL warned during the run: the quoted line says what failed",
+        )
+    return passed(
+        RANKS, f"{host}: {len(ranks)} ranks", expected, f"ranks {_span(sorted(complete))} initialised"
+    )
+
+
+def _transport(host: str, ranks: Sequence[RankFacts], desired: DesiredNcclHost) -> Finding:
+    allowed = ", ".join(desired.allowed_networks)
+    expected = f"network {allowed} (RDMA), never Socket or a TCP plugin"
+
+    def problem(rank: RankFacts) -> str | None:
+        name, quote = network_of(rank)
+        if name is None:
+            return "no `Using network` or NET channel line (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=INIT,NET?)"
+        return (
+            None if is_allowed_network(name, desired.allowed_networks) else quoted(f"network {name}", quote)
+        )
+
+    bad = [r for r in ranks if problem(r) is not None]
+    if bad and all(network_of(r)[0] is None for r in bad):
+        return errored(
+            TRANSPORT,
+            f"{host}: {len(bad)} ranks",
+            expected,
+            problem(bad[0]) or "",
+            "the log lacks the transport lines: NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET",
+        )
+    names = sorted({network_of(r)[0] or "?" for r in ranks})
+    return _verdict(
+        TRANSPORT,
+        host,
+        ranks,
+        expected,
+        problem,
+        "these ranks found no usable RDMA device (ibv_devinfo, rdma link, NCCL_IB_HCA, the net plugin); "
+        f"roles {GPU_RDMA_ROLE}, {HOST_QOS_ROLE}",
+        f"network {', '.join(names)} on every rank",
+    )
+
+
+def _gdr(host: str, ranks: Sequence[RankFacts], desired: DesiredNcclHost) -> Finding:
+    if not desired.gdr_required:
+        return skipped(GDR, host, "fabric_intent.nccl.gdr_required is false")
+    expected = "/GDRDMA on every inter-node (NET) channel"
+    with_net = [r for r in ranks if rdma_channels(r)]
+    if not with_net:
+        if any(r.net_channels for r in ranks):
+            return skipped(GDR, host, "every NET channel of this host is Socket (see nccl.rank_transport)")
+        return errored(
+            GDR,
+            host,
+            expected,
+            "no NET channel line from any rank of this host",
+            "NCCL_DEBUG_SUBSYS must include NET (or INIT) and the job must span at least two hosts",
+        )
+
+    def problem(rank: RankFacts) -> str | None:
+        channels = rdma_channels(rank)
+        plain = [c for c in channels if not c.gdr]
+        if not plain:
+            return None
+        return quoted(f"{len(plain)} of {len(channels)} NET channels without GDRDMA", plain[0].quote)
+
+    channels = sum(len(rdma_channels(r)) for r in with_net)
+    return _verdict(
+        GDR,
+        host,
+        with_net,
+        expected,
+        problem,
+        f"GPUDirect RDMA off: load nvidia_peermem (role {GPU_RDMA_ROLE}), keep the GPU within "
+        "NCCL_NET_GDR_LEVEL of its NIC (topo -m), and check ACS/IOMMU",
+        f"{channels} NET channels of {len(with_net)} ranks, all GDRDMA",
+    )
+
+
+def affine_nics(gpu: int, desired: DesiredNcclHost, topo: TopoMatrix) -> tuple[str, ...]:
+    """The NICs a GPU's rank should use: topo's nearest, narrowed to the rail NIC when the intent names
+    one among them (a rail NIC that is not nearest is the host stage's topo.rail finding)."""
+    nearest, _link = topo.nearest_nics(f"GPU{gpu}")
+    rail = desired.rails.get(gpu)
+    return (rail,) if rail in nearest else nearest
+
+
+def _rail_hca(
+    host: str, ranks: Sequence[RankFacts], desired: DesiredNcclHost, topo: TopoMatrix | None
+) -> Finding:
+    expected = "each GPU's NET channels on its affine rail NIC (nvidia-smi topo -m, fabric_intent.rails)"
+    if topo is None:
+        return errored(
+            RAIL_HCA, host, expected, "no topology of this host", "the host stage must read topo -m"
+        )
+    unknown = [r for r in ranks if f"GPU{r.gpu}" not in topo.gpus]
+    if unknown:
+        return errored(
+            RAIL_HCA,
+            rank_label(unknown[0]),
+            expected,
+            f"GPU{unknown[0].gpu} is not in this host's topo -m ({', '.join(topo.gpus)})",
+            "CUDA_VISIBLE_DEVICES remaps GPUs, or the topology is of another host",
+        )
+
+    def problem(rank: RankFacts) -> str | None:
+        want = affine_nics(rank.gpu, desired, topo)
+        if not want:
+            return f"topo -m shows no NIC for GPU{rank.gpu}"
+        for channel in rdma_channels(rank):
+            device = rank.device(channel.device)
+            if device is None:
+                return quoted(f"NET device {channel.device} is not in the process's HCA list", channel.quote)
+            if device.name not in want:
+                return quoted(f"uses {device.name}, affine NIC {' or '.join(want)}", channel.quote)
+        return None
+
+    judged = [r for r in ranks if rdma_channels(r)]
+    if not judged:
+        why = (
+            "only Socket channels (see nccl.rank_transport)"
+            if any(r.net_channels for r in ranks)
+            else ("no rank of this host has an inter-node channel")
+        )
+        return skipped(RAIL_HCA, host, why)
+    return _verdict(
+        RAIL_HCA,
+        host,
+        judged,
+        expected,
+        problem,
+        "NCCL picked a far NIC: check NCCL_IB_HCA, the rail map (fabric_intent.rails) and that the rail "
+        "NIC is up (ibv_devinfo)",
+        f"{len(judged)} ranks on their rail NIC",
+    )
+
+
+def rail_nics(desired: DesiredNcclHost, topo: TopoMatrix | None) -> set[str]:
+    if desired.rails:
+        return set(desired.rails.values())
+    if topo is None:
+        return set()
+    return {nic for gpu in topo.gpus for nic in topo.nearest_nics(gpu)[0]}
+
+
+def _hca_list(
+    host: str, ranks: Sequence[RankFacts], desired: DesiredNcclHost, topo: TopoMatrix | None
+) -> Finding:
+    rails = rail_nics(desired, topo)
+    expected = (
+        f"HCA list only rail NICs ({', '.join(sorted(rails)) or 'unknown'}): no bond, no management NIC"
+    )
+    rdma = [r for r in ranks if any(d.link_layer for d in r.devices)]
+    if not rdma:
+        if any(network_of(r)[0] and _TCP_NETWORK.search(network_of(r)[0] or "") for r in ranks):
+            return skipped(HCA_LIST, host, "network Socket: NCCL listed no HCA (see nccl.rank_transport)")
+        return errored(
+            HCA_LIST,
+            host,
+            expected,
+            "no `NET/IB : Using [0]...` line from any rank of this host",
+            "NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=INIT,NET prints the HCA list",
+        )
+    if not rails:
+        return errored(
+            HCA_LIST, host, expected, "no rail NICs known", "name fabric_intent.rails or read topo -m"
+        )
+
+    def problem(rank: RankFacts) -> str | None:
+        stray = [d.name for d in rank.devices if d.link_layer and d.name not in rails]
+        return quoted(f"stray device(s) {', '.join(stray)}", rank.devices_quote) if stray else None
+
+    return _verdict(
+        HCA_LIST,
+        host,
+        rdma,
+        expected,
+        problem,
+        "restrict NCCL to the rails with NCCL_IB_HCA="
+        + ",".join(f"={n}" for n in sorted(rails))
+        + " or remove the device from the RDMA stack (a bond or management NIC carries no rail traffic)",
+        f"{len(rdma[0].devices)} devices, all rail NICs",
+    )
+
+
+def _env_value(
+    host: str,
+    ranks: Sequence[RankFacts],
+    check: str,
+    variable: str,
+    want: int | None,
+    desired: DesiredNcclHost,
+) -> Finding:
+    if want is None:
+        why = (
+            "InfiniBand needs no GID index"
+            if check == GID_INDEX and desired.kind == "ib"
+            else "intent sets none"
+        )
+        return skipped(check, host, f"{why} (fabric_intent.nccl)")
+    expected = f"{variable} {want} in every rank (`{variable} set by environment to {want}.`)"
+
+    def problem(rank: RankFacts) -> str | None:
+        shown = rank.env.get(variable)
+        if shown is None:
+            return f"no `{variable} set by environment` line: the launcher did not pass it to this rank"
+        value, quote = shown
+        return None if value == str(want) else quoted(f"{variable} {value}", quote)
+
+    return _verdict(
+        check,
+        host,
+        ranks,
+        expected,
+        problem,
+        f"the ranks' environment overrides the intent: unset {variable} in the user's or the nodes' "
+        "environment (/etc/nccl.conf, shell profiles), or fix fabric_intent.nccl",
+        f"{variable} {want} on every rank",
+    )
+
+
+def check_busbw(run: NcclTestsRun | None, job: DesiredNcclJob, subject: str) -> Finding:
+    """The job's all_reduce busbw at its largest size against the intent's floor."""
+    expected = f">= {job.busbw_floor_gbytes:.2f} GB/s busbw at >= {job.min_bytes} B ({job.floor_basis})"
+    if run is None or not run.rows:
+        return errored(
+            BUSBW, subject, expected, "rank 0 printed no nccl-tests table", "read the run's output"
+        )
+    largest = max(run.rows, key=lambda row: row.bytes)
+    busbw = max(largest.oop_busbw, largest.ip_busbw or 0.0)
+    actual = f"{busbw:.2f} GB/s at {largest.bytes} B"
+    if largest.bytes < job.min_bytes:
+        return failed(BUSBW, subject, expected, f"largest size {largest.bytes} B", "run up to min_bytes (-e)")
+    if not busbw >= job.busbw_floor_gbytes:  # also catches nan
+        return failed(
+            BUSBW,
+            subject,
+            expected,
+            actual,
+            "below the floor: read this stage's transport, GDR and rail findings, then per-NIC perftest and "
+            "the PFC/ECN counters",
+        )
+    return passed(BUSBW, subject, expected, actual)
+
+
+def _span(numbers: Sequence[int]) -> str:
+    """0-7 for a run, else a list."""
+    items = sorted(numbers)
+    if items and items == list(range(items[0], items[-1] + 1)) and len(items) > 2:
+        return f"{items[0]}-{items[-1]}"
+    return ", ".join(str(n) for n in items) or "none"

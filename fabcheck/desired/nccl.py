@@ -1,0 +1,114 @@
+"""What the NCCL proof expects, derived from the intent once: per host (rails, networks, GDR, GID index,
+traffic class) and per job (the environment the ranks get, the sizes run, the bus-bandwidth floor)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fabcheck.errors import FabcheckError
+from fabcheck.intent.model import FabricIntent
+
+# NCCL_DEBUG=INFO with the INIT and NET subsystems prints what the proof reads: the network chosen, the
+# HCA list, each channel's transport and GDR, and the variables set by environment.
+DEBUG_ENV = (("NCCL_DEBUG", "INFO"), ("NCCL_DEBUG_SUBSYS", "INIT,NET"))
+PROGRAM = "all_reduce_perf"  # the intent's busbw floor is defined on all_reduce
+START_BYTES = 8 << 20
+
+
+@dataclass(frozen=True)
+class DesiredNcclHost:
+    host: str
+    kind: str  # roce or ib
+    rail_pairs: tuple[tuple[int, str], ...]  # GPU index -> its rail NIC (empty: take topo's nearest)
+    allowed_networks: tuple[str, ...]  # network names (or prefixes) that count as the RDMA path
+    gdr_required: bool
+    gid_index: int | None  # RoCE only: InfiniBand ports are addressed by LID, NCCL needs no GID index
+    traffic_class: int | None
+
+    @property
+    def rails(self) -> dict[int, str]:
+        return dict(self.rail_pairs)
+
+
+def desired_nccl_host(intent: FabricIntent, host: str) -> DesiredNcclHost:
+    nccl = intent.nccl
+    return DesiredNcclHost(
+        host=host,
+        kind=intent.kind,
+        rail_pairs=tuple(sorted(intent.rails.items())),
+        allowed_networks=tuple(nccl.allowed_networks),
+        gdr_required=nccl.gdr_required,
+        gid_index=nccl.gid_index if intent.kind == "roce" else None,
+        traffic_class=nccl.traffic_class,
+    )
+
+
+@dataclass(frozen=True)
+class DesiredNcclJob:
+    env_pairs: tuple[tuple[str, str], ...]  # what every rank gets (the user's NCCL_* may override)
+    args: tuple[str, ...]  # all_reduce_perf arguments: one GPU per rank, up to min_bytes
+    min_bytes: int
+    busbw_floor_gbytes: float
+    floor_basis: str  # how the floor was computed, for the finding's "expected"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(self.env_pairs)
+
+
+def desired_nccl_job(intents: Sequence[tuple[str, FabricIntent]]) -> DesiredNcclJob:
+    """One job over these hosts. Values the launcher passes to every rank alike (GID index, traffic
+    class) and the floor must agree between the hosts: a disagreement names both hosts."""
+    if not intents:
+        raise FabcheckError("an NCCL job needs at least one host")
+    first_host, first = intents[0]
+    for host, intent in intents[1:]:
+        for key, mine, theirs in _job_keys(first, intent):
+            if mine != theirs:
+                raise FabcheckError(
+                    f"fabric_intent {key} is {mine} on {first_host} but {theirs} on {host}: one NCCL job "
+                    "passes one value to every rank"
+                )
+    perf = first.performance
+    line_rate_gbytes = first.nics_per_node * first.link.speed_gbps / 8
+    env = list(DEBUG_ENV)
+    desired = desired_nccl_host(first, first_host)
+    if desired.gid_index is not None:
+        env.append(("NCCL_IB_GID_INDEX", str(desired.gid_index)))
+    if desired.traffic_class is not None:
+        env.append(("NCCL_IB_TC", str(desired.traffic_class)))
+    return DesiredNcclJob(
+        env_pairs=tuple(env),
+        args=(
+            "-b",
+            str(min(START_BYTES, perf.nccl_min_bytes)),
+            "-e",
+            str(perf.nccl_min_bytes),
+            "-f",
+            "2",
+            "-g",
+            "1",
+        ),
+        min_bytes=perf.nccl_min_bytes,
+        busbw_floor_gbytes=perf.nccl_busbw_min_fraction * line_rate_gbytes,
+        floor_basis=(
+            f"{perf.nccl_busbw_min_fraction:.0%} of {first.nics_per_node} NICs x {first.link.speed_gbps} Gb/s"
+        ),
+    )
+
+
+def _job_keys(a: FabricIntent, b: FabricIntent) -> list[tuple[str, object, object]]:
+    return [
+        ("kind", a.kind, b.kind),
+        ("nccl.gid_index", a.nccl.gid_index, b.nccl.gid_index),
+        ("nccl.traffic_class", a.nccl.traffic_class, b.nccl.traffic_class),
+        ("performance.nccl_min_bytes", a.performance.nccl_min_bytes, b.performance.nccl_min_bytes),
+        (
+            "performance.nccl_busbw_min_fraction",
+            a.performance.nccl_busbw_min_fraction,
+            b.performance.nccl_busbw_min_fraction,
+        ),
+        ("nics_per_node", a.nics_per_node, b.nics_per_node),
+        ("link.speed_gbps", a.link.speed_gbps, b.link.speed_gbps),
+    ]

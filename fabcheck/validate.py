@@ -1,6 +1,8 @@
-"""The pre-flight gate: inventory -> ssh targets -> one collection per host -> parse -> check -> results.
+"""The host stage of the gate: inventory -> ssh targets -> one collection per host -> records -> checks.
 
-v0 judges the hosts of group `gpu_hosts`; switches and subnet managers are listed as not checked.
+Orchestration only: the probes and their readers live in fabcheck.collect.host, the checks in
+fabcheck.checks.host. Each host is judged alone as it arrives; the fleet checks (what must agree
+across hosts) run once every host is in.
 """
 
 from __future__ import annotations
@@ -9,27 +11,15 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from fabcheck.checks.host import HostEvidence, NetdevEvidence, PersistEvidence, Unreadable, check_host
+from fabcheck.checks.host import HostEvidence, check_fleet, check_host
 from fabcheck.checks.model import Finding, Status, errored, verdict
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import ConnectionVarError, HostCollection, Section, SshTarget, TimeLimits
-from fabcheck.desired.nic import PERSIST_PATHS
-from fabcheck.errors import ParseError, UsageError
+from fabcheck.collect.host import ConnectionVarError, HostCollection, SshTarget, TimeLimits, last_line
+from fabcheck.errors import UsageError
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.intent.model import FabricIntent
-from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
-from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
-from fabcheck.parsers.nic_persist import (
-    missing_file,
-    parse_boot_settings,
-    parse_present_files,
-    parse_unit_state,
-)
-from fabcheck.parsers.numbers import read_int
-from fabcheck.parsers.rdma_link import parse_rdma_link
-from fabcheck.parsers.topo import parse_topo
 
 GPU_HOSTS = "gpu_hosts"
 DEFAULT_TIMEOUT_S = 30.0
@@ -38,7 +28,6 @@ WORKERS = 16
 COLLECTION_CHECK = "host.collection"
 INVENTORY_CHECK = "host.inventory"
 
-T = TypeVar("T")
 Collector = Callable[[SshTarget, int, TimeLimits], HostCollection]
 
 
@@ -138,7 +127,18 @@ def validate(
     if not hosts:
         return []
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(hosts)))) as pool:
-        return list(pool.map(one, hosts))
+        results = list(pool.map(one, hosts))
+    return judge_fleet(results, {entry.name: entry.intent for entry in hosts})
+
+
+def judge_fleet(results: Sequence[HostResult], intents: Mapping[str, FabricIntent]) -> list[HostResult]:
+    """Pure: the fleet checks over every host that was read, each host's findings appended to its result."""
+    read = {r.host: r.evidence for r in results if r.evidence is not None}
+    fleet = check_fleet(read, intents)
+    return [
+        dataclasses.replace(r, findings=r.findings + tuple(fleet[r.host])) if r.host in fleet else r
+        for r in results
+    ]
 
 
 def _one_host(
@@ -232,7 +232,7 @@ def _unbounded(collection: HostCollection) -> Finding | None:
     section = collection.sections.get(collect.TIME_LIMIT)
     if section is not None and section.rc == 0:
         return None
-    reason = "not reported" if section is None else (_last_line(section.stderr) or f"exit {section.rc}")
+    reason = "not reported" if section is None else (last_line(section.stderr) or f"exit {section.rc}")
     return errored(
         COLLECTION_CHECK,
         collection.host,
@@ -243,160 +243,8 @@ def _unbounded(collection: HostCollection) -> Finding | None:
 
 
 def evidence(collection: HostCollection) -> HostEvidence:
-    """Parse every section of a collection; what cannot be read becomes Unreadable."""
-    sections, prio = collection.sections, collection.priority
-    links = _read(sections, collect.RDMA_LINK, prio, _links)
-    netdevs = {} if isinstance(links, Unreadable) else _netdevs(sections, links, prio)
-    return HostEvidence(
-        topo=_read(sections, collect.TOPO, prio, parse_topo),
-        links=links,
-        devices=_read(sections, collect.IBV_DEVINFO, prio, parse_ibv_devinfo, empty_when=NO_DEVICES),
-        modules=_read(sections, collect.LSMOD, prio, loaded_modules),
-        netdevs=netdevs,
-        traffic_class=_traffic_classes(sections, links, prio),
-        persistence=_persistence(sections, prio),
-    )
-
-
-def _persistence(sections: Mapping[str, Section], prio: int) -> PersistEvidence:
-    """The boot file, the unit state and the boot files present. A missing file, a disabled or absent
-    unit are answers; only output that says neither is Unreadable."""
-    config_section = sections.get(collect.PERSIST_CONFIG)
-    if config_section is not None and missing_file(config_section.rc, config_section.stderr):
-        config: dict[str, Any] | Unreadable | None = None
-    else:
-        config = _read(sections, collect.PERSIST_CONFIG, prio, parse_boot_settings)
-    wanted = [PERSIST_PATHS[key] for key in collect.PERSIST_FILE_ORDER]
-    return PersistEvidence(
-        settings=config,
-        unit_state=_read_answer(sections, collect.PERSIST_UNIT_STATE, prio, parse_unit_state),
-        present=_read_answer(
-            sections,
-            collect.PERSIST_FILES,
-            prio,
-            lambda rc, out, err, source: parse_present_files(rc, out, err, wanted, source),
-        ),
-    )
-
-
-def _read_answer(
-    sections: Mapping[str, Section],
-    name: str,
-    prio: int,
-    parse: Callable[[int, str, str, str], T],
-) -> T | Unreadable:
-    """Like _read for a command whose non-zero exit is itself an answer (`systemctl is-enabled`, `ls`)."""
-    command, section = _ended_section(sections, name, prio)
-    if isinstance(section, Unreadable):
-        return section
-    assert section.rc is not None
-    try:
-        return parse(section.rc, section.stdout, section.stderr, command)
-    except ParseError as err:
-        return Unreadable(command, _short(err.message))
-
-
-def _netdevs(sections: Mapping[str, Section], links: Iterable[Any], prio: int) -> dict[str, NetdevEvidence]:
-    result = {}
-    for netdev in sorted({link.netdev for link in links if link.netdev}):
-
-        def read(kind: str, parse: Callable[[str, str], T], netdev: str = netdev) -> T | Unreadable:
-            return _read(sections, f"{kind}:{netdev}", prio, parse)
-
-        result[netdev] = NetdevEvidence(
-            qos=read(collect.MLNX_QOS, parse_mlnx_qos),
-            mtu=read(collect.NETDEV_MTU, sysfs_int),
-            np_enable=read(collect.ECN_NP_ENABLE, sysfs_int),
-            rp_enable=read(collect.ECN_RP_ENABLE, sysfs_int),
-            cnp_dscp=read(collect.CNP_DSCP, sysfs_int),
-            cnp_prio=read(collect.CNP_PRIO, sysfs_int),
-        )
-    return result
-
-
-def _traffic_classes(sections: Mapping[str, Section], links: Any, prio: int) -> dict[str, int | Unreadable]:
-    if isinstance(links, Unreadable):
-        return {}
-    return {
-        link.name: _read(sections, f"{collect.TRAFFIC_CLASS}:{link.name}", prio, traffic_class)
-        for link in links
-    }
-
-
-def _ended_section(sections: Mapping[str, Section], name: str, prio: int) -> tuple[str, Section | Unreadable]:
-    """The command a section ran, and the section, or Unreadable when it is missing or cut off."""
-    command = collect.section_command(name, prio)
-    section = sections.get(name)
-    if section is None:
-        return command, Unreadable(command, "not in the collected output")
-    if section.rc is None:
-        return command, Unreadable(command, "output truncated (no end marker)")
-    return command, section
-
-
-def _read(
-    sections: Mapping[str, Section],
-    name: str,
-    prio: int,
-    parse: Callable[[str, str], T],
-    empty_when: str | None = None,
-) -> T | Unreadable:
-    """Parse one section. `empty_when`: the tool's own "nothing here" message, printed with a failing
-    exit code (``ibv_devinfo`` says "No IB devices found" on stderr and exits 255): an empty reading."""
-    command, section = _ended_section(sections, name, prio)
-    if isinstance(section, Unreadable):
-        return section
-    if empty_when is not None and section.rc != 0 and section.stderr.strip() == empty_when:
-        return parse(empty_when, command)
-    if section.rc != 0:
-        detail = _last_line(section.stderr) or _last_line(section.stdout)
-        return Unreadable(command, _short(f"exit {section.rc}" + (f": {detail}" if detail else "")))
-    try:
-        return parse(section.stdout, command)
-    except ParseError as err:
-        where = "" if err.line is None else f"line {err.line}: "
-        return Unreadable(command, _short(where + err.message))
-    except Exception as err:  # any output a parser did not foresee is unreadable, never a crash of the run
-        return Unreadable(command, f"unreadable output ({_short(f'{type(err).__name__}: {err}')})")
-
-
-REASON_CHARS = 300  # a hostile host's 5000-digit value is quoted, never echoed whole
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= REASON_CHARS else f"{text[:REASON_CHARS]}... ({len(text)} characters)"
-
-
-def _last_line(text: str) -> str:
-    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
-
-
-def _links(text: str, source: str) -> tuple[Any, ...]:
-    # `rdma link` prints nothing at all on a host without RDMA devices: an empty, valid listing.
-    return () if not text.strip() else parse_rdma_link(text, source)
-
-
-def sysfs_int(text: str, source: str) -> int:
-    """A sysfs attribute that holds one decimal integer ("%d\\n"): ASCII digits, at most 20."""
-    return read_int(text.strip(), source=source, what="sysfs value", signed=True)
-
-
-def traffic_class(text: str, source: str) -> int:
-    """tc/<port>/traffic_class: "106" (upstream style) or "Global tclass=106" (MLNX_OFED)."""
-    value = text.strip()
-    value = value.removeprefix("Global tclass=").strip()
-    number = sysfs_int(value, source)
-    if not 0 <= number <= 255:
-        raise ParseError(f"traffic class {number} is not 0..255", source=source)
-    return number
-
-
-def loaded_modules(text: str, source: str) -> frozenset[str]:
-    """Module names from `lsmod` (first column after the 'Module  Size  Used by' header)."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines or lines[0].split()[:2] != ["Module", "Size"]:
-        raise ParseError("no 'Module  Size  Used by' header", source=source, line=1)
-    return frozenset(line.split()[0] for line in lines[1:])
+    """Every declared probe's record from a collection; what cannot be read becomes Unreadable."""
+    return HostEvidence(collect.read_records(collection.sections, collection.priority), collection.priority)
 
 
 def overall(results: Iterable[HostResult]) -> Status:

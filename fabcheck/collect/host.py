@@ -1,11 +1,14 @@
-"""Collect a GPU host's evidence in ONE ssh round trip: a static POSIX sh script prints marked sections.
+"""Collect a GPU host's evidence in ONE ssh round trip: a generated POSIX sh script prints marked sections.
 
-The script is fixed text. Its only inputs are positional arguments it validates itself: a random hex
-token (so tool output can never forge a marker), the lossless priority (an int from the validated
-intent) and time limits (ints). Interface and device names are discovered on the host from `rdma link`,
-never sent to it. The host bounds its own run with `timeout` (each tool, and the whole script), so a
-hung tool never outlives a round trip the client gave up on. `split_sections` (pure) turns the output
-back into {section: Section}.
+Every host probe is declared once in HOST_PROBES: its name, its scope (the host, each RDMA port, each
+RoCE netdev), the command or file it reads and how its output is read into a record. The collection
+script is generated from that table: fixed text for a given table, with nothing user-supplied in it.
+Its only inputs are positional arguments it validates itself: a random hex token (so tool output can
+never forge a marker), the lossless priority (an int from the validated intent) and time limits
+(ints). Interface and device names are discovered on the host from `rdma link`, never sent to it.
+The host bounds its own run with `timeout` (each tool, and the whole script), so a hung tool never
+outlives a round trip the client gave up on. `split_sections` (pure) turns the output back into
+{section: Section}; `read_records` (pure) turns the sections into records.
 """
 
 from __future__ import annotations
@@ -15,26 +18,45 @@ import re
 import secrets
 import shlex
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from fabcheck.desired.nic import PERSIST_PATHS, PERSIST_UNIT
+from fabcheck.errors import ParseError
+from fabcheck.parsers import host_sysfs
+from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
+from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
+from fabcheck.parsers.nic_persist import (
+    missing_file,
+    parse_boot_settings,
+    parse_present_files,
+    parse_unit_state,
+)
 from fabcheck.parsers.numbers import is_int_token
+from fabcheck.parsers.show_gids import parse_show_gids
+from fabcheck.parsers.topo import parse_topo
 
-# Section names: fixed ones, and per netdev / per RDMA device ones as "<kind>:<name>".
+# Probe (= section) names: a host probe's section is its name, a port probe's "<name>:<dev>/<port>", a
+# netdev probe's "<name>:<netdev>".
 TIME_LIMIT = "time_limit"  # whether the host has `timeout` (coreutils) to bound its own run
 TOPO = "topo"
 RDMA_LINK = "rdma_link"
 IBV_DEVINFO = "ibv_devinfo"
 LSMOD = "lsmod"
+SHOW_GIDS = "show_gids"
 MLNX_QOS = "mlnx_qos"
 NETDEV_MTU = "mtu"
 ECN_NP_ENABLE = "ecn_np_enable"
 ECN_RP_ENABLE = "ecn_rp_enable"
 CNP_DSCP = "cnp_dscp"
 CNP_PRIO = "cnp_802p_prio"
+MIN_TIME_BETWEEN_CNPS = "min_time_between_cnps"
+ROCE_RP = "roce_rp"
+DRIVER = "driver"
 TRAFFIC_CLASS = "traffic_class"
+CMA_ROCE_TOS = "cma_roce_tos"
+CMA_ROCE_MODE = "cma_roce_mode"
 # What re-applies the NIC settings at boot (role roce_host, tag persist): the settings file, whether the
 # boot unit is enabled, and which of the boot files exist.
 PERSIST_CONFIG = "persist_config"
@@ -42,24 +64,95 @@ PERSIST_UNIT_STATE = "persist_unit"
 PERSIST_FILES = "persist_files"
 PERSIST_FILE_ORDER = ("config", "applier", "unit", "rule")
 
+Scope = Literal["host", "port", "netdev"]
+# How a section becomes a record: "output" parses stdout of a successful run; "answer" hands the exit
+# code too to the parser (a disabled unit, a missing file are answers); "file" reads a file whose
+# absence is the answer None.
+Reading = Literal["output", "answer", "file"]
+
+
+@dataclass(frozen=True)
+class HostProbe:
+    """One thing the collection reads on a host: declared once, the script and the reader follow."""
+
+    name: str
+    scope: Scope
+    argv: tuple[str, ...]  # words; "{dev}", "{port}", "{netdev}", "{priority}" are filled on the host
+    parse: Callable[..., Any]  # (stdout, source) -> record; (rc, stdout, stderr, source) for "answer"
+    reading: Reading = "output"
+    empty_when: str | None = None  # the tool's own "nothing here" stderr with a failing exit: empty
+    builtin: bool = False  # the script itself prints this section (not one command run by `section`)
+
+    @property
+    def command(self) -> str:
+        """The command as a user would type it, with its placeholders."""
+        return " ".join(word or "''" for word in self.argv)
+
+    def section(self, subject: str = "") -> str:
+        return f"{self.name}:{subject}" if subject else self.name
+
+
+def _listed(folder: str) -> Callable[[str, str], dict[str, int]]:
+    def parse(text: str, source: str) -> dict[str, int]:
+        return host_sysfs.sysfs_listing(text, source, folder)
+
+    return parse
+
+
+def _present(rc: int, out: str, err: str, source: str) -> frozenset[str]:
+    wanted = [PERSIST_PATHS[key] for key in PERSIST_FILE_ORDER]
+    return parse_present_files(rc, out, err, wanted, source)
+
+
+NET = "/sys/class/net/{netdev}"
+ECN = NET + "/ecn"
+HOST_PROBES: tuple[HostProbe, ...] = (
+    HostProbe(TIME_LIMIT, "host", ("command", "-v", "timeout"), str, builtin=True),
+    HostProbe(TOPO, "host", ("nvidia-smi", "topo", "-m"), parse_topo),
+    HostProbe(LSMOD, "host", ("lsmod",), host_sysfs.loaded_modules),
+    HostProbe(IBV_DEVINFO, "host", ("ibv_devinfo", "-v"), parse_ibv_devinfo, empty_when=NO_DEVICES),
+    HostProbe(SHOW_GIDS, "host", ("show_gids",), parse_show_gids),
+    HostProbe(RDMA_LINK, "host", ("rdma", "link"), host_sysfs.rdma_links, builtin=True),
+    HostProbe(
+        TRAFFIC_CLASS,
+        "port",
+        ("cat", "/sys/class/infiniband/{dev}/tc/{port}/traffic_class"),
+        host_sysfs.traffic_class,
+    ),
+    # The RDMA-CM defaults as role roce_host reads them: the tools read configfs
+    # (/sys/kernel/config/rdma_cm/DEV/ports/N/default_roce_tos, default_roce_mode), mounting it and
+    # creating the device's group with the kernel defaults when absent; without -t/-m they set nothing.
+    HostProbe(CMA_ROCE_TOS, "port", ("cma_roce_tos", "-d", "{dev}", "-p", "{port}"), host_sysfs.rdma_cm_tos),
+    HostProbe(
+        CMA_ROCE_MODE, "port", ("cma_roce_mode", "-d", "{dev}", "-p", "{port}"), host_sysfs.rdma_cm_mode
+    ),
+    HostProbe(MLNX_QOS, "netdev", ("mlnx_qos", "-i", "{netdev}"), parse_mlnx_qos),
+    HostProbe(NETDEV_MTU, "netdev", ("cat", NET + "/mtu"), host_sysfs.sysfs_int),
+    HostProbe(ECN_NP_ENABLE, "netdev", ("cat", ECN + "/roce_np/enable/{priority}"), host_sysfs.sysfs_int),
+    HostProbe(ECN_RP_ENABLE, "netdev", ("cat", ECN + "/roce_rp/enable/{priority}"), host_sysfs.sysfs_int),
+    HostProbe(CNP_DSCP, "netdev", ("cat", ECN + "/roce_np/cnp_dscp"), host_sysfs.sysfs_int),
+    HostProbe(CNP_PRIO, "netdev", ("cat", ECN + "/roce_np/cnp_802p_prio"), host_sysfs.sysfs_int),
+    HostProbe(
+        MIN_TIME_BETWEEN_CNPS, "netdev", ("cat", ECN + "/roce_np/min_time_between_cnps"), host_sysfs.sysfs_int
+    ),
+    # Every DCQCN reaction-point parameter at once, as path:value lines (the intent picks which to judge).
+    HostProbe(ROCE_RP, "netdev", ("grep", "-r", "-H", "", ECN + "/roce_rp"), _listed("roce_rp")),
+    HostProbe(DRIVER, "netdev", ("ethtool", "-i", "{netdev}"), host_sysfs.ethtool_driver),
+    HostProbe(PERSIST_CONFIG, "host", ("cat", PERSIST_PATHS["config"]), parse_boot_settings, "file"),
+    HostProbe(
+        PERSIST_UNIT_STATE, "host", ("systemctl", "is-enabled", PERSIST_UNIT), parse_unit_state, "answer"
+    ),
+    HostProbe(
+        PERSIST_FILES,
+        "host",
+        ("ls", "-1d", "--", *(PERSIST_PATHS[key] for key in PERSIST_FILE_ORDER)),
+        _present,
+        "answer",
+    ),
+)
+PROBES_BY_NAME: Mapping[str, HostProbe] = {probe.name: probe for probe in HOST_PROBES}
 # The command each section ran, as a user would type it (for error messages and hints).
-SECTION_COMMANDS: Mapping[str, str] = {
-    TIME_LIMIT: "command -v timeout",
-    TOPO: "nvidia-smi topo -m",
-    RDMA_LINK: "rdma link",
-    IBV_DEVINFO: "ibv_devinfo -v",
-    LSMOD: "lsmod",
-    MLNX_QOS: "mlnx_qos -i {name}",
-    NETDEV_MTU: "cat /sys/class/net/{name}/mtu",
-    ECN_NP_ENABLE: "cat /sys/class/net/{name}/ecn/roce_np/enable/{priority}",
-    ECN_RP_ENABLE: "cat /sys/class/net/{name}/ecn/roce_rp/enable/{priority}",
-    CNP_DSCP: "cat /sys/class/net/{name}/ecn/roce_np/cnp_dscp",
-    CNP_PRIO: "cat /sys/class/net/{name}/ecn/roce_np/cnp_802p_prio",
-    TRAFFIC_CLASS: "cat /sys/class/infiniband/{name}/tc/{port}/traffic_class",
-    PERSIST_CONFIG: f"cat {PERSIST_PATHS['config']}",
-    PERSIST_UNIT_STATE: f"systemctl is-enabled {PERSIST_UNIT}",
-    PERSIST_FILES: "ls -1d -- " + " ".join(PERSIST_PATHS[key] for key in PERSIST_FILE_ORDER),
-}
+SECTION_COMMANDS: Mapping[str, str] = {probe.name: probe.command for probe in HOST_PROBES}
 
 MARK = "<<<fabcheck"
 COMPLETE = "complete"
@@ -68,7 +161,7 @@ COMPLETE = "complete"
 # `rdma link` are used only when they are plain interface names, and only inside double quotes.
 # Each tool runs under `timeout` in the background so that a TERM from outside (the launcher's overall
 # limit) can be passed on to it: nothing the script started outlives the script.
-COLLECT_SCRIPT = r"""
+_PROLOGUE = r"""
 set -f
 token=$1 prio=$2 limit=$3
 case $token in ''|*[!0-9a-f]*) echo "fabcheck: bad token" >&2; exit 2;; esac
@@ -123,12 +216,11 @@ if [ -n "$bounded" ]; then
 else
     recorded time_limit 127 "" "timeout: not found"
 fi
-section topo nvidia-smi topo -m
-section lsmod lsmod
-section ibv_devinfo ibv_devinfo -v
-# Captured once: the section shows exactly the listing the per-NIC sections were read from.
-# Subshells reset traps: each one sets it again so a TERM still reaches its running tool.
-links=$(trap stop TERM INT HUP PIPE; bound rdma link 2>"$err" </dev/null)
+"""
+
+# Captured once: the section shows exactly the listing the per-port and per-netdev sections were read
+# from. Subshells reset traps: each one sets it again so a TERM still reaches its running tool.
+_LINKS = r"""links=$(trap stop TERM INT HUP PIPE; bound rdma link 2>"$err" </dev/null)
 links_rc=$? links_err=
 [ "$err" = /dev/null ] || links_err=$(cat "$err")
 recorded rdma_link "$links_rc" "$links" "$links_err"
@@ -142,27 +234,61 @@ printf '%s\n' "$links" | while trap stop TERM INT HUP PIPE && IFS= read -r line;
         shift
     done
     plain_name "$dev" && plain_name "$port" || continue
-    section "traffic_class:$dev/$port" cat "/sys/class/infiniband/$dev/tc/$port/traffic_class"
-    plain_name "$netdev" || continue
-    section "mlnx_qos:$netdev" mlnx_qos -i "$netdev"
-    section "mtu:$netdev" cat "/sys/class/net/$netdev/mtu"
-    section "ecn_np_enable:$netdev" cat "/sys/class/net/$netdev/ecn/roce_np/enable/$prio"
-    section "ecn_rp_enable:$netdev" cat "/sys/class/net/$netdev/ecn/roce_rp/enable/$prio"
-    section "cnp_dscp:$netdev" cat "/sys/class/net/$netdev/ecn/roce_np/cnp_dscp"
-    section "cnp_802p_prio:$netdev" cat "/sys/class/net/$netdev/ecn/roce_np/cnp_802p_prio"
-done
 """
 
-# Fixed paths from fabcheck's desired state (plain words, checked here): still no input from the host.
-_PERSIST_WORDS = [PERSIST_PATHS[key] for key in PERSIST_FILE_ORDER] + [PERSIST_UNIT]
-assert all(re.fullmatch(r"[A-Za-z0-9_./-]+", word) for word in _PERSIST_WORDS), _PERSIST_WORDS
-COLLECT_SCRIPT += f"""section {PERSIST_CONFIG} cat {PERSIST_PATHS["config"]}
-section {PERSIST_UNIT_STATE} systemctl is-enabled {PERSIST_UNIT}
-section {PERSIST_FILES} {SECTION_COMMANDS[PERSIST_FILES]}
-"""
-COLLECT_SCRIPT += r"""[ "$err" = /dev/null ] || rm -f "$err"
+_EPILOGUE = r"""[ "$err" = /dev/null ] || rm -f "$err"
 printf '%s %s complete>>>\n' '<<<fabcheck' "$token"
 """
+
+# The script's own variables a probe word may name; each holds a value the script has validated.
+_PLACEHOLDERS = {"dev": "$dev", "port": "$port", "netdev": "$netdev", "priority": "$prio"}
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+# Literal text of a probe word: nothing a shell reads inside double quotes ($, `, \, ") or splits on.
+_LITERAL = re.compile(r"[A-Za-z0-9_./:,=+@-]*")
+
+
+def _shell_word(word: str) -> str:
+    """A probe word as one double-quoted shell word, its placeholders as the script's variables."""
+    parts, last = [], 0
+    for match in _PLACEHOLDER.finditer(word):
+        parts += [_literal(word[last : match.start()]), _variable(match.group(1))]
+        last = match.end()
+    parts.append(_literal(word[last:]))
+    return '"' + "".join(parts) + '"'
+
+
+def _literal(text: str) -> str:
+    if not _LITERAL.fullmatch(text):
+        raise ValueError(f"probe word part {text!r} holds characters a shell would read")
+    return text
+
+
+def _variable(name: str) -> str:
+    if name not in _PLACEHOLDERS:
+        raise ValueError(f"unknown probe placeholder {{{name}}}; known: {', '.join(_PLACEHOLDERS)}")
+    return _PLACEHOLDERS[name]
+
+
+def _section_line(probe: HostProbe, indent: str = "") -> str:
+    label = {"host": probe.name, "port": probe.name + ":{dev}/{port}", "netdev": probe.name + ":{netdev}"}
+    words = [_shell_word(label[probe.scope]), *(_shell_word(word) for word in probe.argv)]
+    return f"{indent}section {' '.join(words)}\n"
+
+
+def collection_script(probes: Iterable[HostProbe] = HOST_PROBES) -> str:
+    """The collection script of a probe table: host probes, then per `rdma link` port its port probes
+    and, when the port has a plain netdev name, that netdev's probes."""
+    probes = tuple(probes)
+    by_scope = {scope: [p for p in probes if p.scope == scope and not p.builtin] for scope in _SCOPES}
+    script = _PROLOGUE + "".join(_section_line(p) for p in by_scope["host"]) + _LINKS
+    script += "".join(_section_line(p, "    ") for p in by_scope["port"])
+    script += '    plain_name "$netdev" || continue\n'
+    script += "".join(_section_line(p, "    ") for p in by_scope["netdev"])
+    return script + "done\n" + _EPILOGUE
+
+
+_SCOPES: tuple[Scope, ...] = ("host", "port", "netdev")
+COLLECT_SCRIPT = collection_script()
 
 # The remote command: $1 = seconds the whole collection may take on the host, then the script and its
 # arguments. Under `timeout` the script and everything it started are stopped at that limit even when
@@ -551,10 +677,87 @@ def _failure(
 
 def section_command(section: str, priority: int) -> str:
     """The command a section ran, shell-quoted, e.g. 'mlnx_qos -i ens1np0' for 'mlnx_qos:ens1np0'."""
-    kind, _, name = section.partition(":")
-    dev, _, port = name.partition("/")
-    template = SECTION_COMMANDS.get(kind)
-    if template is None:
+    kind, _, subject = section.partition(":")
+    probe = PROBES_BY_NAME.get(kind)
+    if probe is None:
         return shlex.quote(section)
-    values = {"name": dev if kind == TRAFFIC_CLASS else name, "port": port, "priority": priority}
-    return shlex.join(word.format(**values) for word in template.split())
+    dev, _, port = subject.partition("/")
+    values = {"dev": dev, "port": port, "netdev": subject, "priority": priority}
+    return shlex.join(word.format(**values) for word in probe.argv)
+
+
+# ---- sections -> records ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A record that could not be read: the command, and why (exit code, stderr, parse error)."""
+
+    command: str
+    reason: str
+
+
+Records = Mapping[tuple[str, str], Any]  # (probe, subject) -> record or Unreadable; subject "" = host
+REASON_CHARS = 300  # a hostile host's 5000-digit value is quoted, never echoed whole
+
+
+def read_records(
+    sections: Mapping[str, Section], priority: int, probes: Iterable[HostProbe] | None = None
+) -> dict[tuple[str, str], Any]:
+    """Pure: every probe's record for every subject the host showed (ports and netdevs from `rdma link`).
+
+    A section that is missing, cut off, failed or unparsable is an Unreadable record, never a guess."""
+    probes = HOST_PROBES if probes is None else tuple(probes)
+    records: dict[tuple[str, str], Any] = {}
+    links = read_section(PROBES_BY_NAME[RDMA_LINK], sections, "", priority)
+    records[(RDMA_LINK, "")] = links
+    ports = [] if isinstance(links, Unreadable) else [link.name for link in links]
+    netdevs = [] if isinstance(links, Unreadable) else sorted({lk.netdev for lk in links if lk.netdev})
+    subjects = {"host": [""], "port": ports, "netdev": netdevs}
+    for probe in probes:
+        if probe.name in (RDMA_LINK, TIME_LIMIT):
+            continue  # the listing is read above; the time limit is judged from its section
+        for subject in subjects[probe.scope]:
+            records[(probe.name, subject)] = read_section(probe, sections, subject, priority)
+    return records
+
+
+def read_section(probe: HostProbe, sections: Mapping[str, Section], subject: str, priority: int) -> Any:
+    """One probe's record for one subject, or Unreadable saying why."""
+    name = probe.section(subject)
+    command = section_command(name, priority)
+    section = sections.get(name)
+    if section is None:
+        return Unreadable(command, "not in the collected output")
+    if section.rc is None:
+        return Unreadable(command, "output truncated (no end marker)")
+    try:
+        return _parsed(probe, section, command)
+    except ParseError as err:
+        where = "" if err.line is None else f"line {err.line}: "
+        return Unreadable(command, _short(where + err.message))
+    except Exception as err:  # any output a parser did not foresee is unreadable, never a crash of the run
+        return Unreadable(command, f"unreadable output ({_short(f'{type(err).__name__}: {err}')})")
+
+
+def _parsed(probe: HostProbe, section: Section, command: str) -> Any:
+    assert section.rc is not None
+    if probe.reading == "answer":
+        return probe.parse(section.rc, section.stdout, section.stderr, command)
+    if probe.reading == "file" and missing_file(section.rc, section.stderr):
+        return None
+    empty = probe.empty_when
+    if empty is not None and section.rc != 0 and section.stderr.strip() == empty:
+        return probe.parse(empty, command)
+    if section.rc != 0:
+        detail = last_line(section.stderr) or last_line(section.stdout)
+        return Unreadable(command, _short(f"exit {section.rc}" + (f": {detail}" if detail else "")))
+    return probe.parse(section.stdout, command)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= REASON_CHARS else f"{text[:REASON_CHARS]}... ({len(text)} characters)"
+
+
+def last_line(text: str) -> str:
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")

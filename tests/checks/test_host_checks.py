@@ -15,6 +15,7 @@ import pytest
 from fabcheck import validate, validate_cli
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Finding, Status
+from fabcheck.collect import host as collect
 from fabcheck.collect.host import (
     COLLECT_SCRIPT,
     PERSIST_CONFIG,
@@ -32,15 +33,17 @@ from fabcheck.collect.host import (
 from fabcheck.desired.nic import PERSIST_PATHS
 from fabcheck.errors import ParseError
 from fabcheck.intent.loader import HostEntry, Inventory
-from fabcheck.intent.model import FabricIntent
+from fabcheck.intent.model import Dcqcn, FabricIntent
+from fabcheck.parsers import host_sysfs
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort, render_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import MlnxQos, render_mlnx_qos
 from fabcheck.parsers.nic_persist import CONFIG_FORMAT
 from fabcheck.parsers.rdma_link import RdmaLink, render_rdma_link
+from fabcheck.parsers.show_gids import GidEntry, render_show_gids
 
 RAILS = {0: "mlx5_0", 1: "mlx5_1"}
 NETDEVS = {"mlx5_0": "ens1np0", "mlx5_1": "ens2np0"}
-INTENT = FabricIntent(rails=RAILS)
+INTENT = FabricIntent(rails=RAILS, dcqcn=Dcqcn(rp_params={"rpg_gd": 11, "rpg_min_rate": 10}))
 TOPO = (
     "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
     "GPU0\t X \tNV18\tPIX\tSYS\t0-55\t0\t\tN/A\n"
@@ -126,7 +129,37 @@ def healthy_sections() -> dict[str, Section]:
         sections[f"ecn_rp_enable:{netdev}"] = ok("1\n")
         sections[f"cnp_dscp:{netdev}"] = ok("48\n")
         sections[f"cnp_802p_prio:{netdev}"] = ok("6\n")
+        sections[f"min_time_between_cnps:{netdev}"] = ok("4\n")
+        sections[f"roce_rp:{netdev}"] = ok(rp_listing(netdev))
+        sections[f"driver:{netdev}"] = ok(ETHTOOL_I)
+        sections[f"cma_roce_tos:{dev}/1"] = ok("106\n")
+        sections[f"cma_roce_mode:{dev}/1"] = ok("RoCE v2\n")
+    sections["show_gids"] = ok(render_show_gids(gids()))
     return sections | persisted_sections()
+
+
+ETHTOOL_I = "driver: mlx5_core\nversion: 24.04-0.6.6\nfirmware-version: 28.39.1002 (MT_0000000838)\n"
+
+
+def rp_listing(netdev: str, **values: int) -> str:
+    """`grep -r -H '' .../ecn/roce_rp` of a NIC with the intent's rp_params (and any values given)."""
+    shown = {"enable/3": 1, "rpg_gd": 11, "rpg_min_rate": 10, "rpg_ai_rate": 5} | values
+    return "".join(f"/sys/class/net/{netdev}/ecn/roce_rp/{key}:{value}\n" for key, value in shown.items())
+
+
+def gids(v2_at_3: bool = True) -> list[GidEntry]:
+    """The GID table show_gids prints: link-local v1/v2, then IPv4-mapped v1 and v2 (index 3)."""
+    rows = []
+    for number, (dev, netdev) in enumerate(NETDEVS.items()):
+        local, ipv4 = f"fe80:0000:0000:0000:0000:0000:0000:{number + 1:04x}", f"10.0.0.{number + 1}"
+        mapped = f"0000:0000:0000:0000:0000:ffff:0a00:{number + 1:04x}"
+        rows += [
+            GidEntry(dev, 1, 0, local, None, "v1", netdev),
+            GidEntry(dev, 1, 1, local, None, "v2", netdev),
+            GidEntry(dev, 1, 2, mapped, ipv4, "v1", netdev),
+            GidEntry(dev, 1, 3, mapped, ipv4, "v2" if v2_at_3 else "v1", netdev),
+        ]
+    return rows
 
 
 def persisted_sections(intent: FabricIntent = INTENT) -> dict[str, Section]:
@@ -421,7 +454,7 @@ def test_peermem_not_judged_when_gdr_is_not_required() -> None:
 
 
 def test_trust_pcp_intent_skips_the_dscp_map() -> None:
-    pcp = FabricIntent(rails=RAILS, trust="pcp")
+    pcp = INTENT.model_copy(update={"trust": "pcp"})
     findings = run_checks(
         {
             f"mlnx_qos:{n}": ok(render_mlnx_qos(qos(trust="pcp", dscp2prio={}, dscp2prio_shown=False)))
@@ -519,15 +552,15 @@ def test_exit_codes_follow_the_worst_host() -> None:
 
 
 def test_sysfs_readers() -> None:
-    assert validate.sysfs_int("9000\n", "x") == 9000
-    assert validate.traffic_class("Global tclass=106\n", "x") == 106
-    assert validate.traffic_class("106\n", "x") == 106
+    assert host_sysfs.sysfs_int("9000\n", "x") == 9000
+    assert host_sysfs.traffic_class("Global tclass=106\n", "x") == 106
+    assert host_sysfs.traffic_class("106\n", "x") == 106
     for bad in ("", "abc", "1 2", "Global tclass=", "1" * 30):
         with pytest.raises(ParseError):
-            validate.sysfs_int(bad, "x")
+            host_sysfs.sysfs_int(bad, "x")
     with pytest.raises(ParseError):
-        validate.traffic_class("Global tclass=300", "x")
-    assert validate.loaded_modules(LSMOD, "lsmod") == {"nvidia_peermem", "nvidia", "mlx5_ib"}
+        host_sysfs.traffic_class("Global tclass=300", "x")
+    assert host_sysfs.loaded_modules(LSMOD, "lsmod") == {"nvidia_peermem", "nvidia", "mlx5_ib"}
 
 
 # ---- the section splitter --------------------------------------------------------------------
@@ -750,7 +783,11 @@ def test_a_parser_crash_is_unreadable_evidence_naming_the_section(monkeypatch: p
     def broken(text: str, source: str) -> object:
         raise RecursionError("parser bug")
 
-    monkeypatch.setattr(validate, "parse_topo", broken)
+    table = tuple(
+        dataclasses.replace(probe, parse=broken) if probe.name == "topo" else probe
+        for probe in collect.HOST_PROBES
+    )
+    monkeypatch.setattr(collect, "HOST_PROBES", table)
     findings = run_checks()
     error = only(findings, checks.AFFINITY, "topology")
     assert error.status is Status.ERROR
@@ -914,19 +951,24 @@ def test_every_hint_command_quotes_hostile_names() -> None:
     """Names from a host (or an inventory) may hold shell syntax: every command a hint prints keeps each
     of them one quoted word."""
     wrong_qos = qos(trust="pcp", pfc_enabled=(), dscp2prio=DEFAULT_DSCP_MAP | {26: 0})
-    netdev = checks.NetdevEvidence(qos=wrong_qos, mtu=1500, np_enable=0, rp_enable=0, cnp_dscp=0, cnp_prio=0)
-    evidence = checks.HostEvidence(
-        topo=checks.Unreadable("nvidia-smi topo -m", "not needed here"),
-        links=(RdmaLink(HOSTILE_NIC, 1, "DOWN", "DISABLED", HOSTILE_NETDEV),),
-        devices=(device(HOSTILE_NIC, 0, active_mtu=1024, link_layer="InfiniBand"),),
-        modules=frozenset(),
-        netdevs={HOSTILE_NETDEV: netdev},
-        traffic_class={f"{HOSTILE_NIC}/1": 0},
-    )
-    intent = FabricIntent()  # no rails: the NICs judged are the ones the host shows
-    findings = checks.check_host(evidence, intent)
-    trust_pcp = dataclasses.replace(netdev, qos=qos(trust="dscp", dscp2prio=DEFAULT_DSCP_MAP | {26: 0}))
-    findings += checks.check_dscp2prio(HOSTILE_NIC, HOSTILE_NETDEV, trust_pcp, intent)
+    port_name, zero = f"{HOSTILE_NIC}/1", {"mtu": 1500, "min_time_between_cnps": 0}
+    records: dict[tuple[str, str], object] = {
+        ("topo", ""): checks.Unreadable("nvidia-smi topo -m", "not needed here"),
+        ("rdma_link", ""): (RdmaLink(HOSTILE_NIC, 1, "DOWN", "DISABLED", HOSTILE_NETDEV),),
+        ("ibv_devinfo", ""): (device(HOSTILE_NIC, 0, active_mtu=1024, link_layer="InfiniBand"),),
+        ("lsmod", ""): frozenset(),
+        ("mlnx_qos", HOSTILE_NETDEV): wrong_qos,
+        ("roce_rp", HOSTILE_NETDEV): {"rpg_gd": 1, "rpg_min_rate": 1},
+        ("traffic_class", port_name): 0,
+        ("cma_roce_tos", port_name): 0,
+        ("cma_roce_mode", port_name): "IB/RoCE v1",
+    }
+    for probe in ("ecn_np_enable", "ecn_rp_enable", "cnp_dscp", "cnp_802p_prio", *zero):
+        records[(probe, HOSTILE_NETDEV)] = zero.get(probe, 0)
+    intent = INTENT.model_copy(update={"rails": {}})  # no rails: the NICs judged are the ones the host shows
+    findings = checks.check_host(checks.HostEvidence(records), intent)
+    records[("mlnx_qos", HOSTILE_NETDEV)] = qos(trust="dscp", dscp2prio=DEFAULT_DSCP_MAP | {26: 0})
+    findings += checks.check_dscp2prio(HOSTILE_NIC, HOSTILE_NETDEV, checks.HostEvidence(records), intent)
     commands = [c for f in findings if f.status is Status.FAIL for c in f.hint.split("`")[1::2]]
     assert len(commands) >= 10, commands
     for command in commands:

@@ -20,6 +20,7 @@ from fabcheck.cli import main
 from fabcheck.collect.host import TimeLimits
 from fabcheck.intent.loader import load_inventory
 from fabcheck.lab import faults
+from fabcheck.lab.mockhost.layout import MockNodePaths
 from fabcheck.lab.state import LabPaths
 from fabcheck.parsers.rdma_link import parse_rdma_link
 
@@ -68,6 +69,7 @@ def configure_to_intent(lab: Lab, node: str) -> None:
             f"mlnx_qos -i {netdev} --trust dscp >/dev/null",
             f"mlnx_qos -i {netdev} --pfc 0,0,0,1,0,0,0,0 >/dev/null",
             f"echo 106 > /sys/class/infiniband/{link.dev}/tc/{link.port}/traffic_class",
+            f"cma_roce_tos -d {link.dev} -p {link.port} -t 106 >/dev/null",
             f"ip link set dev {netdev} mtu 9000",
         ]
     commands.append("modprobe nvidia_peermem")
@@ -99,7 +101,8 @@ def test_factory_host_fails_the_settings_the_roles_change(
     assert result["host"] == FACTORY and result["verdict"] == "fail"
     nics = [f"mlx5_{i}" for i in range(8)]
     expected = {(check, nic) for check in (checks.TRUST, checks.PFC, checks.NETDEV_MTU) for nic in nics}
-    expected |= {(check, f"{nic}/1") for check in (checks.ROCE_TOS, checks.RDMA_MTU) for nic in nics}
+    per_port = (checks.ROCE_TOS, checks.CMA_ROCE_TOS, checks.RDMA_MTU)
+    expected |= {(check, f"{nic}/1") for check in per_port for nic in nics}
     expected.add((checks.PEERMEM, "host"))
     # No boot files on a factory host: the settings file, the unit and the applier/udev rule each fail.
     persistence = {
@@ -121,8 +124,11 @@ def test_host_configured_to_the_intent_passes_every_check(
     rc, [result] = lab.validate(capsys, "--limit", CONFIGURED)
     assert rc == 0, failing(result)
     assert result["verdict"] == "pass"
-    assert {f["status"] for f in result["findings"]} == {"pass"}
-    assert {f["check"] for f in result["findings"]} == set(checks.HOST_CHECKS)
+    # Skipped only with a reason: the lab intent sets no rp_params, and one host has no fleet to compare.
+    skips = {f["check"]: f["actual"] for f in result["findings"] if f["status"] == "skip"}
+    assert skips.keys() == {checks.RP_PARAMS, checks.VERSIONS}, skips
+    assert {f["status"] for f in result["findings"]} == {"pass", "skip"}
+    assert {f["check"] for f in result["findings"]} == {*checks.HOST_CHECKS, *checks.FLEET_CHECKS}
 
 
 def test_text_report_groups_by_host_and_names_what_was_not_checked(
@@ -142,7 +148,7 @@ HOST_FAULT_CHECKS = {
     "trust-pcp": {(checks.TRUST, FAULTED_NIC)},
     "dscp-map": {(checks.DSCP2PRIO, FAULTED_NIC)},
     "ecn-off": {(checks.ECN_ENABLE, FAULTED_NIC)},
-    "tos": {(checks.ROCE_TOS, FAULTED_PORT)},
+    "tos": {(checks.ROCE_TOS, FAULTED_PORT), (checks.CMA_ROCE_TOS, FAULTED_PORT)},
     "mtu": {(checks.NETDEV_MTU, FAULTED_NIC), (checks.RDMA_MTU, FAULTED_PORT)},
     "affinity": {(checks.AFFINITY, "GPU0")},
     # Every rail NIC is gone, and nvidia-smi shows no NIC column for any GPU either.
@@ -238,7 +244,75 @@ def test_hung_tool_is_stopped_on_the_node_and_nothing_is_left_running(lab: Lab) 
         left = lab.processes(CONFIGURED)
     finally:
         lab.ssh(CONFIGURED, f"umount {bin_dir} && rm -rf {copy}")
-    errors = [f for f in result.findings if f.status.value != "pass"]
+    errors = [f for f in result.findings if f.status.value in ("fail", "error")]
     assert [(f.check, f.subject) for f in errors] == [(checks.AFFINITY, "topology")], errors
     assert "stopped after 15 s" in errors[0].actual
     assert not [line for line in left if f"sleep {HUNG_MARK}" in line or "fabcheck-collect" in line], left
+
+
+def test_each_new_setting_fails_exactly_its_check_on_exactly_that_device(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the roles write beyond QoS and MTU (CNP pacing, the RDMA-CM ToS and mode) and the GID NCCL
+    uses, each set wrong on its own NIC by hand: exactly that check on exactly that device fails."""
+    netdev = {link.dev: link.netdev for link in parse_rdma_link(lab.ssh(CONFIGURED, "rdma link"))}
+    pacing = f"/sys/class/net/{netdev['mlx5_1']}/ecn/roce_np/min_time_between_cnps"
+    gid_type = "/sys/class/infiniband/mlx5_4/ports/1/gid_attrs/types/3"
+    wrong = [
+        f"echo 8 > {pacing}",
+        "cma_roce_mode -d mlx5_2 -p 1 -m 1 >/dev/null",
+        "cma_roce_tos -d mlx5_3 -p 1 -t 0 >/dev/null",
+        f"echo 'IB/RoCE v1' > {gid_type}",
+    ]
+    right = [
+        f"echo 4 > {pacing}",
+        "cma_roce_mode -d mlx5_2 -p 1 -m 2 >/dev/null",
+        "cma_roce_tos -d mlx5_3 -p 1 -t 106 >/dev/null",
+        f"echo 'RoCE v2' > {gid_type}",
+    ]
+    lab.ssh(CONFIGURED, " && ".join(wrong))
+    try:
+        rc, [result] = lab.validate(capsys, "--limit", CONFIGURED)
+    finally:
+        lab.ssh(CONFIGURED, " && ".join(right))
+    assert rc == 1
+    assert failing(result) == {
+        (checks.MIN_TIME_BETWEEN_CNPS, "mlx5_1"),
+        (checks.CMA_ROCE_MODE, "mlx5_2/1"),
+        (checks.CMA_ROCE_TOS, "mlx5_3/1"),
+        (checks.GID_INDEX, "mlx5_4/1"),
+    }
+    by_check = {f["check"]: f for f in result["findings"] if f["status"] == "fail"}
+    assert by_check[checks.CMA_ROCE_MODE]["actual"] == "RDMA-CM default mode IB/RoCE v1"
+    assert "`cma_roce_mode -d mlx5_2 -p 1 -m 2`" in by_check[checks.CMA_ROCE_MODE]["hint"]
+    assert "role roce_host (tag ecn)" in by_check[checks.MIN_TIME_BETWEEN_CNPS]["hint"]
+
+
+def test_a_host_with_other_firmware_is_named_by_the_fleet_check(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both hosts run one driver and firmware: host.versions passes on both; one NIC of the factory host
+    on another firmware fails it there alone, naming the version the other host runs."""
+    _rc, results = lab.validate(capsys)
+    assert {
+        (r["host"], f["status"]) for r in results for f in r["findings"] if f["check"] == checks.VERSIONS
+    } == {
+        (CONFIGURED, "pass"),
+        (FACTORY, "pass"),
+    }
+    topology = MockNodePaths.under(lab.paths.node_root(FACTORY)).state / "topology.json"
+    factory = topology.read_text()
+    shown = json.loads(factory)
+    shown["nics"][0]["fw"] = "28.40.1000"
+    topology.write_text(json.dumps(shown))
+    try:
+        _rc, results = lab.validate(capsys)
+    finally:
+        topology.write_text(factory)
+    versions = {
+        (r["host"], f["subject"]): f for r in results for f in r["findings"] if f["check"] == checks.VERSIONS
+    }
+    odd = [key for key, f in versions.items() if f["status"] == "fail"]
+    assert odd == [(FACTORY, "firmware of NIC part 4129")], versions
+    assert versions[odd[0]]["actual"].startswith("28.39.1002/28.40.1000 (")
+    assert versions[(CONFIGURED, "firmware of NIC part 4129")]["status"] == "pass"

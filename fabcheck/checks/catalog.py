@@ -1,0 +1,226 @@
+"""Every check the gate declares, in one list: the README tables, `--checks`/`--skip` and the check list
+are derived from it, never written down a second time.
+
+The entries come from the declarations themselves: host and fleet checks from fabcheck.checks.host
+(HOST_CHECK_DECLS, FLEET_CHECK_DECLS, the commands from fabcheck.collect.host.HOST_PROBES), switch
+checks from fabcheck.checks.switch.SWITCH_CHECKS (the show commands from
+fabcheck.gate.switch_probes), link checks from fabcheck.checks.link.LINK_CHECKS.
+
+    python -m fabcheck.checks.catalog --markdown host    # the host check table of README.md
+    python -m fabcheck.checks.catalog --markdown switch  # the switch and link check table
+    python -m fabcheck.checks.catalog                    # one id a line
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from fabcheck.checks import host, link, switch
+from fabcheck.checks.model import Finding
+from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
+from fabcheck.collect.host import PROBES_BY_NAME
+from fabcheck.errors import UsageError
+from fabcheck.gate.switch_probes import PROBES as SWITCH_PROBES
+
+HOST_TABLE, SWITCH_TABLE = "host", "switch"
+_PER = {"host": "host", "nic": "rail NIC", "port": "port", "gpu": "GPU", "boot file": "boot file"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One declared check as the documentation and the selection see it."""
+
+    id: str
+    stage: str  # host, switch or link (fleet checks run in the host stage, after every host is read)
+    per: str  # what one finding judges
+    applies: str  # when it applies
+    reads: str  # the commands or probes it reads
+    fixed_by: str  # the role and tag that set it
+    summary: str
+
+
+def _fixed_by(role: str | None, tag: str | None) -> str:
+    if role is None:
+        return "no role (command in the hint)"
+    return f"`{role}`" + (f" tag `{tag}`" if tag else "")
+
+
+def _host_applies(kinds: Sequence[str], modes: Sequence[str] | None) -> str:
+    text = "/".join(kinds)
+    return text + (f"; {'/'.join(modes)}" if modes else "")
+
+
+def _host_entries() -> list[Entry]:
+    entries = []
+    for check in (*host.HOST_CHECK_DECLS, *host.FLEET_CHECK_DECLS):
+        modes = check.modes if isinstance(check, host.HostCheck) else None
+        per = _PER[check.scope] + ("" if isinstance(check, host.HostCheck) else ", across the hosts")
+        reads = ", ".join(f"`{PROBES_BY_NAME[name].command}`" for name in check.needs)
+        entries.append(
+            Entry(
+                check.id,
+                "host",
+                per,
+                _host_applies(check.kinds, modes),
+                reads,
+                _fixed_by(check.role, check.tag),
+                check.summary,
+            )
+        )
+    return entries
+
+
+def _switch_entries() -> list[Entry]:
+    entries = []
+    for check in switch.SWITCH_CHECKS:
+        probes = [
+            f"`{probe.name}`"
+            for table in SWITCH_PROBES.values()
+            for probe in table
+            if check.needs in probe.provides
+        ]
+        entries.append(
+            Entry(
+                check.id,
+                "switch",
+                "port (switch-wide where the platform keeps one)",
+                "every switch platform" if len(probes) >= len(SWITCH_PROBES) else "platforms that show it",
+                ", ".join(probes),
+                _fixed_by(SWITCH_QOS_ROLE, check.tag),
+                check.doc,
+            )
+        )
+    return entries
+
+
+_LINK_SUMMARIES = {
+    link.TRUST: "host NIC and switch port trust the same field, the intent's",
+    link.PFC: "host NIC and switch port run PFC on the same priorities, the intent's",
+    link.DSCP: "host NIC and switch port classify the RoCE and CNP DSCPs alike, as the intent",
+    link.MTU: "the switch port MTU carries the host netdev MTU",
+    link.CABLED: "every RoCE NIC a host shows is cabled in fabric_links",
+}
+
+
+def _link_entries() -> list[Entry]:
+    entries = []
+    for check_id in link.LINK_CHECKS:
+        tag = link.TAGS.get(check_id)
+        fixed = f"`{HOST_QOS_ROLE}` / `{SWITCH_QOS_ROLE}` tag `{tag}`" if tag else "fabric_links (inventory)"
+        per = "NIC" if check_id == link.CABLED else "cable"
+        entries.append(
+            Entry(
+                check_id,
+                "link",
+                per,
+                "roce",
+                "the host and switch stages' records",
+                fixed,
+                _LINK_SUMMARIES[check_id],
+            )
+        )
+    return entries
+
+
+@cache
+def catalog() -> tuple[Entry, ...]:
+    """Every declared check, host stage first, in declaration order."""
+    return (*_host_entries(), *_switch_entries(), *_link_entries())
+
+
+@cache
+def known_ids() -> tuple[str, ...]:
+    return tuple(entry.id for entry in catalog())
+
+
+# ---- selection -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which declared checks a run reports: `--checks` patterns (None: all) minus `--skip` patterns.
+
+    Findings of ids outside the catalog (a host that could not be collected, a stage that could not
+    run) are always kept: a node that could not be read is an error whatever was selected."""
+
+    chosen: tuple[str, ...] | None = None
+    skipped: tuple[str, ...] = ()
+
+    def keeps(self, check_id: str) -> bool:
+        if check_id not in known_ids():
+            return True
+        if self.chosen is not None and not _matches(check_id, self.chosen):
+            return False
+        return not _matches(check_id, self.skipped)
+
+    def filter(self, findings: Iterable[Finding]) -> tuple[Finding, ...]:
+        return tuple(finding for finding in findings if self.keeps(finding.check))
+
+
+EVERY_CHECK = Selection()
+
+
+def _matches(check_id: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(check_id, pattern) for pattern in patterns)
+
+
+def patterns(text: str, option: str) -> tuple[str, ...]:
+    """A comma list of check ids or globs (`host.*`); UsageError naming every pattern that matches no
+    declared check, and the known ids."""
+    words = tuple(dict.fromkeys(word.strip() for word in text.split(",") if word.strip()))
+    known = known_ids()
+    unknown = [word for word in words if not any(fnmatch.fnmatchcase(k, word) for k in known)]
+    if not words or unknown:
+        what = "names no check" if not words else f"{', '.join(map(repr, unknown))} matches no check"
+        raise UsageError(f"{option} {text!r}: {what}; known checks: {', '.join(known)}")
+    return words
+
+
+def selection(checks: str | None, skip: str | None) -> Selection:
+    """`--checks` and `--skip` as given on the command line (None: not given)."""
+    chosen = None if checks is None else patterns(checks, "--checks")
+    skipped = () if skip is None else patterns(skip, "--skip")
+    return Selection(chosen, skipped)
+
+
+# ---- documentation -------------------------------------------------------------------------------
+
+
+def markdown(stages: Sequence[str]) -> str:
+    """The check table of README.md for the given stages, one row per declared check."""
+    rows = [
+        "| check | per | applies | reads | fixed by | expected (from the intent) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for entry in catalog():
+        if entry.stage in stages:
+            cells = (f"`{entry.id}`", entry.per, entry.applies, entry.reads, entry.fixed_by, entry.summary)
+            rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+TABLES = {HOST_TABLE: ("host",), SWITCH_TABLE: ("switch", "link")}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m fabcheck.checks.catalog", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--markdown", choices=sorted(TABLES), help="print the README check table of these stages"
+    )
+    args = parser.parse_args(argv)
+    if args.markdown:
+        sys.stdout.write(markdown(TABLES[args.markdown]))
+    else:
+        sys.stdout.write("".join(f"{check_id}\n" for check_id in known_ids()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -7,15 +7,18 @@ import dataclasses
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fabcheck import validate
+from fabcheck.checks.catalog import EVERY_CHECK, Selection, patterns
 from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.nic import desired_host
+from fabcheck.errors import UsageError
 from fabcheck.gate.extra_checks import add_extra_checks_argument, with_extra_checks
 from fabcheck.gate.fabric import (
     DEFAULT_CONCURRENCY,
     GatePlan,
+    GateResult,
     default_stages,
     plan_gate,
     run_gate,
@@ -94,6 +97,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"nodes collected at once, open connections never more (default {DEFAULT_CONCURRENCY})",
     )
+    parser.add_argument(
+        "--checks",
+        type=_check_patterns("--checks"),
+        metavar="IDS",
+        help="report only these checks: a comma list of ids or globs, e.g. host.pfc,switch.* "
+        "(`python -m fabcheck.checks.catalog` lists them); a node that cannot be read is reported anyway",
+    )
+    parser.add_argument(
+        "--skip", type=_check_patterns("--skip"), metavar="IDS", help="leave these checks out (ids or globs)"
+    )
     add_source_arguments(parser)
     add_extra_checks_argument(parser)
     add_output_arguments(parser, json_help="one JSON object per node, one per line")
@@ -144,9 +157,34 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     source.finish(result)
     result = with_extra_checks(result, args, source)
+    result = _selected(result, Selection(args.checks, args.skip or ()))
     report = gate_run(result, _affinities(result.hosts, chosen.hosts), notes=notes)
     report = dataclasses.replace(report, started_at=started_at, elapsed_s=time.monotonic() - start)
     return emit(report, args)
+
+
+def _check_patterns(option: str) -> Callable[[str], tuple[str, ...]]:
+    def read(text: str) -> tuple[str, ...]:
+        try:
+            return patterns(text, option)
+        except UsageError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return read
+
+
+def _selected(result: GateResult, selection: Selection) -> GateResult:
+    """The run as --checks/--skip select it; a node left with nothing to report is left out."""
+    if selection == EVERY_CHECK:
+        return result
+    hosts = [dataclasses.replace(h, findings=selection.filter(h.findings)) for h in result.hosts]
+    switches = [dataclasses.replace(s, findings=selection.filter(s.findings)) for s in result.switches]
+    return dataclasses.replace(
+        result,
+        hosts=tuple(h for h in hosts if h.findings),
+        switches=tuple(s for s in switches if s.findings),
+        links=selection.filter(result.links),
+    )
 
 
 def _affinities(results: Sequence[validate.HostResult], hosts: Sequence[HostEntry]) -> dict[str, Affinity]:

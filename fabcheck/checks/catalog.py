@@ -103,6 +103,7 @@ _LINK_SUMMARIES = {
     link.PFC: "host NIC and switch port run PFC on the same priorities, the intent's",
     link.DSCP: "host NIC and switch port classify the RoCE and CNP DSCPs alike, as the intent",
     link.MTU: "the switch port MTU carries the host netdev MTU",
+    "link.lldp": "the switch port's LLDP neighbour is the host and NIC the map cables there",
     link.CABLED: "every RoCE NIC a host shows is cabled in fabric_links",
 }
 
@@ -111,7 +112,9 @@ def _link_entries() -> list[Entry]:
     entries = []
     for check_id in link.LINK_CHECKS:
         tag = link.TAGS.get(check_id)
-        fixed = f"`{HOST_QOS_ROLE}` / `{SWITCH_QOS_ROLE}` tag `{tag}`" if tag else "fabric_links (inventory)"
+        fixed = (
+            f"`{HOST_QOS_ROLE}` / `{SWITCH_QOS_ROLE}` tag `{tag}`" if tag else "the cabling or fabric_links"
+        )
         per = "NIC" if check_id == link.CABLED else "cable"
         entries.append(
             Entry(

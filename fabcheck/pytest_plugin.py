@@ -38,7 +38,8 @@ if TYPE_CHECKING:  # pytest loads this plugin in every session: fabcheck itself 
 
 DEFAULT_TIMEOUT_S = 30.0  # fabcheck.validate.DEFAULT_TIMEOUT_S, pinned by a test
 CHECKS_MODULE = Path(__file__).with_name("pytest_checks.py")
-NODE_PROPERTY = "fabcheck_node"
+NODE_PROPERTY = "fabcheck_node"  # the inventory node a test ran on
+TEST_PROPERTY = "fabcheck_test"  # its name without the testinfra host parameter
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -147,7 +148,7 @@ class Gate:
             by_check: dict[str, list[Finding]] = {}
             for finding in result.findings:
                 by_check.setdefault(finding.check, []).append(finding)
-            cases += [Case(result.host, check, tuple(found)) for check, found in by_check.items()]
+            cases += [Case(str(result.host), check, tuple(found)) for check, found in by_check.items()]
         return cases
 
     def node_of(self, testinfra_host: Any) -> str | None:
@@ -218,12 +219,22 @@ def fabcheck_case(request: pytest.FixtureRequest) -> Case:
     from fabcheck.checks.model import Status
 
     case: Case = request.param
-    statuses = {finding.status for finding in case.findings}
-    if statuses == {Status.SKIP}:
+    outcome = outcome_of({finding.status.value for finding in case.findings})
+    if outcome == "skip":
         pytest.skip("; ".join(f"{f.subject}: {f.actual}" for f in case.findings)[:500])
-    if Status.FAIL not in statuses and Status.ERROR in statuses:
+    if outcome == "error":
         pytest.fail(describe(case, Status.ERROR), pytrace=False)  # in setup: reported as an error
     return case
+
+
+def outcome_of(statuses: set[str]) -> str:
+    """The pytest outcome of one (node, check) from its findings' statuses, as validate's verdict
+    ranks them: a failure outranks an error, an error a pass; only skips is a skip."""
+    if "fail" in statuses:
+        return "fail"
+    if "error" in statuses or not statuses:
+        return "error"
+    return "pass" if "pass" in statuses else "skip"
 
 
 def describe(case: Case, status: Status) -> str:
@@ -260,8 +271,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         node = params["fabcheck_case"].node
     elif gate is not None and "_testinfra_host" in params:
         node = gate.node_of(params["_testinfra_host"])
+        item.user_properties.append(
+            (TEST_PROPERTY, name_without_host(item.nodeid, params["_testinfra_host"]))
+        )
     if node is not None:
-        item.user_properties.append((NODE_PROPERTY, node))
+        # A plain str: xdist serialises reports, and inventory names are ansible's tagged strings.
+        item.user_properties.append((NODE_PROPERTY, str(node)))
+
+
+def name_without_host(nodeid: str, testinfra_host: Any) -> str:
+    """The node id without the testinfra host parameter: one name for the same test on every node."""
+    host_id = str(testinfra_host.backend.get_pytest_id())
+    base, bracket, params = nodeid.partition("[")
+    params = params[:-1] if params.endswith("]") else params
+    for spelled in (f"{host_id}-", f"-{host_id}", host_id):
+        if spelled in params:
+            params = params.replace(spelled, "", 1)
+            break
+    return f"{base}[{params}]" if bracket and params else base
 
 
 class ResultsFile:
@@ -276,9 +303,10 @@ class ResultsFile:
         if outcome is None:
             return
         entry = self.tests.setdefault(report.nodeid, {"nodeid": report.nodeid, "outcome": "pass"})
-        node = dict(report.user_properties).get(NODE_PROPERTY)
-        if node is not None:
-            entry["node"] = node
+        properties = dict(report.user_properties)
+        for key, name in ((NODE_PROPERTY, "node"), (TEST_PROPERTY, "name")):
+            if key in properties:
+                entry[name] = properties[key]
         if _RANK[outcome] > _RANK[entry["outcome"]]:
             entry["outcome"] = outcome
             entry["message"] = _message(report)

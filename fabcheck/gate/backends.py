@@ -143,9 +143,23 @@ def host_for(url: str, target: SshTarget, limits: TimeLimits) -> Any:
         options["ssh_extra_args"] = shlex.join(["-o", "BatchMode=yes", *target.extra_options])
     elif scheme == "paramiko":
         options["timeout"] = limits.ssh_connect_timeout
+    elif scheme == "ansible":
+        ansible_tools_on_path()
     query = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
     options = {key: value for key, value in options.items() if key not in query}
     return testinfra.get_host(url, **options)
+
+
+def ansible_tools_on_path() -> None:
+    """testinfra's ansible backend runs `ansible-inventory` through a shell: find fabcheck's own (a
+    virtualenv's bin need not be on PATH)."""
+    from fabcheck.gate.via_ansible import path_with_ansible
+
+    with _PATH_LOCK:
+        os.environ["PATH"] = path_with_ansible()
+
+
+_PATH_LOCK = threading.Lock()
 
 
 def collect_via_testinfra(url: str, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,6 +26,7 @@ from fabcheck.checks.model import Finding, Status
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
 from fabcheck.gate.stages import NodeOutcome, StageOutcome
+from fabcheck.gate.via_ansible import path_with_ansible
 from fabcheck.report.model import NodeKind
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -79,20 +80,28 @@ def run_extra_checks(
         # Hosts the gate reached (one with unusable connection variables has no testinfra URL either).
         hosts = [h.host for h in result.hosts if h.host in recorder.collections]
         argv = pytest_argv(directory, inventory, saved, results_file, hosts, urls)
+        env = os.environ | {"PATH": path_with_ansible()}  # testinfra's ansible backend runs ansible-inventory
         try:
             done = subprocess.run(
-                argv, capture_output=True, text=True, errors="replace", timeout=timeout_s, check=False
+                argv,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout_s,
+                check=False,
+                env=env,
             )
         except subprocess.TimeoutExpired:
-            return _run_error(directory, f"did not finish within --extra-checks-timeout {timeout_s:g} s")
+            return run_error(directory, f"did not finish within --extra-checks-timeout {timeout_s:g} s")
         except OSError as err:
-            return _run_error(directory, f"cannot start pytest: {err.strerror or err}")
+            return run_error(directory, f"cannot start pytest: {err.strerror or err}")
         tests = _read_results(results_file)
-    if done.returncode == 5 or (tests is not None and not tests):
-        return _run_error(directory, "pytest collected no test")
+    if done.returncode == 5:
+        return run_error(directory, "pytest collected no test")
     if tests is None or done.returncode not in (0, 1):
-        tail = "; ".join(line for line in (done.stdout + done.stderr).splitlines()[-3:] if line.strip())
-        return _run_error(directory, f"pytest exit {done.returncode}: {tail[:400]}")
+        said = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith(("E ", "ERROR"))]
+        tail = "; ".join((said or (done.stdout + done.stderr).splitlines())[-3:])
+        return run_error(directory, f"pytest exit {done.returncode}: {tail[:400]}")
     return outcome_of(tests, hosts)
 
 
@@ -130,16 +139,18 @@ def _read_results(path: Path) -> list[Mapping[str, Any]] | None:
 
 
 def outcome_of(tests: Sequence[Mapping[str, Any]], hosts: Sequence[str]) -> StageOutcome:
-    """Pure: each test's outcome -> a finding on its node; the check named after the test without its
-    testinfra host parameter, so the same test on two nodes has one name (node + check stay unique)."""
+    """Pure: each test's outcome -> a finding on its node; the check is named after the test without its
+    testinfra host parameter (the plugin's `name`), so the same test on two nodes has one name, and
+    node + check stay unique."""
     by_node: dict[str, list[Finding]] = {}
     for test in tests:
         node = test.get("node") if test.get("node") in hosts else RUN_NODE
         status = _STATUS.get(str(test.get("outcome")), Status.ERROR)
         nodeid = str(test.get("nodeid"))
         message = str(test.get("message") or "")
+        name = str(test.get("name") or nodeid)
         finding = Finding(
-            f"{STAGE}.{check_name(nodeid)}",
+            f"{STAGE}.{name}",
             status,
             nodeid,
             "the test passes",
@@ -151,19 +162,7 @@ def outcome_of(tests: Sequence[Mapping[str, Any]], hosts: Sequence[str]) -> Stag
     return StageOutcome(STAGE, nodes)
 
 
-_HOST_PARAM = re.compile(r"(?:^|-)(?:ssh|safe-ssh|paramiko|ansible|local|docker|podman|kubectl)://[^\]-]*")
-
-
-def check_name(nodeid: str) -> str:
-    """'t.py::test_x[ansible://gpu01]' -> 't.py::test_x'; other parameters stay."""
-    name, bracket, params = nodeid.partition("[")
-    if not bracket:
-        return name
-    rest = _HOST_PARAM.sub("", params.rstrip("]")).strip("-")
-    return f"{name}[{rest}]" if rest else name
-
-
-def _run_error(directory: Path, why: str) -> StageOutcome:
+def run_error(directory: Path, why: str) -> StageOutcome:
     finding = Finding(
         f"{STAGE}.run",
         Status.ERROR,

@@ -77,7 +77,7 @@ def collect_via_ansible(
                     "fabcheck_commands": commands,
                     "fabcheck_priority": {name: str(p) for name, p in priorities.items()},
                 },
-                envvars={"PATH": _path_with_ansible(), "ANSIBLE_NOCOLOR": "1"},
+                envvars={"PATH": path_with_ansible(), "ANSIBLE_NOCOLOR": "1"},
                 quiet=True,
                 json_mode=False,
             )
@@ -91,10 +91,11 @@ def collect_via_ansible(
     }
 
 
-def _path_with_ansible() -> str:
+def path_with_ansible() -> str:
     """PATH with the ansible-playbook of fabcheck's own environment first (a venv's bin need not be on
     PATH)."""
-    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
+    own, path = str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)
+    return path if path.split(os.pathsep)[0] == own else os.pathsep.join([own, path])
 
 
 def results_by_host(events: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, Mapping[str, Any]]]:

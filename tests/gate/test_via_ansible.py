@@ -1,0 +1,125 @@
+"""--via ansible: one play (a raw task, no pty) brings back every host's bundle through ansible-runner;
+a reachable host's bundle equals the script run directly, an unreachable one is an error for it alone;
+task results of every kind turn into collections as the other backends give them."""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from fabcheck.collect import host as collect
+from fabcheck.collect.host import TimeLimits, split_sections
+from fabcheck.gate import via_ansible
+
+INVENTORY = """
+all:
+  hosts:
+    here:
+      ansible_connection: local
+    gone:
+      ansible_host: 127.0.0.1
+      ansible_port: 1
+      ansible_ssh_common_args: -F /dev/null
+"""
+
+
+def entry(name: str, priority: int = 3) -> SimpleNamespace:
+    return SimpleNamespace(name=name, intent=SimpleNamespace(lossless=SimpleNamespace(priority=priority)))
+
+
+def test_the_play_brings_back_each_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "hosts.yml").write_text(INVENTORY)
+    monkeypatch.chdir(tmp_path)  # the user's ansible.cfg would be read from here, as ansible-playbook does
+    limits = TimeLimits(connect_s=2, command_s=60)
+    bundles = via_ansible.collect_via_ansible("hosts.yml", [entry("here", 4), entry("gone")], limits)  # type: ignore[list-item]
+    here, gone = bundles["here"], bundles["gone"]
+    assert here.complete and here.error is None and here.priority == 4
+    token = secrets.token_hex(8)
+    direct = subprocess.run(
+        ["sh", "-c", collect.remote_command(token, 4, limits)], capture_output=True, text=True, timeout=120
+    )
+    assert {k: v.rc for k, v in here.sections.items()} == {
+        k: v.rc for k, v in split_sections(direct.stdout, token).sections.items()
+    }
+    assert not gone.complete and gone.sections == {}
+    assert (gone.error or "").startswith("--via ansible: unreachable") and "port 1" in (gone.error or "")
+
+
+def test_the_play_is_one_raw_task_without_a_pty_and_bounded() -> None:
+    (play,) = via_ansible.collection_play(12.5)
+    (task,) = play["tasks"]
+    assert (
+        "ansible.builtin.raw" in task
+        and task["timeout"] == 13
+        and task["vars"] == {"ansible_ssh_use_tty": False}
+    )
+    assert play["gather_facts"] is False
+
+
+TOKEN = "0123456789abcdef"
+COMPLETE = "".join(
+    [
+        f"<<<fabcheck {TOKEN} begin lsmod>>>\nx\n",
+        f"<<<fabcheck {TOKEN} stderr lsmod>>>\n\n",
+        f"<<<fabcheck {TOKEN} end lsmod rc=0>>>\n",
+        f"<<<fabcheck {TOKEN} complete>>>\n",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("result", "complete", "error", "expired"),
+    [
+        (("runner_on_ok", {"stdout": COMPLETE, "rc": 0}), True, None, None),
+        (
+            ("runner_on_unreachable", {"msg": "ssh: no route"}),
+            False,
+            "--via ansible: unreachable: ssh: no route",
+            None,
+        ),
+        (
+            ("runner_on_failed", {"msg": "The raw action failed to execute in the expected time frame (5)"}),
+            False,
+            "--via ansible: the task printed nothing: The raw action failed to execute in the expected time "
+            "frame (5)",
+            collect.COMMAND,
+        ),
+        (
+            ("runner_on_ok", {"stdout": COMPLETE.rsplit("<<<", 1)[0], "rc": 124}),
+            False,
+            "--via ansible: command timeout on the host (the collection was stopped there)",
+            collect.COMMAND,
+        ),
+        (
+            ("runner_on_ok", {"stdout": "", "stderr": "sh: 1: bad\n", "rc": 2}),
+            False,
+            "--via ansible: the collection ended early (exit 2): sh: 1: bad",
+            None,
+        ),
+        (None, False, "--via ansible: the play gave no result for this host (ansible-playbook exit 4)", None),
+    ],
+)
+def test_task_results_become_collections(
+    result, complete: bool, error: str | None, expired: str | None
+) -> None:
+    bundle = via_ansible.bundle_of("gpu01", result, TOKEN, 3, "ansible-playbook exit 4")
+    assert (bundle.complete, bundle.error, bundle.expired) == (complete, error, expired)
+    if complete:
+        assert bundle.sections["lsmod"].stdout == "x"
+
+
+def test_events_of_other_tasks_and_hosts_are_not_mixed() -> None:
+    events = [
+        {"event": "playbook_on_start"},
+        {"event": "runner_on_ok", "event_data": {"host": "gpu01", "res": {"stdout": "a"}}},
+        {"event": "runner_on_unreachable", "event_data": {"host": "gpu02", "res": {"msg": "down"}}},
+        {"event": "runner_on_ok", "event_data": {"res": {"stdout": "no host"}}},
+    ]
+    assert via_ansible.results_by_host(events) == {
+        "gpu01": ("runner_on_ok", {"stdout": "a"}),
+        "gpu02": ("runner_on_unreachable", {"msg": "down"}),
+    }

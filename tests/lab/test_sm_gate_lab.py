@@ -1,0 +1,111 @@
+"""The gate's sm stage and the IB host ports against the lab's --profile ib (gpu01, gpu02, sm01, sm02).
+
+One lab, converged once by site.yml (its gate play skipped: the test runs the stages itself and compares
+every verdict with the converged ones). Converged: both SMs pass every sm.* check and every host port is
+ACTIVE at 400 Gb/s. sm-stopped on the intended master fails sm.service/state/master on sm01 alone while
+sm02 stands in and the host ports stay ACTIVE; stopped on both, the host ports fall back to INIT and
+host.port_state fails on each of them. link-down and link-speed fail host.port_state, host.port_speed on
+gpu01's mlx5_0/1 and nothing else. Each fault heals back to the converged verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from labsupport import requires_lab, run_playbook, running_lab
+
+from fabcheck.checks import host as host_checks
+from fabcheck.checks.model import Status
+from fabcheck.collect.host import TimeLimits
+from fabcheck.gate import fabric
+from fabcheck.intent.loader import Inventory, load_inventory
+from fabcheck.lab import faults
+from fabcheck.lab.state import LabPaths
+from fabcheck.report.adapters import gate_run
+
+pytestmark = [pytest.mark.lab, requires_lab]
+
+HOSTS, SMS = ("gpu01", "gpu02"), ("sm01", "sm02")
+PORTS = tuple(f"mlx5_{i}/1" for i in range(8))
+# Limits no healthy node misses on a loaded machine; a node meant to fail fails by construction.
+LIMITS = TimeLimits(connect_s=60, command_s=120)
+Verdicts = frozenset[tuple[str, str, str]]  # (node, check, subject) of every finding that is not a pass
+
+
+@dataclass(frozen=True)
+class Gate:
+    paths: LabPaths
+    inventory: Inventory
+    converged: Verdicts
+
+    def judge(self) -> Verdicts:
+        return judge(self.inventory)
+
+
+def judge(inventory: Inventory) -> Verdicts:
+    plan = fabric.plan_gate(inventory, stages=["host", "sm"])
+    run = gate_run(fabric.run_gate(inventory, plan, LIMITS))
+    assert {s.name for s in run.subjects} == {*HOSTS, *SMS}
+    return frozenset(
+        (s.name, f.check, f.subject) for s in run.subjects for f in s.findings if f.status != Status.PASS
+    )
+
+
+@pytest.fixture(scope="module")
+def gate() -> Iterator[Gate]:
+    with running_lab(profile="ib", hosts=2) as (paths, _state):
+        converged = run_playbook(paths, "--skip-tags", "gate")
+        assert converged.rc == 0, converged.output[-4000:]
+        inventory = load_inventory(paths.inventory.parent)
+        yield Gate(paths, inventory, judge(inventory))
+
+
+def new_verdicts(gate: Gate, *injected: tuple[str, str]) -> tuple[Verdicts, Verdicts]:
+    """(what the faults add to the converged verdicts, what they take away), then heal and re-judge."""
+    try:
+        for fault, node in injected:
+            assert faults.inject(gate.paths, fault, node)
+        shown = gate.judge()
+    finally:
+        faults.heal(gate.paths)
+    return shown - gate.converged, gate.converged - shown
+
+
+def test_a_converged_ib_lab_passes_the_sm_stage_and_its_ports(gate: Gate) -> None:
+    assert not {v for v in gate.converged if v[0] in SMS}, sorted(gate.converged)
+    port_checks = {host_checks.PORT_STATE, host_checks.PORT_SPEED}
+    assert not {v for v in gate.converged if v[1] in port_checks}, sorted(gate.converged)
+
+
+def test_stopping_the_master_sm_fails_it_alone_and_the_standby_takes_over(gate: Gate) -> None:
+    added, gone = new_verdicts(gate, ("sm-stopped", "sm01"))
+    assert added == {
+        ("sm01", "sm.service", "opensm service"),
+        ("sm01", "sm.state", "opensm"),
+        ("sm01", "sm.master", "subnet master"),
+    }
+    assert not gone
+    assert gate.judge() == gate.converged  # healed: sm01 is master again
+
+
+def test_with_no_sm_left_the_host_ports_stay_init(gate: Gate) -> None:
+    added, gone = new_verdicts(gate, ("sm-stopped", "sm01"), ("sm-stopped", "sm02"))
+    ports = {(host, host_checks.PORT_STATE, port) for host in HOSTS for port in PORTS}
+    sms = {("sm01", "sm.service", "opensm service"), ("sm01", "sm.state", "opensm")}
+    sms |= {("sm02", "sm.service", "opensm service"), ("sm02", "sm.state", "opensm")}
+    assert added == ports | sms | {("sm01", "sm.master", "subnet master")}
+    assert not gone
+    assert gate.judge() == gate.converged
+
+
+@pytest.mark.parametrize(
+    ("fault", "check"), [("link-down", host_checks.PORT_STATE), ("link-speed", host_checks.PORT_SPEED)]
+)
+def test_a_port_fault_fails_exactly_its_check_on_exactly_that_port(
+    gate: Gate, fault: str, check: str
+) -> None:
+    added, gone = new_verdicts(gate, (fault, "gpu01"))
+    assert added == {("gpu01", check, "mlx5_0/1")}
+    assert not gone

@@ -4,30 +4,33 @@ Pure. For each link of the cabling map, the NIC's records (what the host gate pa
 `ip link`) and the switch port's records (the switch stage's evidence) are compared concern by
 concern: trust, PFC priorities, the RoCE/CNP DSCP classification and MTU. A mismatch names both ends,
 what each holds, and which role fixes which side. A NIC the host gate read that the cabling map does
-not cable is reported, never passed over.
+not cable is reported, never passed over; so is a port whose LLDP neighbour is not the NIC the map
+cables there, and a port the map leaves empty that hears one of the run's hosts.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from fabcheck.checks.model import Finding, errored, failed, passed
+from fabcheck.checks.model import Finding, errored, failed, passed, skipped
 from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
 from fabcheck.checks.switch import SwitchEvidence
 from fabcheck.desired.nic import DesiredNic
 from fabcheck.desired.switch import DesiredSwitch
 from fabcheck.intent.fabric import Fabric, Link
 from fabcheck.parsers.mlnx_qos import MlnxQos
-from fabcheck.parsers.switch_records import DscpMap, Mtu, PfcPriorities, Trust
+from fabcheck.parsers.switch_records import DscpMap, LldpNeighbor, Mtu, PfcPriorities, Trust
 
 TRUST = "link.trust"
 PFC = "link.pfc"
 DSCP = "link.dscp_map"
 MTU = "link.mtu"
+LLDP = "link.lldp"
 CABLED = "link.cabled"
-LINK_CHECKS = (TRUST, PFC, DSCP, MTU, CABLED)
+LINK_CHECKS = (TRUST, PFC, DSCP, MTU, LLDP, CABLED)
 TAGS = {TRUST: "dscp", PFC: "pfc", DSCP: "dscp", MTU: "mtu"}
 
 
@@ -41,13 +44,16 @@ class NicEnd:
     pfc_priorities: tuple[int, ...] | None
     dscp_to_priority: tuple[tuple[int, int], ...] | None
     mtu: int | None  # the netdev MTU (`ip link`)
+    netdev: str | None = None  # the NIC's interface name, what LLDP sends as its port id
 
     @classmethod
-    def of(cls, host: str, nic: str, qos: MlnxQos | None, mtu: int | None) -> NicEnd:
+    def of(
+        cls, host: str, nic: str, qos: MlnxQos | None, mtu: int | None, netdev: str | None = None
+    ) -> NicEnd:
         if qos is None:
-            return cls(host, nic, None, None, None, mtu)
+            return cls(host, nic, None, None, None, mtu, netdev)
         mapping = tuple(sorted(qos.dscp2prio.items())) if qos.dscp2prio_shown else None
-        return cls(host, nic, qos.trust, qos.pfc_enabled, mapping, mtu)
+        return cls(host, nic, qos.trust, qos.pfc_enabled, mapping, mtu, netdev)
 
 
 @dataclass(frozen=True)
@@ -93,8 +99,9 @@ def check_links(
             ]
             continue
         ends = _Ends(link, nic, desired_nics[key], evidence, desired_switches[link.switch])
-        findings += [_trust(ends), _pfc(ends), _dscp(ends), _mtu(ends)]
+        findings += [_trust(ends), _pfc(ends), _dscp(ends), _mtu(ends), _lldp(ends)]
     findings += _uncabled(fabric, nics.keys())
+    findings += _heard_off_the_map(fabric, {host for host, _nic in nics}, switches)
     return findings
 
 
@@ -211,6 +218,81 @@ def _mtu(ends: _Ends) -> Finding:
     host_ok = ends.nic.mtu == want_host
     switch_ok = record.mtu == want_switch and record.mtu >= ends.nic.mtu
     return _judge(ends, MTU, expected, f"MTU {ends.nic.mtu}", f"MTU {record.mtu}", host_ok, switch_ok)
+
+
+_MAC = re.compile(
+    r"[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}|(?:[0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4}"
+)
+
+
+def _same_system(heard: str, host: str) -> bool:
+    """LLDP carries the host name, often fully qualified: gpu01.example.net is gpu01."""
+    return heard.split(".", 1)[0].lower() == host.split(".", 1)[0].lower()
+
+
+def _lldp(ends: _Ends) -> Finding:
+    """The port hears the NIC the cabling map puts there (system name, and the interface name unless
+    the neighbour sends a MAC as its port id)."""
+    link = ends.link
+    port_id = ends.nic.netdev or link.nic
+    expected = f"LLDP on {link.switch_end} hears {link.host} {port_id}"
+    if LldpNeighbor not in ends.switch.provided:
+        return skipped(LLDP, ends.subject, f"switch {link.switch} ({ends.switch.platform}) shows no LLDP")
+    record, own = ends.switch.get(LldpNeighbor, link.port)
+    if not isinstance(record, LldpNeighbor) or not own:
+        reason, _switch_wide = ends.switch.why_missing((LldpNeighbor,), link.port)
+        if any(LldpNeighbor in types for types, _port, _why in ends.switch.missing):
+            return errored(LLDP, ends.subject, expected, "not read", reason)
+        return skipped(
+            LLDP,
+            ends.subject,
+            f"no LLDP neighbour on {link.switch_end}: run lldpd on {link.host} (portidsubtype ifname) "
+            "so the gate can prove this cable",
+        )
+    actual = f"{link.switch_end} hears {record.system} {record.port}"
+    system_ok = _same_system(record.system, link.host)
+    # A MAC port id (lldpd's default), or a NIC whose interface the host did not name, proves the
+    # host only.
+    port_ok = (
+        ends.nic.netdev is None or bool(_MAC.fullmatch(record.port)) or record.port in (port_id, link.nic)
+    )
+    if system_ok and port_ok:
+        return passed(LLDP, ends.subject, expected, actual)
+    return failed(
+        LLDP,
+        ends.subject,
+        expected,
+        actual,
+        f"the cable on {link.switch_end} is not the one fabric_links names: recable it, or correct "
+        f"{link.host}'s fabric_links ({link.nic}) to where the NIC is plugged",
+    )
+
+
+def _heard_off_the_map(
+    fabric: Fabric, hosts: Iterable[str], switches: Mapping[str, SwitchEvidence]
+) -> list[Finding]:
+    """A port the map leaves empty that hears one of this run's hosts: the map lacks that cable."""
+    judged = set(hosts)
+    mapped = {(link.switch, link.port) for link in fabric.links}
+    findings = []
+    for name, evidence in switches.items():
+        for (_kind, port), record in evidence.records.items():
+            if not isinstance(record, LldpNeighbor) or port is None or (name, port) in mapped:
+                continue
+            host = next((h for h in sorted(judged) if _same_system(record.system, h)), None)
+            if host is None:
+                continue
+            findings.append(
+                failed(
+                    LLDP,
+                    f"{name}:{port}",
+                    f"fabric_links cables no NIC to {name}:{port}",
+                    f"LLDP on {name}:{port} hears {record.system} {record.port}",
+                    f"add the NIC of {host} behind {record.port} to {host}'s fabric_links as "
+                    f"`<nic>: {name}:{port}`",
+                )
+            )
+    return findings
 
 
 def _what_missing(ends: _Ends, host_value: object, record: object, what: str) -> str:

@@ -238,7 +238,7 @@ def _nic_ends(hosts: Sequence[validate.HostResult], plan: GatePlan) -> dict[tupl
                 continue  # cabled to a switch this run leaves out (--limit)
             qos = netdev.qos if not isinstance(netdev.qos, Unreadable) else None
             mtu = netdev.mtu if isinstance(netdev.mtu, int) else None
-            ends[(result.host, link.dev)] = NicEnd.of(result.host, link.dev, qos, mtu)
+            ends[(result.host, link.dev)] = NicEnd.of(result.host, link.dev, qos, mtu, link.netdev)
     return ends
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fabcheck.gate.probes import Probe
-from fabcheck.parsers import switch_eos, switch_nvue, switch_sonic
+from fabcheck.parsers import switch_eos, switch_lldp, switch_nvue, switch_sonic
 from fabcheck.parsers.switch_records import (
     DscpMap,
     EcnQueues,
+    LldpNeighbor,
     Mtu,
     PfcPriorities,
     PriorityMap,
@@ -75,6 +76,7 @@ NVUE_PROBES = (
         (QueueDrops,),
         counter=True,
     ),
+    Probe("nvue.lldp", "switch", "nv show interface lldp", switch_lldp.parse_nvue_lldp, (LldpNeighbor,)),
 )
 
 EOS_PROBES = (
@@ -94,6 +96,7 @@ EOS_PROBES = (
         (Trust, EcnQueues, Schedulers),
     ),
     Probe("eos.interfaces", "switch", "show interfaces | json", switch_eos.parse_interfaces, (Mtu,)),
+    Probe("eos.lldp", "switch", "show lldp neighbors | json", switch_lldp.parse_eos_lldp, (LldpNeighbor,)),
 )
 
 SONIC_PROBES = (
@@ -115,6 +118,7 @@ SONIC_PROBES = (
         (QueueDrops,),
         counter=True,
     ),
+    Probe("sonic.lldp", "switch", "show lldp table", switch_lldp.parse_sonic_lldp, (LldpNeighbor,)),
 )
 
 PROBES: Mapping[str, tuple[Probe, ...]] = {"nvue": NVUE_PROBES, "eos": EOS_PROBES, "sonic": SONIC_PROBES}

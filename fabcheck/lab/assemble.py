@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 from fabcheck.lab import nodes
+from fabcheck.lab.cabling import lab_links, lldp_neighbors
 from fabcheck.lab.inventory import known_host_line
 from fabcheck.lab.keys import KeyPair, generate_keypair, write_private, write_secret
 from fabcheck.lab.mockhost.layout import MockNodePaths
@@ -81,7 +82,10 @@ def assemble(paths: LabPaths, state: LabState) -> list[str]:
     if switches:
         password = switch_password()
         write_secret(paths.switch_password, password + "\n")
-        write_spec(paths.run_dir, [_switch_spec(node, password) for node in switches])
+        heard = lldp_neighbors(state, lab_links(state))
+        write_spec(
+            paths.run_dir, [_switch_spec(node, password, heard.get(node.name, [])) for node in switches]
+        )
     return known_hosts
 
 
@@ -96,7 +100,7 @@ def switch_password() -> str:
     return chosen or secrets.token_urlsafe(18)
 
 
-def _switch_spec(node: NodeRecord, password: str) -> SwitchSpec:
+def _switch_spec(node: NodeRecord, password: str, neighbors: list[tuple[str, str, str]]) -> SwitchSpec:
     return SwitchSpec(
         name=node.name,
         platform=node.profile,
@@ -105,4 +109,5 @@ def _switch_spec(node: NodeRecord, password: str) -> SwitchSpec:
         username=node.username,
         password=password,
         ports=node.ports,
+        neighbors=tuple(sorted(neighbors, key=lambda n: node.ports.index(n[0]))),
     )

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from fabcheck.lab.mockhost.profiles import nics_for, rails_for
+
+if TYPE_CHECKING:
+    from fabcheck.lab.state import LabState
 
 
 def ports_needed(nic_count: int, switch_count: int, minimum: int) -> int:
@@ -38,3 +44,29 @@ def plan_links(
             links.setdefault(host, {})[nic] = f"{switch}:{ports[next_port[switch]]}"
             next_port[switch] += 1
     return links
+
+
+def lab_links(state: LabState) -> dict[str, dict[str, str]]:
+    """The lab's cabling map: each GPU host's rail NICs over the lab's switches (host -> NIC -> 'sw:port')."""
+    gpu_hosts = [n for n in state.host_nodes() if n.group == "gpu_hosts"]
+    return plan_links(
+        {n.name: list(rails_for(n.profile).values()) for n in gpu_hosts},
+        {n.name: n.ports for n in state.switch_nodes()},
+    )
+
+
+def lldp_neighbors(
+    state: LabState, links: Mapping[str, Mapping[str, str]]
+) -> dict[str, list[tuple[str, str, str]]]:
+    """switch -> [(port, host, netdev)]: what each cabled port hears, the host's name and the NIC's
+    interface name (lldpd on a host sends those with `portidsubtype ifname`)."""
+    netdevs = {
+        n.name: {nic["name"]: nic["netdev"] for nic in nics_for(n.profile, n.index)}
+        for n in state.host_nodes()
+    }
+    heard: dict[str, list[tuple[str, str, str]]] = {}
+    for host, nics in links.items():
+        for nic, end in nics.items():
+            switch, port = end.split(":", 1)
+            heard.setdefault(switch, []).append((port, host, netdevs[host][nic]))
+    return heard

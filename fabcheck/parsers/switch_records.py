@@ -133,8 +133,18 @@ def _since(now: int, before: int) -> int:
     return now - before if now >= before else now
 
 
+@dataclass(frozen=True)
+class LldpNeighbor:
+    """Who the port hears over LLDP: the neighbour's system name and port id (an interface name, or a
+    MAC where the neighbour's agent sends that)."""
+
+    system: str
+    port: str
+
+
 Record = (
-    Trust
+    LldpNeighbor
+    | Trust
     | DscpMap
     | PriorityMap
     | PfcPriorities

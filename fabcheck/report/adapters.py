@@ -57,9 +57,15 @@ def gate_run(
         for r in result.hosts
     ]
     subjects += [Subject(s.switch, NodeKind.SWITCH, tuple(s.findings)) for s in result.switches]
-    # A link whose host end is not a planned host (none today) still shows, under its switch end.
-    for findings in links_by_host.values():
-        subjects.append(Subject(findings[0].subject, NodeKind.SWITCH, tuple(findings)))
+    # A link finding whose first end is no planned host (a switch port LLDP contradicts the map for)
+    # shows under that switch.
+    switches = {s.name: i for i, s in enumerate(subjects) if s.kind is NodeKind.SWITCH}
+    for name, findings in links_by_host.items():
+        if name in switches:
+            known = subjects[switches[name]]
+            subjects[switches[name]] = replace(known, findings=(*known.findings, *findings))
+        else:
+            subjects.append(Subject(findings[0].subject, NodeKind.SWITCH, tuple(findings)))
     subjects = _with_stage_findings(subjects, result.stages)
     notes = (*notes, *(note for outcome in result.stages for note in outcome.notes))
     figures = tuple(figure for outcome in result.stages for figure in outcome.figures)

@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "switch")]
 
 from mockswitches import mock_switches  # noqa: E402
-from switchfabric import SWITCHES, desired, snapshot_stem  # noqa: E402
+from switchfabric import PORTS, SWITCHES, desired, snapshot_stem  # noqa: E402
 
 from fabcheck.gate.switch_probes import PROBES  # noqa: E402
 from fabcheck.gate.switches import read_switch  # noqa: E402
@@ -56,7 +56,15 @@ def converge(lab) -> None:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as run_dir, mock_switches(Path(run_dir), SWITCHES, 40) as lab:
+    # gpu01's NIC i is cabled to the first port of switch i and sends its interface name over LLDP.
+    heard = {
+        name: ((PORTS[platform][0], "gpu01", f"ens{i + 1}np0"),)
+        for i, (name, platform) in enumerate(SWITCHES.items())
+    }
+    with (
+        tempfile.TemporaryDirectory() as run_dir,
+        mock_switches(Path(run_dir), SWITCHES, 40, neighbors=heard) as lab,
+    ):
         capture(lab, "factory")
         converge(lab)
         capture(lab, "converged")

@@ -14,6 +14,7 @@ from fabcheck.checks.model import Finding, Status
 from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
 from fabcheck.desired.nic import desired_nic
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
+from fabcheck.parsers.switch_records import LldpNeighbor
 
 MLNX_QOS = """DCBX mode: OS controlled
 Priority trust state: dscp
@@ -37,7 +38,8 @@ NICS = {link_.nic: link_ for link_ in fabric().links}
 
 
 def nic_end(nic: str, **changes: object) -> NicEnd:
-    end = NicEnd.of("gpu01", nic, parse_mlnx_qos(MLNX_QOS), 9000)
+    netdev = f"ens{int(nic.removeprefix('mlx5_')) + 1}np0"  # what the captured LLDP neighbours send
+    end = NicEnd.of("gpu01", nic, parse_mlnx_qos(MLNX_QOS), 9000, netdev)
     return replace(end, **changes)
 
 
@@ -58,7 +60,7 @@ def failures(findings: list[Finding]) -> dict[tuple[str, str], Finding]:
 
 def test_agreeing_ends_pass_on_every_link_and_concern() -> None:
     findings = judge()
-    assert len(findings) == 4 * len(NICS) and {f.status for f in findings} == {Status.PASS}
+    assert len(findings) == 5 * len(NICS) and {f.status for f in findings} == {Status.PASS}
     assert {f.subject for f in findings} == {f"gpu01:{n} <-> {lk.switch_end}" for n, lk in NICS.items()}
 
 
@@ -91,7 +93,7 @@ def test_a_host_side_mismatch_names_the_host_role_only(changes: dict, check: str
 def test_a_nic_the_host_did_not_report_is_an_error_not_a_pass() -> None:
     nics = {nic: nic_end(nic) for nic in NICS if nic != "mlx5_2"}
     bad = failures(judge(nics=nics))
-    assert {f.status for f in bad.values()} == {Status.ERROR} and len(bad) == 4
+    assert {f.status for f in bad.values()} == {Status.ERROR} and len(bad) == 5
     assert all("did not report mlx5_2" in f.hint for f in bad.values())
 
 
@@ -108,3 +110,57 @@ def test_a_nic_without_a_cable_is_reported() -> None:
     bad = failures(judge(nics=nics))
     assert set(bad) == {(link.CABLED, "gpu01:mlx5_9")}
     assert bad[(link.CABLED, "gpu01:mlx5_9")].status is Status.FAIL
+
+
+def judge_heard(heard: dict[tuple[str, str], LldpNeighbor | None]) -> dict[tuple[str, str], Finding]:
+    """The converged fabric with some ports' LLDP neighbours replaced (None: the port hears nobody)."""
+    switches = {name: replayed("converged", name) for name in SWITCHES}
+    for (name, port), record in heard.items():
+        records = dict(switches[name].records)
+        records.pop((LldpNeighbor, port), None)
+        if record is not None:
+            records[(LldpNeighbor, port)] = record
+        switches[name] = replace(switches[name], records=records)
+    findings = check_links(
+        fabric(),
+        {("gpu01", nic): nic_end(nic) for nic in NICS},
+        {("gpu01", nic): desired_nic(intent(), "gpu01", nic) for nic in NICS},
+        switches,
+        {name: desired(name) for name in SWITCHES},
+    )
+    return {(f.check, f.subject): f for f in findings if f.check == link.LLDP}
+
+
+def test_lldp_proves_each_cable_on_every_platform() -> None:
+    lldp = judge_heard({})
+    assert {key: f.status for key, f in lldp.items()} == {
+        (link.LLDP, f"gpu01:{n} <-> {lk.switch_end}"): Status.PASS for n, lk in NICS.items()
+    }
+    assert lldp[(link.LLDP, "gpu01:mlx5_1 <-> leaf02:Ethernet0")].actual == (
+        "leaf02:Ethernet0 hears gpu01 ens2np0"
+    )
+
+
+def test_a_miswired_port_fails_naming_what_it_hears() -> None:
+    lldp = judge_heard({("leaf01", "swp1"): LldpNeighbor("gpu07.example.net", "ens5np0")})
+    bad = {key: f for key, f in lldp.items() if f.status is not Status.PASS}
+    assert list(bad) == [(link.LLDP, "gpu01:mlx5_0 <-> leaf01:swp1")]
+    finding = bad[(link.LLDP, "gpu01:mlx5_0 <-> leaf01:swp1")]
+    assert finding.actual == "leaf01:swp1 hears gpu07.example.net ens5np0"
+    assert "fabric_links" in finding.hint and "mlx5_0" in finding.hint
+    # The right host on the wrong interface is a miswire too.
+    wrong_nic = judge_heard({("leaf01", "swp1"): LldpNeighbor("gpu01", "ens4np0")})
+    assert wrong_nic[(link.LLDP, "gpu01:mlx5_0 <-> leaf01:swp1")].status is Status.FAIL
+
+
+def test_fqdn_and_mac_port_ids_still_prove_the_host() -> None:
+    lldp = judge_heard({("leaf01", "swp1"): LldpNeighbor("GPU01.dc1.example.net", "48:b0:2d:76:ee:8e")})
+    assert lldp[(link.LLDP, "gpu01:mlx5_0 <-> leaf01:swp1")].status is Status.PASS
+
+
+def test_a_silent_port_is_skipped_with_the_reason_and_a_stray_neighbour_fails() -> None:
+    lldp = judge_heard({("leaf01", "swp1"): None, ("leaf02", "Ethernet8"): LldpNeighbor("gpu01", "ens8np0")})
+    silent = lldp[(link.LLDP, "gpu01:mlx5_0 <-> leaf01:swp1")]
+    assert silent.status is Status.SKIP and "lldpd" in silent.actual
+    stray = lldp[(link.LLDP, "leaf02:Ethernet8")]
+    assert stray.status is Status.FAIL and stray.actual == "LLDP on leaf02:Ethernet8 hears gpu01 ens8np0"

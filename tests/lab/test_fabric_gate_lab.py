@@ -67,9 +67,10 @@ def test_a_converged_fabric_passes_and_every_skip_says_why(gate: Gate) -> None:
     assert {s.get("host") for s in subjects if "host" in s} == {"gpu01", "gpu02"}
     findings = [f for s in subjects for f in s["findings"]]
     assert all(f["actual"].strip() for f in findings if f["status"] == "skip")
-    # Every cable of the map is judged at both ends, on each of the four settings.
-    judged = {f["subject"] for f in findings if f["check"] == link_checks.PFC}
-    assert judged == {link_subject(link.host, link.nic, link.switch_end) for link in gate.fabric.links}
+    # Every cable of the map is judged at both ends, on each of the four settings, and proven by LLDP.
+    cables = {link_subject(link.host, link.nic, link.switch_end) for link in gate.fabric.links}
+    for check in (link_checks.PFC, link_checks.LLDP):
+        assert {f["subject"] for f in findings if f["check"] == check and f["status"] == "pass"} == cables
     assert len(gate.fabric.links) == 16  # 8 rails on each of 2 hosts
 
 
@@ -106,6 +107,28 @@ def test_a_host_pfc_fault_fails_that_nic_and_its_cable_only(gate: Gate) -> None:
         (host_checks.PFC, "mlx5_0"),
         (link_checks.PFC, link_subject("gpu01", "mlx5_0", link.switch_end)),
     }
+
+
+def test_a_miswired_pair_of_ports_fails_lldp_on_exactly_those_two_cables(gate: Gate) -> None:
+    faults.inject(gate.paths, "switch-miswired", "leaf02")
+    try:
+        rc, subjects = gate.validate()
+    finally:
+        faults.heal(gate.paths, "leaf02", "switch-miswired")
+    ports = gate.fabric.switch("leaf02").host_ports
+    on_switch = sorted(
+        (ln for ln in gate.fabric.links if ln.switch == "leaf02"), key=lambda ln: ports.index(ln.port)
+    )
+    first = on_switch[0]
+    other = next(ln for ln in on_switch if ln.host != first.host)  # the fault swaps two hosts' cables
+    assert rc == 1
+    assert failing(subjects) == {
+        (link_checks.LLDP, link_subject(ln.host, ln.nic, ln.switch_end)) for ln in (first, other)
+    }
+    lldp = {f["subject"]: f for s in subjects for f in s["findings"] if f["check"] == link_checks.LLDP}
+    assert lldp[link_subject(first.host, first.nic, first.switch_end)]["actual"].startswith(
+        f"{first.switch_end} hears {other.host} "
+    )
 
 
 def test_healed_fabric_passes_again(gate: Gate) -> None:

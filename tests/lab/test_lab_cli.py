@@ -42,7 +42,7 @@ def test_faults_lists_every_fault_once_with_its_target(capsys: pytest.CaptureFix
     contract |= {"host-persist-stale", "sm-conf-drift"}  # boot files of roce_host; opensm.conf of an SM
     contract |= {"link-down", "link-speed"}  # one port down, one port at a lower rate
     assert set(HOST_FAULTS) == contract
-    assert set(SWITCH_FAULTS) == {"switch-pfc-prio", "switch-ecn-off"}
+    assert set(SWITCH_FAULTS) == {"switch-pfc-prio", "switch-ecn-off", "switch-miswired"}
 
 
 def test_unknown_fault_names_every_valid_fault(

@@ -23,6 +23,7 @@ from fabcheck.cli import main
 from fabcheck.lab import faults
 from fabcheck.lab.mockhost import HOST_FAULTS
 from fabcheck.lab.mockswitch import SWITCH_FAULTS, SWITCH_PLATFORMS, state_path
+from fabcheck.lab.mockswitch.device import CABLE_FAULTS
 from fabcheck.lab.state import LabPaths, LabState
 from fabcheck.parsers.ibv_devinfo import parse_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
@@ -249,8 +250,12 @@ def configured_switches(lab: Lab) -> dict[str, str]:
     return chosen
 
 
+# Cabling faults: what LLDP hears changes, the configuration does not.
+LLDP_SHOW = {"nvue": "nv show interface lldp", "sonic": "show lldp table", "eos": "show lldp neighbors"}
+
+
 def test_every_switch_fault_has_a_probe_on_every_platform() -> None:
-    assert {fault for _platform, fault in SWITCH_PROBES} == set(SWITCH_FAULTS)
+    assert {fault for _platform, fault in SWITCH_PROBES} | CABLE_FAULTS == set(SWITCH_FAULTS)
     assert {platform for platform, _fault in SWITCH_PROBES} == set(SWITCH_PLATFORMS)
 
 
@@ -271,6 +276,24 @@ def test_switch_fault_shows_on_the_cli_and_heals_exactly(
         faults.heal(lab.paths, name, fault)
         assert conn.send_command(show) == before
     assert lab.running_config(name) == running
+
+
+@pytest.mark.parametrize("platform", sorted(LLDP_SHOW))
+def test_a_miswired_switch_swaps_what_lldp_hears_and_heals_exactly(
+    lab: Lab, configured_switches: dict[str, str], platform: str
+) -> None:
+    name = configured_switches[platform]
+    running = lab.running_config(name)
+    with lab.switch(name) as conn:
+        conn.enable()
+        before = conn.send_command(LLDP_SHOW[platform])
+        assert re.search(r"\bgpu01\b", before) and re.search(r"\bgpu02\b", before), before
+        assert faults.inject(lab.paths, "switch-miswired", name)
+        swapped = conn.send_command(LLDP_SHOW[platform])
+        assert swapped != before and sorted(swapped.split()) == sorted(before.split())
+        assert lab.running_config(name) == running
+        faults.heal(lab.paths, name, "switch-miswired")
+        assert conn.send_command(LLDP_SHOW[platform]) == before
 
 
 # ---- lab faults: slow-link, down ---------------------------------------------------------------

@@ -66,13 +66,26 @@ class MockSwitches:
 
 
 @contextlib.contextmanager
-def mock_switches(run_dir: Path, names: dict[str, str], first_address: int = 100) -> Iterator[MockSwitches]:
-    """names: switch name -> platform. Addresses 127.0.3.<first_address + i>, free ports."""
+def mock_switches(
+    run_dir: Path,
+    names: dict[str, str],
+    first_address: int = 100,
+    neighbors: dict[str, tuple[tuple[str, str, str], ...]] | None = None,
+) -> Iterator[MockSwitches]:
+    """names: switch name -> platform. Addresses 127.0.3.<first_address + i>, free ports. neighbors:
+    switch -> (port, host, interface) that LLDP hears there."""
     specs = {}
     for index, (name, platform) in enumerate(names.items()):
         address = f"127.0.3.{first_address + index}"
         specs[name] = SwitchSpec(
-            name, platform, address, free_port(address), USERS[platform], PASSWORDS[platform], PORTS[platform]
+            name,
+            platform,
+            address,
+            free_port(address),
+            USERS[platform],
+            PASSWORDS[platform],
+            PORTS[platform],
+            (neighbors or {}).get(name, ()),
         )
     write_spec(run_dir, list(specs.values()))
     server = subprocess.Popen(

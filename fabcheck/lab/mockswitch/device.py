@@ -17,7 +17,11 @@ from fabcheck.lab.mockswitch.spec import MockSwitchError, SwitchSpec, write_priv
 SWITCH_FAULTS: Mapping[str, str] = {
     "switch-pfc-prio": "first port runs PFC on priority 4 instead of the lossless priority 3",
     "switch-ecn-off": "ECN marking switched off on the lossless queue 3 (every port)",
+    "switch-miswired": "the cables of the first two cabled ports that lead to different hosts are swapped "
+    "(LLDP on each port hears the other's host NIC)",
 }
+# Faults of the cabling, not of the configuration: they change what LLDP hears, no config edit.
+CABLE_FAULTS = frozenset({"switch-miswired"})
 FAULT_PORT_PRIORITY = 4  # the wrong priority switch-pfc-prio moves PFC to
 LOSSLESS_QUEUE = 3  # the queue switch-ecn-off strips ECN from
 ROCE_DSCP = 26  # the DSCP the simulated RDMA traffic carries
@@ -227,6 +231,16 @@ class SwitchDevice(ABC):
         """Restore platform-specific stores from a previous dump."""
 
     # -- shared behaviour -------------------------------------------------------------------------
+    def lldp_neighbors(self) -> dict[str, tuple[str, str]]:
+        """port -> (neighbour system, neighbour port) as LLDP hears them now, in port order."""
+        heard = {port: (system, remote) for port, system, remote in self.spec.neighbors}
+        if "switch-miswired" in self.faults:
+            first = next(iter(heard), None)
+            other = next((p for p in heard if first and heard[p][0] != heard[first][0]), None)
+            if first is not None and other is not None:
+                heard[first], heard[other] = heard[other], heard[first]
+        return {port: heard[port] for port in self.ports if port in heard}
+
     def sample_counters(self) -> None:
         self.counters.advance(self.port_qos())
 
@@ -239,7 +253,8 @@ class SwitchDevice(ABC):
             raise MockSwitchError(f"unknown switch fault {fault!r}; known: {sorted(SWITCH_FAULTS)}")
         if fault in self.faults:
             return
-        self.faults[fault] = apply_edits(self.running, self.fault_edits(fault))
+        edits = [] if fault in CABLE_FAULTS else self.fault_edits(fault)
+        self.faults[fault] = apply_edits(self.running, edits)
         self.record("lab", "fault", f"inject {fault}")
 
     def heal(self, fault: str | None = None) -> None:

@@ -35,6 +35,7 @@ SHOW_RULES = [
     _R("show interfaces", "interfaces"),
     _R("show interfaces <ifs>", "interfaces"),
     _R("show version", "version"),
+    _R("show lldp neighbors", "lldp"),
 ]
 PRIVILEGED = {"running", "running_section", "running_ifs", "startup", "diffs", "named_diffs", "sessions"}
 UNCONVERTED = "% This is an unconverted command"
@@ -83,6 +84,8 @@ def _render(
         return show.qos_interfaces(config, ports)
     if action == "interfaces":
         return show.interfaces(config, ports)
+    if action == "lldp":
+        return show.lldp_neighbors(device.lldp_neighbors())
     return show.version(device.name)
 
 

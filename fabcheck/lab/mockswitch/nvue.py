@@ -356,7 +356,9 @@ class NvueSession(CliSession):
         dev = self.device
         config = dev.pending if flags.get("rev") == "pending" and dev.pending is not None else dev.running
         shown = self._show_qos(args[1:], config) if args[:1] == ["qos"] else None
-        if args[:1] == ["interface"] and len(args) >= 2:
+        if args == ["interface", "lldp"]:
+            shown = show.show_lldp(dev.lldp_neighbors(), dev.ports)
+        elif args[:1] == ["interface"] and len(args) >= 2:
             if args[1] not in dev.ports:
                 raise NvueError(NO_ITEM)
             shown = self._show_port(args[1], args[2:], config)

@@ -578,3 +578,14 @@ def config_documents(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         lines.append(f"- {kind}:")
         lines.extend(yaml_lines(tree, 2))
     return "\n".join(lines)
+
+
+def show_lldp(neighbors: Mapping[str, tuple[str, str]], ports: Sequence[str]) -> Shown:
+    """`nv show interface lldp`: every port, with the host and port LLDP hears on it (blank: none)."""
+    rows = [[port, "400G", "swp", *neighbors.get(port, ("", ""))] for port in ports]
+    table = simple_table(["Interface", "Speed", "Type", "Remote Host", "Remote Port"], rows, "lllll")
+    data = {
+        port: {"lldp": {"neighbor": {system: {"port": {"name": remote}}}}}
+        for port, (system, remote) in neighbors.items()
+    }
+    return table, data

@@ -86,6 +86,8 @@ class SonicCommands:
             return Result(show.config_json(self.db) + "\n")
         if args == ["version"]:
             return Result(show.version(dev.name) + "\n")
+        if args == ["lldp", "table"]:
+            return Result(show.lldp_table(dev.lldp_neighbors()) + "\n")
         if not args:
             return click_error("show", "COMMAND [ARGS]...", "Missing command.")
         return click_error("show", "COMMAND [ARGS]...", f'No such command "{args[0]}".')

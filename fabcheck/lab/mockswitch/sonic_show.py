@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fabcheck.lab.mockswitch.device import Counters
 from fabcheck.lab.mockswitch.sonic_db import ConfigDb, ecn_queues, priority_list
@@ -166,5 +166,19 @@ def version(name: str) -> str:
             "Hardware Revision: A1",
             "Uptime: 10:00:00 up 1 day,  2:00,  1 user,  load average: 0.50, 0.40, 0.30",
             "Date: Mon 01 Jul 2024 10:00:00",
+        ]
+    )
+
+
+def lldp_table(neighbors: Mapping[str, tuple[str, str]]) -> str:
+    """`show lldp table` (sonic-utilities' lldpshow summary)."""
+    rows = [[port, system, remote, "O", remote] for port, (system, remote) in neighbors.items()]
+    headers = ["LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr"]
+    return "\n".join(
+        [
+            "Capability codes: (R) Router, (B) Bridge, (O) Other",
+            simple_table(headers, rows, "lllll"),
+            "-" * 50,
+            f"Total entries displayed:  {len(rows)}",
         ]
     )

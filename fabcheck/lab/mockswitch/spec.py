@@ -39,6 +39,9 @@ class SwitchSpec:
     username: str
     password: str
     ports: tuple[str, ...]
+    # (port, neighbour system, neighbour port): what each cabled port hears over LLDP (the lab's hosts
+    # send their host name and interface name, as lldpd does with `portidsubtype ifname`).
+    neighbors: tuple[tuple[str, str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
@@ -57,6 +60,9 @@ class SwitchSpec:
             raise MockSwitchError(f"switch {self.name}: port names {bad} do not match {self.platform} style")
         if len(set(self.ports)) != len(self.ports):
             raise MockSwitchError(f"switch {self.name}: duplicate port names")
+        strangers = [n[0] for n in self.neighbors if n[0] not in self.ports]
+        if strangers:
+            raise MockSwitchError(f"switch {self.name}: LLDP neighbours on unknown ports {strangers}")
 
 
 def switches_dir(run_dir: Path) -> Path:
@@ -113,7 +119,18 @@ def read_spec(run_dir: Path) -> list[SwitchSpec]:
     path = spec_path(run_dir)
     try:
         payload = json.loads(path.read_text())
-        switches = [SwitchSpec(**(raw | {"ports": tuple(raw["ports"])})) for raw in payload["switches"]]
+        switches = [
+            SwitchSpec(
+                **(
+                    raw
+                    | {
+                        "ports": tuple(raw["ports"]),
+                        "neighbors": tuple(tuple(n) for n in raw.get("neighbors", ())),
+                    }
+                )
+            )
+            for raw in payload["switches"]
+        ]
     except FileNotFoundError as exc:
         raise MockSwitchError(f"{path}: no switch spec (write_spec was not called)") from exc
     except (ValueError, KeyError, TypeError) as exc:

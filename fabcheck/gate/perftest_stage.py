@@ -68,7 +68,7 @@ class PerftestStage:
         diagnosis = localise(session.rounds, session.measure, session.judge_of, session.endpoints)
         path = stored.default_path(context.inventory.source)
         recorded = stored.load_baseline(path)
-        findings = judge_hosts(entries, session, diagnosis, recorded, str(path))
+        findings = judge_hosts([e.name for e in entries], session, diagnosis, recorded, str(path))
         outcomes = tuple(NodeOutcome(e.name, NodeKind.HOST, tuple(findings[e.name])) for e in entries)
         tested = [e.name for e in entries if e.name not in session.left_out]
         figure = heatmap(tested, diagnosis.measurements, session.floor_of)
@@ -86,14 +86,14 @@ def notes(session: Session, diagnosis: Diagnosis, mode: str) -> tuple[str, ...]:
 
 
 def judge_hosts(
-    entries: Sequence[HostEntry],
+    hosts: Sequence[str],
     session: Session,
     diagnosis: Diagnosis,
     recorded: stored.Baseline | None,
     baseline_path: str,
 ) -> dict[str, list[Finding]]:
     """Pure: the diagnosis -> findings per host (NIC, host, link, drift)."""
-    findings: dict[str, list[Finding]] = {e.name: [] for e in entries}
+    findings: dict[str, list[Finding]] = {host: [] for host in hosts}
     for host, reason in session.left_out.items():
         findings[host].append(
             errored(
@@ -125,7 +125,7 @@ def judge_hosts(
         )
         for end in link:
             findings[end.host].append(finding)
-    _drift(findings, diagnosis.measurements, recorded, baseline_path)
+    _drift(findings, diagnosis, recorded, baseline_path)
     return findings
 
 
@@ -184,32 +184,32 @@ def _bad_host(host: str, nics: Sequence[str], by_end: Mapping[Endpoint, list[Mea
 
 def _drift(
     findings: dict[str, list[Finding]],
-    measurements: Sequence[Measurement],
+    diagnosis: Diagnosis,
     recorded: stored.Baseline | None,
     path: str,
 ) -> None:
+    """Layer 3 per measured link. A drifted link with a localised bad end is reported on that end
+    only: the localisation already says which side made it slow."""
     if recorded is None:
         for host in findings:
             findings[host].append(skipped(DRIFT, host, f"no baseline at {path} (fabcheck baseline record)"))
         return
-    by_link = {stored.link_name(m.pair.key): m for m in measurements}
-    for drift in stored.drifts(recorded, measurements):
+    by_link = {stored.link_name(m.pair.key): m for m in diagnosis.measurements}
+    blamed = set(diagnosis.bad_nics)
+    for drift in stored.drifts(recorded, diagnosis.measurements):
         expected = f"within {DRIFT_MAX_DROP:.0%} of the baseline median {drift.reference:.2f} Gb/sec"
         direction = f"{drift.drop:.1%} below" if drift.drop > 0 else f"{-drift.drop:.1%} above"
         actual = f"{drift.gbps:.2f} Gb/sec ({direction}, {drift.samples} samples)"
-        finding = (
-            failed(
-                DRIFT,
-                drift.link,
-                expected,
-                actual,
-                "the link got slower than its history: compare with the switch counters and cabling changes",
-            )
-            if drift.drifted
-            else passed(DRIFT, drift.link, expected, actual)
-        )
-        for end in by_link[drift.link].pair.ends:
-            findings[end.host].append(finding)
+        ends = by_link[drift.link].pair.ends
+        if not drift.drifted:
+            finding, hosts = passed(DRIFT, drift.link, expected, actual), {end.host for end in ends}
+        else:
+            hint = "the link got slower than its history: compare with switch counters and cabling changes"
+            finding = failed(DRIFT, drift.link, expected, actual, hint)
+            guilty = {e.host for e in ends if e in blamed or e.host in diagnosis.bad_hosts}
+            hosts = guilty or {end.host for end in ends}
+        for host in sorted(hosts):
+            findings[host].append(finding)
 
 
 STAGE = PerftestStage()

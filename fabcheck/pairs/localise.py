@@ -3,7 +3,8 @@
 After the survey rounds, an endpoint (NIC) that reached the bar with any peer is good: it can carry the
 traffic. Each end of a slow pair is then re-paired with a good NIC of its rail in one split round:
 
-- slow again with a good peer: that NIC is bad (and every measured NIC of a host bad: the host);
+- slow again with a good peer: that NIC is bad (and every measured NIC of a host bad: the host); one
+  slow link alone never convicts a NIC, since the link may be what is bad;
 - fast with its good peer, and so is the other end: the link between the two is bad;
 - no good peer free for it this round: a confirm round tries again with the NICs the split freed.
 
@@ -59,17 +60,21 @@ class _Evidence:
         """Every NIC that reached the bar with some peer."""
         return {end for m, reason in self.judged if reason is None for end in m.pair.ends}
 
-    def slow_with_good_peer(self, good: set[Endpoint]) -> set[Endpoint]:
-        found = set()
+    def proven_bad(self, good: set[Endpoint]) -> set[Endpoint]:
+        """NICs slow with a good peer and slow on at least two links: with a single slow link the
+        link itself may be what is bad (its other end was cleared, this one not yet)."""
+        slow_links: dict[Endpoint, set[tuple[Endpoint, Endpoint]]] = {}
+        with_good: set[Endpoint] = set()
         for m, reason in self.judged:
             if reason is None:
                 continue
             a, b = m.pair.ends
-            if b in good and a not in good:
-                found.add(a)
-            if a in good and b not in good:
-                found.add(b)
-        return found
+            for end, peer in ((a, b), (b, a)):
+                if end not in good:
+                    slow_links.setdefault(end, set()).add(m.pair.key)
+                    if peer in good:
+                        with_good.add(end)
+        return {end for end in with_good if len(slow_links[end]) >= 2}
 
     def suspects(self) -> set[Endpoint]:
         return {end for link in self.slow for end in link} - self.good()
@@ -99,7 +104,7 @@ def localise(
     for _ in ("split", "confirm"):
         good = evidence.good()
         unmeasured = wanted - evidence.measured_ends()
-        undecided = (evidence.suspects() | unmeasured) - evidence.slow_with_good_peer(good)
+        undecided = (evidence.suspects() | unmeasured) - evidence.proven_bad(good)
         repairing = _repair_round(sorted(undecided), good, evidence.measured_links())
         if not repairing:
             break
@@ -112,7 +117,8 @@ def _repair_round(
     undecided: Sequence[Endpoint], good: set[Endpoint], measured: set[tuple[Endpoint, Endpoint]]
 ) -> Round:
     """Each undecided NIC against a distinct good NIC of its rail; where no good NIC is free, the
-    undecided NICs of the rail against each other, on links not measured yet."""
+    undecided NICs of the rail against each other. Only links not measured yet: a second look at the
+    same link tells nothing new."""
     free: dict[str, list[Endpoint]] = {}
     for end in sorted(good):
         free.setdefault(end.nic, []).append(end)
@@ -120,8 +126,10 @@ def _repair_round(
     waiting: dict[str, list[Endpoint]] = {}
     for end in undecided:
         peers = free.get(end.nic, [])
-        if peers:
-            pairs.append(Pair(peers.pop(0), end))
+        peer = next((p for p in peers if Pair(p, end).key not in measured), None)
+        if peer is not None:
+            peers.remove(peer)
+            pairs.append(Pair(peer, end))
         else:
             waiting.setdefault(end.nic, []).append(end)
     for ends in waiting.values():
@@ -136,7 +144,7 @@ def _repair_round(
 
 def _diagnose(evidence: _Evidence, rounds: int) -> Diagnosis:
     good = evidence.good()
-    bad = evidence.slow_with_good_peer(good)
+    bad = evidence.proven_bad(good)
     links = tuple(sorted(link for link in evidence.slow if link[0] in good and link[1] in good))
     measured: dict[str, set[str]] = {}
     for m, _reason in evidence.judged:

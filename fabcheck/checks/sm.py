@@ -180,6 +180,8 @@ def check_master(
     target = master.node if master is not None else "subnet_managers"
     hint = _fix(target, SM_TAG, "writes each SM's sm_priority and starts opensm")
     followed = {e.master.guid for e in evidence if isinstance(e.master, SmInfo)}
+    if master is not None and all(e.node != master.node for e in evidence):
+        return _master_seen_from_standbys(evidence, master, masters, expected, actual, hint)
     as_intended = len(masters) == 1 and (master is None or masters == [master.node])
     if as_intended:
         elected = _own(evidence, masters[0])
@@ -192,6 +194,29 @@ def check_master(
         why = unread[0].unreachable or getattr(unread[0].own, "reason", "")
         return errored(MASTER_CHECK, subject, expected, f"{unread[0].node} could not be read: {why}", hint)
     return passed(MASTER_CHECK, subject, expected, actual)
+
+
+def _master_seen_from_standbys(
+    evidence: Sequence[SmEvidence],
+    master: DesiredSubnetManager,
+    masters: Sequence[str],
+    expected: str,
+    actual: str,
+    hint: str,
+) -> Finding:
+    """The intended master is left out of the run (--limit): the judged SMs must be no master
+    themselves, and each must follow one and the same master at the intended master's priority."""
+    views = [e.master for e in evidence]
+    unread = [view for view in views if isinstance(view, Unreadable)]
+    seen = {(view.guid, view.priority) for view in views if isinstance(view, SmInfo)}
+    left_out = f"{actual} ({master.node} is not in this run)"
+    if masters or any(isinstance(view, NoAnswer) for view in views) or len(seen) > 1:
+        return failed(MASTER_CHECK, "subnet master", expected, left_out, hint)
+    if unread or not seen:
+        return errored(MASTER_CHECK, "subnet master", expected, left_out, hint)
+    if next(iter(seen))[1] != master.sm_priority:
+        return failed(MASTER_CHECK, "subnet master", expected, left_out, hint)
+    return passed(MASTER_CHECK, "subnet master", expected, left_out)
 
 
 def _own(evidence: Sequence[SmEvidence], node: str) -> SmInfo:

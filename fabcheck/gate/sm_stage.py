@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from fabcheck.checks.host import Unreadable
 from fabcheck.checks.sm import NoAnswer, SmEvidence, check_subnet
@@ -36,7 +36,7 @@ from fabcheck.errors import ParseError
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
 from fabcheck.intent.loader import HostEntry
 from fabcheck.parsers.opensm_conf import parse_opensm_conf, parse_partitions_conf
-from fabcheck.parsers.sminfo import no_sm_answered, parse_sminfo
+from fabcheck.parsers.sminfo import SmInfo, no_sm_answered, parse_sminfo
 from fabcheck.report.model import NodeKind
 
 SUBNET_MANAGERS = "subnet_managers"
@@ -202,7 +202,7 @@ def evidence_of(collection: SmCollection, desired: DesiredSubnetManager, service
         except ParseError as err:
             return Unreadable(command, f"unparsable output: {err.message}")
 
-    def sminfo(name: str) -> Any:
+    def sminfo(name: str) -> SmInfo | NoAnswer | Unreadable:
         section = sections.get(name)
         if section is not None and section.rc not in (None, 0) and no_sm_answered(section.stderr):
             return NoAnswer(commands[name], _said(section))
@@ -267,7 +267,7 @@ class SmStage:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             shown = list(pool.map(lambda e: self._one(e, desired[e.name], context.limits), nodes))
         judged = check_subnet(shown, desired)
-        notes = _left_out(master, desired, nodes)
+        notes = _left_out(master, nodes)
         outcomes = tuple(NodeOutcome(e.name, NodeKind.SM, tuple(judged[e.name])) for e in nodes)
         return StageOutcome(self.name, outcomes, notes)
 
@@ -282,10 +282,13 @@ class SmStage:
         return evidence_of(self.collector(target, desired, service, limits), desired, service)
 
 
-def _left_out(master: str | None, desired: Mapping[str, Any], nodes: Sequence[HostEntry]) -> tuple[str, ...]:
+def _left_out(master: str | None, nodes: Sequence[HostEntry]) -> tuple[str, ...]:
     if master is None or any(entry.name == master for entry in nodes):
         return ()
-    return (f"sm.master is judged on every SM node of this run: the intended master {master} is left out",)
+    return (
+        f"sm.master is judged from the SM nodes of this run (the master each one follows): the intended "
+        f"master {master} is left out",
+    )
 
 
 STAGE = SmStage()

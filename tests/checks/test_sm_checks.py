@@ -230,3 +230,20 @@ def test_without_priorities_any_one_master_passes_and_is_judged_on_every_node() 
         [f.status for f in fs if f.check == "sm.master"] == [Status.FAIL]
         for fs in check_subnet(both, wanted).values()
     )
+
+
+def test_with_the_intended_master_left_out_the_standby_judges_the_master_it_follows() -> None:
+    alone = check_subnet([converged("sm02")], DESIRED)["sm02"]
+    master = [f for f in alone if f.check == "sm.master"]
+    assert [f.status for f in master] == [Status.PASS]
+    assert master[0].actual.endswith("(sm01 is not in this run)")
+    low = dataclasses.replace(converged("sm02"), master=info("sm01", MASTER, priority=9))
+    assert [f.status for f in check_subnet([low], DESIRED)["sm02"] if f.check == "sm.master"] == [Status.FAIL]
+    lost = dataclasses.replace(converged("sm02"), master=NoAnswer("sminfo", "sminfo: iberror: failed: query"))
+    assert [f.status for f in check_subnet([lost], DESIRED)["sm02"] if f.check == "sm.master"] == [
+        Status.FAIL
+    ]
+    unread = dataclasses.replace(converged("sm02"), master=Unreadable("sminfo", "exit 127"))
+    assert [f.status for f in check_subnet([unread], DESIRED)["sm02"] if f.check == "sm.master"] == [
+        Status.ERROR
+    ]

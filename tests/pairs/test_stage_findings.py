@@ -7,11 +7,13 @@ from __future__ import annotations
 import math
 import subprocess
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pytest
 
 from fabcheck.desired.perftest import DesiredPerftest, pair_floor_gbps
-from fabcheck.gate.perftest_stage import DRIFT, HOST, LINK, NIC, STAGE_CHECK, judge_hosts
+from fabcheck.errors import UsageError
+from fabcheck.gate.perftest_stage import DRIFT, HOST, LINK, NIC, STAGE_CHECK, judge_hosts, mode_of
 from fabcheck.pairs import baseline as stored
 from fabcheck.pairs.commands import (
     BASE_PORT,
@@ -192,3 +194,10 @@ def test_heatmap_marks_the_slowest_pair_per_host_pair() -> None:
 def test_pair_floor_takes_the_slower_line_rate_and_the_stricter_fraction() -> None:
     fast, strict = _desired("a", line_rate_gbps=800.0), _desired("b", min_fraction=0.95)
     assert pair_floor_gbps(fast, strict) == (pytest.approx(380.0), "95% of 400 Gb/s")
+
+
+def test_perftest_mode_comes_from_the_inventory_and_a_bad_one_names_the_variable() -> None:
+    assert mode_of([SimpleNamespace(variables={})]) == FAST  # type: ignore[list-item]
+    assert mode_of([SimpleNamespace(variables={"perftest_mode": "all"})]) == "all"  # type: ignore[list-item]
+    with pytest.raises(UsageError, match="perftest_mode='ring': expected one of fast, all"):
+        mode_of([SimpleNamespace(variables={"perftest_mode": "ring"})])  # type: ignore[list-item]

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from test_mockhost_support import MockNode, installed_bin, kill_quietly, make_nodes, tree_bytes
 
+from fabcheck.lab import faults, nodes
 from fabcheck.lab.mockhost import heal, inject
+from fabcheck.lab.state import LabError, LabState
 from fabcheck.parsers.ibstat import parse_ibstat
 from fabcheck.parsers.ibv_devinfo import parse_ibv_devinfo
 from fabcheck.parsers.perftest import parse_perftest
@@ -133,3 +135,11 @@ def test_link_speed_caps_the_mock_perftest_at_the_slower_rate(tmp_path: Path, bi
     slowed = write_bw(server, client, "mlx5_0")
     full = write_bw(server, client, "mlx5_1")
     assert slowed < 100 < full
+
+
+def test_sm_stopped_applies_to_sm_nodes_only() -> None:
+    state = LabState("/repo", "/dev/shm/x", "ib", 2, 0, "lo", nodes.plan_nodes("ib", 2, 0))
+    assert faults.catalog()["sm-stopped"][0] == "host"
+    faults._check_target("sm-stopped", state.node("sm02"), state)
+    with pytest.raises(LabError, match=r"applies to SM nodes \(sm01, sm02\), not to gpu01"):
+        faults._check_target("sm-stopped", state.node("gpu01"), state)

@@ -20,6 +20,7 @@ from fabcheck.checks.model import Finding, failed, passed, skipped
 from fabcheck.checks.nccl_ranks import check_busbw, check_host_ranks
 from fabcheck.desired.nccl import DEBUG_ENV, PROGRAM, DesiredNcclJob, desired_nccl_host, desired_nccl_job
 from fabcheck.errors import FabcheckError, ParseError
+from fabcheck.gate.nccl_figure import busbw_figure
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
 from fabcheck.intent.loader import HostEntry
 from fabcheck.launch import (
@@ -198,6 +199,8 @@ class NcclStage:
         )
         result = self.launch(config, request)
         findings = judge(entries, result, per_host, job, topologies, config.kind)
+        table = table_of(result)
+        figure = busbw_figure(table, job.busbw_floor_gbytes, job.min_bytes) if table is not None else None
         nodes = tuple(NodeOutcome(e.name, NodeKind.HOST, tuple(findings[e.name])) for e in entries)
         debug = dict(DEBUG_ENV)
         overridden = sorted(name for name in user if name in job.env and name not in debug)
@@ -210,7 +213,7 @@ class NcclStage:
                 for name in overridden
             ),
         ]
-        return StageOutcome(self.name, nodes, tuple(notes))
+        return StageOutcome(self.name, nodes, tuple(notes), (figure,) if figure is not None else ())
 
 
 STAGE = NcclStage()

@@ -4,6 +4,7 @@ healthy and no-rdma on gpu02) and public corpus logs (plugin network, bonds, TC 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -11,12 +12,15 @@ from conftest import CORPUS
 
 from fabcheck.checks import nccl_ranks as checks
 from fabcheck.checks.model import Finding, Status
+from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.nccl import DesiredNcclJob, desired_nccl_host, desired_nccl_job
 from fabcheck.errors import FabcheckError
-from fabcheck.gate.nccl_stage import hidden_subsystems, judge, lowered_debug
-from fabcheck.intent.loader import HostEntry
+from fabcheck.gate import fabric
+from fabcheck.gate.nccl_stage import NcclStage, hidden_subsystems, judge, lowered_debug
+from fabcheck.gate.stages import StageContext
+from fabcheck.intent.loader import HostEntry, load_inventory
 from fabcheck.intent.model import FabricIntent
-from fabcheck.launch import LaunchResult
+from fabcheck.launch import LauncherConfig, LaunchRequest, LaunchResult
 from fabcheck.parsers.nccl_ranks import parse_nccl_ranks
 from fabcheck.parsers.topo import TopoMatrix, parse_topo
 
@@ -225,3 +229,62 @@ def test_a_lowered_debug_level_is_named() -> None:
     assert lowered_debug({"NCCL_DEBUG": "TRACE"}) == []
     (note,) = lowered_debug({"NCCL_DEBUG": "WARN"})
     assert "NCCL_DEBUG=WARN" in note and "transport banner" in note
+
+
+HOSTS_YML = """
+all:
+  children:
+    gpu_hosts:
+      hosts:
+        gpu01: {ansible_host: 10.0.0.1}
+        gpu02: {ansible_host: 10.0.0.2}
+"""
+
+
+def test_the_stage_launches_one_rank_per_gpu_and_judges_what_came_back(
+    tmp_path: Path, lab_intent: FabricIntent, topo: TopoMatrix
+) -> None:
+    (tmp_path / "group_vars" / "all").mkdir(parents=True)
+    intent = yaml.safe_dump({"fabric_intent": lab_intent.model_dump(mode="json")})
+    (tmp_path / "group_vars" / "all" / "fabric.yml").write_text(intent)
+    (tmp_path / "hosts.yml").write_text(HOSTS_YML)
+    inventory = load_inventory(tmp_path)
+    asked: list[LaunchRequest] = []
+
+    def launch(config: LauncherConfig, request: LaunchRequest) -> LaunchResult:
+        asked.append(request)
+        text = lab_log("healthy")
+        return LaunchResult(("mpirun", "..."), 0, {0: tuple(text.splitlines())}, text, "", 4.0)
+
+    stage = NcclStage(
+        launch=launch, environ=lambda: {"NCCL_DEBUG": "WARN", "NCCL_IB_HCA": "=mlx5_0", "HOME": "/"}
+    )
+    plan = fabric.plan_gate(inventory, stages=["host", "nccl"])
+    evidence = SimpleNamespace(topo=topo)
+    hosts = tuple(SimpleNamespace(host=h, evidence=evidence) for h in HOSTS)
+    outcome = stage.run(StageContext(inventory, plan, TimeLimits(), 4, None, hosts))  # type: ignore[arg-type]
+    (request,) = asked
+    assert (request.program, request.ranks_per_host, [h.name for h in request.hosts]) == (
+        "all_reduce_perf",
+        8,
+        ["gpu01", "gpu02"],
+    )
+    # The user's NCCL_* reach the ranks and win; one that hides the proof is named in a note.
+    assert request.env["NCCL_DEBUG"] == "WARN" and request.env["NCCL_IB_HCA"] == "=mlx5_0"
+    assert request.env["NCCL_IB_GID_INDEX"] == "3" and "HOME" not in request.env
+    assert any("NCCL_DEBUG=WARN" in note for note in outcome.notes)
+    assert [n.node for n in outcome.nodes] == list(HOSTS)
+    assert all(f.status is Status.PASS for n in outcome.nodes for f in n.findings)
+    (figure,) = outcome.figures
+    assert figure.svg().startswith("<svg") and "floor" in figure.svg()
+
+
+def test_one_host_has_no_inter_node_path_to_prove(tmp_path: Path) -> None:
+    (tmp_path / "group_vars" / "all").mkdir(parents=True)
+    (tmp_path / "group_vars" / "all" / "fabric.yml").write_text("fabric_intent: {}\n")
+    (tmp_path / "hosts.yml").write_text("all:\n  children:\n    gpu_hosts:\n      hosts:\n        gpu01:\n")
+    inventory = load_inventory(tmp_path)
+    plan = fabric.plan_gate(inventory, stages=["host", "nccl"])
+    outcome = NcclStage().run(StageContext(inventory, plan, TimeLimits(), 4, None))
+    ((finding,),) = [n.findings for n in outcome.nodes]
+    assert finding.status is Status.SKIP and "needs two" in finding.actual

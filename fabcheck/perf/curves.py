@@ -7,6 +7,7 @@ as a skipped file with the reason; a truncated one is used for the sizes it has 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -161,13 +162,27 @@ def curve_from_run(run: NcclTestsRun, source: str) -> Curve | SkippedFile:
 
 def _points(run: NcclTestsRun) -> tuple[Point, ...]:
     by_size: dict[int, Point] = {}
+    asked_min = _param_int(run, "minBytes") if _doubling(run) else None
     for row in run.rows:
         # Size 0 rows (8 B split over more ranks than elements) carry no bandwidth and no log-x place.
-        if row.bytes <= 0 or row.bytes in by_size:
+        size = nominal_size(row.bytes, asked_min)
+        if row.bytes <= 0 or size in by_size:
             continue
         wrong = (row.oop_wrong or 0) + (row.ip_wrong or 0)
-        by_size[row.bytes] = Point(row.bytes, row.oop_busbw, row.ip_busbw, row.oop_time_us, wrong)
+        by_size[size] = Point(size, row.oop_busbw, row.ip_busbw, row.oop_time_us, wrong)
     return tuple(by_size[size] for size in sorted(by_size))
+
+
+def nominal_size(measured: int, asked_min: int | None) -> int:
+    """The sweep step a row belongs to. nccl-tests rounds each size down to whole elements per rank
+    (4 MiB over 3 ranks is 4194288 B): on a doubling sweep from `asked_min` the row is filed under the
+    nearest step, so runs of different rank counts line up size by size. Elsewhere it is the size."""
+    if asked_min is None or asked_min <= 0 or measured <= 0:
+        return measured
+    steps = round(math.log2(measured / asked_min))
+    nominal = asked_min << steps if steps >= 0 else measured
+    # Only a rounding (a few elements per rank) moves a size; a real gap in the sweep stays what it is.
+    return nominal if abs(nominal - measured) <= max(64, measured >> 10) else measured
 
 
 def _truncation(run: NcclTestsRun, points: tuple[Point, ...]) -> tuple[str, ...]:

@@ -43,6 +43,7 @@ class SyntheticRun:
     in_place_factor: float = 1.0  # in-place BusBW = out-of-place x this
     wrong: Mapping[int, int] = field(default_factory=dict)  # size -> #wrong
     truncate_after: int | None = None  # stop after this size, without the footer
+    asked: tuple[int, int] | None = None  # minBytes, maxBytes of the header (default: the sizes')
 
     @property
     def ranks(self) -> int:
@@ -65,9 +66,10 @@ def doubling_sizes(low: int, high: int) -> list[int]:
 
 def render_output(run: SyntheticRun) -> str:
     sizes = sorted(run.busbw)
+    low, high = run.asked or (sizes[0], sizes[-1])
     lines = [
         f"# Collective test starting: {run.op}_perf",
-        f"# nThread 1 nGpus 1 minBytes {sizes[0]} maxBytes {sizes[-1]} step: 2(factor) warmup iters: 5 "
+        f"# nThread 1 nGpus 1 minBytes {low} maxBytes {high} step: 2(factor) warmup iters: 5 "
         "iters: 20 agg iters: 1 validation: 1 graph: 0",
         "#",
         "# Using devices",

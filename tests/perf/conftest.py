@@ -8,3 +8,7 @@ from pathlib import Path
 REPORT_TESTS = Path(__file__).parents[1] / "report"
 if str(REPORT_TESTS) not in sys.path:
     sys.path.insert(0, str(REPORT_TESTS))
+
+LAB_TESTS = Path(__file__).parents[1] / "lab"
+if str(LAB_TESTS) not in sys.path:
+    sys.path.insert(0, str(LAB_TESTS))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fabcheck.perf import analysis
 from fabcheck.perf.analysis import AnomalyKind, Regime
 from fabcheck.perf.compare import compare_curves
-from fabcheck.perf.curves import Curve, Point, SeriesKey
+from fabcheck.perf.curves import Curve, Point, SeriesKey, load_run_dir, nominal_size
+from fabcheck.perf.synthetic import SyntheticRun, render_output
 
 MIB = 1 << 20
 
@@ -145,3 +148,15 @@ def test_compare_percent_per_size_and_regime_wins() -> None:
 def test_compare_a_zero_b_is_no_percentage() -> None:
     [diff] = compare_curves(curve([1.0]), curve([0.0])).diffs
     assert diff.diff_pct is None
+
+
+def test_sizes_rounded_to_whole_elements_per_rank_line_up(tmp_path: Path) -> None:
+    # 3 ranks: nccl-tests prints 1048572, 2097144, 4194288 B for the asked 1, 2, 4 MiB
+    rounded = {1048572: 10.0, 2097144: 20.0, 4194288: 30.0}
+    text = render_output(SyntheticRun("all_reduce", ["h1", "h2", "h3"], 1, rounded, asked=(1 << 20, 4 << 20)))
+    (tmp_path / "three.txt").write_text(text)
+    [three] = load_run_dir(tmp_path).curves
+    assert three.sizes == (MIB, 2 * MIB, 4 * MIB) and not three.truncated
+    assert nominal_size(4194288, MIB) == 4 * MIB
+    assert nominal_size(3 * MIB, MIB) == 3 * MIB  # not a rounding of 2 or 4 MiB: stays
+    assert nominal_size(4194288, None) == 4194288  # no doubling sweep: as printed

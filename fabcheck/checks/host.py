@@ -177,14 +177,18 @@ class HostCheck:
     def not_applicable(self, intent: FabricIntent) -> str | None:
         """Why this check does not apply to the intent, or None."""
         if intent.kind not in self.kinds:
-            only = "RoCE" if self.kinds == ("roce",) else "/".join(self.kinds)
-            return f"{only}-only check; fabric_intent.kind is {intent.kind}"
+            return _other_kind(self.kinds, intent)
         if self.modes is not None and intent.congestion_control not in self.modes:
             return (
                 f"fabric_intent.congestion_control is {intent.congestion_control}: "
                 f"judged with {' or '.join(self.modes)} only"
             )
         return None
+
+
+def _other_kind(kinds: tuple[str, ...], intent: FabricIntent) -> str:
+    only = "RoCE" if kinds == ("roce",) else "/".join(kinds)
+    return f"{only}-only check; fabric_intent.kind is {intent.kind}"
 
 
 FleetJudge = Callable[[Mapping[str, HostEvidence], Mapping[str, FabricIntent]], dict[str, list[Finding]]]
@@ -216,14 +220,12 @@ def check_host(evidence: HostEvidence, intent: FabricIntent) -> list[Finding]:
 def check_fleet(
     evidence: Mapping[str, HostEvidence], intents: Mapping[str, FabricIntent]
 ) -> dict[str, list[Finding]]:
-    """Every fleet check over the hosts that were read: host -> its findings (every host gets some)."""
+    """Every fleet check over the hosts that were read: host -> its findings."""
     result: dict[str, list[Finding]] = {host: [] for host in evidence}
     for check in FLEET_CHECK_DECLS:
         applies = {h: e for h, e in evidence.items() if intents[h].kind in check.kinds}
         for host in evidence.keys() - applies.keys():
-            result[host].append(
-                skipped(check.id, "host", f"not judged for fabric_intent.kind {intents[host].kind}")
-            )
+            result[host].append(skipped(check.id, "host", _other_kind(check.kinds, intents[host])))
         for host, findings in check.judge(applies, intents).items():
             result[host] += findings
     return result

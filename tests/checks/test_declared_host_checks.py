@@ -283,3 +283,14 @@ def test_validate_appends_the_fleet_findings_to_each_host() -> None:
     assert not_passing(list(results["gpu03"].findings)) == {
         (checks.VERSIONS, "firmware of NIC part 4129"): Status.FAIL
     }
+
+
+def test_an_infiniband_fleet_skips_the_gid_check_and_still_compares_versions() -> None:
+    ib = FabricIntent(kind="ib", rails=INTENT.rails)
+    results = fleet({}, ib)
+    gid = [f for found in results.values() for f in found if f.check == checks.GID_INDEX]
+    assert len(gid) == 3 and {f.status for f in gid} == {Status.SKIP}
+    assert gid[0].actual == "RoCE-only check; fabric_intent.kind is ib"
+    assert {f.status for found in results.values() for f in found if f.check == checks.VERSIONS} == {
+        Status.PASS
+    }

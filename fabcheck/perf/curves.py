@@ -179,10 +179,11 @@ def nominal_size(measured: int, asked_min: int | None) -> int:
     nearest step, so runs of different rank counts line up size by size. Elsewhere it is the size."""
     if asked_min is None or asked_min <= 0 or measured <= 0:
         return measured
-    steps = round(math.log2(measured / asked_min))
+    steps = math.ceil(math.log2(measured / asked_min))  # the step at or above: rounding only goes down
     nominal = asked_min << steps if steps >= 0 else measured
-    # Only a rounding (a few elements per rank) moves a size; a real gap in the sweep stays what it is.
-    return nominal if abs(nominal - measured) <= max(64, measured >> 10) else measured
+    # nccl-tests only rounds down, by less than one element per rank: at small sizes over many ranks
+    # that is a large share (1 KiB over 24 ranks of float is 960 B), never a quarter of the step.
+    return nominal if 0 <= nominal - measured < nominal // 4 else measured
 
 
 def _truncation(run: NcclTestsRun, points: tuple[Point, ...]) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fabcheck.cli import main
+from fabcheck.errors import UsageError
 from fabcheck.perf.analysis import AnomalyKind, Regime
 from fabcheck.perf.curves import load_run_dir
 from fabcheck.perf.report import CurveReport, Limit, OpReport, PerfReport, build_report
@@ -193,6 +194,11 @@ def test_cli_exit_codes_of_clean_truncated_and_unusable_runs(tmp_path: Path) -> 
         "\n".join(line for line in text if "Out of bounds" not in line and "Avg bus" not in line)
     )
     (empty / "notes.txt").write_text("nothing here\n")
+    (empty / "core").write_bytes(b"\x7fELF\x00\x01" * 100)
+    with pytest.raises(
+        UsageError, match=r"no nccl-tests output in it \(core: binary data, not an nccl-tests"
+    ):
+        load_run_dir(empty)
     assert main(["report", str(clean)]) == EXIT_PASS
     assert main(["report", str(cut)]) == EXIT_NOT_CHECKED
     assert main(["report", str(empty)]) == EXIT_BAD_INPUT

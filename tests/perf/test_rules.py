@@ -158,5 +158,7 @@ def test_sizes_rounded_to_whole_elements_per_rank_line_up(tmp_path: Path) -> Non
     [three] = load_run_dir(tmp_path).curves
     assert three.sizes == (MIB, 2 * MIB, 4 * MIB) and not three.truncated
     assert nominal_size(4194288, MIB) == 4 * MIB
+    assert nominal_size(960, 1024) == 1024  # 1 KiB over 24 ranks of float
     assert nominal_size(3 * MIB, MIB) == 3 * MIB  # not a rounding of 2 or 4 MiB: stays
+    assert nominal_size(MIB + 4, MIB) == MIB + 4  # above a step: nccl-tests never rounds up
     assert nominal_size(4194288, None) == 4194288  # no doubling sweep: as printed

@@ -27,8 +27,50 @@ MASTER_CHECK = "sm.master"
 ROUTING_ENGINE = "sm.routing_engine"
 CONF = "sm.conf"
 PARTITIONS = "sm.partitions"
-SM_CHECKS = (SERVICE, STATE, MASTER_CHECK, ROUTING_ENGINE, CONF, PARTITIONS)
 SM_TAG, PARTITIONS_TAG = "sm", "partitions"  # the opensm role's tags
+
+
+@dataclass(frozen=True)
+class SmCheck:
+    """One SM check as the catalog and the README see it: what a finding judges, what it reads, which
+    tag of the opensm role fixes it, and what it expects."""
+
+    id: str
+    per: str
+    reads: str
+    tag: str
+    summary: str
+
+
+SM_CHECK_DECLS = (
+    SmCheck(
+        SERVICE, "SM node", "`systemctl is-enabled/is-active opensm`", SM_TAG, "the unit enabled and active"
+    ),
+    SmCheck(
+        STATE,
+        "SM node",
+        "`sminfo LID` of the node's own port",
+        SM_TAG,
+        "the intended master SMINFO_MASTER, every other SM SMINFO_STANDBY, each at its sm_priorities value",
+    ),
+    SmCheck(
+        MASTER_CHECK,
+        "subnet (on the intended master)",
+        "`sminfo` and `sminfo LID` of every SM node",
+        SM_TAG,
+        "exactly one master SM, the intended one at its priority, followed by every SM node's port",
+    ),
+    SmCheck(ROUTING_ENGINE, "SM node", "`cat opensm.conf`", SM_TAG, "routing_engine as intended"),
+    SmCheck(CONF, "SM node", "`cat opensm.conf`", SM_TAG, "every other opensm.conf key the role writes"),
+    SmCheck(
+        PARTITIONS,
+        "partition",
+        "`cat partitions.conf`",
+        PARTITIONS_TAG,
+        "one rule per intended partition (pkey, name, ipoib, mtu/sl, members) and no other",
+    ),
+)
+SM_CHECKS = tuple(check.id for check in SM_CHECK_DECLS)
 
 # What OpenSM runs with for a key opensm.conf leaves out (osm_subnet.c defaults), for the keys the
 # desired state writes; a missing key is judged by the value OpenSM then uses.

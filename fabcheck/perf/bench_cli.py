@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fabcheck import __version__
-from fabcheck.checks.model import Finding, Status, failed, passed, skipped
+from fabcheck.checks.model import Finding, failed, passed, skipped
 from fabcheck.errors import UsageError
 from fabcheck.intent.loader import Inventory, load_inventory
 from fabcheck.launch import launcher_config
@@ -28,7 +28,7 @@ from fabcheck.perf.bench import (
     validate_plan,
 )
 from fabcheck.perf.launcher import InventoryLauncher
-from fabcheck.perf.report import format_size
+from fabcheck.perf.report import finding_of, format_size
 from fabcheck.report.model import EXIT_CODES_HELP, NodeKind, Run, Subject, exit_code
 
 GPU_GROUP = "gpu_hosts"
@@ -135,7 +135,7 @@ def bench_run(points: Mapping[str, Mapping[str, Any]]) -> Run:
                 failed("bench.point", name, "a result table, exit 0", record["reason"], "see the raw output")
             )
         transport = record.get("transport", {}).get("findings", [])
-        findings += [Finding(**{**f, "status": Status(f["status"])}) for f in transport]
+        findings += [finding_of(f) for f in transport]
         subjects.append(Subject(name, NodeKind.FILE, tuple(findings), label="nccl-tests"))
     return Run("bench", tuple(subjects))
 

@@ -7,11 +7,14 @@ as a skipped file with the reason; a truncated one is used for the sizes it has 
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from fabcheck.errors import ParseError, UsageError
 from fabcheck.parsers.nccl_tests import NcclTestsRun, parse_nccl_tests
@@ -91,6 +94,9 @@ class RunData:
     directory: str
     curves: tuple[Curve, ...]
     skipped: tuple[SkippedFile, ...]
+    # From a `fabcheck bench nccl` summary in the directory: output path -> its transport proof
+    # (network, rdma, gdr, hcas, findings as JSON); empty for directories the bench did not write.
+    transport: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def load_run_dir(directory: str | Path) -> RunData:
@@ -110,7 +116,27 @@ def load_run_dir(directory: str | Path) -> RunData:
     if not curves:
         why = "; ".join(f"{s.source}: {s.reason}" for s in skipped[:5]) or "it is empty"
         raise UsageError(f"{directory}: no nccl-tests output in it ({why})")
-    return RunData(str(directory), _told_apart(curves), tuple(skipped))
+    transport, unreadable = bench_transport(root / BENCH_SUMMARY)
+    if unreadable:
+        skipped = [
+            SkippedFile(BENCH_SUMMARY, unreadable) if s.source == BENCH_SUMMARY else s for s in skipped
+        ]
+    return RunData(str(directory), _told_apart(curves), tuple(skipped), transport)
+
+
+def bench_transport(path: Path) -> tuple[dict[str, Mapping[str, Any]], str | None]:
+    """The transport proof per raw output of a bench summary, or why the summary could not be read."""
+    if not path.is_file():
+        return {}, None
+    try:
+        points = json.loads(path.read_text(encoding="utf-8"))["points"]
+        proof = {p["raw"]: p["transport"] for p in points.values() if "raw" in p and "transport" in p}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        return (
+            {},
+            f"a fabcheck bench summary that cannot be read ({type(err).__name__}: {err}): no transport proof",
+        )
+    return proof, None
 
 
 def _told_apart(curves: list[Curve]) -> tuple[Curve, ...]:

@@ -6,8 +6,9 @@ All four read the PerfReport; the three human ones lay it out through views.Tabl
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from html import escape
+from typing import Any
 
 from fabcheck.checks.model import Status
 from fabcheck.perf import plots, views
@@ -20,7 +21,10 @@ from fabcheck.report.textsafe import xml_text
 
 def tables(report: PerfReport) -> Iterable[tuple[str | None, list[Table]]]:
     """(op or None, its tables) in report order: files, then per op, then the comparison."""
-    yield None, [views.files_table(report)]
+    yield (
+        None,
+        [views.files_table(report), *([views.transport_table(report)] if report.data.transport else [])],
+    )
     for op in report.ops:
         tables = [views.representative_table(op), views.scaling_table(op), views.anomalies_table(op)]
         yield op.op, [*tables, views.by_size_table(op)]
@@ -148,7 +152,7 @@ def _document(report: PerfReport) -> dict:
         if limit is None
         else {"nics_per_node": limit.nics_per_node, "speed_gbps": limit.speed_gbps, "gbytes": limit.gbytes},
         "skipped": [{"file": s.source, "reason": s.reason} for s in report.data.skipped],
-        "ops": [_op_json(op) for op in report.ops],
+        "ops": [_op_json(op, report.data.transport) for op in report.ops],
         "comparison": None if report.comparison is None else _comparison_json(report),
         "findings": [
             {"file": subject.name, **finding.to_json()} for subject, finding in report.run.findings()
@@ -157,7 +161,7 @@ def _document(report: PerfReport) -> dict:
     }
 
 
-def _op_json(op: OpReport) -> dict:
+def _op_json(op: OpReport, transport: Mapping[str, Any]) -> dict:
     return {
         "op": op.op,
         "representative_bytes": op.size,
@@ -171,6 +175,7 @@ def _op_json(op: OpReport) -> dict:
                 "hosts": list(r.curve.hosts),
                 "nccl_version": r.curve.nccl_version,
                 "truncated": list(r.curve.truncated),
+                "transport": transport.get(r.curve.source),
                 "busbw_gbytes": r.busbw,
                 "plateau_gbytes": r.plateau,
                 "efficiency": r.efficiency,

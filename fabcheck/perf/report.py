@@ -7,10 +7,11 @@ were not measured), a file that is not nccl-tests output is a skip with its reas
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from fabcheck.checks.model import Finding, errored, failed, passed, skipped
+from fabcheck.checks.model import Finding, Status, errored, failed, passed, skipped
 from fabcheck.perf import analysis
 from fabcheck.perf.analysis import Anomaly, AnomalyKind, Regime, ScalingPoint
 from fabcheck.perf.compare import COMPARE_RULE, Comparison, compare
@@ -105,7 +106,12 @@ def _op_report(op: str, curves: list[Curve], limit: Limit | None) -> OpReport:
 def _findings_run(data: RunData, ops: Sequence[OpReport]) -> Run:
     by_source = {r.curve.source: r for op in ops for r in op.curves}
     subjects = [
-        Subject(c.source, NodeKind.FILE, tuple(_curve_findings(by_source[c.source])), label=c.key.op)
+        Subject(
+            c.source,
+            NodeKind.FILE,
+            tuple(_curve_findings(by_source[c.source], data.transport.get(c.source))),
+            label=c.key.op,
+        )
         for c in data.curves
     ]
     subjects += [
@@ -128,9 +134,11 @@ _HINTS = {
 }
 
 
-def _curve_findings(report: CurveReport) -> list[Finding]:
+def _curve_findings(report: CurveReport, transport: Mapping[str, Any] | None) -> list[Finding]:
     curve = report.curve
-    findings = []
+    findings = [
+        Finding(**{**f, "status": Status(f["status"])}) for f in (transport or {}).get("findings", [])
+    ]
     for kind, (check, expected) in _CHECKS.items():
         mine = [a for a in report.anomalies if a.kind is kind]
         if kind is AnomalyKind.INPLACE and all(p.ip_busbw is None for p in curve.points):
@@ -152,6 +160,11 @@ def _curve_findings(report: CurveReport) -> list[Finding]:
     else:
         findings.append(passed("perf.complete", curve.series, "the whole sweep with its footer", "complete"))
     return findings
+
+
+def finding_of(data: Mapping[str, Any]) -> Finding:
+    """A finding back from its JSON form (Finding.to_json), as the bench summary keeps them."""
+    return Finding(**{**data, "status": Status(data["status"])})
 
 
 def _sizes(anomaly: Anomaly) -> str:

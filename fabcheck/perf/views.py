@@ -53,6 +53,37 @@ def files_table(report: PerfReport) -> Table:
     return Table("Files", header, tuple(rows), "files")
 
 
+def transport_table(report: PerfReport) -> Table:
+    """The NCCL transport proof per output, where `fabcheck bench nccl` recorded one."""
+    rows = []
+    for curve in report.data.curves:
+        proof = report.data.transport.get(curve.source)
+        if proof is None:
+            continue
+        findings = proof.get("findings", [])
+        bad = [
+            f"{f['check']} {f['status']}: {f['actual']}" for f in findings if f["status"] in ("fail", "error")
+        ]
+        rows.append(
+            (
+                curve.source,
+                str(proof.get("network") or "not shown"),
+                _yes_no(proof.get("rdma")),
+                _yes_no(proof.get("gdr")),
+                ", ".join(proof.get("hcas") or []) or "-",
+                "; ".join(bad) or f"{len(findings)} check(s) pass",
+            )
+        )
+    header = ("file", "network", "RDMA", "GDR", "HCAs", "proof")
+    return Table("Transport (NCCL_DEBUG=INFO of each run)", header, tuple(rows), "transport")
+
+
+def _yes_no(value: object) -> str:
+    if value is None:
+        return "not shown"
+    return "yes" if value else "no"
+
+
 def representative_table(op: OpReport) -> Table:
     size = format_size(op.size) if op.size is not None else "none (the curves share no size)"
     header = (

@@ -15,8 +15,11 @@ from benchfakes import FakeLauncher
 
 from fabcheck.errors import UsageError
 from fabcheck.intent.model import default_intent
+from fabcheck.perf import render
 from fabcheck.perf.bench import SUMMARY_NAME, BenchPlan, parse_size, run_bench, validate_plan
 from fabcheck.perf.curves import load_run_dir
+from fabcheck.perf.report import build_report
+from fabcheck.report.model import EXIT_FAIL, EXIT_PASS, exit_code
 
 HOSTS = ("gpu01", "gpu02", "gpu03", "gpu04")
 ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
@@ -140,3 +143,26 @@ def test_sizes_and_plan_checks() -> None:
         validate_plan(["all_reduec"], [2], HOSTS)
     with pytest.raises(UsageError, match="--nodes 8: the inventory has 4 GPU host"):
         validate_plan(["all_reduce"], [2, 8], HOSTS)
+
+
+def test_the_report_of_a_bench_run_carries_its_transport_proof(tmp_path: Path) -> None:
+    good, socket = tmp_path / "good", tmp_path / "socket"
+    run_bench(plan(nodes=(2,)), FakeLauncher(), good, default_intent())
+    run_bench(plan(nodes=(2,)), FakeLauncher(network="Socket"), socket, default_intent())
+    report = build_report(load_run_dir(good))
+    assert sorted(report.data.transport) == ["raw/all_gather-2n.txt", "raw/all_reduce-2n.txt"]
+    text = render.text(report)
+    assert "Transport (NCCL_DEBUG=INFO of each run)" in text and "mlx5_0, mlx5_1" in text
+    assert exit_code(report.run) == EXIT_PASS
+    bad = build_report(load_run_dir(socket))
+    assert exit_code(bad.run) == EXIT_FAIL  # the socket fallback fails the report as it failed the bench
+    assert "nccl.transport fail: network Socket (no RDMA)" in render.text(bad)
+
+
+def test_an_unreadable_bench_summary_is_named(tmp_path: Path) -> None:
+    run_bench(plan(nodes=(1,)), FakeLauncher(), tmp_path, default_intent())
+    (tmp_path / SUMMARY_NAME).write_text("{not json")
+    data = load_run_dir(tmp_path)
+    assert data.transport == {}
+    [summary] = data.skipped
+    assert summary.reason.startswith("a fabcheck bench summary that cannot be read (JSONDecodeError")

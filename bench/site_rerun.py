@@ -43,6 +43,7 @@ SHARED_LAB_FILES = ("ansible.cfg", "inventory/lab/group_vars", "inventory/lab/gr
 TARGET_RERUN_S = 60.0  # issue 9: the rerun at 64 hosts on this 2-core machine
 WRAPPER_MARK = b"fabcheck-lab-wrapper"  # $0 of .ci/lab-wrapper.sh's PID 1
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+IDLE_SAMPLE_S = 10.0
 
 
 class BenchFailed(SystemExit):
@@ -138,8 +139,16 @@ def variant(text: str) -> tuple[str, dict[str, str]]:
     return name, {key: value for key, _, value in pairs}
 
 
+def idle_lab_cpu_s(seconds: float = IDLE_SAMPLE_S) -> float:
+    """CPU per second the lab burns with nothing to do (supervisor, tool server): part of its figures."""
+    before = namespace_cpu_s()
+    time.sleep(seconds)
+    return (namespace_cpu_s() - before) / seconds
+
+
 def bench(hosts: int, variants: list[tuple[str, dict[str, str]]]) -> list[Run]:
     with scratch_lab(hosts) as paths:
+        print(f"  {hosts} hosts, idle lab: {idle_lab_cpu_s():.3f} CPU-s per s", file=sys.stderr)
         first = play(paths, "first run", hosts)
         rerun = play(paths, "rerun", hosts)
         if first.changed_hosts != hosts or rerun.changed_hosts != 0:

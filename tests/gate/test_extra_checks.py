@@ -74,3 +74,9 @@ def test_a_broken_run_is_an_error(tmp_path: Path) -> None:
     outcome = extra_checks.run_error(tmp_path, "pytest exit 4: usage")
     (node,) = outcome.nodes
     assert node.node == "extra-checks" and [f.status for f in node.findings] == [Status.ERROR]
+
+
+def test_the_plugin_times_hosts_as_validate_does() -> None:
+    from fabcheck import pytest_plugin, validate
+
+    assert pytest_plugin.DEFAULT_TIMEOUT_S == validate.DEFAULT_TIMEOUT_S

@@ -202,7 +202,7 @@ def first_slurm_node(env: dict[str, str]) -> str | None:
     nodes = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST")
     if not nodes:
         return None
-    head = re.match(r"([^,\[]+)(?:\[([^\]-,]+))?", nodes)
+    head = re.match(r"([^,\[]+)(?:\[([^\],-]+))?", nodes)
     return (head.group(1) + (head.group(2) or "")) if head else None
 
 

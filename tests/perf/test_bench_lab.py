@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import siblings  # noqa: F401  (puts tests/report and tests/lab on sys.path)
 from labsupport import REPO, requires_lab, running_lab
 
 from fabcheck.lab.state import LabPaths

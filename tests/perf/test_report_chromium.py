@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import siblings  # noqa: F401  (puts tests/report and tests/lab on sys.path)
 from pngpixels import Image, rgb
 from test_html_chromium import bands, screenshot
 

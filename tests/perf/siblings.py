@@ -1,4 +1,6 @@
-"""The perf tests reuse the screenshot and PNG helpers of tests/report."""
+"""The perf tests reuse the screenshot and PNG helpers of tests/report and the lab helpers of tests/lab:
+import this module first. (Not a conftest.py: a second module named `conftest` would shadow
+tests/conftest.py for every test that imports its corpus helpers.)"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Mock ports as the gate reads them: InfiniBand host ports follow the subnet manager (INIT while no SM
 runs, ACTIVE with one), and the port faults "link-down" and "link-speed" show on exactly one port in
-ibv_devinfo / ibstat / rdma link / ethtool and in the mock perftest's bandwidth, then heal byte for byte.
-Mock nodes on tmp dirs (no lab)."""
+ibv_devinfo / ibstat / rdma link / ethtool and in the mock perftest's bandwidth, fail exactly
+host.port_state / host.port_speed of that port on the RoCE intent, then heal byte for byte. Mock nodes on
+tmp dirs (no lab)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from test_mockhost_support import MockNode, installed_bin, kill_quietly, make_nodes, tree_bytes
 
+from fabcheck import validate
+from fabcheck.checks import host as host_checks
+from fabcheck.checks.model import Status
+from fabcheck.collect.host import IBV_DEVINFO, RDMA_LINK, HostCollection, Section
+from fabcheck.intent.model import FabricIntent
 from fabcheck.lab import faults, nodes
 from fabcheck.lab.mockhost import heal, inject
 from fabcheck.lab.state import LabError, LabState
@@ -143,3 +150,42 @@ def test_sm_stopped_applies_to_sm_nodes_only() -> None:
     faults._check_target("sm-stopped", state.node("sm02"), state)
     with pytest.raises(LabError, match=r"applies to SM nodes \(sm01, sm02\), not to gpu01"):
         faults._check_target("sm-stopped", state.node("gpu01"), state)
+
+
+REPO = Path(__file__).resolve().parents[2]
+ROCE_INTENT = FabricIntent.model_validate(
+    yaml.safe_load((REPO / "inventory/lab/group_vars/all/fabric.yml").read_text())["lab_intents"]["roce"]
+)
+
+
+def host_verdicts(node: MockNode) -> set[tuple[str, str]]:
+    """The node's `rdma link` and `ibv_devinfo -v` (the port checks' evidence) judged as validate judges
+    a collection: every (check, subject) that is not a pass. The sections not read here are the same
+    errors before and after a fault; the tests compare the two."""
+    sections = {
+        name: Section(done.returncode, done.stdout, done.stderr)
+        for name, argv in ((RDMA_LINK, ("rdma", "link")), (IBV_DEVINFO, ("ibv_devinfo", "-v")))
+        for done in [node.run(*argv)]
+    }
+    result = validate.judge(HostCollection(node.name, sections, True), ROCE_INTENT)
+    return {(f.check, f.subject) for f in result.findings if f.status != Status.PASS}
+
+
+@pytest.mark.parametrize(
+    ("fault", "check"), [("link-down", host_checks.PORT_STATE), ("link-speed", host_checks.PORT_SPEED)]
+)
+def test_a_roce_port_fault_fails_exactly_its_host_check_on_that_port(
+    rail8: MockNode, fault: str, check: str
+) -> None:
+    before = host_verdicts(rail8)
+    inject(rail8.paths, fault)
+    shown = host_verdicts(rail8)
+    heal(rail8.paths)
+    assert (shown - before, before - shown) == ({(check, "mlx5_0/1")}, set())
+    assert host_verdicts(rail8) == before
+
+
+def test_a_netdev_set_down_in_the_node_fails_the_port_state_of_its_rdma_port(rail8: MockNode) -> None:
+    before = host_verdicts(rail8)
+    rail8.run("ip", "link", "set", "dev", "ens2np0", "down")
+    assert host_verdicts(rail8) - before == {(host_checks.PORT_STATE, "mlx5_1/1")}

@@ -31,7 +31,8 @@ from fabcheck.parsers.perftest import parse_perftest
 
 SERVER_READY = "Waiting for client to connect"
 # What a perftest server prints when its port is taken (and what the kernel says under it).
-PORT_TAKEN = ("Couldn't listen to port", "Address already in use", "couldn't bind")
+# Compared without case: perftest versions differ in capitals.
+PORT_TAKEN = ("couldn't listen to port", "address already in use", "couldn't bind")
 LARGE_MESSAGE_BYTES = 65536
 
 
@@ -82,7 +83,8 @@ class SshRunner:
         server = _Server(self._command(pair, wave, 0), None, "", "not started")
         for attempt in range(PORT_RETRIES):
             server = self._server(self._command(pair, wave, attempt))
-            taken = any(marker in server.output for marker in PORT_TAKEN)
+            said = server.output.lower()
+            taken = any(marker in said for marker in PORT_TAKEN)
             if server.failure is None or not taken:
                 return server
         return server

@@ -106,3 +106,39 @@ def test_partitions_conf_damage_names_the_line(text: str, message: str, line: in
     with pytest.raises(ParseError, match=message) as raised:
         parse_partitions_conf(text, "sm01: cat /etc/opensm/partitions.conf")
     assert raised.value.line == line
+
+
+SAMPLES = {
+    parse_sminfo: MASTER_LINE,
+    parse_opensm_conf: "sm_priority 15\nrouting_engine ftree\n# comment\nqos FALSE\n",
+    parse_partitions_conf: "Default=0x7fff, ipoib : ALL=full ;\ncompute=0x0001, ipoib :\n 0x1=full ;\n",
+}
+
+
+@pytest.mark.parametrize("parse", list(SAMPLES), ids=lambda parse: parse.__name__)
+def test_damaged_input_is_a_result_or_a_parse_error(parse: object) -> None:
+    """Seeded mutations (cut, duplicated and inserted characters) parse or raise ParseError, never
+    another exception, and the mutations reach both outcomes."""
+    import random
+
+    rng = random.Random(10)
+    outcomes = {"parsed": 0, "refused": 0}
+    sample = SAMPLES[parse]  # type: ignore[index]
+    alphabet = sample + "\x00\x1b[0m;:=,#\t\n0x" + "\u00e9\U0001f600"
+    for _ in range(300):
+        text = list(sample)
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randrange(len(text) + 1)
+            choice = rng.randrange(3)
+            if choice == 0 and text:
+                del text[at : at + rng.randint(1, 8)]
+            elif choice == 1:
+                text.insert(at, rng.choice(alphabet))
+            else:
+                text[at:at] = text[: rng.randint(0, 20)]
+        try:
+            parse("".join(text))  # type: ignore[operator]
+            outcomes["parsed"] += 1
+        except ParseError:
+            outcomes["refused"] += 1
+    assert outcomes["parsed"] and outcomes["refused"], outcomes

@@ -173,6 +173,7 @@ class HostCheck:
     judge: Judge
     kinds: tuple[str, ...] = ("roce", "ib")  # fabric_intent.kind values it applies to
     modes: tuple[str, ...] | None = None  # congestion_control values it applies to (None: all)
+    applies: Callable[[FabricIntent], str | None] = lambda _intent: None  # None, or why it does not
 
     def not_applicable(self, intent: FabricIntent) -> str | None:
         """Why this check does not apply to the intent, or None."""
@@ -183,7 +184,7 @@ class HostCheck:
                 f"fabric_intent.congestion_control is {intent.congestion_control}: "
                 f"judged with {' or '.join(self.modes)} only"
             )
-        return None
+        return self.applies(intent)
 
 
 def _other_kind(kinds: tuple[str, ...], intent: FabricIntent) -> str:
@@ -564,8 +565,6 @@ def check_min_time_between_cnps(
 def check_rp_params(nic: str, netdev: str, evidence: HostEvidence, intent: FabricIntent) -> list[Finding]:
     """The DCQCN reaction-point parameters the intent sets (dcqcn.rp_params), each as written."""
     wanted = desired_nic(intent, "", nic).rp_params
-    if not wanted:
-        return [skipped(RP_PARAMS, nic, "fabric_intent.dcqcn.rp_params is empty: the role writes none")]
     expected = " ".join(f"{key}={value}" for key, value in sorted(wanted.items()))
     listing = evidence.record(probes.ROCE_RP, netdev)
     if isinstance(listing, Unreadable):
@@ -721,8 +720,6 @@ def _boot_helpers_finding(present: frozenset[str] | Unreadable) -> Finding:
 
 
 def check_peermem(modules: frozenset[str] | Unreadable, intent: FabricIntent) -> list[Finding]:
-    if not intent.nccl.gdr_required:
-        return [skipped(PEERMEM, "host", "fabric_intent.nccl.gdr_required is false")]
     expected = f"{PEERMEM_MODULE} loaded (GPUDirect RDMA)"
     if isinstance(modules, Unreadable):
         return [_error(PEERMEM, "host", expected, modules)]
@@ -1061,6 +1058,11 @@ HOST_CHECK_DECLS: tuple[HostCheck, ...] = (
         _per_netdev(RP_PARAMS, check_rp_params),
         ROCE,
         DCQCN_MODES,
+        lambda intent: (
+            None
+            if desired_host(intent, "").template.rp_params
+            else "fabric_intent.dcqcn.rp_params is empty: the role writes none"
+        ),
     ),
     HostCheck(
         ROCE_TOS,
@@ -1130,6 +1132,9 @@ HOST_CHECK_DECLS: tuple[HostCheck, ...] = (
         GPU_RDMA_ROLE,
         None,
         lambda evidence, intent: check_peermem(evidence.modules, intent),
+        applies=lambda intent: (
+            None if desired_host(intent, "").nvidia_peermem else "fabric_intent.nccl.gdr_required is false"
+        ),
     ),
     HostCheck(
         AFFINITY,

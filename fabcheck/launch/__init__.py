@@ -2,16 +2,16 @@
 
 The API other stages use (the nccl stage, `fabcheck bench nccl`):
 
-    from fabcheck.launch import LaunchRequest, launcher_for, launch_hosts
+    from fabcheck.launch import LaunchRequest, launch_hosts, launcher_config, launcher_for
 
-    config = launcher_config(inventory, entries)          # fabric_launcher from group vars, validated once
+    config = launcher_config(entries)                    # fabric_launcher of these HostEntry, validated once
     hosts = launch_hosts(entries)                        # how each host is reached (its ssh connection)
     request = LaunchRequest(
         program="all_reduce_perf", args=("-b", "8", "-e", "8G", "-f", "2", "-g", "1"),
         hosts=hosts, ranks_per_host=8, env={"NCCL_DEBUG": "INFO"}, timeout_s=300,
     )
     result = launcher_for(config).run(request)
-    result.rc, result.timed_out          # exit status (None when the launcher was killed at timeout_s)
+    result.rc, result.timed_out          # exit status; rc None: the launcher was killed at timeout_s
     result.ranks[3]                      # rank 3's stdout lines, as the launcher tagged them
     result.merged                        # everything in arrival order, tags removed
     result.argv                          # the exact command line run (for the report)

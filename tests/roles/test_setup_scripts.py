@@ -18,7 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # What setup and demo need from the system besides the tools they check for (sshd, ip, tc, unshare,
-# chromium).
+# chromium, mpirun).
 BASE_TOOLS = ("bash", "cat", "cut", "dirname", "grep", "id", "mkdir", "rm", "sha256sum", "env")
 
 RECORDER = """#!/bin/bash
@@ -45,7 +45,7 @@ class Checkout:
     """A scratch copy of the scripts and pyproject.toml, a fake venv and a PATH of chosen tools."""
 
     def __init__(
-        self, root: Path, *, system_tools: tuple[str, ...] = ("sshd", "ip", "tc", "unshare", "chromium")
+        self, root: Path, *, system_tools: tuple[str, ...] = ("sshd", "ip", "tc", "unshare", "chromium", "mpirun")
     ) -> None:
         self.root = root / "checkout"
         (self.root / "scripts").mkdir(parents=True)
@@ -138,7 +138,7 @@ def test_an_install_that_is_not_this_checkout_fails_and_leaves_no_stamp(checkout
 
 
 def test_missing_system_packages_wait_for_the_dpkg_lock(tmp_path: Path) -> None:
-    checkout = Checkout(tmp_path, system_tools=("sshd", "unshare", "chromium"))  # no ip, no tc
+    checkout = Checkout(tmp_path, system_tools=("sshd", "unshare", "chromium", "mpirun"))  # no ip, no tc
     done = checkout.run("setup")
     assert done.returncode == 0, done.stderr
     if os.geteuid() != 0:
@@ -170,7 +170,7 @@ def test_demo_runs_setup_once_outside_the_wrapper(checkout: Checkout) -> None:
 
 
 def test_missing_chromium_is_installed_from_debian_for_the_html_report_test(tmp_path: Path) -> None:
-    checkout = Checkout(tmp_path, system_tools=("sshd", "ip", "tc", "unshare"))  # no chromium
+    checkout = Checkout(tmp_path, system_tools=("sshd", "ip", "tc", "unshare", "mpirun"))  # no chromium
     done = checkout.run("setup")
     assert done.returncode == 0, done.stderr
     if os.geteuid() != 0:

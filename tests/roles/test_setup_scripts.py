@@ -45,7 +45,10 @@ class Checkout:
     """A scratch copy of the scripts and pyproject.toml, a fake venv and a PATH of chosen tools."""
 
     def __init__(
-        self, root: Path, *, system_tools: tuple[str, ...] = ("sshd", "ip", "tc", "unshare", "chromium", "mpirun")
+        self,
+        root: Path,
+        *,
+        system_tools: tuple[str, ...] = ("sshd", "ip", "tc", "unshare", "chromium", "mpirun"),
     ) -> None:
         self.root = root / "checkout"
         (self.root / "scripts").mkdir(parents=True)

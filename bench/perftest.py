@@ -20,12 +20,9 @@ the CPU time of planning + localising.
 from __future__ import annotations
 
 import argparse
-import atexit
 import random
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -44,22 +41,15 @@ from fabcheck.pairs.simulate import SimulatedRunner, fleet_of
 from fabcheck.pairs.verdict import Judge
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "lab"))
+from labsupport import lab_paths  # noqa: E402 - test support, found through the path set just above
+
 PREPARE = r"""
 set -e
 for netdev in $(ls /sys/class/net); do ip link set dev "$netdev" mtu 9000; done
 modprobe nvidia_peermem
 """
 SEEDS = 5
-
-
-def scratch_project() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="fabcheck-bench-perftest-"))
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    (root / "inventory" / "lab").mkdir(parents=True)
-    for shared in ("ansible.cfg", "inventory/lab/group_vars", "inventory/lab/groups.yml"):
-        if (REPO / shared).exists():
-            (root / shared).symlink_to(REPO / shared)
-    return root
 
 
 def prepare_hosts(paths: LabPaths, state: LabState) -> None:
@@ -131,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         for bad in (1, 3):
             print(sim_run(count, bad), flush=True)
     if args.hosts:
-        paths = LabPaths.for_project(scratch_project())
+        paths = lab_paths()  # the lab tests' scratch project: never the checkout's own lab
         print("\n hosts  conc.   wall s  (lab, fast mode)")
         for hosts in args.hosts:
             print(lab_run(paths, hosts, args.concurrency), flush=True)

@@ -1,11 +1,12 @@
 """The gate at the end of site.yml (playbooks/gate.yml).
 
-Without a lab: the play is tagged `gate` (skipped by --skip-tags gate and by concern tags), passes the
-run's limit to validate as one argv word and fails with validate's report and exit meaning.
-On one lab of 3 GPU hosts (the last one the PCIe server, stating its own GPU-NIC class) and a switch:
-site.yml converges it and ends with a passing gate; validate then passes every host with exit 0 and every
-skip says why; a host fault makes `site.yml --check` fail in the gate (read-only: the fault stays), and
-`site.yml --limit localhost,gpu02` repairs it and gates only gpu02."""
+Without a lab: the play is tagged `gate` (skipped by --skip-tags gate and by concern tags), runs under
+--check, passes the run's limit to validate as one argv word and fails with validate's report and exit
+meaning. On one lab of 3 GPU hosts (the last one the PCIe server, stating its own GPU-NIC class): site.yml
+converges it and ends with a passing gate; validate then passes every host with exit 0 and every skip
+says why; a host fault fails the gate with the failing finding shown, and `site.yml --limit
+localhost,gpu02` repairs it and gates only gpu02. (Switches under the gate: test_fabric_gate_lab.py,
+whose site.yml run now ends with it.)"""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def test_the_gate_is_the_last_play_and_only_tag_gate_or_an_untagged_run_has_it()
     assert GATE_TASK not in tasks_listed("--tags", "pfc")
 
 
-def test_the_limit_reaches_validate_and_a_failing_gate_shows_its_report(tmp_path: Path) -> None:
+def test_in_check_mode_the_limit_reaches_validate_and_a_failing_gate_shows_its_report(tmp_path: Path) -> None:
     (tmp_path / "group_vars" / "all").mkdir(parents=True)
     (tmp_path / "group_vars" / "all" / "fabric.yml").write_text("fabric_intent: {}\n")
     # Two hosts nobody listens for (port 1 of loopback refuses at once).
@@ -73,7 +74,7 @@ def test_the_limit_reaches_validate_and_a_failing_gate_shows_its_report(tmp_path
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[tuple[LabPaths, PlaybookRun]]:
-    with running_lab(profile="roce", hosts=3, switches=1) as (paths, _state):
+    with running_lab(profile="roce", hosts=3, switches=0) as (paths, _state):
         yield paths, run_playbook(paths, "-e", GENEROUS)
 
 
@@ -106,20 +107,19 @@ def test_site_yml_converges_the_lab_and_ends_with_a_passing_gate(lab: tuple[LabP
     assert converged.rc == 0, converged.output[-4000:]
     assert converged.failed.get("localhost") == 0
     verdict = converged.output.split("TASK [Show the gate's verdict]")[1]
-    # 3 hosts and the switch, judged by the gate inside site.yml.
-    assert '"PASS: 4 node(s): 4 pass, 0 fail, 0 could not be checked"' in verdict, verdict[:2000]
+    # The 3 hosts, judged by the gate inside site.yml.
+    assert '"PASS: 3 host(s): 3 pass, 0 fail, 0 could not be checked"' in verdict, verdict[:2000]
 
 
 @pytest.mark.lab
 @requires_lab
-def test_every_host_and_the_switch_pass_with_exit_0_and_every_skip_says_why(
+def test_every_host_passes_with_exit_0_and_every_skip_says_why(
     lab: tuple[LabPaths, PlaybookRun],
 ) -> None:
     paths, _converged = lab
     rc, subjects = validate(paths)
     assert rc == 0, not_passing(subjects)
     assert {s.get("host") for s in subjects if "host" in s} == {"gpu01", "gpu02", PCIE_HOST}
-    assert [s["switch"] for s in subjects if "switch" in s] == ["leaf01"]
     findings = [f for s in subjects for f in s["findings"]]
     assert all(f["actual"].strip() for f in findings if f["status"] == "skip")
     # The PCIe server is judged, at the class its inventory states, on all 8 GPUs.
@@ -131,19 +131,20 @@ def test_every_host_and_the_switch_pass_with_exit_0_and_every_skip_says_why(
 
 @pytest.mark.lab
 @requires_lab
-def test_check_mode_fails_in_the_gate_and_a_limited_run_repairs_and_gates_that_host(
+def test_a_host_fault_fails_the_gate_and_a_limited_site_run_repairs_and_gates_that_host(
     lab: tuple[LabPaths, PlaybookRun],
 ) -> None:
     paths, _converged = lab
     faults.inject(paths, "pfc-off", "gpu02")
     try:
-        checked = run_playbook(paths, "--check", "--limit", "localhost,gpu02", "-e", GENEROUS)
-        assert checked.rc == 2, checked.output[-4000:]
-        assert '"FAIL  gpu02"' in checked.output and "host.pfc [mlx5_0]" in checked.output
-        assert "fabcheck validate exited 1 (a check failed)" in checked.output
-        # The host play would change gpu02, and the gate after it still read PFC off: --check wrote nothing.
-        assert checked.changed.get("gpu02", 0) >= 1
-        repaired = run_playbook(paths, "--limit", "localhost,gpu02", "-e", GENEROUS)
+        limited = ("--limit", "localhost,gpu02", "-e", GENEROUS)
+        gated = run_playbook(paths, *limited, playbook="playbooks/gate.yml")
+        assert gated.rc == 2, gated.output[-4000:]
+        report = gated.output.split("TASK [Show the gate's report")[1]
+        assert '"FAIL  gpu02"' in report and '"  FAIL  host.pfc [mlx5_0]"' in report, report[:2000]
+        assert '"        actual:   PFC off on every priority"' in report and "role roce_host" in report
+        assert "fabcheck validate exited 1 (a check failed)" in gated.output
+        repaired = run_playbook(paths, *limited)
         assert repaired.rc == 0, repaired.output[-4000:]
         assert repaired.changed.get("gpu02", 0) >= 1
         verdict = repaired.output.split("TASK [Show the gate's verdict]")[1]

@@ -137,7 +137,10 @@ class TestRoceLab:
         assert sorted(after.results) == sorted(HOSTS)
         for result in after.results.values():
             assert result["verdict"] == "pass"
-            assert {f["status"] for f in result["findings"]} == {"pass"}
+            # Nothing fails or errors; a check the intent leaves nothing to prove (no DCQCN rp_params
+            # set) is a skip that says why.
+            assert {f["status"] for f in result["findings"]} <= {"pass", "skip"}
+            assert all(f["actual"] for f in result["findings"] if f["status"] == "skip")
 
     def test_second_run_changes_nothing(self, story: Story) -> None:
         run = story.runs["again"]

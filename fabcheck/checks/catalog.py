@@ -20,11 +20,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from fabcheck.checks import host, link, switch
+from fabcheck.checks import host, link, sm, switch
 from fabcheck.checks.model import Finding
-from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
+from fabcheck.checks.roles import HOST_QOS_ROLE, SUBNET_MANAGER_ROLE, SWITCH_QOS_ROLE
 from fabcheck.collect.host import PROBES_BY_NAME
 from fabcheck.errors import UsageError
+from fabcheck.gate.stages import plugged
 from fabcheck.gate.switch_probes import PROBES as SWITCH_PROBES
 
 HOST_TABLE, SWITCH_TABLE = "host", "switch"
@@ -130,10 +131,43 @@ def _link_entries() -> list[Entry]:
     return entries
 
 
+def _sm_entries() -> list[Entry]:
+    return [
+        Entry(
+            check.id,
+            "sm",
+            check.per,
+            "ib",
+            check.reads,
+            _fixed_by(SUBNET_MANAGER_ROLE, check.tag),
+            check.summary,
+        )
+        for check in sm.SM_CHECK_DECLS
+    ]
+
+
 @cache
 def catalog() -> tuple[Entry, ...]:
     """Every declared check, host stage first, in declaration order."""
-    return (*_host_entries(), *_switch_entries(), *_link_entries())
+    return (*_host_entries(), *_switch_entries(), *_link_entries(), *_sm_entries())
+
+
+@cache
+def stage_namespaces() -> tuple[str, ...]:
+    """Plugged stages whose checks the catalog does not list one by one: each owns the ids
+    `<stage>.*` (nccl.rank_transport, perftest.host), selectable by that prefix."""
+    listed = {entry.stage for entry in catalog()}
+    return tuple(stage.name for stage in plugged() if stage.name not in listed)
+
+
+def _namespaced(pattern: str) -> bool:
+    head = pattern.split(".", 1)[0]
+    return head in stage_namespaces() and (pattern == head or pattern.startswith(head + "."))
+
+
+def selectable(check_id: str) -> bool:
+    """Whether --checks/--skip may drop findings of this id; a stage that could not run never is."""
+    return not check_id.endswith(".stage") and (check_id in known_ids() or _namespaced(check_id))
 
 
 @cache
@@ -155,7 +189,7 @@ class Selection:
     skipped: tuple[str, ...] = ()
 
     def keeps(self, check_id: str) -> bool:
-        if check_id not in known_ids():
+        if not selectable(check_id):
             return True
         if self.chosen is not None and not _matches(check_id, self.chosen):
             return False
@@ -177,10 +211,15 @@ def patterns(text: str, option: str) -> tuple[str, ...]:
     declared check, and the known ids."""
     words = tuple(dict.fromkeys(word.strip() for word in text.split(",") if word.strip()))
     known = known_ids()
-    unknown = [word for word in words if not any(fnmatch.fnmatchcase(k, word) for k in known)]
+    unknown = [
+        word
+        for word in words
+        if not any(fnmatch.fnmatchcase(k, word) for k in known) and not _namespaced(word)
+    ]
     if not words or unknown:
         what = "names no check" if not words else f"{', '.join(map(repr, unknown))} matches no check"
-        raise UsageError(f"{option} {text!r}: {what}; known checks: {', '.join(known)}")
+        stages = "".join(f", {name}.*" for name in stage_namespaces())
+        raise UsageError(f"{option} {text!r}: {what}; known checks: {', '.join(known)}{stages}")
     return words
 
 
@@ -207,7 +246,7 @@ def markdown(stages: Sequence[str]) -> str:
     return "\n".join(rows) + "\n"
 
 
-TABLES = {HOST_TABLE: ("host",), SWITCH_TABLE: ("switch", "link")}
+TABLES = {HOST_TABLE: ("host",), SWITCH_TABLE: ("switch", "link"), "sm": ("sm",)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fabcheck import validate_cli
-from fabcheck.checks import catalog, host, link, switch
+from fabcheck.checks import catalog, host, link, sm, switch
 from fabcheck.checks.model import errored, failed, passed
 from fabcheck.cli import main
 from fabcheck.errors import UsageError
@@ -22,7 +22,13 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def test_every_declared_check_is_listed_once_in_declaration_order() -> None:
     ids = catalog.known_ids()
     assert len(ids) == len(set(ids))
-    assert ids == (*host.HOST_CHECKS, *host.FLEET_CHECKS, *switch.SWITCH_CHECK_IDS, *link.LINK_CHECKS)
+    assert ids == (
+        *host.HOST_CHECKS,
+        *host.FLEET_CHECKS,
+        *switch.SWITCH_CHECK_IDS,
+        *link.LINK_CHECKS,
+        *sm.SM_CHECKS,
+    )
     assert all(entry.summary and entry.reads and entry.fixed_by for entry in catalog.catalog())
 
 
@@ -92,3 +98,16 @@ def test_the_catalog_command_prints_ids_and_tables(capsys: pytest.CaptureFixture
     assert catalog.main(["--markdown", "switch"]) == 0
     table = capsys.readouterr().out
     assert table.startswith("| check | per |") and "`switch.ecn`" in table and "`link.cabled`" in table
+
+
+def test_subnet_manager_checks_are_listed_and_plugged_stages_own_their_prefix() -> None:
+    assert set(sm.SM_CHECKS) <= set(catalog.known_ids())
+    assert catalog.stage_namespaces() == ("nccl", "perftest")
+    assert catalog.patterns("nccl.*,perftest.host,sm.master", "--checks")
+    chosen = catalog.selection("host.*", None)
+    assert not chosen.keeps("nccl.rank_transport") and not chosen.keeps("sm.master")
+    # A stage that could not run is reported whatever is selected.
+    assert chosen.keeps("nccl.stage") and chosen.keeps("perftest.stage")
+    assert not catalog.selection(None, "perftest.*").keeps("perftest.host")
+    with pytest.raises(UsageError, match=r"'ncc\.x' matches no check"):
+        catalog.patterns("ncc.x", "--checks")

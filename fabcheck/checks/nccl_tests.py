@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from fabcheck.checks.model import Finding, errored, failed, passed, skipped
+from fabcheck.desired.nccl import busbw_floor
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.nccl_tests import NcclTestsRun
 
@@ -37,12 +38,8 @@ def _busbw(run: NcclTestsRun, intent: FabricIntent) -> Finding:
     if run.op not in FLOOR_OPS:
         return skipped(check, run.op or "nccl-tests", "the busbw floor is defined for all_reduce")
     perf = intent.performance
-    line_rate_gbytes = intent.nics_per_node * intent.link.speed_gbps / 8
-    floor = perf.nccl_busbw_min_fraction * line_rate_gbytes
-    expected = (
-        f">= {floor:.2f} GB/s busbw at >= {perf.nccl_min_bytes} B ({perf.nccl_busbw_min_fraction:.0%} of "
-        f"{intent.nics_per_node} x {intent.link.speed_gbps} Gb/s)"
-    )
+    floor, basis = busbw_floor(intent)
+    expected = f">= {floor:.2f} GB/s busbw at >= {perf.nccl_min_bytes} B ({basis})"
     large = [r for r in run.rows if r.bytes >= perf.nccl_min_bytes]
     if not large:
         biggest = max((r.bytes for r in run.rows), default=0)

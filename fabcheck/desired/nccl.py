@@ -16,6 +16,21 @@ PROGRAM = "all_reduce_perf"  # the intent's busbw floor is defined on all_reduce
 START_BYTES = 8 << 20
 
 
+def physical_limit_gbytes(nics_per_node: int, speed_gbps: float) -> float:
+    """What the NICs of one node carry together at line rate, in GB/s (nccl-tests units): NICs x Gb/s / 8.
+    Every BusBW floor and efficiency is measured against this."""
+    return nics_per_node * speed_gbps / 8
+
+
+def busbw_floor(intent: FabricIntent) -> tuple[float, str]:
+    """The intent's all_reduce BusBW floor in GB/s, and how it was computed (for a finding's expected)."""
+    perf = intent.performance
+    limit = physical_limit_gbytes(intent.nics_per_node, intent.link.speed_gbps)
+    nics, speed = intent.nics_per_node, intent.link.speed_gbps
+    basis = f"{perf.nccl_busbw_min_fraction:.0%} of {nics} NICs x {speed} Gb/s"
+    return perf.nccl_busbw_min_fraction * limit, basis
+
+
 @dataclass(frozen=True)
 class DesiredNcclHost:
     host: str
@@ -71,7 +86,7 @@ def desired_nccl_job(intents: Sequence[tuple[str, FabricIntent]]) -> DesiredNccl
                     "passes one value to every rank"
                 )
     perf = first.performance
-    line_rate_gbytes = first.nics_per_node * first.link.speed_gbps / 8
+    floor, basis = busbw_floor(first)
     env = list(DEBUG_ENV)
     desired = desired_nccl_host(first, first_host)
     if desired.gid_index is not None:
@@ -91,10 +106,8 @@ def desired_nccl_job(intents: Sequence[tuple[str, FabricIntent]]) -> DesiredNccl
             "1",
         ),
         min_bytes=perf.nccl_min_bytes,
-        busbw_floor_gbytes=perf.nccl_busbw_min_fraction * line_rate_gbytes,
-        floor_basis=(
-            f"{perf.nccl_busbw_min_fraction:.0%} of {first.nics_per_node} NICs x {first.link.speed_gbps} Gb/s"
-        ),
+        busbw_floor_gbytes=floor,
+        floor_basis=basis,
     )
 
 

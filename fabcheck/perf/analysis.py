@@ -176,11 +176,6 @@ def efficiency(busbw: float | None, limit_gbytes: float | None) -> float | None:
     return busbw / limit_gbytes
 
 
-def physical_limit_gbytes(nics_per_node: int, speed_gbps: float) -> float:
-    """What the NICs of one node carry together, in GB/s (nccl-tests units): NICs x Gb/s / 8."""
-    return nics_per_node * speed_gbps / 8
-
-
 @dataclass(frozen=True)
 class ScalingPoint:
     nodes: int

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabcheck.checks.model import Finding, Status, errored, failed, passed, skipped
+from fabcheck.desired.nccl import physical_limit_gbytes
 from fabcheck.perf import analysis
 from fabcheck.perf.analysis import Anomaly, AnomalyKind, Regime, ScalingPoint
 from fabcheck.perf.compare import COMPARE_RULE, Comparison, compare
@@ -28,7 +29,7 @@ class Limit:
 
     @property
     def gbytes(self) -> float:
-        return analysis.physical_limit_gbytes(self.nics_per_node, self.speed_gbps)
+        return physical_limit_gbytes(self.nics_per_node, self.speed_gbps)
 
 
 @dataclass(frozen=True)

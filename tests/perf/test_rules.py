@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fabcheck.desired.nccl import physical_limit_gbytes
 from fabcheck.perf import analysis
 from fabcheck.perf.analysis import AnomalyKind, Regime
 from fabcheck.perf.compare import compare_curves
@@ -123,7 +124,7 @@ def test_scaling_drop_from_the_fewest_nodes_per_ranks_per_node() -> None:
 
 
 def test_efficiency_against_nics_times_line_rate() -> None:
-    limit = analysis.physical_limit_gbytes(8, 400)  # 8 x 400 Gb/s = 3200 Gb/s = 400 GB/s
+    limit = physical_limit_gbytes(8, 400)  # 8 x 400 Gb/s = 3200 Gb/s = 400 GB/s
     assert limit == 400.0
     assert analysis.efficiency(360.0, limit) == pytest.approx(0.9)
     assert analysis.efficiency(360.0, None) is None

@@ -312,6 +312,13 @@ def check_port_state(nics: list[_Nic], _intent: FabricIntent) -> list[Finding]:
                 "the link is not up: check the cable and the switch port; on this host "
                 f"`{_cmd('rdma', 'link', 'show', link.name)}` and `{show_netdev}`"
             )
+            if link.state == "INIT" and link.physical_state == "LINK_UP":
+                # Trained but never made ACTIVE: on InfiniBand no subnet manager has swept the port.
+                hint = (
+                    "the port is up but no subnet manager made it ACTIVE: start or fix OpenSM (role "
+                    "opensm, `ansible-playbook site.yml --limit subnet_managers --tags sm`); on this host "
+                    f"`sminfo` and `{_cmd('ibstat', link.dev)}`"
+                )
             findings.append(failed(PORT_STATE, link.name, expected, actual, hint))
     return findings
 

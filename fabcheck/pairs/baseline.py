@@ -72,9 +72,17 @@ def link_name(key: tuple[Endpoint, Endpoint]) -> str:
 
 
 def default_path(inventory_source: str | os.PathLike[str]) -> Path:
-    """perftest-baseline.json in the inventory's folder (next to hosts.yml when given a file)."""
+    """Beside the inventory, never inside an inventory folder: Ansible parses every file of a folder
+    given as inventory (a JSON baseline there becomes bogus groups and warnings on every run).
+    `-i inventory/prod` (or a file in it) -> inventory/prod.perftest-baseline.json; a lone `-i hosts.yml`
+    -> hosts.perftest-baseline.json next to it."""
     source = Path(inventory_source)
-    return (source if source.is_dir() else source.parent) / FILE_NAME
+    folder = source if source.is_dir() else source.parent
+    if source.is_dir() or any((folder / vars_dir).is_dir() for vars_dir in ("group_vars", "host_vars")):
+        # A folder inventory, or a file in one (its group_vars show the folder is used whole too).
+        folder = folder.resolve()
+        return folder.parent / f"{folder.name}.{FILE_NAME}"
+    return source.parent / f"{source.stem}.{FILE_NAME}"
 
 
 def load_baseline(path: Path) -> Baseline | None:

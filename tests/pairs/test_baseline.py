@@ -109,3 +109,14 @@ def test_a_record_killed_midway_leaves_the_previous_baseline_intact(tmp_path: Pa
         "old",
         "next",
     ]
+
+
+def test_the_default_file_is_never_inside_an_inventory_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "inventory" / "prod"
+    (folder / "group_vars").mkdir(parents=True)
+    (folder / "hosts.yml").write_text("all: {}\n")
+    # Ansible parses every file of a folder inventory: the baseline goes beside the folder.
+    assert stored.default_path(folder) == tmp_path / "inventory" / "prod.perftest-baseline.json"
+    assert stored.default_path(folder / "hosts.yml") == tmp_path / "inventory" / "prod.perftest-baseline.json"
+    (tmp_path / "lone.yml").write_text("all: {}\n")
+    assert stored.default_path(tmp_path / "lone.yml") == tmp_path / "lone.perftest-baseline.json"

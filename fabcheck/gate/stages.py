@@ -10,10 +10,10 @@ else about it. A stage's module is named in PLUGGED_STAGES and imported only whe
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fabcheck.checks.model import Finding
 from fabcheck.collect.host import TimeLimits
@@ -51,6 +51,9 @@ class StageOutcome:
     figures: tuple[Figure, ...] = ()
 
 
+C = TypeVar("C", bound=Callable[..., Any])  # a stage's collector, whatever its signature
+
+
 @dataclass(frozen=True)
 class StageContext:
     inventory: Inventory
@@ -62,6 +65,13 @@ class StageContext:
     switches: tuple[SwitchResult, ...] = ()
     # Outcomes of the plugged stages that ran before this one, by stage name.
     earlier: Mapping[str, StageOutcome] = field(default_factory=dict)
+    # What a stage that reads its nodes itself reads them through, by stage name, when the run's source
+    # says (a snapshot replay, a recorder around the live reads); a stage not named reads live.
+    collectors: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+
+    def collector_of(self, stage: str, live: C) -> C:
+        """The collector `stage` uses in this run: the source's stand-in, else its own live one."""
+        return self.collectors.get(stage, live)  # type: ignore[return-value]
 
 
 class Stage(Protocol):

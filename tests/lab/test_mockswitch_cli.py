@@ -194,9 +194,12 @@ def test_nvue_json_output_and_counters_move() -> None:
     run(s, "nv set qos roce", "nv config apply -y")
     data = json.loads(s.handle("nv show qos roce -o json"))
     assert data["pfc"]["pfc-priority"] == "3" and data["congestion-control"]["enabled-tc"] == "0,3"
+    idle = [json.loads(s.handle("nv show interface swp1 qos roce counters -o json")) for _ in range(2)]
+    assert idle[0] == idle[1] and idle[1]["tx-pfc-stats"]["pause-packets"] == 0  # no traffic, no counts
+    dev.traffic_feed = lambda: dev.counters.add("swp1", {"pfc_tx": {"3": 2}})  # a flow per show
     first = json.loads(s.handle("nv show interface swp1 qos roce counters -o json"))
     second = json.loads(s.handle("nv show interface swp1 qos roce counters -o json"))
-    assert second["tx-pfc-stats"]["pause-packets"] == 2 * first["tx-pfc-stats"]["pause-packets"] > 0
+    assert (first["tx-pfc-stats"]["pause-packets"], second["tx-pfc-stats"]["pause-packets"]) == (2, 4)
     assert second["tx-stats"]["unicast-no-buffer-discard"] == 0
     assert s.handle("nv action clear interface swp1 qos roce counters").endswith("Action succeeded\n")
     assert dev.counters.ports["swp1"]["pfc_tx"] == [0] * 8
@@ -480,19 +483,22 @@ def test_unknown_fault_is_refused() -> None:
         eos().inject("switch-on-fire")
 
 
-def test_counters_model_lossless_lossy_and_marking() -> None:
-    counters = Counters(["p1", "p2", "p3"])
-    counters.advance(
-        {
-            "p1": PortQos(3, 3, (3,), (3,), 9000, "dscp"),
-            "p2": PortQos(3, 3, (4,), (3,), 9000, "dscp"),
-            "p3": PortQos(3, 3, (3,), (), 9000, "dscp"),
-        }
-    )
-    p1, p2, p3 = (counters.ports[p] for p in ("p1", "p2", "p3"))
-    assert (p1["pfc_tx"][3], p1["drops"][3], p1["ecn_marked"][3]) == (2, 0, 150)
-    assert (p2["pfc_tx"][3], p2["pfc_tx"][4], p2["drops"][3]) == (0, 0, 30)
-    assert (p3["pfc_tx"][3], p3["ecn_marked"][3]) == (20, 0)
+def test_counters_move_only_by_added_records_and_refuse_bad_ones() -> None:
+    counters = Counters(["p1", "p2"])
+    counters.add("p1", {"pfc_tx": {"3": 2}, "drops": {"3": 5}})
+    counters.add("p1", {"pfc_tx": {"3": 1}})
+    p1, p2 = counters.ports["p1"], counters.ports["p2"]
+    assert (p1["pfc_tx"][3], p1["drops"][3], p1["tx_packets"]) == (3, 5, [0] * 8)
+    assert all(v == [0] * 8 for v in p2.values())
+    for port, additions, message in [
+        ("p9", {"drops": {"3": 1}}, "no port 'p9'"),
+        ("p1", {"melted": {"3": 1}}, "unknown counter kind 'melted'"),
+        ("p1", {"drops": {"8": 1}}, "bad drops entry '8'"),
+        ("p1", {"pfc_tx": {"3": 1}, "drops": {"3": -1}}, "bad drops entry '3': -1"),
+    ]:
+        with pytest.raises(MockSwitchError, match=message):
+            counters.add(port, additions)
+    assert p1["pfc_tx"][3] == 3  # a refused record changed nothing, not even its valid part
 
 
 def test_line_reader_echo_and_line_ends() -> None:
@@ -515,10 +521,12 @@ def test_sonic_config_ecn_updates_wred_profile_and_validates() -> None:
 
 
 def test_sonic_json_views_parse() -> None:
-    s = sonic().new_session("admin")
+    dev = sonic()
+    s = dev.new_session("admin")
     running = json.loads(s.handle("show runningconfiguration all"))
     assert running["PORT_QOS_MAP"]["Ethernet8"]["pfc_enable"] == "3,4"
     assert json.loads(s.handle("sonic-cfggen -d --print-data")) == running
+    dev.counters.add("Ethernet8", {"tx_packets": {"1": 1000}, "tx_bytes": {"1": 1078000}, "drops": {"1": 30}})
     queues = json.loads(s.handle("show queue counters Ethernet8 -j"))
     assert queues["Ethernet8"]["UC1"] == {
         "totalpacket": "1000",

@@ -61,3 +61,9 @@ def _read_line(sock: socket.socket) -> str:
         if chunk.endswith(b"\n"):
             break
     return b"".join(chunks).decode()
+
+
+def switch_counters(run_dir: Path, switch: str) -> dict[str, Any]:
+    """The switch's counters once the server added every spooled host traffic record:
+    {"ports": {port: {kind: [8 values]}}}, pfc_* per priority, the other kinds per queue."""
+    return dict(request(run_dir, {"op": "counters", "switch": switch})["counters"])

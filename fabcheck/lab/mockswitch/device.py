@@ -6,7 +6,7 @@ import copy
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,42 +42,50 @@ class PortQos:
     trust: str
 
 
-COUNTER_KINDS = ("pfc_rx", "pfc_tx", "tx_packets", "tx_bytes", "drops", "ecn_marked")
+# pfc_* are per priority, the rest per queue (rx_*: what arrived from the port's host, by the queue it
+# is classified to; tx_*: what left the port on that egress queue).
+COUNTER_KINDS = (
+    "pfc_rx",
+    "pfc_tx",
+    "rx_packets",
+    "rx_bytes",
+    "tx_packets",
+    "tx_bytes",
+    "drops",
+    "ecn_marked",
+)
 
 
 class Counters:
-    """Per-port, per-priority (PFC) or per-queue (the rest) counters that move one step per sample.
+    """Per-port, per-priority (PFC) or per-queue (the rest) counters; they move only with lab traffic.
 
-    Each step models one burst of incast RDMA traffic: a lossless class pauses instead of dropping,
-    an ECN queue marks, and marking keeps pauses low. The numbers are deterministic so tests can
-    predict them.
+    The hosts' mock tools spool what each flow did to the switch port it crossed (see the mock
+    traffic model, fabcheck/lab/mockhost/tools/traffic.py); the server adds those records here.
     """
 
     def __init__(self, ports: Iterable[str], saved: Mapping[str, Any] | None = None) -> None:
         self.ports = {p: {k: [0] * 8 for k in COUNTER_KINDS} for p in ports}
-        self.samples = 0
         if saved:
-            self.samples = int(saved.get("samples", 0))
             for port, kinds in saved.get("ports", {}).items():
                 if port in self.ports:
                     self.ports[port] = {k: list(kinds.get(k, [0] * 8)) for k in COUNTER_KINDS}
 
-    def advance(self, qos: Mapping[str, PortQos]) -> None:
-        self.samples += 1
-        for port, q in qos.items():
-            c = self.ports[port]
-            marks = q.roce_queue in q.ecn_queues
-            c["tx_packets"][q.roce_queue] += 1000
-            c["tx_bytes"][q.roce_queue] += 1000 * 1078
-            c["tx_packets"][0] += 200
-            c["tx_bytes"][0] += 200 * 1514
-            if q.roce_priority in q.pfc_priorities:
-                c["pfc_rx"][q.roce_priority] += 4 if marks else 40
-                c["pfc_tx"][q.roce_priority] += 2 if marks else 20
-            else:
-                c["drops"][q.roce_queue] += 30
-            if marks:
-                c["ecn_marked"][q.roce_queue] += 150
+    def add(self, port: str, additions: Mapping[str, Mapping[str, int]]) -> None:
+        """Add {kind: {priority or queue: n}} to one port; anything else is a MockSwitchError."""
+        if port not in self.ports:
+            raise MockSwitchError(f"no port {port!r}")
+        if not isinstance(additions, Mapping):
+            raise MockSwitchError(f"port {port}: counter additions are not a mapping")
+        checked = []
+        for kind, by_index in additions.items():
+            if kind not in COUNTER_KINDS or not isinstance(by_index, Mapping):
+                raise MockSwitchError(f"port {port}: unknown counter kind {kind!r}")
+            for index, count in by_index.items():
+                if not str(index).isdigit() or int(index) > 7 or not isinstance(count, int) or count < 0:
+                    raise MockSwitchError(f"port {port}: bad {kind} entry {index!r}: {count!r}")
+                checked.append((kind, int(index), count))
+        for kind, index, count in checked:  # all or nothing: a bad record changes no counter
+            self.ports[port][kind][index] += count
 
     def clear(self, ports: Iterable[str], kinds: Iterable[str] = COUNTER_KINDS) -> None:
         for port in ports:
@@ -85,7 +93,7 @@ class Counters:
                 self.ports[port][kind] = [0] * 8
 
     def to_json(self) -> dict[str, Any]:
-        return {"samples": self.samples, "ports": self.ports}
+        return {"ports": self.ports}
 
 
 class CliSession(ABC):
@@ -207,6 +215,8 @@ class SwitchDevice(ABC):
         self.faults: dict[str, list[list[Any]]] = {}
         self.running: dict[str, Any] = self.factory_config()
         self.startup: dict[str, Any] = copy.deepcopy(self.running)
+        # Set by the server: adds the hosts' spooled traffic records to the counters (None: no lab).
+        self.traffic_feed: Callable[[], None] | None = None
 
     # -- platform hooks ---------------------------------------------------------------------------
     @abstractmethod
@@ -241,8 +251,10 @@ class SwitchDevice(ABC):
                 heard[first], heard[other] = heard[other], heard[first]
         return {port: heard[port] for port in self.ports if port in heard}
 
-    def sample_counters(self) -> None:
-        self.counters.advance(self.port_qos())
+    def refresh_counters(self) -> None:
+        """Bring the counters up to date with the lab's traffic before a show reads them."""
+        if self.traffic_feed is not None:
+            self.traffic_feed()
 
     def record(self, user: str, event: str, text: str, ok: bool = True) -> None:
         self.log.append({"time": round(time.time(), 3), "user": user, "event": event, "text": text, "ok": ok})

@@ -76,7 +76,7 @@ def _render(
     if action == "pfc":
         return show.pfc_status(config, ports)
     if action in ("pfc_counters", "ecn"):
-        device.sample_counters()
+        device.refresh_counters()
         if action == "pfc_counters":
             return show.pfc_counters(device.counters, ports)
         return show.ecn_counters(config, device.counters, ports)

@@ -400,7 +400,7 @@ class NvueSession(CliSession):
         if args in (["qos", "roce"], ["qos", "roce", "status"]):
             return show.show_port_roce_status(config, port)
         if args == ["qos", "roce", "counters"]:
-            self.device.sample_counters()
+            self.device.refresh_counters()
             return show.show_port_roce_counters(config, self.device.counters, port)
         if args == ["qos", "pfc-watchdog"]:
             return show.show_port_watchdog(config, port)

@@ -307,7 +307,7 @@ def show_port_roce_counters(config: Mapping[str, Any], counters: Counters, port:
     c = counters.ports[port]
     values = {
         "rx-pfc-stats": {"pause-duration": c["pfc_rx"][sp] * 12, "pause-packets": c["pfc_rx"][sp]},
-        "rx-stats": {"rocev2-bytes": c["tx_bytes"][tc], "rocev2-pkts": c["tx_packets"][tc]},
+        "rx-stats": {"rocev2-bytes": c["rx_bytes"][tc], "rocev2-pkts": c["rx_packets"][tc]},
         "tx-cnp-stats": {"cnp-packets": c["ecn_marked"][tc] // 10},
         "tx-ecn-stats": {"ecn-marked-packets": c["ecn_marked"][tc]},
         "tx-pfc-stats": {"pause-duration": c["pfc_tx"][sp] * 12, "pause-packets": c["pfc_tx"][sp]},

@@ -32,6 +32,7 @@ from fabcheck.lab.mockswitch.spec import (
     write_private,
 )
 from fabcheck.lab.mockswitch.terminal import LineReader
+from fabcheck.lab.mockswitch.wire import WireWriter, drain
 
 DEVICES: dict[str, type[SwitchDevice]] = {"nvue": NvueDevice, "sonic": SonicDevice, "eos": EosDevice}
 log = logging.getLogger("fabcheck.mockswitch")
@@ -68,12 +69,24 @@ class SwitchServer:
         self.run_dir = run_dir
         self.specs = read_spec(run_dir)
         self.devices = {s.name: make_device(s, run_dir) for s in self.specs}
+        for device in self.devices.values():
+            device.traffic_feed = self.feed_traffic
+        self.wires = WireWriter(run_dir)
         self.armed: dict[str, int] = {}
         self.listeners: list[Any] = []
 
     # -- state ------------------------------------------------------------------------------------
     def dump(self, name: str) -> None:
-        self.devices[name].dump(state_path(self.run_dir, name))
+        """Dump the switch's state, and show its ports' QoS to the host NICs cabled to them."""
+        device = self.devices[name]
+        device.dump(state_path(self.run_dir, name))
+        self.wires.write(device)
+
+    def feed_traffic(self) -> None:
+        """Add the hosts' spooled traffic to the switches' counters (every switch: a host's records may
+        name any of them)."""
+        for name in sorted(drain(self.run_dir, self.devices)):
+            self.dump(name)
 
     def _host_key(self) -> asyncssh.SSHKey:
         path = host_key_path(self.run_dir)
@@ -216,6 +229,9 @@ class SwitchServer:
             device.inject(request["fault"])
         elif op == "heal":
             device.heal(request.get("fault"))
+        elif op == "counters":
+            self.feed_traffic()
+            return {"ok": True, "counters": device.counters.to_json()}
         elif op == "arm_drop":
             self.armed[name] = int(request["after_lines"])
             device.record("lab", "arm_drop", f"after {self.armed[name]} config lines")

@@ -67,14 +67,14 @@ class SonicCommands:
         if args[:2] == ["pfc", "priority"]:
             return Result(show.pfc_priority(self.db, chosen) + "\n")
         if args[:2] == ["pfc", "counters"]:
-            dev.sample_counters()
+            dev.refresh_counters()
             return Result(show.pfc_counters(dev.counters, chosen) + "\n")
         if args[:2] == ["queue", "counters"]:
-            dev.sample_counters()
+            dev.refresh_counters()
             as_json = "-j" in args or "--json" in args
             return Result(show.queue_counters(dev.counters, chosen, as_json) + "\n")
         if args[:2] == ["queue", "wredcounters"]:
-            dev.sample_counters()
+            dev.refresh_counters()
             return Result(show.wred_counters(dev.counters, chosen) + "\n")
         if args == ["ecn"]:
             return Result(show.ecn_profiles(self.db) + "\n")

@@ -30,6 +30,7 @@ PLUGGED_STAGES: tuple[str, ...] = (
     "fabcheck.gate.sm_stage",
     "fabcheck.gate.nccl_stage",
     "fabcheck.gate.perftest_stage",
+    "fabcheck.gate.incast_stage",
 )
 
 

@@ -4,6 +4,7 @@ servers' own output. A server that cannot take its port is restarted on another 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import selectors
 import shlex
@@ -53,6 +54,9 @@ class SshRunner:
     limits: TimeLimits = field(default_factory=TimeLimits)
     concurrency: int = 16
     setup: Mapping[str, HostSetup] = field(default_factory=dict)
+    # Run each test for this many seconds (perftest -D) instead of a fixed iteration count (an incast
+    # must keep its senders writing at once, whatever each link's speed).
+    duration_s: int | None = None
 
     def probe(self, hosts: Sequence[str]) -> dict[str, HostSetup | str]:
         """numactl and NUMA nodes of each host's NICs; a host that cannot answer maps to the reason."""
@@ -92,7 +96,8 @@ class SshRunner:
     def _command(self, pair: Pair, wave: Round, attempt: int) -> PairCommand:
         port = ports_of(wave, attempt)[pair]
         address = self.targets[pair.server.host].address
-        return pair_command(pair, port, address, self.desired, self.setup, self.limits.command_s)
+        command = pair_command(pair, port, address, self.desired, self.setup, self.limits.command_s)
+        return command if self.duration_s is None else timed(command, self.duration_s)
 
     def _server(self, command: PairCommand) -> _Server:
         argv = self._argv(command.pair.server.host, command.server)
@@ -123,11 +128,26 @@ class SshRunner:
             _stop(server.process)
         return measurement_of(pair, number, client)
 
+    def run_on(self, host: str, command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        """One command on one host over its ssh target, within the client's limit (a counter capture
+        before and after a load)."""
+        return self._ssh(host, command, self.limits.client_s)
+
     def _argv(self, host: str, command: Sequence[str]) -> list[str]:
         return self.targets[host].argv(shlex.join(command), self.limits.ssh_connect_timeout)
 
     def _ssh(self, host: str, command: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
         return _run(self._argv(host, command), timeout)
+
+
+def timed(command: PairCommand, seconds: int) -> PairCommand:
+    """The pair's command lines with perftest's iteration count swapped for a duration (-D)."""
+
+    def swap(argv: tuple[str, ...]) -> tuple[str, ...]:
+        at = argv.index("-n")
+        return (*argv[:at], "-D", str(seconds), *argv[at + 2 :])
+
+    return dataclasses.replace(command, server=swap(command.server), client=swap(command.client))
 
 
 def measurement_of(pair: Pair, number: int, client: subprocess.CompletedProcess[str]) -> Measurement:

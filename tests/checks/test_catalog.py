@@ -102,7 +102,8 @@ def test_the_catalog_command_prints_ids_and_tables(capsys: pytest.CaptureFixture
 
 def test_subnet_manager_checks_are_listed_and_plugged_stages_own_their_prefix() -> None:
     assert set(sm.SM_CHECKS) <= set(catalog.known_ids())
-    assert catalog.stage_namespaces() == ("nccl", "perftest")
+    assert catalog.stage_namespaces() == ("nccl", "perftest", "incast")
+    assert catalog.selection(None, "incast.*").keeps("incast.stage")  # never dropped
     assert catalog.patterns("nccl.*,perftest.host,sm.master", "--checks")
     chosen = catalog.selection("host.*", None)
     assert not chosen.keeps("nccl.rank_transport") and not chosen.keeps("sm.master")

@@ -1,0 +1,151 @@
+"""Counter captures around an incast: `ethtool -S` of the NICs involved (one ssh round trip per host per
+capture) and each leaf's queue, PFC, ECN and watchdog counters (one read-only netmiko session per switch
+per capture, the gate's own probes and session where they exist).
+
+A capture that cannot be taken comes back as the reason (a string), never as zeros: the judge makes
+every check that needs it an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+from fabcheck.errors import ParseError
+from fabcheck.gate.probes import Collected, Probe, collect
+from fabcheck.gate.switch_probes import PROBES
+from fabcheck.gate.switches import Connect, SessionLost, _disconnect, _Runner
+from fabcheck.pairs.runner import SshRunner
+from fabcheck.parsers import switch_nvue
+from fabcheck.parsers.ethtool_stats import parse_ethtool_stats
+from fabcheck.parsers.switch_records import Placed, QueueDrops, field, load_json, number, obj
+from fabcheck.switch.connect import ConnectError, SwitchLogin
+
+NicCounters = Mapping[str, Mapping[str, int]]  # netdev -> ethtool -S counter -> value
+HostCapture = NicCounters | str  # or why the host's counters could not be read
+SwitchCapture = Collected | str  # or why the switch could not be read at all
+Read = TypeVar("Read", HostCapture, SwitchCapture)
+
+# Every netdev's block after the command line that printed it, as parse_ethtool_stats reads a capture
+# of several interfaces. A netdev ethtool cannot read has no block: the judge names it.
+SNAPSHOT_SCRIPT = r"""
+for dev in "$@"; do
+  echo "$ ethtool -S $dev"
+  ethtool -S "$dev" 2>&1
+  echo
+done
+"""
+
+
+def snapshot_command(netdevs: Sequence[str]) -> tuple[str, ...]:
+    return ("sh", "-c", SNAPSHOT_SCRIPT, "fabcheck-incast-counters", *netdevs)
+
+
+def capture_host(runner: SshRunner, host: str, netdevs: Sequence[str]) -> HostCapture:
+    done = runner.run_on(host, snapshot_command(netdevs))
+    if done.returncode != 0:
+        said = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        return f"`ethtool -S` over ssh: {said[-1] if said else f'exit status {done.returncode}'}"
+    try:
+        blocks = parse_ethtool_stats(done.stdout, f"{host}: ethtool -S")
+    except ParseError as err:
+        return f"`ethtool -S` output unreadable: {err.message}"
+    return {name: block.counters for name, block in blocks.items()}
+
+
+# -- switches --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PortPauseEcn:
+    """A leaf port's RoCE-class PFC and ECN counters (NVUE's `qos roce counters`): a counter reading."""
+
+    pause_rx: int
+    pause_tx: int
+    ecn_marked: int
+
+    def minus(self, earlier: PortPauseEcn) -> PortPauseEcn:
+        return PortPauseEcn(
+            self.pause_rx - earlier.pause_rx,
+            self.pause_tx - earlier.pause_tx,
+            self.ecn_marked - earlier.ecn_marked,
+        )
+
+
+def parse_nvue_roce_counters(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
+    """The gate's NVUE drop reading of the port, plus its RoCE pause and ECN counters."""
+    placed = switch_nvue.parse_roce_counters(text, port, source)
+    what = f"nv show interface {port} qos roce counters -o json"
+    tree = obj(load_json(text, source, what), source, what)
+
+    def count(group: str, key: str) -> int:
+        values = obj(field(tree, group, source, what), source, f"{what} {group}")
+        return number(field(values, key, source, f"{what} {group}"), source, f"{what} {group} {key}")
+
+    counters = PortPauseEcn(
+        count("rx-pfc-stats", "pause-packets"),
+        count("tx-pfc-stats", "pause-packets"),
+        count("tx-ecn-stats", "ecn-marked-packets"),
+    )
+    return [*placed, (port, counters)]  # type: ignore[list-item]
+
+
+def _gate_probe(platform: str, name: str) -> Probe:
+    """One of the gate's probes, read once per capture (the incast's two captures make the difference)."""
+    probe = next(p for p in PROBES[platform] if p.name == name)
+    return dataclasses.replace(probe, counter=False)
+
+
+NVUE_ROCE_COUNTERS = _gate_probe("nvue", "nvue.roce_counters")
+# Per platform: what the incast reads of each leaf. EOS has no queue counter probe in the gate yet.
+INCAST_PROBES: Mapping[str, tuple[Probe, ...]] = {
+    "nvue": (
+        dataclasses.replace(
+            NVUE_ROCE_COUNTERS,
+            name="incast.nvue.roce_counters",
+            parse=parse_nvue_roce_counters,
+            provides=(QueueDrops, PortPauseEcn),
+        ),
+        _gate_probe("nvue", "nvue.watchdog"),
+    ),
+    "sonic": (_gate_probe("sonic", "sonic.queue_counters"), _gate_probe("sonic", "sonic.pfcwd_stats")),
+    "eos": (),
+}
+
+
+def reads(platform: str, kind: type) -> bool:
+    """Whether the incast reads records of `kind` on this platform."""
+    return any(kind in probe.provides for probe in INCAST_PROBES.get(platform, ()))
+
+
+def capture_switch(
+    login: SwitchLogin, platform: str, ports: Sequence[str], connect: Connect
+) -> SwitchCapture:
+    """One session: the platform's incast probes over the incast's ports."""
+    probes = INCAST_PROBES.get(platform, ())
+    if not probes:
+        return Collected()
+    try:
+        connection = connect(login)
+    except ConnectError as err:
+        return str(err)
+    try:
+        runner = _Runner(connection, login)
+        try:
+            runner.prepare(platform)
+        except SessionLost as err:
+            return str(err)
+        return collect(runner.run, probes, ports, f"switch {login.name}")
+    finally:
+        _disconnect(connection)
+
+
+def each(items: Sequence[str], read: Callable[[str], Read], workers: int) -> dict[str, Read]:
+    """`read` over the items at once (at most `workers` at a time), keyed by item."""
+    if not items:
+        return {}
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(items)))) as pool:
+        return dict(zip(items, pool.map(read, items), strict=True))

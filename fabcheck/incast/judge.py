@@ -1,0 +1,411 @@
+"""Lossless verdict of the incasts: what the captures before and after show -> findings. Pure.
+
+Per NIC (victim and senders) the NIC counter semantics of fabcheck.checks.counters, under `incast.` ids:
+traffic on the lossless priority, no drop, nothing out of sequence, DCQCN engaged (ECN marks or CNPs)
+when the intent runs it, pause frames on the lossless priority only. Per incast: PFC engaged (pause frames
+somewhere on the path, or DCQCN holding the queue below the PFC threshold instead). Per leaf port of the
+incast: no drop on the lossless queue, ECN marks on the victim's egress queue when the queue marks, and
+no PFC watchdog storm. A capture or counter that could not be read is an error, never a pass; a counter
+the platform's probes do not read is a skip saying so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from fabcheck.checks.counters import ECN_COUNTERS, check_counters, counter_deltas, lossless_want
+from fabcheck.checks.model import Finding, Status, errored, failed, passed, skipped
+from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
+from fabcheck.checks.switch import fix_hint
+from fabcheck.desired.nic import DesiredNic
+from fabcheck.desired.switch import DesiredSwitch
+from fabcheck.gate.probes import Collected
+from fabcheck.incast.capture import HostCapture, PortPauseEcn, SwitchCapture, reads
+from fabcheck.incast.plan import Incast
+from fabcheck.pairs.rounds import Endpoint, Pair
+from fabcheck.pairs.verdict import Measurement
+from fabcheck.parsers.switch_records import QueueDrops, WatchdogStatus
+
+TRAFFIC = "incast.traffic"
+COUNTERS = "incast.counters"
+LOSSLESS_TRAFFIC = "incast.lossless_traffic"
+HOST_DROPS = "incast.host_drops"
+OUT_OF_SEQUENCE = "incast.out_of_sequence"
+ECN_ENGAGED = "incast.ecn_engaged"
+PAUSE = "incast.pause"
+PFC_ENGAGED = "incast.pfc_engaged"
+SWITCH_DROPS = "incast.switch_drops"
+SWITCH_ECN = "incast.switch_ecn"
+WATCHDOG = "incast.watchdog"
+STAGE_CHECK = "incast.stage"
+CHECK_IDS = (
+    TRAFFIC,
+    COUNTERS,
+    LOSSLESS_TRAFFIC,
+    HOST_DROPS,
+    OUT_OF_SEQUENCE,
+    ECN_ENGAGED,
+    PAUSE,
+    PFC_ENGAGED,
+    SWITCH_DROPS,
+    SWITCH_ECN,
+    WATCHDOG,
+)
+# The NIC counter checks of fabcheck.checks.counters, as the incast names them.
+FROM_COUNTERS = {
+    "counters.readable": COUNTERS,
+    "counters.lossless_traffic": LOSSLESS_TRAFFIC,
+    "counters.lossless_drops": HOST_DROPS,
+    "counters.out_of_sequence": OUT_OF_SEQUENCE,
+    "counters.congestion": ECN_ENGAGED,
+    "counters.pause": PAUSE,
+}
+# The per-NIC counter deltas the report's table shows, in its column order.
+SHOWN = ("prio_packets", "pause", "np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "drops")
+
+
+@dataclass(frozen=True)
+class Captured:
+    """Everything read around the incasts."""
+
+    hosts_before: Mapping[str, HostCapture]
+    hosts_after: Mapping[str, HostCapture]
+    switches_before: Mapping[str, SwitchCapture] = field(default_factory=dict)
+    switches_after: Mapping[str, SwitchCapture] = field(default_factory=dict)
+    measurements: Mapping[Pair, Measurement] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CounterRow:
+    """One NIC's line of the report's table: what moved on it during its incast."""
+
+    incast: str
+    role: str
+    end: Endpoint
+    netdev: str
+    moved: tuple[int, ...]  # SHOWN, in order
+
+
+@dataclass
+class Verdicts:
+    hosts: dict[str, list[Finding]] = field(default_factory=dict)
+    switches: dict[str, list[Finding]] = field(default_factory=dict)
+    rows: list[CounterRow] = field(default_factory=list)
+
+    def on_host(self, host: str, *findings: Finding) -> None:
+        self.hosts.setdefault(host, []).extend(findings)
+
+    def on_switch(self, switch: str, *findings: Finding) -> None:
+        self.switches.setdefault(switch, []).extend(findings)
+
+
+@dataclass(frozen=True)
+class Incasted:
+    """One incast with what the judge needs of its NICs and its leaf."""
+
+    incast: Incast
+    nics: Mapping[Endpoint, DesiredNic]
+    netdevs: Mapping[Endpoint, str | None]  # None: the host stage showed no netdev for the NIC
+    switch: DesiredSwitch | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.incast.where} incast"
+
+    def role(self, end: Endpoint) -> str:
+        return "victim" if end == self.incast.victim else f"sender into {self.incast.victim}"
+
+
+def judge_incasts(incasts: Sequence[Incasted], captured: Captured) -> Verdicts:
+    verdicts = Verdicts()
+    for incasted in incasts:
+        _judge_one(incasted, captured, verdicts)
+    return verdicts
+
+
+def _judge_one(incasted: Incasted, captured: Captured, verdicts: Verdicts) -> None:
+    incast = incasted.incast
+    for pair in incast.pairs:
+        verdicts.on_host(pair.client.host, _traffic(incasted, pair, captured.measurements.get(pair)))
+    moved: dict[Endpoint, dict[str, int]] = {}
+    for end in incast.ends:
+        findings, deltas = _nic(incasted, end, captured)
+        verdicts.on_host(end.host, *findings)
+        if deltas is not None:
+            moved[end] = deltas
+            verdicts.rows.append(_row(incasted, end, deltas))
+    switch_moved = _switch(incasted, captured, verdicts) if incasted.switch is not None else {}
+    verdicts.on_host(incast.victim.host, _pfc_engaged(incasted, moved, switch_moved))
+
+
+def _traffic(incasted: Incasted, pair: Pair, measured: Measurement | None) -> Finding:
+    expected = f"ib_write_bw from here into {pair.server} during the {incasted.label}"
+    if measured is None or measured.gbps is None:
+        why = "not run" if measured is None else (measured.error or "no result")
+        return errored(
+            TRAFFIC,
+            pair.client.nic,
+            expected,
+            why,
+            "the incast needs every sender writing: fix the cause (perftest, the port, ssh) and rerun",
+        )
+    return passed(TRAFFIC, pair.client.nic, expected, f"{measured.gbps:.2f} Gb/sec")
+
+
+def _nic(
+    incasted: Incasted, end: Endpoint, captured: Captured
+) -> tuple[list[Finding], dict[str, int] | None]:
+    """The NIC's counter findings and deltas (None when they could not be read)."""
+    netdev = incasted.netdevs.get(end)
+    expected = f"`ethtool -S` of {end.nic} before and after the {incasted.label}"
+    if netdev is None:
+        why = "the host stage showed no netdev for this NIC"
+        return [errored(COUNTERS, end.nic, expected, why, "fix the host stage's errors on this NIC")], None
+    before, after = captured.hosts_before.get(end.host), captured.hosts_after.get(end.host)
+    for capture in (before, after):
+        if not isinstance(capture, Mapping):
+            why = capture or "not captured"
+            hint = "the host must answer over ssh with ethtool installed; rerun the stage"
+            return [errored(COUNTERS, end.nic, expected, f"not read: {why}", hint)], None
+    assert isinstance(before, Mapping) and isinstance(after, Mapping)
+    if netdev not in before or netdev not in after:
+        why = f"`ethtool -S {netdev}` printed no statistics"
+        return [
+            errored(COUNTERS, end.nic, expected, why, "check the netdev exists and ethtool reads it")
+        ], None
+    want = lossless_want(incasted.nics[end])
+    findings = [
+        _renamed(finding, incasted, end)
+        for finding in check_counters(netdev, before[netdev], after[netdev], want)
+    ]
+    deltas, _ = counter_deltas(before[netdev], after[netdev])
+    return findings, deltas
+
+
+def _renamed(finding: Finding, incasted: Incasted, end: Endpoint) -> Finding:
+    """A counters.* finding of the NIC's netdev -> the incast's id, the NIC as subject, its role said."""
+    netdev = finding.subject
+    actual = f"{finding.actual} ({netdev}, {incasted.role(end)}, {incasted.label})"
+    hint = finding.hint
+    port = incasted.incast.port_of(end)
+    if finding.status is Status.FAIL and port is not None and incasted.incast.switch is not None:
+        hint = f"{hint}; this NIC's switch port is {incasted.incast.switch}:{port}"
+    return dataclasses.replace(
+        finding,
+        check=FROM_COUNTERS.get(finding.check, finding.check),
+        subject=end.nic,
+        actual=actual,
+        hint=hint,
+    )
+
+
+def _row(incasted: Incasted, end: Endpoint, deltas: Mapping[str, int]) -> CounterRow:
+    p = incasted.nics[end].ecn_priority
+    values = {
+        "prio_packets": deltas.get(f"rx_prio{p}_packets", 0) + deltas.get(f"tx_prio{p}_packets", 0),
+        "pause": _pauses(deltas, p),
+        "drops": sum(
+            deltas.get(n, 0) for n in ("rx_discards_phy", "rx_out_of_buffer", f"rx_prio{p}_discards")
+        ),
+    }
+    moved = tuple(values.get(name, deltas.get(name, 0)) for name in SHOWN)
+    return CounterRow(
+        incasted.label, incasted.role(end).split(" ")[0], end, incasted.netdevs[end] or "", moved
+    )
+
+
+def _pauses(deltas: Mapping[str, int], priority: int) -> int:
+    return sum(deltas.get(f"{side}_prio{priority}_pause", 0) for side in ("rx", "tx"))
+
+
+# -- the leaf -------------------------------------------------------------------------------------
+
+
+def _switch(incasted: Incasted, captured: Captured, verdicts: Verdicts) -> dict[str, PortPauseEcn]:
+    """Findings of the incast's leaf ports; returns each port's pause and ECN deltas where read."""
+    desired = incasted.switch
+    assert desired is not None
+    name = desired.name
+    before, after = captured.switches_before.get(name), captured.switches_after.get(name)
+    if not isinstance(before, Collected) or not isinstance(after, Collected):
+        why = next((c for c in (before, after) if not isinstance(c, Collected)), None) or "not read"
+        hint = "the switch must answer its read-only show commands over ssh; rerun the stage"
+        for check in (SWITCH_DROPS, SWITCH_ECN, WATCHDOG):
+            verdicts.on_switch(
+                name,
+                errored(
+                    check, name, f"counters of {name} around the {incasted.label}", f"not read: {why}", hint
+                ),
+            )
+        return {}
+    incast = incasted.incast
+    moved: dict[str, PortPauseEcn] = {}
+    for end in incast.ends:
+        port = incast.port_of(end)
+        if port is None:
+            continue
+        subject = f"{name}:{port}"
+        verdicts.on_switch(name, _switch_drops(incasted, subject, port, before, after))
+        pause_ecn = _pause_ecn(before, after, port)
+        if isinstance(pause_ecn, PortPauseEcn):
+            moved[port] = pause_ecn
+        if end == incast.victim:
+            verdicts.on_switch(name, _switch_ecn(incasted, subject, port, pause_ecn))
+        verdicts.on_switch(name, _watchdog(incasted, subject, port, after))
+    return moved
+
+
+def _missing(check: str, subject: str, expected: str, collected: Collected, kind: type, port: str) -> Finding:
+    failure = collected.failure((kind,), port)
+    why = (
+        f"`{failure.command}`: {failure.reason}"
+        if failure
+        else f"the switch showed no {kind.__name__} for {port}"
+    )
+    return errored(
+        check, subject, expected, f"not read: {why}", "the switch's output cannot be judged as shown"
+    )
+
+
+def _switch_drops(
+    incasted: Incasted, subject: str, port: str, before: Collected, after: Collected
+) -> Finding:
+    desired = incasted.switch
+    assert desired is not None
+    tc = desired.lossless_traffic_class
+    expected = f"no drop on lossless traffic class {tc} during the {incasted.label}"
+    if not reads(desired.platform, QueueDrops):
+        return skipped(
+            SWITCH_DROPS, subject, f"{desired.platform}: the gate reads no queue drop counters there yet"
+        )
+    if not desired.pfc_priorities:
+        return skipped(SWITCH_DROPS, subject, "the intent runs no PFC: nothing is lossless on the switch")
+    old, new = before.get(QueueDrops, port), after.get(QueueDrops, port)
+    if not isinstance(old, QueueDrops) or not isinstance(new, QueueDrops):
+        unread = before if not isinstance(old, QueueDrops) else after
+        return _missing(SWITCH_DROPS, subject, expected, unread, QueueDrops, port)
+    delta = new.minus(old)
+    dropped = dict(delta.by_queue).get(tc, delta.roce_class)
+    if dropped is None:
+        return errored(
+            SWITCH_DROPS,
+            subject,
+            expected,
+            f"no drop counter for traffic class {tc}",
+            "the switch's output cannot be judged as shown",
+        )
+    if dropped == 0:
+        return passed(SWITCH_DROPS, subject, expected, "0 dropped")
+    what = f"{subject}: the lossless queue dropped {dropped} packets under incast, so PFC does not hold it"
+    return failed(
+        SWITCH_DROPS,
+        subject,
+        expected,
+        f"{dropped} packets dropped ({incasted.label})",
+        fix_hint(desired.name, "pfc", what),
+    )
+
+
+def _pause_ecn(before: Collected, after: Collected, port: str) -> PortPauseEcn | None:
+    old, new = before.get(PortPauseEcn, port), after.get(PortPauseEcn, port)
+    if isinstance(old, PortPauseEcn) and isinstance(new, PortPauseEcn):
+        return new.minus(old)
+    return None
+
+
+def _switch_ecn(incasted: Incasted, subject: str, port: str, moved: PortPauseEcn | None) -> Finding:
+    desired = incasted.switch
+    assert desired is not None
+    tc = desired.lossless_traffic_class
+    queue = desired.queue(tc)
+    if queue is None or not queue.ecn:
+        return skipped(SWITCH_ECN, subject, f"the intent marks no ECN on traffic class {tc}")
+    expected = f"ECN marks on the queue of traffic class {tc} toward the victim {incasted.incast.victim}"
+    if not reads(desired.platform, PortPauseEcn):
+        return skipped(
+            SWITCH_ECN, subject, f"{desired.platform}: the gate reads no ECN mark counters there yet"
+        )
+    if moved is None:
+        return errored(
+            SWITCH_ECN,
+            subject,
+            expected,
+            "not read in both captures",
+            "the switch's output cannot be judged as shown",
+        )
+    if moved.ecn_marked > 0:
+        return passed(SWITCH_ECN, subject, expected, f"{moved.ecn_marked} packets marked")
+    what = f"{subject}: no packet marked on traffic class {tc} under incast"
+    return failed(
+        SWITCH_ECN, subject, expected, f"0 marked ({incasted.label})", fix_hint(desired.name, "ecn", what)
+    )
+
+
+def _watchdog(incasted: Incasted, subject: str, port: str, after: Collected) -> Finding:
+    desired = incasted.switch
+    assert desired is not None
+    tc = desired.lossless_traffic_class
+    expected = f"no PFC watchdog storm on traffic class {tc} after the {incasted.label}"
+    if not reads(desired.platform, WatchdogStatus):
+        return skipped(
+            WATCHDOG, subject, f"{desired.platform}: the gate reads no PFC watchdog state there yet"
+        )
+    if not desired.watchdog.enabled:
+        return skipped(WATCHDOG, subject, "the intent runs no PFC watchdog")
+    status = after.get(WatchdogStatus, port)
+    if not isinstance(status, WatchdogStatus):
+        return _missing(WATCHDOG, subject, expected, after, WatchdogStatus, port)
+    if tc not in status.stormed:
+        return passed(WATCHDOG, subject, expected, f"stormed: {','.join(map(str, status.stormed)) or 'none'}")
+    what = (
+        f"{subject}: the watchdog found a pause storm on traffic class {tc}: a device on this port sends PFC "
+        "without end (a stuck receive path); its settings"
+    )
+    return failed(WATCHDOG, subject, expected, f"stormed on {tc}", fix_hint(desired.name, "watchdog", what))
+
+
+# -- the whole incast -----------------------------------------------------------------------------
+
+
+def _pfc_engaged(
+    incasted: Incasted, moved: Mapping[Endpoint, Mapping[str, int]], switch_moved: Mapping[str, PortPauseEcn]
+) -> Finding:
+    """Pause frames somewhere on the incast's path (NICs and leaf ports), or DCQCN holding the queue."""
+    victim = incasted.nics[incasted.incast.victim]
+    subject = incasted.label
+    if not victim.pfc_priorities:
+        return skipped(PFC_ENGAGED, subject, "the intent runs no PFC")
+    p = victim.ecn_priority
+    expected = f"pause frames on priority {p} under the incast, or DCQCN keeping the queue below PFC"
+    if len(moved) < len(incasted.incast.ends):
+        unread = [str(end) for end in incasted.incast.ends if end not in moved]
+        return errored(
+            PFC_ENGAGED,
+            subject,
+            expected,
+            f"counters not read on {', '.join(unread)}",
+            "see the incast.counters errors",
+        )
+    on_nics = sum(_pauses(deltas, p) for deltas in moved.values())
+    on_switch = sum(c.pause_rx + c.pause_tx for c in switch_moved.values())
+    if on_nics + on_switch:
+        where = f"{on_nics} on the NICs" + (
+            f", {on_switch} on {incasted.incast.switch}" if switch_moved else ""
+        )
+        return passed(PFC_ENGAGED, subject, expected, f"{on_nics + on_switch} pause frames ({where})")
+    marked = sum(deltas.get(n, 0) for deltas in moved.values() for n in ECN_COUNTERS)
+    marked += sum(c.ecn_marked for c in switch_moved.values())
+    if marked:
+        return passed(
+            PFC_ENGAGED, subject, expected, f"no pause frame; DCQCN engaged ({marked} ECN marks and CNPs)"
+        )
+    return failed(
+        PFC_ENGAGED,
+        subject,
+        expected,
+        "no pause frame and no ECN mark anywhere on the path",
+        "the incast did not congest the victim's port, or neither PFC nor ECN is signalled: check PFC on "
+        f"the NICs (role {HOST_QOS_ROLE}, tag pfc) and on the leaf (role {SWITCH_QOS_ROLE}, tag pfc)",
+    )

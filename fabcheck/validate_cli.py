@@ -7,13 +7,15 @@ import dataclasses
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from fabcheck import validate
 from fabcheck.checks.catalog import EVERY_CHECK, Selection, patterns
 from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.nic import desired_host
 from fabcheck.errors import UsageError
+from fabcheck.gate import snapshot
 from fabcheck.gate.extra_checks import add_extra_checks_argument, with_extra_checks
 from fabcheck.gate.fabric import (
     DEFAULT_CONCURRENCY,
@@ -24,7 +26,8 @@ from fabcheck.gate.fabric import (
     run_gate,
     stage_names,
 )
-from fabcheck.gate.sources import add_source_arguments, choose_source
+from fabcheck.gate.sources import Source, add_source_arguments, choose_source
+from fabcheck.gate.stages import plugged_named
 from fabcheck.intent.loader import HostEntry, load_inventory
 from fabcheck.parsers.topo import TopoMatrix
 from fabcheck.report import text
@@ -132,14 +135,18 @@ def _seconds(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     check_report_paths(args)
+    replaying = args.from_snapshot is not None
+    # A replay runs only the stages a snapshot holds: naming a traffic stage is refused before any work.
+    stages = snapshot.replayed_stages(args.stages) if replaying else args.stages
     inventory = load_inventory(args.inventory)
-    chosen = plan_gate(inventory, args.limit, args.stages)
+    chosen = plan_gate(inventory, args.limit, stages)
     notes = _notes(chosen)
     for note in notes:
         # stdout stays one JSON object per line with --json; notes go to stderr there.
         print(note, file=sys.stderr if args.json else sys.stdout)
     limits = TimeLimits(connect_s=args.connect_timeout, command_s=args.timeout)
     source = choose_source(args, inventory, chosen.hosts, chosen.switches, limits)
+    stage_collectors = _stage_collectors(args, chosen, source)
     progress = Progress(sys.stderr)
     started_at, start = time.strftime("%Y-%m-%dT%H:%M:%S"), time.monotonic()
     progress.on_start(len(chosen.hosts))
@@ -151,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
             deadline_s=args.deadline,
             concurrency=args.concurrency,
             on_host_done=lambda host: progress.on_done(host.host, host.verdict),
+            stage_collectors=stage_collectors,
             **source.gate_options(),
         )
     finally:
@@ -161,6 +169,18 @@ def run(args: argparse.Namespace) -> int:
     report = gate_run(result, _affinities(result.hosts, chosen.hosts), notes=notes)
     report = dataclasses.replace(report, started_at=started_at, elapsed_s=time.monotonic() - start)
     return emit(report, args)
+
+
+def _stage_collectors(
+    args: argparse.Namespace, chosen: GatePlan, source: Source
+) -> Mapping[str, Callable[..., Any]]:
+    """The plugged stages' own reads: from the snapshot in a replay, else live and recorded (for
+    --save-snapshot), like the hosts' reads."""
+    if args.from_snapshot is not None:
+        return snapshot.load_stages(args.from_snapshot, snapshot.stage_nodes(chosen))
+    if source.recorder is None:
+        return {}  # nothing keeps this run's reads: the stages read live
+    return source.recorder.tap(plugged_named(chosen.stages))
 
 
 def _check_patterns(option: str) -> Callable[[str], tuple[str, ...]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from fabcheck import validate
 from fabcheck.checks.host import Unreadable
@@ -124,11 +125,14 @@ def run_gate(
     login_of: Callable[[HostEntry, Fabric], SwitchLogin] | None = None,
     collector: validate.Collector | None = None,
     connect: Connect | None = None,
+    stage_collectors: Mapping[str, Callable[..., Any]] | None = None,
 ) -> GateResult:
     """Every stage of the plan. One node's failure to answer is an error for that node only.
 
     ``collector`` reads a host (default: the native ssh round trip; fabcheck.gate.backends for testinfra,
-    fabcheck.gate.snapshot for a replay), ``connect`` opens a switch session (default: netmiko)."""
+    fabcheck.gate.snapshot for a replay), ``connect`` opens a switch session (default: netmiko),
+    ``stage_collectors`` stand in for a plugged stage's own reads, by stage name (StageContext.collectors:
+    a snapshot's replay or recorder)."""
     hosts = validate.validate(
         plan.hosts,
         limits,
@@ -152,7 +156,15 @@ def run_gate(
     outcomes: dict[str, StageOutcome] = {}
     for stage in plugged_named(plan.stages):
         context = StageContext(
-            inventory, plan, limits, concurrency, deadline_s, tuple(hosts), tuple(switches), dict(outcomes)
+            inventory,
+            plan,
+            limits,
+            concurrency,
+            deadline_s,
+            tuple(hosts),
+            tuple(switches),
+            dict(outcomes),
+            stage_collectors or {},
         )
         outcomes[stage.name] = _run_stage(stage, context)
     return GateResult(tuple(hosts), tuple(switches), tuple(links), tuple(outcomes.values()))

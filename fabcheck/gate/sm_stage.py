@@ -263,23 +263,26 @@ class SmStage:
         master = nodes[0].intent.subnet_manager.intended_master
         if master is not None and master not in desired:
             desired[master] = desired_subnet_manager(nodes[0].intent, master)
+        collector = context.collector_of(self.name, self.collector)  # a snapshot's, or the live one
         workers = max(1, min(context.concurrency, len(nodes)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            shown = list(pool.map(lambda e: self._one(e, desired[e.name], context.limits), nodes))
+            shown = list(pool.map(lambda e: _read_node(collector, e, desired[e.name], context.limits), nodes))
         judged = check_subnet(shown, desired)
         notes = _left_out(master, nodes)
         outcomes = tuple(NodeOutcome(e.name, NodeKind.SM, tuple(judged[e.name])) for e in nodes)
         return StageOutcome(self.name, outcomes, notes)
 
-    def _one(self, entry: HostEntry, desired: DesiredSubnetManager, limits: TimeLimits) -> SmEvidence:
-        try:
-            target = SshTarget.from_host_vars(entry.name, entry.variables)
-            service = service_of(entry)
-        except ConnectionVarError as err:
-            return evidence_of(
-                SmCollection(entry.name, {}, False, f"bad inventory variable: {err}"), desired, ""
-            )
-        return evidence_of(self.collector(target, desired, service, limits), desired, service)
+
+def _read_node(
+    collector: Collector, entry: HostEntry, desired: DesiredSubnetManager, limits: TimeLimits
+) -> SmEvidence:
+    """One node's evidence; a node whose connection variables cannot be used is read by no collector."""
+    try:
+        target = SshTarget.from_host_vars(entry.name, entry.variables)
+        service = service_of(entry)
+    except ConnectionVarError as err:
+        return evidence_of(SmCollection(entry.name, {}, False, f"bad inventory variable: {err}"), desired, "")
+    return evidence_of(collector(target, desired, service, limits), desired, service)
 
 
 def _left_out(master: str | None, nodes: Sequence[HostEntry]) -> tuple[str, ...]:

@@ -7,11 +7,15 @@
                               stderr), whether the script ran to the end, and why not
     DIR/switches/<name>.json  each show command's output in the order it was read (probe, port,
                               command, text), the reasons of probes that failed, or why it was unreachable
+    DIR/<stage>/<node>.json   what a plugged stage that reads its nodes itself read (STAGE_FORMATS: sm,
+                              each section's command, rc, stdout and stderr, whether it ran to the end)
 
 `--from-snapshot DIR` judges those outputs again with the same parsers and checks, with no connection:
-the host collector and the switch sessions of the gate are served from the files, so the verdicts are
-the ones of the run that saved them. A planned node without its file, or a file that is not what this
-module wrote, is one UsageError naming the file.
+the host collector, the switch sessions and the stages' collectors are served from the files, so the
+verdicts are the ones of the run that saved them. A planned node without its file, or a file that is
+not what this module wrote, is one UsageError naming the file. A stage without a format (NCCL, perftest,
+incast: they measure live traffic) cannot be replayed: naming it with --from-snapshot is a UsageError.
+Snapshots from before the stages were recorded still load; their manifest lists no "stages".
 """
 
 from __future__ import annotations
@@ -19,14 +23,19 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fabcheck.collect import host as collect
 from fabcheck.collect.host import HostCollection, Section, SshTarget, TimeLimits
+from fabcheck.desired.sm import DesiredSubnetManager
 from fabcheck.errors import UsageError
+from fabcheck.gate import sm_stage
+from fabcheck.gate.fabric import BUILTIN_STAGES, GatePlan, default_stages
+from fabcheck.gate.sm_stage import SmCollection
+from fabcheck.gate.stages import Stage, plugged_named
 from fabcheck.intent.fabric import Fabric
 from fabcheck.intent.loader import HostEntry
 from fabcheck.switch.connect import ConnectError, SwitchLogin
@@ -49,12 +58,7 @@ def host_record(collection: HostCollection) -> dict[str, Any]:
         "error": collection.error,
         "expired": collection.expired,
         "sections": {
-            name: {
-                "command": collect.section_command(name, collection.priority),
-                "rc": section.rc,
-                "stdout": section.stdout,
-                "stderr": section.stderr,
-            }
+            name: _section_record(collect.section_command(name, collection.priority), section)
             for name, section in collection.sections.items()
         },
     }
@@ -75,19 +79,98 @@ def switch_record(result: Any) -> dict[str, Any]:
     }
 
 
+def sm_record(
+    collection: SmCollection,
+    target: SshTarget,
+    desired: DesiredSubnetManager,
+    service: str,
+    limits: TimeLimits,
+) -> dict[str, Any]:
+    """An SM node's round trip as data (the arguments are the sm collector's)."""
+    commands = sm_stage.section_commands(desired, service)
+    return {
+        "node": collection.node,
+        "complete": collection.complete,
+        "error": collection.error,
+        "sections": {
+            name: _section_record(commands.get(name, name), section)
+            for name, section in collection.sections.items()
+        },
+    }
+
+
+def _section_record(command: str, section: Section) -> dict[str, Any]:
+    return {"command": command, "rc": section.rc, "stdout": section.stdout, "stderr": section.stderr}
+
+
+def sm_unread(node: str, why: str) -> dict[str, Any]:
+    """An SM node the stage never read (its connection variables were unusable): the replay stops at the
+    same inventory error before it reads this."""
+    return {"node": node, "complete": False, "error": why, "sections": {}}
+
+
+def sm_restore(data: Mapping[str, Any], node: str) -> SmCollection:
+    """The SmCollection of a saved record; KeyError, TypeError or ValueError when it is not one."""
+    return SmCollection(
+        node, _sections(data["sections"]), bool(data["complete"]), _optional_text(data["error"])
+    )
+
+
+@dataclass(frozen=True)
+class StageFormat:
+    """How a plugged stage that reads its nodes itself is saved and replayed. The stage reads through its
+    `collector` attribute, whose first argument is the node's SshTarget and whose answer is that node's
+    collection; a replay hands the stage, by StageContext.collectors, one that answers from the files."""
+
+    record: Callable[..., dict[str, Any]]  # (collection, *the collector's arguments) -> the node's file
+    unread: Callable[[str, str], dict[str, Any]]  # (node, why) -> the file of a node never read
+    restore: Callable[[Mapping[str, Any], str], Any]  # (a file's data, node) -> the node's collection
+
+
+# The stages a snapshot records, by stage name; a stage not here measures live traffic (no replay).
+STAGE_FORMATS: Mapping[str, StageFormat] = {"sm": StageFormat(sm_record, sm_unread, sm_restore)}
+
+
+@dataclass
+class StageRecorder:
+    """A stage's collector that passes each node to `inner` and keeps the record of what came back."""
+
+    inner: Callable[..., Any]
+    format: StageFormat
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, target: SshTarget, *args: Any) -> Any:
+        collection = self.inner(target, *args)
+        record = self.format.record(collection, target, *args)
+        with self.lock:
+            self.records[target.name] = record
+        return collection
+
+
 @dataclass
 class Recorder:
-    """A validate.Collector that passes each host to `inner` and keeps what came back."""
+    """A validate.Collector that passes each host to `inner` and keeps what came back; with `tap`, the
+    same for the plugged stages that a snapshot records."""
 
     inner: Any  # validate.Collector
     collections: dict[str, HostCollection] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    stages: dict[str, StageRecorder] = field(default_factory=dict)
 
     def __call__(self, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
         collection = self.inner(target, priority, limits)
         with self.lock:
             self.collections[target.name] = collection
         return collection
+
+    def tap(self, stages: Sequence[Stage]) -> dict[str, Callable[..., Any]]:
+        """StageContext.collectors that record each recordable stage's own live reads."""
+        for stage in stages:
+            if stage.name in STAGE_FORMATS:
+                live = stage.collector  # type: ignore[attr-defined]  # StageFormat says it has one
+                self.stages[stage.name] = StageRecorder(live, STAGE_FORMATS[stage.name])
+        return dict(self.stages)
 
 
 def save(directory: Path, recorder: Recorder, result: Any) -> None:
@@ -102,15 +185,33 @@ def save(directory: Path, recorder: Recorder, result: Any) -> None:
             _write(hosts_dir / f"{host.host}.json", host_record(collection))
         for switch in result.switches:
             _write(switches_dir / f"{switch.switch}.json", switch_record(switch))
+        stages = _save_stages(directory, recorder, getattr(result, "stages", ()))
         manifest = {
             "format": FORMAT,
             "version": VERSION,
             "hosts": [h.host for h in result.hosts],
             "switches": [s.switch for s in result.switches],
+            "stages": stages,
         }
         _write(directory / MANIFEST, manifest)
     except OSError as err:
         raise UsageError(f"--save-snapshot {directory}: cannot write: {err.strerror or err}") from None
+
+
+def _save_stages(directory: Path, recorder: Recorder, outcomes: Sequence[Any]) -> dict[str, list[str]]:
+    """DIR/<stage>/<node>.json of every node a recorded stage judged; the nodes of each, by stage."""
+    saved: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        stage = recorder.stages.get(outcome.stage)
+        if stage is None:
+            continue  # not recorded: a traffic stage, or a run that read no stage live (a replay)
+        (directory / outcome.stage).mkdir(exist_ok=True)
+        for node in outcome.nodes:
+            reason = next((f.actual for f in node.findings), "not collected")
+            record = stage.records.get(node.node) or stage.format.unread(node.node, reason)
+            _write(directory / outcome.stage / f"{node.node}.json", record)
+        saved[outcome.stage] = [node.node for node in outcome.nodes]
+    return saved
 
 
 def _never_collected(host: Any) -> HostCollection:
@@ -185,6 +286,66 @@ class ReplayedSession:
         return None
 
 
+@dataclass(frozen=True)
+class StageReplay:
+    """A recorded stage's collector in a replay: each node's saved collection, whatever else it is asked."""
+
+    collections: Mapping[str, Any]
+
+    def __call__(self, target: SshTarget, *_args: Any) -> Any:
+        return self.collections[target.name]
+
+
+def replayed_stages(requested: Sequence[str] | None) -> tuple[str, ...]:
+    """The stages a replay runs: the --stages list, or the default stages a snapshot can replay.
+    UsageError naming every requested stage that has no replay."""
+    replayable = (*BUILTIN_STAGES, *STAGE_FORMATS)
+    if requested is None:
+        return tuple(stage for stage in default_stages() if stage in replayable)
+    live = [stage for stage in requested if stage not in replayable]
+    if live:
+        raise UsageError(
+            f"--from-snapshot cannot run stage(s) {', '.join(live)}: they measure live traffic, which a "
+            f"snapshot does not hold; a replay runs some of {', '.join(replayable)}"
+        )
+    return tuple(requested)
+
+
+def stage_nodes(plan: GatePlan) -> dict[str, list[str]]:
+    """The nodes each recorded stage of the plan judges, by stage name: the files a replay reads."""
+    return {
+        stage.name: [entry.name for entry in plan.chosen if stage.claims(entry)]
+        for stage in plugged_named(plan.stages)
+        if stage.name in STAGE_FORMATS
+    }
+
+
+def load_stages(directory: Path, nodes: Mapping[str, Sequence[str]]) -> dict[str, Callable[..., Any]]:
+    """StageContext.collectors of a replay: each stage's nodes from DIR/<stage>/<node>.json. UsageError
+    naming the file that is missing or corrupt."""
+    recorded = _manifest(directory).get("stages") or {}
+    return {
+        stage: StageReplay({node: _stage_node(directory, stage, node, stage in recorded) for node in names})
+        for stage, names in nodes.items()
+    }
+
+
+def _stage_node(directory: Path, stage: str, node: str, recorded: bool) -> Any:
+    path = directory / stage / f"{node}.json"
+    if not recorded and not path.exists():
+        raise UsageError(
+            f"--from-snapshot: {path} is missing: this snapshot records no {stage} stage (saved by an "
+            f"older fabcheck, or by a run without it): leave {stage} out of --stages"
+        )
+    data = _read_json(path)
+    if not isinstance(data, dict) or data.get("node") != node:
+        raise _corrupt(path, f'"node" is not {node!r}')
+    try:
+        return STAGE_FORMATS[stage].restore(data, node)
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
+        raise _corrupt(path, _why(err)) from None
+
+
 def load(directory: Path, hosts: Sequence[str], switches: Sequence[str]) -> Snapshot:
     """Read the files of every planned node. UsageError naming the file that is missing or corrupt."""
     _manifest(directory)
@@ -211,7 +372,7 @@ def _corrupt(path: Path, what: str) -> UsageError:
     return UsageError(f"--from-snapshot: {path}: {what} (not a file fabcheck --save-snapshot wrote)")
 
 
-def _manifest(directory: Path) -> None:
+def _manifest(directory: Path) -> dict[str, Any]:
     if not directory.is_dir():
         raise UsageError(f"--from-snapshot: {directory} is not a directory")
     path = directory / MANIFEST
@@ -220,6 +381,9 @@ def _manifest(directory: Path) -> None:
         raise _corrupt(path, f'"format" is not {FORMAT!r}')
     if data.get("version") != VERSION:
         raise _corrupt(path, f'"version" {data.get("version")!r}: this fabcheck reads version {VERSION}')
+    if not isinstance(data.get("stages", {}), dict):
+        raise _corrupt(path, '"stages" is not a mapping of stage to nodes')
+    return data
 
 
 def _host(path: Path, name: str) -> HostCollection:
@@ -227,10 +391,7 @@ def _host(path: Path, name: str) -> HostCollection:
     if not isinstance(data, dict) or data.get("host") != name:
         raise _corrupt(path, f'"host" is not {name!r}')
     try:
-        sections = {
-            str(key): Section(_rc(value["rc"]), _text(value["stdout"]), _text(value["stderr"]))
-            for key, value in data["sections"].items()
-        }
+        sections = _sections(data["sections"])
         priority = data["priority"]
         if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 7:
             raise ValueError(f'"priority" {priority!r} is not 0..7')
@@ -244,6 +405,13 @@ def _host(path: Path, name: str) -> HostCollection:
         )
     except (KeyError, TypeError, AttributeError, ValueError) as err:
         raise _corrupt(path, _why(err)) from None
+
+
+def _sections(data: Mapping[str, Any]) -> dict[str, Section]:
+    return {
+        str(key): Section(_rc(value["rc"]), _text(value["stdout"]), _text(value["stderr"]))
+        for key, value in data.items()
+    }
 
 
 def _switch(path: Path, name: str) -> Mapping[str, Any]:

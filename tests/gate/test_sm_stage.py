@@ -44,13 +44,17 @@ LIDS = {"sm01": "0x11", "sm02": "0x19"}
 LIMITS = TimeLimits(connect_s=5, command_s=20)
 
 
-@pytest.fixture(scope="module")
-def inventory(tmp_path_factory: pytest.TempPathFactory) -> Inventory:
-    root = tmp_path_factory.mktemp("inventory")
+def sm_inventory(root: Path) -> Inventory:
+    """Two SM nodes, sm02 with opensm_service opensmd, both on 127.0.0.1:1 (nothing listens there)."""
     (root / "group_vars" / "all").mkdir(parents=True)
     (root / "group_vars" / "all" / "fabric.yml").write_text(FABRIC_YML)
     (root / "hosts.yml").write_text(HOSTS_YML)
     return load_inventory(root)
+
+
+@pytest.fixture(scope="module")
+def inventory(tmp_path_factory: pytest.TempPathFactory) -> Inventory:
+    return sm_inventory(tmp_path_factory.mktemp("inventory"))
 
 
 def sm_node(root: Path, name: str, desired: DesiredSubnetManager, *, running: bool = True) -> Path:

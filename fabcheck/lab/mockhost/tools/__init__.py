@@ -17,7 +17,7 @@ NCCL_TESTS = (
     "sendrecv_perf",
 )
 # Tools that only read and write node state and sysfs: the lab's tool server runs them in-process.
-# Not served: perftest, nccl-tests and mpirun (they move bytes and start processes in the node),
+# Not served: perftest, nccl-tests, mpirun and numactl (they move bytes and start processes in the node),
 # systemctl/sminfo (node pids) and sysctl (reads files by their path in the node).
 SERVED_TOOLS = (
     "nvidia-smi",
@@ -36,4 +36,13 @@ SERVED_TOOLS = (
     "modprobe",
 )
 # Every tool name a node has: the served ones, and those that start processes or read node files.
-TOOL_NAMES = (*PERFTEST, *NCCL_TESTS, "fabcheck-mpirun", *SERVED_TOOLS, "sysctl", "systemctl", "sminfo")
+TOOL_NAMES = (
+    *PERFTEST,
+    *NCCL_TESTS,
+    "fabcheck-mpirun",
+    *SERVED_TOOLS,
+    "sysctl",
+    "systemctl",
+    "sminfo",
+    "numactl",
+)

@@ -32,12 +32,13 @@ def run(tool: str, args: list[str]) -> int:
 
 def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
     """Tools that only read or write node state (imported on demand to keep start-up small)."""
-    from . import subnet_manager, system, systemd
+    from . import numactl, subnet_manager, system, systemd
 
     dispatcher = subnet_manager.dispatcher_path()
     return {
         **state_tools(),
         "sysctl": system.sysctl,
+        "numactl": numactl.main,  # starts the command in place: never served
         # Generic units; systemd.systemctl hands the opensm unit names to subnet_manager.systemctl.
         "systemctl": lambda node, args: systemd.systemctl(node, args, dispatcher),
         "udevadm": systemd.udevadm,

@@ -12,6 +12,7 @@ the platform's probes do not read is a skip saying so.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -62,6 +63,8 @@ FROM_COUNTERS = {
     "counters.congestion": ECN_ENGAGED,
     "counters.pause": PAUSE,
 }
+# The roce_host / switch_qos tag that sets what a failing NIC check depends on.
+FIXING_TAG = {HOST_DROPS: "pfc", OUT_OF_SEQUENCE: "pfc", ECN_ENGAGED: "ecn", PAUSE: "pfc"}
 # The per-NIC counter deltas the report's table shows, in its column order.
 SHOWN = ("prio_packets", "pause", "np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "drops")
 
@@ -187,18 +190,20 @@ def _nic(
 def _renamed(finding: Finding, incasted: Incasted, end: Endpoint) -> Finding:
     """A counters.* finding of the NIC's netdev -> the incast's id, the NIC as subject, its role said."""
     netdev = finding.subject
+    check = FROM_COUNTERS.get(finding.check, finding.check)
     actual = f"{finding.actual} ({netdev}, {incasted.role(end)}, {incasted.label})"
     hint = finding.hint
-    port = incasted.incast.port_of(end)
-    if finding.status is Status.FAIL and port is not None and incasted.incast.switch is not None:
-        hint = f"{hint}; this NIC's switch port is {incasted.incast.switch}:{port}"
-    return dataclasses.replace(
-        finding,
-        check=FROM_COUNTERS.get(finding.check, finding.check),
-        subject=end.nic,
-        actual=actual,
-        hint=hint,
-    )
+    tag = FIXING_TAG.get(check)
+    if finding.status is Status.FAIL and tag is not None:
+        hint = f"{hint}; on this host: `{_playbook(end.host, tag)}`"
+        port, switch = incasted.incast.port_of(end), incasted.incast.switch
+        if port is not None and switch is not None:
+            hint += f"; its switch port {switch}:{port}: `{_playbook(switch, tag)}`"
+    return dataclasses.replace(finding, check=check, subject=end.nic, actual=actual, hint=hint)
+
+
+def _playbook(node: str, tag: str) -> str:
+    return shlex.join(["ansible-playbook", "site.yml", "--limit", node, "--tags", tag])
 
 
 def _row(incasted: Incasted, end: Endpoint, deltas: Mapping[str, int]) -> CounterRow:
@@ -222,6 +227,35 @@ def _pauses(deltas: Mapping[str, int], priority: int) -> int:
 
 # -- the leaf -------------------------------------------------------------------------------------
 
+UNJUDGEABLE = "the switch's output cannot be judged as shown"
+
+
+@dataclass(frozen=True)
+class _LeafPort:
+    """One leaf port of an incast, as the leaf's judges see it."""
+
+    desired: DesiredSwitch
+    port: str
+    label: str  # "leaf01 incast"
+
+    @property
+    def subject(self) -> str:
+        return f"{self.desired.name}:{self.port}"
+
+    @property
+    def tc(self) -> int:
+        return self.desired.lossless_traffic_class
+
+    def unshown(self, check: str, kind: type, what: str) -> Finding | None:
+        """A skip when the platform's incast probes do not read `kind` at all."""
+        if reads(self.desired.platform, kind):
+            return None
+        return skipped(check, self.subject, f"{self.desired.platform}: the gate reads no {what} there yet")
+
+    def fail(self, check: str, expected: str, actual: str, tag: str, what: str) -> Finding:
+        hint = fix_hint(self.desired.name, tag, f"{self.subject}: {what}")
+        return failed(check, self.subject, expected, f"{actual} ({self.label})", hint)
+
 
 def _switch(incasted: Incasted, captured: Captured, verdicts: Verdicts) -> dict[str, PortPauseEcn]:
     """Findings of the incast's leaf ports; returns each port's pause and ECN deltas where read."""
@@ -231,14 +265,10 @@ def _switch(incasted: Incasted, captured: Captured, verdicts: Verdicts) -> dict[
     before, after = captured.switches_before.get(name), captured.switches_after.get(name)
     if not isinstance(before, Collected) or not isinstance(after, Collected):
         why = next((c for c in (before, after) if not isinstance(c, Collected)), None) or "not read"
+        expected = f"counters of {name} around the {incasted.label}"
         hint = "the switch must answer its read-only show commands over ssh; rerun the stage"
         for check in (SWITCH_DROPS, SWITCH_ECN, WATCHDOG):
-            verdicts.on_switch(
-                name,
-                errored(
-                    check, name, f"counters of {name} around the {incasted.label}", f"not read: {why}", hint
-                ),
-            )
+            verdicts.on_switch(name, errored(check, name, expected, f"not read: {why}", hint))
         return {}
     incast = incasted.incast
     moved: dict[str, PortPauseEcn] = {}
@@ -246,66 +276,46 @@ def _switch(incasted: Incasted, captured: Captured, verdicts: Verdicts) -> dict[
         port = incast.port_of(end)
         if port is None:
             continue
-        subject = f"{name}:{port}"
-        verdicts.on_switch(name, _switch_drops(incasted, subject, port, before, after))
+        leaf = _LeafPort(desired, port, incasted.label)
+        verdicts.on_switch(name, _switch_drops(leaf, before, after))
         pause_ecn = _pause_ecn(before, after, port)
-        if isinstance(pause_ecn, PortPauseEcn):
+        if pause_ecn is not None:
             moved[port] = pause_ecn
         if end == incast.victim:
-            verdicts.on_switch(name, _switch_ecn(incasted, subject, port, pause_ecn))
-        verdicts.on_switch(name, _watchdog(incasted, subject, port, after))
+            verdicts.on_switch(name, _switch_ecn(leaf, incast.victim, pause_ecn))
+        verdicts.on_switch(name, _watchdog(leaf, after))
     return moved
 
 
-def _missing(check: str, subject: str, expected: str, collected: Collected, kind: type, port: str) -> Finding:
-    failure = collected.failure((kind,), port)
-    why = (
-        f"`{failure.command}`: {failure.reason}"
-        if failure
-        else f"the switch showed no {kind.__name__} for {port}"
-    )
-    return errored(
-        check, subject, expected, f"not read: {why}", "the switch's output cannot be judged as shown"
-    )
+def _missing(check: str, leaf: _LeafPort, expected: str, collected: Collected, kind: type) -> Finding:
+    failure = collected.failure((kind,), leaf.port)
+    shown = f"the switch showed no {kind.__name__} for {leaf.port}"
+    why = f"`{failure.command}`: {failure.reason}" if failure else shown
+    return errored(check, leaf.subject, expected, f"not read: {why}", UNJUDGEABLE)
 
 
-def _switch_drops(
-    incasted: Incasted, subject: str, port: str, before: Collected, after: Collected
-) -> Finding:
-    desired = incasted.switch
-    assert desired is not None
-    tc = desired.lossless_traffic_class
-    expected = f"no drop on lossless traffic class {tc} during the {incasted.label}"
-    if not reads(desired.platform, QueueDrops):
+def _switch_drops(leaf: _LeafPort, before: Collected, after: Collected) -> Finding:
+    expected = f"no drop on lossless traffic class {leaf.tc} during the {leaf.label}"
+    unshown = leaf.unshown(SWITCH_DROPS, QueueDrops, "queue drop counters")
+    if unshown is not None:
+        return unshown
+    if not leaf.desired.pfc_priorities:
         return skipped(
-            SWITCH_DROPS, subject, f"{desired.platform}: the gate reads no queue drop counters there yet"
+            SWITCH_DROPS, leaf.subject, "the intent runs no PFC: nothing is lossless on the switch"
         )
-    if not desired.pfc_priorities:
-        return skipped(SWITCH_DROPS, subject, "the intent runs no PFC: nothing is lossless on the switch")
-    old, new = before.get(QueueDrops, port), after.get(QueueDrops, port)
+    old, new = before.get(QueueDrops, leaf.port), after.get(QueueDrops, leaf.port)
     if not isinstance(old, QueueDrops) or not isinstance(new, QueueDrops):
         unread = before if not isinstance(old, QueueDrops) else after
-        return _missing(SWITCH_DROPS, subject, expected, unread, QueueDrops, port)
+        return _missing(SWITCH_DROPS, leaf, expected, unread, QueueDrops)
     delta = new.minus(old)
-    dropped = dict(delta.by_queue).get(tc, delta.roce_class)
+    dropped = dict(delta.by_queue).get(leaf.tc, delta.roce_class)
     if dropped is None:
-        return errored(
-            SWITCH_DROPS,
-            subject,
-            expected,
-            f"no drop counter for traffic class {tc}",
-            "the switch's output cannot be judged as shown",
-        )
+        why = f"no drop counter for traffic class {leaf.tc}"
+        return errored(SWITCH_DROPS, leaf.subject, expected, why, UNJUDGEABLE)
     if dropped == 0:
-        return passed(SWITCH_DROPS, subject, expected, "0 dropped")
-    what = f"{subject}: the lossless queue dropped {dropped} packets under incast, so PFC does not hold it"
-    return failed(
-        SWITCH_DROPS,
-        subject,
-        expected,
-        f"{dropped} packets dropped ({incasted.label})",
-        fix_hint(desired.name, "pfc", what),
-    )
+        return passed(SWITCH_DROPS, leaf.subject, expected, "0 dropped")
+    what = f"the lossless queue dropped {dropped} packets under incast, so PFC does not hold it"
+    return leaf.fail(SWITCH_DROPS, expected, f"{dropped} packets dropped", "pfc", what)
 
 
 def _pause_ecn(before: Collected, after: Collected, port: str) -> PortPauseEcn | None:
@@ -315,55 +325,40 @@ def _pause_ecn(before: Collected, after: Collected, port: str) -> PortPauseEcn |
     return None
 
 
-def _switch_ecn(incasted: Incasted, subject: str, port: str, moved: PortPauseEcn | None) -> Finding:
-    desired = incasted.switch
-    assert desired is not None
-    tc = desired.lossless_traffic_class
-    queue = desired.queue(tc)
+def _switch_ecn(leaf: _LeafPort, victim: Endpoint, moved: PortPauseEcn | None) -> Finding:
+    queue = leaf.desired.queue(leaf.tc)
     if queue is None or not queue.ecn:
-        return skipped(SWITCH_ECN, subject, f"the intent marks no ECN on traffic class {tc}")
-    expected = f"ECN marks on the queue of traffic class {tc} toward the victim {incasted.incast.victim}"
-    if not reads(desired.platform, PortPauseEcn):
-        return skipped(
-            SWITCH_ECN, subject, f"{desired.platform}: the gate reads no ECN mark counters there yet"
-        )
+        return skipped(SWITCH_ECN, leaf.subject, f"the intent marks no ECN on traffic class {leaf.tc}")
+    expected = f"ECN marks on the queue of traffic class {leaf.tc} toward the victim {victim}"
+    unshown = leaf.unshown(SWITCH_ECN, PortPauseEcn, "ECN mark counters")
+    if unshown is not None:
+        return unshown
     if moved is None:
-        return errored(
-            SWITCH_ECN,
-            subject,
-            expected,
-            "not read in both captures",
-            "the switch's output cannot be judged as shown",
-        )
+        return errored(SWITCH_ECN, leaf.subject, expected, "not read in both captures", UNJUDGEABLE)
     if moved.ecn_marked > 0:
-        return passed(SWITCH_ECN, subject, expected, f"{moved.ecn_marked} packets marked")
-    what = f"{subject}: no packet marked on traffic class {tc} under incast"
-    return failed(
-        SWITCH_ECN, subject, expected, f"0 marked ({incasted.label})", fix_hint(desired.name, "ecn", what)
-    )
+        return passed(SWITCH_ECN, leaf.subject, expected, f"{moved.ecn_marked} packets marked")
+    what = f"no packet marked on traffic class {leaf.tc} under incast"
+    return leaf.fail(SWITCH_ECN, expected, "0 marked", "ecn", what)
 
 
-def _watchdog(incasted: Incasted, subject: str, port: str, after: Collected) -> Finding:
-    desired = incasted.switch
-    assert desired is not None
-    tc = desired.lossless_traffic_class
-    expected = f"no PFC watchdog storm on traffic class {tc} after the {incasted.label}"
-    if not reads(desired.platform, WatchdogStatus):
-        return skipped(
-            WATCHDOG, subject, f"{desired.platform}: the gate reads no PFC watchdog state there yet"
-        )
-    if not desired.watchdog.enabled:
-        return skipped(WATCHDOG, subject, "the intent runs no PFC watchdog")
-    status = after.get(WatchdogStatus, port)
+def _watchdog(leaf: _LeafPort, after: Collected) -> Finding:
+    expected = f"no PFC watchdog storm on traffic class {leaf.tc} after the {leaf.label}"
+    unshown = leaf.unshown(WATCHDOG, WatchdogStatus, "PFC watchdog state")
+    if unshown is not None:
+        return unshown
+    if not leaf.desired.watchdog.enabled:
+        return skipped(WATCHDOG, leaf.subject, "the intent runs no PFC watchdog")
+    status = after.get(WatchdogStatus, leaf.port)
     if not isinstance(status, WatchdogStatus):
-        return _missing(WATCHDOG, subject, expected, after, WatchdogStatus, port)
-    if tc not in status.stormed:
-        return passed(WATCHDOG, subject, expected, f"stormed: {','.join(map(str, status.stormed)) or 'none'}")
+        return _missing(WATCHDOG, leaf, expected, after, WatchdogStatus)
+    if leaf.tc not in status.stormed:
+        stormed = ",".join(map(str, status.stormed)) or "none"
+        return passed(WATCHDOG, leaf.subject, expected, f"stormed: {stormed}")
     what = (
-        f"{subject}: the watchdog found a pause storm on traffic class {tc}: a device on this port sends PFC "
+        f"the watchdog found a pause storm on traffic class {leaf.tc}: a device on this port sends PFC "
         "without end (a stuck receive path); its settings"
     )
-    return failed(WATCHDOG, subject, expected, f"stormed on {tc}", fix_hint(desired.name, "watchdog", what))
+    return leaf.fail(WATCHDOG, expected, f"stormed on {leaf.tc}", "watchdog", what)
 
 
 # -- the whole incast -----------------------------------------------------------------------------

@@ -91,6 +91,12 @@ class HostProbe:
     def section(self, subject: str = "") -> str:
         return f"{self.name}:{subject}" if subject else self.name
 
+    @property
+    def reads_one_file(self) -> bool:
+        """`cat FILE`: the script may read it together with its scope's other files (read_files).
+        A ':' in FILE would make grep's "FILE:" line prefixes ambiguous, so such a file is not."""
+        return len(self.argv) == 2 and self.argv[0] == "cat" and ":" not in self.argv[1]
+
 
 def _listed(folder: str) -> Callable[[str, str], dict[str, int]]:
     def parse(text: str, source: str) -> dict[str, int]:
@@ -191,16 +197,60 @@ bound() {
 begin() {
     printf '%s %s begin %s>>>\n' '<<<fabcheck' "$token" "$1"
 }
-finish() {  # $1 name, $2 rc, stderr in $err
+finish() {  # $1 name, $2 rc, stderr in $err (read by `cat` only when there is any: most have none)
     printf '\n%s %s stderr %s>>>\n' '<<<fabcheck' "$token" "$1"
-    [ "$err" = /dev/null ] || cat "$err"
+    [ ! -s "$err" ] || cat "$err"
     printf '\n%s %s end %s rc=%s>>>\n' '<<<fabcheck' "$token" "$1" "$2"
 }
 section() {  # name command...: run one tool, bounded, as a marked section
     name=$1; shift
+    if [ "$1" = cat ] && [ $# -eq 2 ] && in_batch "$2"; then
+        from_batch "$name" "$2"
+        return
+    fi
     begin "$name"
     bound "$@" 2>"$err" </dev/null
     finish "$name" "$?"
+}
+# A scope's sysfs files are read by ONE bounded `grep -aH '' FILE...` (read_files); each of its
+# `section NAME cat FILE` lines then takes FILE's lines from that output, and FILE's own error line as
+# its stderr (exit 1, as cat's): the text a `cat` per file shows, without 3 processes per file. No
+# subshell per section: the lines are picked by parameter expansion. Without a stderr file (no
+# mktemp) a failed file could not be told from an empty one, so each file gets its own `cat` then.
+batch_files= batch_out= batch_err= batch_rc=
+nl='
+'
+read_files() {  # file...
+    batch_files=
+    [ "$err" != /dev/null ] || return 0
+    batch_out=$(trap stop TERM INT HUP PIPE; bound grep -a -H '' "$@" 2>"$err" </dev/null)
+    batch_rc=$? batch_files=" $* " batch_err=
+    [ ! -s "$err" ] || batch_err=$(cat "$err")
+}
+in_batch() {
+    case $batch_files in *" $1 "*) return 0;; esac
+    return 1
+}
+from_batch() {  # name file
+    case $batch_rc in 0|1|2) ;; *)  # grep did not run or was stopped: no file was read for sure
+        recorded "$1" "$batch_rc" "" "$batch_err"
+        return;;
+    esac
+    picked= failed= rest=$batch_out$nl
+    while [ -n "$rest" ]; do  # grep marks each line "FILE:"; an empty file has none, as with cat
+        line=${rest%%"$nl"*} rest=${rest#*"$nl"}
+        case $line in "$2:"*) picked=$picked${line#"$2:"}$nl;; esac
+    done
+    rest=$batch_err$nl
+    while [ -n "$rest" ]; do  # "grep: FILE: No such file or directory": said as "FILE: ..."
+        line=${rest%%"$nl"*} rest=${rest#*"$nl"}
+        case $line in *": $2: "*) failed=$failed$2:\ ${line#*"$2: "}$nl;; esac
+    done
+    if [ -n "$failed" ]; then
+        recorded "$1" 1 "${picked%"$nl"}" "$failed"
+    else
+        recorded "$1" 0 "${picked%"$nl"}" ""
+    fi
 }
 recorded() {  # name rc stdout stderr: a marked section of output captured earlier
     begin "$1"
@@ -222,7 +272,7 @@ fi
 # from. Subshells reset traps: each one sets it again so a TERM still reaches its running tool.
 _LINKS = r"""links=$(trap stop TERM INT HUP PIPE; bound rdma link 2>"$err" </dev/null)
 links_rc=$? links_err=
-[ "$err" = /dev/null ] || links_err=$(cat "$err")
+[ ! -s "$err" ] || links_err=$(cat "$err")
 recorded rdma_link "$links_rc" "$links" "$links_err"
 printf '%s\n' "$links" | while trap stop TERM INT HUP PIPE && IFS= read -r line; do
     set -- $line
@@ -275,15 +325,22 @@ def _section_line(probe: HostProbe, indent: str = "") -> str:
     return f"{indent}section {' '.join(words)}\n"
 
 
+def _scope_lines(probes: list[HostProbe], indent: str = "") -> str:
+    """A scope's section lines; when it reads two or more files, one `read_files` over them first."""
+    files = [p.argv[1] for p in probes if p.reads_one_file]
+    batch = f"{indent}read_files {' '.join(_shell_word(f) for f in files)}\n" if len(files) > 1 else ""
+    return batch + "".join(_section_line(p, indent) for p in probes)
+
+
 def collection_script(probes: Iterable[HostProbe] = HOST_PROBES) -> str:
     """The collection script of a probe table: host probes, then per `rdma link` port its port probes
     and, when the port has a plain netdev name, that netdev's probes."""
     probes = tuple(probes)
     by_scope = {scope: [p for p in probes if p.scope == scope and not p.builtin] for scope in _SCOPES}
-    script = _PROLOGUE + "".join(_section_line(p) for p in by_scope["host"]) + _LINKS
-    script += "".join(_section_line(p, "    ") for p in by_scope["port"])
+    script = _PROLOGUE + _scope_lines(by_scope["host"]) + _LINKS
+    script += _scope_lines(by_scope["port"], "    ")
     script += '    plain_name "$netdev" || continue\n'
-    script += "".join(_section_line(p, "    ") for p in by_scope["netdev"])
+    script += _scope_lines(by_scope["netdev"], "    ")
     return script + "done\n" + _EPILOGUE
 
 

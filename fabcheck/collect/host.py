@@ -212,11 +212,11 @@ section() {  # name command...: run one tool, bounded, as a marked section
     bound "$@" 2>"$err" </dev/null
     finish "$name" "$?"
 }
-# A scope's sysfs files are read by ONE bounded `grep -aH '' FILE...` (read_files); each of its
-# `section NAME cat FILE` lines then takes FILE's lines from that output, and FILE's own error line as
-# its stderr (exit 1, as cat's): the text a `cat` per file shows, without 3 processes per file. No
-# subshell per section: the lines are picked by parameter expansion. Without a stderr file (no
-# mktemp) a failed file could not be told from an empty one, so each file gets its own `cat` then.
+# The sysfs files of one `rdma link` line (its port's and its netdev's) are read by ONE bounded
+# `grep -aH '' FILE...` (read_files); each `section NAME cat FILE` then takes FILE's lines from it, and
+# FILE's own error line as its stderr (exit 1, as cat's): the text a `cat` per file shows, without 3
+# processes per file. No subshell per section: lines are picked by parameter expansion. Without a
+# stderr file (no mktemp) a failed file could not be told from an empty one: each file gets its `cat`.
 batch_files= batch_out= batch_err= batch_rc=
 nl='
 '
@@ -238,19 +238,18 @@ from_batch() {  # name file
     esac
     picked= failed= rest=$batch_out$nl
     while [ -n "$rest" ]; do  # grep marks each line "FILE:"; an empty file has none, as with cat
-        line=${rest%%"$nl"*} rest=${rest#*"$nl"}
-        case $line in "$2:"*) picked=$picked${line#"$2:"}$nl;; esac
+        bline=${rest%%"$nl"*} rest=${rest#*"$nl"}
+        case $bline in "$2:"*) picked=$picked${bline#"$2:"}$nl;; esac
     done
     rest=$batch_err$nl
     while [ -n "$rest" ]; do  # "grep: FILE: No such file or directory": said as "FILE: ..."
-        line=${rest%%"$nl"*} rest=${rest#*"$nl"}
-        case $line in *": $2: "*) failed=$failed$2:\ ${line#*"$2: "}$nl;; esac
+        bline=${rest%%"$nl"*} rest=${rest#*"$nl"}
+        case $bline in *": $2: "*) failed=$failed$2:\ ${bline#*"$2: "}$nl;; esac
     done
-    if [ -n "$failed" ]; then
-        recorded "$1" 1 "${picked%"$nl"}" "$failed"
-    else
-        recorded "$1" 0 "${picked%"$nl"}" ""
-    fi
+    begin "$1"
+    printf '%s' "$picked"  # every line as grep ended it, so one empty line stays one empty line
+    printf '%s' "$failed" >"$err"
+    if [ -n "$failed" ]; then finish "$1" 1; else finish "$1" 0; fi
 }
 recorded() {  # name rc stdout stderr: a marked section of output captured earlier
     begin "$1"
@@ -325,11 +324,25 @@ def _section_line(probe: HostProbe, indent: str = "") -> str:
     return f"{indent}section {' '.join(words)}\n"
 
 
-def _scope_lines(probes: list[HostProbe], indent: str = "") -> str:
-    """A scope's section lines; when it reads two or more files, one `read_files` over them first."""
-    files = [p.argv[1] for p in probes if p.reads_one_file]
-    batch = f"{indent}read_files {' '.join(_shell_word(f) for f in files)}\n" if len(files) > 1 else ""
-    return batch + "".join(_section_line(p, indent) for p in probes)
+def _read_files_line(probes: Iterable[HostProbe]) -> str:
+    return "read_files " + " ".join(_shell_word(p.argv[1]) for p in probes if p.reads_one_file)
+
+
+def _batch_lines(port: list[HostProbe], netdev: list[HostProbe], indent: str) -> str:
+    """One `read_files` per `rdma link` line over the files of its port and, when the netdev's name is
+    plain (its probes run), of its netdev; nothing when the line reads fewer than two files."""
+    port_files = [p for p in port if p.reads_one_file]
+    netdev_files = [p for p in netdev if p.reads_one_file]
+    if len(port_files) + len(netdev_files) < 2:
+        return ""
+    both = _read_files_line(port_files + netdev_files)
+    if not netdev_files:
+        return f"{indent}{both}\n"
+    port_only = _read_files_line(port_files) if port_files else "batch_files="
+    return (
+        f'{indent}if plain_name "$netdev"; then\n{indent}    {both}\n'
+        f"{indent}else\n{indent}    {port_only}\n{indent}fi\n"
+    )
 
 
 def collection_script(probes: Iterable[HostProbe] = HOST_PROBES) -> str:
@@ -337,10 +350,11 @@ def collection_script(probes: Iterable[HostProbe] = HOST_PROBES) -> str:
     and, when the port has a plain netdev name, that netdev's probes."""
     probes = tuple(probes)
     by_scope = {scope: [p for p in probes if p.scope == scope and not p.builtin] for scope in _SCOPES}
-    script = _PROLOGUE + _scope_lines(by_scope["host"]) + _LINKS
-    script += _scope_lines(by_scope["port"], "    ")
+    script = _PROLOGUE + "".join(_section_line(p) for p in by_scope["host"]) + _LINKS
+    script += _batch_lines(by_scope["port"], by_scope["netdev"], "    ")
+    script += "".join(_section_line(p, "    ") for p in by_scope["port"])
     script += '    plain_name "$netdev" || continue\n'
-    script += _scope_lines(by_scope["netdev"], "    ")
+    script += "".join(_section_line(p, "    ") for p in by_scope["netdev"])
     return script + "done\n" + _EPILOGUE
 
 

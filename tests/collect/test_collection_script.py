@@ -1,8 +1,10 @@
-"""The collection script's file reads: a scope's `cat FILE` probes come from one bounded grep.
+"""The collection script's file reads: the `cat FILE` probes of an `rdma link` line come from one
+bounded grep.
 
-Each case runs the generated script under the local /bin/sh on a small probe table whose files live in
-tmp_path, and compares it with the same probes read one `cat` at a time (a table of one file per scope
-is never batched), so "the same text as a cat per file" is checked against cat itself.
+Each case runs the generated script under the local /bin/sh, with a fake `rdma` listing one port, on a
+small table of port probes whose files live in tmp_path. It compares them with the same probes read one
+`cat` at a time (a table of one file is never batched), so "the same text as a cat per file" is checked
+against cat itself.
 """
 
 from __future__ import annotations
@@ -21,9 +23,14 @@ TOKEN = "0123456789abcdef"
 TOOLS = ("timeout", "mktemp", "cat", "rm", "grep")
 
 
+PORT = "mlx5_0/1"
+
+
 def _bin(tmp_path: Path, tools: tuple[str, ...] = TOOLS) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "rdma").write_text(f"#!/bin/sh\necho 'link {PORT} state ACTIVE physical_state LINK_UP'\n")
+    (bin_dir / "rdma").chmod(0o755)
     for tool in tools:
         found = shutil.which(tool)
         assert found, tool
@@ -32,7 +39,7 @@ def _bin(tmp_path: Path, tools: tuple[str, ...] = TOOLS) -> Path:
 
 
 def _file_probes(files: dict[str, Path]) -> list[HostProbe]:
-    return [HostProbe(name, "host", ("cat", str(path)), str) for name, path in files.items()]
+    return [HostProbe(name, "port", ("cat", str(path)), str) for name, path in files.items()]
 
 
 def _sections(probes: list[HostProbe], bin_dir: Path, limit: str = "10") -> dict[str, Section]:
@@ -46,7 +53,8 @@ def _sections(probes: list[HostProbe], bin_dir: Path, limit: str = "10") -> dict
     )
     parsed = split_sections(done.stdout, TOKEN)
     assert parsed.complete, done.stderr
-    return {name: section for name, section in parsed.sections.items() if name.startswith("f_")}
+    suffix = f":{PORT}"
+    return {name.removesuffix(suffix): got for name, got in parsed.sections.items() if name.endswith(suffix)}
 
 
 def _one_cat_each(probes: list[HostProbe], bin_dir: Path) -> dict[str, Section]:
@@ -63,6 +71,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
         "f_no_newline": "Global tclass=106",
         "f_lines": "line one\n  two\\n $(id) `id` *\n\nlast\n",
         "f_empty": "",
+        "f_empty_line": "\n",
     }
     paths = {name: folder / name for name in contents}
     for name, text in contents.items():
@@ -75,17 +84,20 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return paths
 
 
-def test_the_real_script_reads_each_netdev_sysfs_file_in_one_batch() -> None:
-    netdev_files = [p for p in collect.HOST_PROBES if p.scope == "netdev" and p.reads_one_file]
-    batches = [line.strip() for line in collect.COLLECT_SCRIPT.splitlines() if "read_files " in line]
-    assert len(netdev_files) >= 2 and len(batches) == 1  # the port and host scopes read one file each
-    words = [f'"{p.argv[1].format(netdev="$netdev", priority="$prio")}"' for p in netdev_files]
-    assert batches[0].split()[1:] == words
+def test_the_real_script_reads_the_sysfs_files_of_each_link_in_one_batch() -> None:
+    files = [p for p in collect.HOST_PROBES if p.scope in ("port", "netdev") and p.reads_one_file]
+    batches = [line.split()[1:] for line in collect.COLLECT_SCRIPT.splitlines() if "read_files " in line]
+    values = {"dev": "$dev", "port": "$port", "netdev": "$netdev", "priority": "$prio"}
+    words = [f'"{p.argv[1].format(**values)}"' for p in files]
+    # Both files of the port and of its netdev; the port's alone when the netdev's name is not plain.
+    assert len(files) >= 2 and batches == [words, words[:1]]
+    assert not [p for p in collect.HOST_PROBES if p.scope == "host" and p.reads_one_file][1:]
 
 
 def test_a_batch_shows_what_a_cat_per_file_shows(tmp_path: Path, files: dict[str, Path]) -> None:
     bin_dir = _bin(tmp_path)
     probes = _file_probes(files)
+    assert "read_files " in collection_script(probes) and "read_files " not in collection_script(probes[:1])
     batched, reference = _sections(probes, bin_dir), _one_cat_each(probes, bin_dir)
     assert set(batched) == set(reference) == set(files)
     for name, cat in reference.items():

@@ -96,6 +96,21 @@ EOS_PROBES = (
         (Trust, EcnQueues, Schedulers),
     ),
     Probe("eos.interfaces", "switch", "show interfaces | json", switch_eos.parse_interfaces, (Mtu,)),
+    Probe(
+        "eos.watchdog_counters",
+        "switch",
+        "show priority-flow-control counters watchdog | json",
+        switch_eos.parse_watchdog_counters,
+        (WatchdogStatus,),
+    ),
+    Probe(
+        "eos.queue_drops",
+        "switch",
+        "show interfaces counters queue detail | json",
+        switch_eos.parse_queue_drops,
+        (QueueDrops,),
+        counter=True,
+    ),
     Probe("eos.lldp", "switch", "show lldp neighbors | json", switch_lldp.parse_eos_lldp, (LldpNeighbor,)),
 )
 

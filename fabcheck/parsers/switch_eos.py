@@ -2,11 +2,14 @@
 
 `show running-config` (the DSCP -> traffic-class map, read with the EOS driver's own config reader),
 `show priority-flow-control | json` (per port: PFC priorities, watchdog), `show qos interfaces | json`
-(per port: trust, tx-queue scheduling and ECN) and `show interfaces | json` (per port: MTU).
+(per port: trust, tx-queue scheduling and ECN), `show interfaces | json` (per port: MTU),
+`show interfaces counters queue detail | json` (per port: unicast egress queue drops) and
+`show priority-flow-control counters watchdog | json` (per port: tx queues the PFC watchdog holds stuck).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fabcheck.errors import ParseError
@@ -17,11 +20,13 @@ from fabcheck.parsers.switch_records import (
     Mtu,
     PfcPriorities,
     Placed,
+    QueueDrops,
     QueueEcn,
     QueueScheduler,
     Schedulers,
     Trust,
     WatchdogConfig,
+    WatchdogStatus,
     class_number,
     entries,
     field,
@@ -35,6 +40,9 @@ TRUST_WORDS = {"dscp": "dscp", "cos": "pcp"}
 # ECN threshold units EOS prints that convert to bytes; segments and milliseconds do not.
 BYTES_PER_UNIT = {"bytes": 1, "kbytes": 1024, "mbytes": 1024 * 1024}
 MAX_MTU = 65535
+# Queue detail keys: one class or drop precedence ("TC3", "DP0"), or a range EOS folds into one counter.
+_TC_KEY = re.compile(r"TC([0-7])(?:-([0-7]))?", re.ASCII)
+_DP_KEY = re.compile(r"DP([0-9])(?:-([0-9]))?", re.ASCII)
 
 
 def parse_running_config(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
@@ -151,3 +159,69 @@ def _flag(value: Any, source: str, what: str) -> bool:
     if not isinstance(value, bool):
         raise ParseError(f"{what}: expected true or false", source=source)
     return value
+
+
+def parse_queue_drops(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    """Unicast egress queue drops per port and traffic class (RoCE is unicast; multicast queues are not
+    read). `egressQueueCounters.interfaces.<port>.ucastQueues.trafficClasses.<TCn>.dropPrecedences.<DPn>
+    .droppedPackets`; the drop precedences of a class are summed, and a range key (`TC0-2`), which the
+    switch counts as one, gives its count to every class in it."""
+    what = "show interfaces counters queue detail | json"
+    tree = obj(load_json(text, source, what), source, what)
+    counters = obj(field(tree, "egressQueueCounters", source, what), source, f"{what} egressQueueCounters")
+    placed: list[Placed] = []
+    for name, where, entry in entries(counters, "interfaces", source, what):
+        unicast = obj(field(entry, "ucastQueues", source, where), source, f"{where} ucastQueues")
+        classes = obj(field(unicast, "trafficClasses", source, where), source, f"{where} trafficClasses")
+        drops: dict[int, int] = {}
+        for key, detail in classes.items():
+            first, last = _key_range(_TC_KEY, key, source, f"{where} traffic class")
+            dropped = _dropped(obj(detail, source, f"{where} {key}"), source, f"{where} {key}")
+            for tc in range(first, last + 1):
+                drops[tc] = drops.get(tc, 0) + dropped
+        placed.append((name, QueueDrops(by_queue=tuple(sorted(drops.items())))))
+    return placed
+
+
+def _dropped(detail: Any, source: str, where: str) -> int:
+    precedences = obj(field(detail, "dropPrecedences", source, where), source, f"{where} dropPrecedences")
+    total = 0
+    for key, counters in precedences.items():
+        _key_range(_DP_KEY, key, source, f"{where} drop precedence")
+        fields = obj(counters, source, f"{where} {key}")
+        total += number(field(fields, "droppedPackets", source, f"{where} {key}"), source, f"{where} {key}")
+    return total
+
+
+def _key_range(pattern: re.Pattern[str], key: str, source: str, what: str) -> tuple[int, int]:
+    match = pattern.fullmatch(key)
+    if match is None:
+        raise ParseError(
+            f"{what}: key {key[:40]!r} is not {pattern.pattern[:2]}<n> or a range", source=source
+        )
+    first, last = int(match[1]), int(match[2] or match[1])
+    if last < first:
+        raise ParseError(f"{what}: key {key[:40]!r} is a backwards range", source=source)
+    return first, last
+
+
+def parse_watchdog_counters(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    """`interfaces.<port>.txQueues.<queue>.{stuckCount, recoveryCount}`. EOS lists a port only after its
+    first watchdog event, so a port without an entry has no storm (the switch-wide record); a queue is
+    stormed while the watchdog found it stuck more often than it saw it recover."""
+    what = "show priority-flow-control counters watchdog | json"
+    tree = obj(load_json(text, source, what), source, what)
+    placed: list[Placed] = [(None, WatchdogStatus(()))]
+    for name, where, entry in entries(tree, "interfaces", source, what):
+        stormed = []
+        for key, queue in obj(field(entry, "txQueues", source, where), source, f"{where} txQueues").items():
+            tc = class_number(key, source, f"{where} txQueue key")
+            counters = obj(queue, source, f"{where} txQueue {tc}")
+            stuck = number(field(counters, "stuckCount", source, where), source, f"{where} stuckCount")
+            recovered = number(
+                field(counters, "recoveryCount", source, where), source, f"{where} recoveryCount"
+            )
+            if stuck > recovered:
+                stormed.append(tc)
+        placed.append((name, WatchdogStatus(tuple(sorted(stormed)))))
+    return placed

@@ -17,6 +17,7 @@ import pytest
 from netmiko import ConnectHandler
 from netmiko.exceptions import ConfigInvalidException, NetmikoAuthenticationException, ReadTimeout
 
+from fabcheck.lab.mockhost.tools.traffic import SPOOL_DIR
 from fabcheck.lab.mockswitch import (
     SWITCH_PLATFORMS,
     MockSwitchError,
@@ -29,6 +30,7 @@ from fabcheck.lab.mockswitch import (
     state_path,
     write_spec,
 )
+from fabcheck.lab.mockswitch.wire import host_state
 
 PASSWORDS = {"nvue": "Cumulus-lab-pw-1", "sonic": "Sonic-lab-pw-2", "eos": "Eos-lab-pw-3"}
 USERS = {"nvue": "cumulus", "sonic": "admin", "eos": "admin"}
@@ -58,7 +60,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[s
             USERS[platform],
             PASSWORDS[platform],
             PORTS[platform],
+            tuple((port, f"{platform}-{role}-host{i}", "ens1np0") for i, port in enumerate(PORTS[platform])),
         )
+        for _, host, _ in specs[f"{platform}-{role}"].neighbors:
+            host_state(run_dir, host).mkdir(parents=True)
     write_spec(run_dir, list(specs.values()))
     server = subprocess.Popen(
         [sys.executable, "-m", "fabcheck.lab.mockswitch", "--run-dir", str(run_dir)],
@@ -95,6 +100,16 @@ def connect(lab: tuple[Path, dict[str, SwitchSpec]], name: str, **extra: object)
         use_keys=False,
         **extra,
     )
+
+
+def spool(lab: tuple[Path, dict[str, SwitchSpec]], name: str, port_index: int, add: dict) -> None:
+    """What a host's mock tool leaves after a flow through that switch port (see tools/traffic.py)."""
+    run_dir, specs = lab
+    port, host, _ = specs[name].neighbors[port_index]
+    folder = host_state(run_dir, host) / SPOOL_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"switch": name, "port": port, "add": add}
+    (folder / f"{time.time_ns()}.json").write_text(json.dumps(record))
 
 
 def state(lab: tuple[Path, dict[str, SwitchSpec]], name: str) -> dict:
@@ -181,6 +196,9 @@ def test_eos_session_commit_abort_and_json(lab) -> None:
         assert state(lab, "eos-push")["running"]["qos_profiles"] == {}
         conn.send_command("commit", expect_string=r"#")
         assert "Copy completed successfully." in conn.save_config()
+        spool(lab, "eos-push", 0, {"pfc_rx": {"3": 4}, "pfc_tx": {"3": 2}})
+        spool(lab, "eos-push", 1, {"ecn_marked": {"3": 300}})
+        assert state(lab, "eos-push")["counters"]["ports"]["Ethernet1"]["pfc_rx"][3] == 0  # not drained yet
         counters = json.loads(conn.send_command("show priority-flow-control counters | json"))
         assert counters["interfaceCounters"]["Ethernet1"] == {"rxFrames": 4, "txFrames": 2}
         ecn = json.loads(conn.send_command("show qos interfaces ecn counters queue | json"))
@@ -225,6 +243,7 @@ def test_sonic_checkpoint_patch_and_heredoc(lab) -> None:
         )
         assert "Failed to apply patch due to: can't remove a non-existent object 'Ethernet99'" in bad
         assert conn.send_command("ecnconfig -q 3") == "ECN status:\nqueue 3: on"
+        spool(lab, "sonic-push", 0, {"tx_packets": {"3": 1000}})
         counters = conn.send_command("show queue counters Ethernet0")
         assert "Ethernet0    UC3            1000" in counters
         rolled = conn.send_config_set(["config rollback before-roce", "config save -y"])

@@ -17,6 +17,8 @@ from fabcheck.lab.mockswitch.sonic_db import ConfigDbError, apply_patch
 from fabcheck.lab.mockswitch.sonic_shell import ShellSyntaxError, parse
 from fabcheck.lab.mockswitch.spec import MockSwitchError, SwitchSpec
 from fabcheck.lab.mockswitch.terminal import LineReader
+from fabcheck.parsers.switch_eos import parse_queue_drops, parse_watchdog_counters
+from fabcheck.parsers.switch_records import QueueDrops, WatchdogStatus
 
 SWITCH_CORPUS = CORPUS / "switch"
 ECN_150K_1500K = "random-detect ecn minimum-threshold 150 kbytes maximum-threshold 1500 kbytes"
@@ -437,6 +439,19 @@ def test_eos_json_models_and_unconverted_text() -> None:
     assert s.handle("show running-config | json") == "% This is an unconverted command\n"
     status = json.loads(s.handle("show priority-flow-control interfaces Et1 | json"))
     assert status["interfaceStatuses"]["Ethernet1"]["priorities"] == [3]
+
+
+def test_eos_queue_drops_and_watchdog_counters_read_by_the_gate_parsers() -> None:
+    dev = eos()
+    s = dev.new_session("admin")
+    dev.traffic_feed = lambda: dev.counters.add("Ethernet2", {"drops": {"3": 16}})  # one lossy flow
+    drops = s.handle("show interfaces Et2 counters queue detail | json")
+    (placed,) = parse_queue_drops(drops, None, "<mock>")
+    assert placed == ("Ethernet2", QueueDrops(by_queue=tuple((tc, 16 if tc == 3 else 0) for tc in range(8))))
+    assert "Et2   UC3         32" in s.handle("show interfaces counters queue detail")  # a second flow
+    quiet = s.handle("show priority-flow-control counters watchdog | json")
+    assert json.loads(quiet) == {"interfaces": {}}  # nothing in the lab holds a queue stuck
+    assert parse_watchdog_counters(quiet, None, "<mock>") == [(None, WatchdogStatus(()))]
 
 
 def test_eos_faults_and_heal() -> None:

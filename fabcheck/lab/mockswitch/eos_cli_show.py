@@ -28,12 +28,16 @@ SHOW_RULES = [
     _R("show priority-flow-control interfaces <ifs> status", "pfc"),
     _R("show priority-flow-control counters", "pfc_counters"),
     _R("show priority-flow-control interfaces <ifs> counters", "pfc_counters"),
+    _R("show priority-flow-control counters watchdog", "pfc_watchdog"),
+    _R("show priority-flow-control interfaces <ifs> counters watchdog", "pfc_watchdog"),
     _R("show qos interfaces", "qos"),
     _R("show qos interfaces <ifs>", "qos"),
     _R("show qos interfaces ecn counters queue", "ecn"),
     _R("show qos interfaces <ifs> ecn counters queue", "ecn"),
     _R("show interfaces", "interfaces"),
     _R("show interfaces <ifs>", "interfaces"),
+    _R("show interfaces counters queue detail", "queue_drops"),
+    _R("show interfaces <ifs> counters queue detail", "queue_drops"),
     _R("show version", "version"),
     _R("show lldp neighbors", "lldp"),
 ]
@@ -75,11 +79,15 @@ def _render(
         return show.sessions(device.sessions, session)
     if action == "pfc":
         return show.pfc_status(config, ports)
-    if action in ("pfc_counters", "ecn"):
+    if action in ("pfc_counters", "ecn", "queue_drops"):
         device.refresh_counters()
         if action == "pfc_counters":
             return show.pfc_counters(device.counters, ports)
+        if action == "queue_drops":
+            return show.queue_drops(device.counters, ports)
         return show.ecn_counters(config, device.counters, ports)
+    if action == "pfc_watchdog":
+        return show.watchdog_counters(ports)
     if action == "qos":
         return show.qos_interfaces(config, ports)
     if action == "interfaces":

@@ -101,6 +101,34 @@ def pfc_counters(counters: Counters, ports: Sequence[str]) -> Shown:
     return simple_table(["Port", "RxPfc", "TxPfc"], rows, "lrr"), {"interfaceCounters": model}
 
 
+def queue_drops(counters: Counters, ports: Sequence[str]) -> Shown:
+    """`show interfaces counters queue detail`: per port and unicast traffic class, the packets the egress
+    queue dropped (one drop precedence, DP0; multicast queues carry no lab traffic). The text table is the
+    mock's own layout; the JSON keys are EOS's."""
+    rows, model = [], {}
+    for port in ports:
+        drops = counters.ports[port]["drops"]
+        rows += [[short_name(port), f"UC{tc}", drops[tc]] for tc in range(8)]
+        model[port] = {
+            kind: {
+                "trafficClasses": {
+                    f"TC{tc}": {"dropPrecedences": {"DP0": {"droppedPackets": drops[tc] if unicast else 0}}}
+                    for tc in range(8)
+                }
+            }
+            for kind, unicast in (("ucastQueues", True), ("mcastQueues", False))
+        }
+    table = simple_table(["Port", "TxQ", "Drop/pkts"], rows, "llr")
+    return table, {"egressQueueCounters": {"interfaces": model}}
+
+
+def watchdog_counters(ports: Sequence[str]) -> Shown:
+    """`show priority-flow-control counters watchdog`: EOS lists a port only after its first watchdog
+    event, and nothing in the lab's traffic model holds a queue paused for good, so no port is listed."""
+    del ports  # every port is event-free
+    return simple_table(["Port", "TxQ", "Stuck", "Recovered"], [], "llrr"), {"interfaces": {}}
+
+
 def ecn_counters(config: Mapping[str, Any], counters: Counters, ports: Sequence[str]) -> Shown:
     qos = port_qos(config, ports)
     blocks, model = [], {}

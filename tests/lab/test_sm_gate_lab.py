@@ -5,21 +5,24 @@ every verdict with the converged ones). Converged: both SMs pass every sm.* chec
 ACTIVE at 400 Gb/s. sm-stopped on the intended master fails sm.service/state/master on sm01 alone while
 sm02 stands in and the host ports stay ACTIVE; stopped on both, the host ports fall back to INIT and
 host.port_state fails on each of them. link-down and link-speed fail host.port_state, host.port_speed on
-gpu01's mlx5_0/1 and nothing else. Each fault heals back to the converged verdicts.
+gpu01's mlx5_0/1 and nothing else. Each fault heals back to the converged verdicts. The converged run is
+saved as a snapshot (hosts and SM nodes) and replays offline to the same findings, pass by pass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from labsupport import requires_lab, run_playbook, running_lab
 
 from fabcheck.checks import host as host_checks
-from fabcheck.checks.model import Status
-from fabcheck.collect.host import TimeLimits
-from fabcheck.gate import fabric
+from fabcheck.checks.model import Finding, Status
+from fabcheck.collect.host import TimeLimits, collect_host
+from fabcheck.gate import fabric, snapshot
+from fabcheck.gate.stages import plugged_named
 from fabcheck.intent.loader import Inventory, load_inventory
 from fabcheck.lab import faults
 from fabcheck.lab.state import LabPaths
@@ -39,27 +42,50 @@ class Gate:
     paths: LabPaths
     inventory: Inventory
     converged: Verdicts
+    snapshot: Path  # the converged run, saved
+    findings: list[tuple[str, Finding]]  # every finding of the converged run, passes included
 
     def judge(self) -> Verdicts:
         return judge(self.inventory)
 
 
-def judge(inventory: Inventory) -> Verdicts:
-    plan = fabric.plan_gate(inventory, stages=["host", "sm"])
-    run = gate_run(fabric.run_gate(inventory, plan, LIMITS))
+def plan(inventory: Inventory) -> fabric.GatePlan:
+    return fabric.plan_gate(inventory, stages=["host", "sm"])
+
+
+def findings(result: fabric.GateResult) -> list[tuple[str, Finding]]:
+    run = gate_run(result)
     assert {s.name for s in run.subjects} == {*HOSTS, *SMS}
-    return frozenset(
-        (s.name, f.check, f.subject) for s in run.subjects for f in s.findings if f.status != Status.PASS
-    )
+    return [(s.name, f) for s in run.subjects for f in s.findings]
+
+
+def verdicts(shown: list[tuple[str, Finding]]) -> Verdicts:
+    return frozenset((node, f.check, f.subject) for node, f in shown if f.status != Status.PASS)
+
+
+def judge(inventory: Inventory) -> Verdicts:
+    return verdicts(findings(fabric.run_gate(inventory, plan(inventory), LIMITS)))
+
+
+def recorded(inventory: Inventory, directory: Path) -> fabric.GateResult:
+    """A gate run whose host and SM reads are saved into directory, as --save-snapshot does."""
+    planned = plan(inventory)
+    recorder = snapshot.Recorder(collect_host)
+    collectors = recorder.tap(plugged_named(planned.stages))
+    result = fabric.run_gate(inventory, planned, LIMITS, collector=recorder, stage_collectors=collectors)
+    snapshot.save(directory, recorder, result)
+    return result
 
 
 @pytest.fixture(scope="module")
-def gate() -> Iterator[Gate]:
+def gate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gate]:
     with running_lab(profile="ib", hosts=2) as (paths, _state):
         converged = run_playbook(paths, "--skip-tags", "gate")
         assert converged.rc == 0, converged.output[-4000:]
         inventory = load_inventory(paths.inventory.parent)
-        yield Gate(paths, inventory, judge(inventory))
+        saved = tmp_path_factory.mktemp("snapshot")
+        shown = findings(recorded(inventory, saved))
+        yield Gate(paths, inventory, verdicts(shown), saved, shown)
 
 
 def new_verdicts(gate: Gate, *injected: tuple[str, str]) -> tuple[Verdicts, Verdicts]:
@@ -77,6 +103,15 @@ def test_a_converged_ib_lab_passes_the_sm_stage_and_its_ports(gate: Gate) -> Non
     assert not {v for v in gate.converged if v[0] in SMS}, sorted(gate.converged)
     port_checks = {host_checks.PORT_STATE, host_checks.PORT_SPEED}
     assert not {v for v in gate.converged if v[1] in port_checks}, sorted(gate.converged)
+
+
+def test_the_converged_run_replays_offline_to_the_same_findings(gate: Gate) -> None:
+    planned = plan(gate.inventory)
+    hosts = snapshot.load(gate.snapshot, HOSTS, [])
+    sms = snapshot.load_stages(gate.snapshot, snapshot.stage_nodes(planned))
+    assert sorted(p.name for p in (gate.snapshot / "sm").iterdir()) == [f"{sm}.json" for sm in SMS]
+    again = fabric.run_gate(gate.inventory, planned, LIMITS, collector=hosts.collector, stage_collectors=sms)
+    assert findings(again) == gate.findings
 
 
 def test_stopping_the_master_sm_fails_it_alone_and_the_standby_takes_over(gate: Gate) -> None:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Run CMD in throw-away network, PID and mount namespaces:
-#  - only `lo` exists inside, so nothing the lab or a test starts can reach another machine;
+#  - only `lo` exists inside, so nothing the lab or a test starts can reach another machine; it gets a
+#    second address, 127.0.0.2: Slurm's daemons and srun bind through getaddrinfo(AF_INET, AI_ADDRCONFIG),
+#    glibc counts 127.0.0.1 as no IPv4 address at all, and they fail ("Unable to resolve (null)");
 #  - /dev/shm is a private tmpfs, so lab run dirs vanish with the namespace;
 #  - every process started inside is killed by the kernel when the wrapper ends, even on SIGKILL.
 # bash stays PID 1 (it does not exec CMD) because it reaps orphans, e.g. a daemonised lab supervisor.
@@ -18,6 +20,7 @@ fi
 exec unshare --net --pid --mount --fork --kill-child --mount-proc -- bash -c '
     set -e
     ip link set lo up
+    ip addr add 127.0.0.2/32 dev lo
     mount -t tmpfs -o mode=1777 fabcheck-ci-shm /dev/shm
     set +e
     "$@"

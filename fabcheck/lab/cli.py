@@ -1,5 +1,5 @@
-"""`fabcheck lab up|down|status|faults|inject|heal|reboot|reload-driver`: the built-in lab of mock GPU hosts
-and switches."""
+"""`fabcheck lab up|down|status|faults|inject|heal|reboot|reload-driver|slurm`: the built-in lab of mock GPU
+hosts and switches."""
 
 from __future__ import annotations
 
@@ -112,6 +112,18 @@ def register(subparsers: Any) -> None:
     reload_driver.add_argument("node", metavar="NODE", help="lab host node name")
     reload_driver.add_argument("nic", metavar="NIC", help="RDMA device, e.g. mlx5_0")
     reload_driver.set_defaults(func=_reload_driver)
+
+    slurm_help = "a real Slurm cluster of the lab's host nodes (munged, slurmctld, slurmd)"
+    slurm = commands.add_parser("slurm", help=slurm_help)
+    slurm_commands = slurm.add_subparsers(dest="slurm_command", required=True)
+    slurm_up = slurm_commands.add_parser(
+        "up", help="start it over every host node; returns once each is idle"
+    )
+    slurm_up.set_defaults(func=_slurm_up)
+    slurm_down = slurm_commands.add_parser("down", help="stop its daemons and remove its files")
+    slurm_down.set_defaults(func=_slurm_down)
+    slurm_status = slurm_commands.add_parser("status", help="each node's Slurm state, as sinfo reports it")
+    slurm_status.set_defaults(func=_slurm_status)
 
 
 def _paths() -> LabPaths:
@@ -262,3 +274,36 @@ def _reload_driver(args: argparse.Namespace) -> int:
     return _print_event(
         power.reload_driver(_paths(), args.node, args.nic), f"reloaded the driver of {args.nic} on"
     )
+
+
+def _slurm_up(_args: argparse.Namespace) -> int:
+    from fabcheck.lab import slurm
+
+    cluster = slurm.up(_paths())
+    verb = "already up" if cluster.already_up else f"up in {cluster.seconds:.1f} s"
+    print(f"slurm {verb}: {len(cluster.nodes)} nodes idle ({', '.join(cluster.nodes)})")
+    print(f"  clients:    export SLURM_CONF={cluster.conf}   (srun -N{len(cluster.nodes)} hostname)")
+    return 0
+
+
+def _slurm_down(_args: argparse.Namespace) -> int:
+    from fabcheck.lab import slurm
+
+    print(f"slurm down ({slurm.down(_paths())} processes stopped)")
+    return 0
+
+
+def _slurm_status(_args: argparse.Namespace) -> int:
+    from fabcheck.lab import slurm
+
+    cluster = slurm.status(_paths())
+    if cluster is None:
+        print("no Slurm cluster is up in the lab")
+        return 1
+    if not cluster.nodes:
+        print(f"slurm DEGRADED: slurmctld does not answer (SLURM_CONF={cluster.conf})")
+        return 1
+    print(f"slurm {'up' if cluster.ready else 'DEGRADED'} (SLURM_CONF={cluster.conf})")
+    for node, state in cluster.nodes.items():
+        print(f"  {node}  {state}")
+    return 0 if cluster.ready else 1

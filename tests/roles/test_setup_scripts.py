@@ -18,7 +18,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # What setup and demo need from the system besides the tools they check for (sshd, ip, tc, unshare,
-# chromium, mpirun).
+# chromium, mpirun, Slurm's).
+SLURM_TOOLS = ("slurmctld", "slurmd", "srun", "munged")
 BASE_TOOLS = ("bash", "cat", "cut", "dirname", "grep", "id", "mkdir", "rm", "sha256sum", "env")
 
 RECORDER = """#!/bin/bash
@@ -48,7 +49,7 @@ class Checkout:
         self,
         root: Path,
         *,
-        system_tools: tuple[str, ...] = ("sshd", "ip", "tc", "unshare", "chromium", "mpirun"),
+        system_tools: tuple[str, ...] = ("sshd", "ip", "tc", "unshare", "chromium", "mpirun", *SLURM_TOOLS),
     ) -> None:
         self.root = root / "checkout"
         (self.root / "scripts").mkdir(parents=True)
@@ -141,7 +142,8 @@ def test_an_install_that_is_not_this_checkout_fails_and_leaves_no_stamp(checkout
 
 
 def test_missing_system_packages_wait_for_the_dpkg_lock(tmp_path: Path) -> None:
-    checkout = Checkout(tmp_path, system_tools=("sshd", "unshare", "chromium", "mpirun"))  # no ip, no tc
+    # No ip, no tc.
+    checkout = Checkout(tmp_path, system_tools=("sshd", "unshare", "chromium", "mpirun", *SLURM_TOOLS))
     done = checkout.run("setup")
     assert done.returncode == 0, done.stderr
     if os.geteuid() != 0:
@@ -173,7 +175,8 @@ def test_demo_runs_setup_once_outside_the_wrapper(checkout: Checkout) -> None:
 
 
 def test_missing_chromium_is_installed_from_debian_for_the_html_report_test(tmp_path: Path) -> None:
-    checkout = Checkout(tmp_path, system_tools=("sshd", "ip", "tc", "unshare", "mpirun"))  # no chromium
+    # No chromium.
+    checkout = Checkout(tmp_path, system_tools=("sshd", "ip", "tc", "unshare", "mpirun", *SLURM_TOOLS))
     done = checkout.run("setup")
     assert done.returncode == 0, done.stderr
     if os.geteuid() != 0:

@@ -27,7 +27,7 @@ from fabcheck.gate.fabric import (
     stage_names,
 )
 from fabcheck.gate.sources import Source, add_source_arguments, choose_source
-from fabcheck.gate.stages import plugged_named
+from fabcheck.gate.stages import plugged, plugged_named
 from fabcheck.intent.loader import HostEntry, load_inventory
 from fabcheck.parsers.topo import TopoMatrix
 from fabcheck.report import text
@@ -58,6 +58,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_gate_arguments(parser, stages_option=True)
+    # Each traffic stage (it loads the fabric, so the default gate leaves it out) is also a command of
+    # its own: `fabcheck nccl ...` is `fabcheck validate --stages host,nccl ...`, nothing more.
+    for stage in plugged():
+        if stage.by_default:
+            continue
+        stages = (*stage.requires, stage.name)
+        alone = sub.add_parser(
+            stage.name,
+            help=f"the gate's {stage.name} stage alone (validate --stages {','.join(stages)})",
+            description=f"The gate's {stage.name} stage with what it reads: "
+            f"`fabcheck validate --stages {','.join(stages)}`, with the same options and exit codes.",
+            epilog=EPILOG.replace("fabcheck validate", f"fabcheck {stage.name}"),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        _add_gate_arguments(alone, stages_option=False)
+        alone.set_defaults(stages=stages)
+
+
+def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool) -> None:
     parser.add_argument("-i", "--inventory", required=True, help="Ansible inventory with the fabric intent")
     parser.add_argument(
         "--limit",
@@ -85,14 +105,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help="seconds for the whole run; hosts not collected by then are errors (default: none)",
     )
-    parser.add_argument(
-        "--stages",
-        type=_stages,
-        default=None,
-        metavar="LIST",
-        help=f"which stages run, a comma list of {', '.join(stage_names())} (default "
-        f"{','.join(default_stages())}; link needs host and switch)",
-    )
+    if stages_option:
+        parser.add_argument(
+            "--stages",
+            type=_stages,
+            default=None,
+            metavar="LIST",
+            help=f"which stages run, a comma list of {', '.join(stage_names())} (default "
+            f"{','.join(default_stages())}; link needs host and switch)",
+        )
     parser.add_argument(
         "--concurrency",
         type=_positive,

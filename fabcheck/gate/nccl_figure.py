@@ -8,9 +8,6 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
-import matplotlib
-from matplotlib.figure import Figure
-
 from fabcheck.parsers.nccl_tests import NcclTestsRun
 
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "fabcheck", "font.size": 8}
@@ -27,6 +24,10 @@ class BusbwFigure:
     title: str = "nccl: all_reduce busbw vs size (GB/s), with the intent's floor"
 
     def svg(self) -> str:
+        # Imported only when a report draws the figure: matplotlib costs about 0.4 s per CLI start.
+        import matplotlib
+        from matplotlib.figure import Figure
+
         with matplotlib.rc_context(_RC):
             figure = Figure(figsize=(7.0, 3.2), dpi=96)
             axes = figure.add_subplot()

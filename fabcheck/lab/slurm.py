@@ -269,8 +269,11 @@ def _node_root(pid: int) -> Path:
 def _write_common(there: SlurmFiles, conf: str, key: bytes) -> None:
     """The files every daemon reads (config, munge key) and the daemons' state dirs."""
     # munged wants its socket's directory searchable by all (clients of any user); the rest stays private.
+    # The lab's run dir (0700: it holds the lab's keys) only needs search for that: 0711, still unlistable.
     there.root.mkdir(mode=0o755, parents=True, exist_ok=True)
     there.root.chmod(0o755)
+    run_dir = there.root.parent
+    run_dir.chmod(run_dir.stat().st_mode & 0o7777 | 0o111)
     for directory in (there.ctld_state, there.slurmd_spool):
         directory.mkdir(mode=0o700, exist_ok=True)
     there.conf.write_text(conf)

@@ -10,17 +10,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import matplotlib
-from matplotlib.colors import LinearSegmentedColormap
-from matplotlib.figure import Figure
-
 from fabcheck.pairs.rounds import Pair
 from fabcheck.pairs.verdict import Measurement
 
 MAX_LABELLED_HOSTS = 64  # more names than this would overlap: the axes then go unlabelled
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "fabcheck", "font.size": 8}
 # Red under the floor, yellow at it, green above: the floor is the one line that matters.
-_COLOURS = LinearSegmentedColormap.from_list("floor", [(0.0, "#c0392b"), (0.9, "#f1c40f"), (1.0, "#2a9d3a")])
+_COLOUR_STOPS = [(0.0, "#c0392b"), (0.9, "#f1c40f"), (1.0, "#2a9d3a")]
 
 
 def share_matrix(
@@ -47,11 +43,17 @@ class PairHeatmap:
     title: str = "perftest pair bandwidth (slowest pair per host pair, share of its floor)"
 
     def svg(self) -> str:
+        # Imported only when a report draws the heatmap: matplotlib costs about 0.4 s per CLI start.
+        import matplotlib
+        from matplotlib.colors import LinearSegmentedColormap
+        from matplotlib.figure import Figure
+
+        colours = LinearSegmentedColormap.from_list("floor", _COLOUR_STOPS)
         size = min(9.0, 2.5 + 0.12 * len(self.hosts))
         with matplotlib.rc_context(_RC):
             figure = Figure(figsize=(size + 1.2, size), dpi=96)
             axes = figure.add_subplot()
-            image = axes.imshow(self.cells, cmap=_COLOURS, vmin=0.0, vmax=1.1, interpolation="nearest")
+            image = axes.imshow(self.cells, cmap=colours, vmin=0.0, vmax=1.1, interpolation="nearest")
             figure.colorbar(image, ax=axes, label="share of the floor")
             if len(self.hosts) <= MAX_LABELLED_HOSTS:
                 ticks = range(len(self.hosts))

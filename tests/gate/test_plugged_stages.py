@@ -144,3 +144,23 @@ def test_a_stage_that_cannot_run_is_an_error_on_its_nodes(plug: dict, inventory:
     assert [(s.name, s.verdict) for s in run.subjects] == [("sm01", Status.ERROR), ("sm02", Status.ERROR)]
     assert "sminfo not found" in run.subjects[0].findings[0].actual
     assert exit_code(run) == 3
+
+
+@pytest.mark.parametrize("name", ["nccl", "perftest", "incast"])
+def test_each_traffic_stage_is_a_command_that_runs_validate_with_what_it_reads(name: str) -> None:
+    from fabcheck import validate_cli
+    from fabcheck.cli import build_parser
+
+    args = build_parser().parse_args([name, "-i", "inventory/lab", "--concurrency", "4"])
+    assert args.func is validate_cli.run
+    assert args.stages == ("host", name)
+    assert args.concurrency == 4
+    with pytest.raises(SystemExit):  # the stage is fixed by the command: no --stages to contradict it
+        build_parser().parse_args([name, "-i", "inventory/lab", "--stages", "host"])
+
+
+def test_stages_of_the_default_gate_get_no_command_of_their_own() -> None:
+    from fabcheck.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["sm", "-i", "inventory/lab"])

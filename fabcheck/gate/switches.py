@@ -20,7 +20,7 @@ from fabcheck.checks.model import Finding
 from fabcheck.checks.switch import SwitchEvidence, check_switch
 from fabcheck.desired.switch import DesiredSwitch, desired_switch
 from fabcheck.errors import FabcheckError, IntentError
-from fabcheck.gate.probes import Collected, Output, collect
+from fabcheck.gate.probes import Collected, Output, Probe, collect
 from fabcheck.gate.switch_probes import PROBES, provided
 from fabcheck.intent import ansible_session
 from fabcheck.intent.fabric import Fabric, Switch
@@ -102,20 +102,30 @@ def read_switch(
     probes = PROBES.get(platform)
     if probes is None:
         raise FabcheckError(f"switch {login.name}: no gate probes for platform {platform!r}")
+    collected = collect_switch(login, platform, probes, ports, connect)
+    if isinstance(collected, str):
+        return SwitchEvidence(login.name, platform, {}, provided(platform), unreachable=collected), ()
+    return evidence_of(login.name, platform, collected), tuple(collected.outputs)
+
+
+def collect_switch(
+    login: SwitchLogin, platform: str, probes: Sequence[Probe], ports: Sequence[str], connect: Connect
+) -> Collected | str:
+    """One read-only session: connect, prepare, the probes over the ports, disconnect. A str says why
+    the switch could not be read at all (unreachable, or the session died before any probe)."""
     try:
         connection = connect(login)
     except ConnectError as err:
-        return SwitchEvidence(login.name, platform, {}, provided(platform), unreachable=str(err)), ()
+        return str(err)
     try:
         runner = _Runner(connection, login)
         try:
             runner.prepare(platform)
         except SessionLost as err:
-            return SwitchEvidence(login.name, platform, {}, provided(platform), unreachable=str(err)), ()
-        collected = collect(runner.run, probes, ports, f"switch {login.name}")
+            return str(err)
+        return collect(runner.run, probes, ports, f"switch {login.name}")
     finally:
         _disconnect(connection)
-    return evidence_of(login.name, platform, collected), tuple(collected.outputs)
 
 
 def evidence_of(switch: str, platform: str, collected: Collected) -> SwitchEvidence:

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from fabcheck.errors import ParseError
-from fabcheck.gate.probes import Collected, Probe, collect
+from fabcheck.gate.probes import Collected, Probe
 from fabcheck.gate.switch_probes import PROBES
-from fabcheck.gate.switches import Connect, SessionLost, _disconnect, _Runner
+from fabcheck.gate.switches import Connect, collect_switch
 from fabcheck.pairs.runner import SshRunner
 from fabcheck.parsers import switch_nvue
 from fabcheck.parsers.ethtool_stats import parse_ethtool_stats
 from fabcheck.parsers.switch_records import Placed, QueueDrops, field, load_json, number, obj
-from fabcheck.switch.connect import ConnectError, SwitchLogin
+from fabcheck.switch.connect import SwitchLogin
 
 NicCounters = Mapping[str, Mapping[str, int]]  # netdev -> ethtool -S counter -> value
 HostCapture = NicCounters | str  # or why the host's counters could not be read
@@ -128,19 +128,7 @@ def capture_switch(
     probes = INCAST_PROBES.get(platform, ())
     if not probes:
         return Collected()
-    try:
-        connection = connect(login)
-    except ConnectError as err:
-        return str(err)
-    try:
-        runner = _Runner(connection, login)
-        try:
-            runner.prepare(platform)
-        except SessionLost as err:
-            return str(err)
-        return collect(runner.run, probes, ports, f"switch {login.name}")
-    finally:
-        _disconnect(connection)
+    return collect_switch(login, platform, probes, ports, connect)
 
 
 def each(items: Sequence[str], read: Callable[[str], Read], workers: int) -> dict[str, Read]:

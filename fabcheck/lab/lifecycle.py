@@ -29,6 +29,7 @@ from fabcheck.lab.state import (
     lab_lock,
     load_pids,
     load_state,
+    log_tail,
     save_state,
     write_atomic,
 )
@@ -36,7 +37,6 @@ from fabcheck.lab.state import (
 DEFAULT_HOSTS = 4
 DEFAULT_SWITCHES = {"roce": 2, "ib": 0}
 NETWORK_MODES = ("lo",)
-LOG_TAIL_LINES = 5
 SUPERVISOR_START_S = 10.0  # it only has to import and record its pid
 MAX_RTT_MS = 1000.0
 # `up` reports its progress through on_stage(name), in this order (tests kill `up` at each one).
@@ -196,14 +196,6 @@ def _spawn_supervisor(paths: LabPaths) -> None:
         raise LabError(f"the lab supervisor did not start: {result.stderr.strip()}")
 
 
-def _log_tail(path: Path) -> str:
-    try:
-        lines = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return " | ".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
-
-
 def _wait_ready(paths: LabPaths, state: LabState, timeout: float) -> None:
     began = time.monotonic()
     deadline = began + timeout
@@ -211,7 +203,7 @@ def _wait_ready(paths: LabPaths, state: LabState, timeout: float) -> None:
     while True:
         pids = load_pids(paths)
         if pids is None and time.monotonic() - began > SUPERVISOR_START_S:
-            raise LabError(f"the lab supervisor did not start: {_log_tail(paths.supervisor_log)}")
+            raise LabError(f"the lab supervisor did not start: {log_tail(paths.supervisor_log)}")
         _check_alive(paths, state, pids, pending.values())
         answered = nodes.probe_banners(pending, timeout=_probe_timeout(state, 0.5))
         pending = {target: node for target, node in pending.items() if not answered[target]}
@@ -248,7 +240,7 @@ def _check_alive(
         ref = pids.nodes.get(node.name)
         if ref is not None and not procs.is_running(ref.pid):
             log = paths.node_root(node.name) / "node.log"
-            raise LabError(f"lab node {node.name} failed to start: {_log_tail(log)}")
+            raise LabError(f"lab node {node.name} failed to start: {log_tail(log)}")
     logs = {
         "switch server": paths.run_dir / "switches" / "server.log",
         "tool server": paths.run_dir / "toolserver.log",
@@ -256,9 +248,9 @@ def _check_alive(
     }
     for name, ref in pids.servers().items():
         if not procs.is_running(ref.pid):
-            raise LabError(f"the lab's {name} failed to start: {_log_tail(logs[name])}")
+            raise LabError(f"the lab's {name} failed to start: {log_tail(logs[name])}")
     if not procs.is_running(pids.supervisor.pid, pids.supervisor.start):
-        raise LabError(f"the lab supervisor died: {_log_tail(paths.supervisor_log)}")
+        raise LabError(f"the lab supervisor died: {log_tail(paths.supervisor_log)}")
 
 
 # ---- status ---------------------------------------------------------------------------------------

@@ -32,7 +32,16 @@ from pathlib import Path
 
 from fabcheck.lab import preflight, procs
 from fabcheck.lab.mockhost.profiles import gpus_for
-from fabcheck.lab.state import LabError, LabPaths, LabState, NodeRecord, lab_lock, load_pids, load_state
+from fabcheck.lab.state import (
+    LabError,
+    LabPaths,
+    LabState,
+    NodeRecord,
+    lab_lock,
+    load_pids,
+    load_state,
+    log_tail,
+)
 
 SLURMCTLD_PORT = 16817  # away from Slurm's defaults (6817/6818), so a site's own Slurm is never met
 SLURMD_BASE_PORT = 16900  # slurmd of host node i listens on SLURMD_BASE_PORT + i
@@ -41,7 +50,6 @@ PARTITION = "lab"
 MUNGE_KEY_BYTES = 1024
 UP_TIMEOUT_S = 60.0  # every slurmd registered and idle; seconds on a loaded 2-core machine
 CLIENT_TIMEOUT_S = 15.0  # one sinfo call; Slurm's own MessageTimeout is 10 s
-LOG_TAIL_LINES = 4
 NSENTER = ("nsenter", "--mount", "--uts", "--pid")  # a node's network namespace is the controller's (lo)
 # Where each program is: daemons in sbin (not on a non-root PATH), clients on PATH.
 DAEMONS = {"munged": "/usr/sbin/munged", "slurmctld": "/usr/sbin/slurmctld", "slurmd": "/usr/sbin/slurmd"}
@@ -343,14 +351,6 @@ def _cluster_status(files: SlurmFiles) -> SlurmCluster | None:
     return SlurmCluster(files.conf, nodes or {})
 
 
-def _tail(path: Path) -> str:
-    try:
-        lines = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return " | ".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
-
-
 def _wait_idle(
     paths: LabPaths, files: SlurmFiles, hosts: Sequence[NodeRecord], deadline: float
 ) -> dict[str, str]:
@@ -358,7 +358,7 @@ def _wait_idle(
     nodes: dict[str, str] = {}
     while True:
         if not _controller_alive(files):
-            raise LabError(f"slurmctld stopped: {_tail(files.ctld_log)}")
+            raise LabError(f"slurmctld stopped: {log_tail(files.ctld_log)}")
         nodes = _sinfo(files) or {}
         if set(nodes) >= wanted and all(nodes[name] == "idle" for name in wanted):
             return {name: nodes[name] for name in sorted(wanted)}
@@ -368,10 +368,10 @@ def _wait_idle(
     waiting = [node for node in hosts if nodes.get(node.name) != "idle"]
     logs = "; ".join(
         f"{node.name} is {nodes.get(node.name, 'unknown to slurmctld')}: "
-        f"{_tail(files.seen_from(_node_root(_node_pid(paths, node.name))).slurmd_log)}"
+        f"{log_tail(files.seen_from(_node_root(_node_pid(paths, node.name))).slurmd_log)}"
         for node in waiting
     )
-    raise LabError(f"Slurm nodes not idle in time: {logs}; slurmctld: {_tail(files.ctld_log)}")
+    raise LabError(f"Slurm nodes not idle in time: {logs}; slurmctld: {log_tail(files.ctld_log)}")
 
 
 def _controller_alive(files: SlurmFiles) -> bool:

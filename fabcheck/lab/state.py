@@ -275,3 +275,12 @@ def load_pids(paths: LabPaths) -> LabPids | None:
         return None
     except (ValueError, TypeError, KeyError):
         return None  # half-written by a crashing supervisor: `down` falls back to scanning /proc
+
+
+def log_tail(path: Path, lines: int = 5) -> str:
+    """The last lines of a daemon's log on one line, for an error that says why it did not start."""
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return " | ".join(text[-lines:]) or "(empty log)"

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from labsupport import REPO, requires_lab, run_playbook, running_lab
 
+from fabcheck.cli import main
 from fabcheck.intent.loader import HostEntry, load_inventory
 from fabcheck.lab import slurm
 from fabcheck.lab.state import LabError, LabPaths, NodeRecord
@@ -57,14 +58,18 @@ def slurm_lab() -> Iterator[SlurmLab]:
 
 @pytest.mark.lab
 @requires_lab
-def test_cluster_is_up_idempotent_and_says_so(slurm_lab: SlurmLab) -> None:
+def test_cluster_is_up_idempotent_and_says_so(
+    slurm_lab: SlurmLab, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert slurm_lab.cluster.nodes == {name: "idle" for name in HOSTS}
     again = slurm.up(slurm_lab.paths)
     assert again.already_up and again.nodes == slurm_lab.cluster.nodes
-    cli = [sys.executable, "-m", "fabcheck.cli", "lab", "slurm", "status"]
-    shown = subprocess.run(cli, cwd=slurm_lab.paths.project, capture_output=True, text=True, check=False)
-    assert shown.returncode == 0, shown.stdout + shown.stderr
-    assert f"SLURM_CONF={slurm_lab.cluster.conf}" in shown.stdout and "gpu02  idle" in shown.stdout
+    # The CLI finds the lab of this checkout; the tests' lab belongs to a scratch project.
+    monkeypatch.setattr("fabcheck.lab.cli.project_root", lambda: slurm_lab.paths.project)
+    capsys.readouterr()
+    assert main(["lab", "slurm", "status"]) == 0
+    shown = capsys.readouterr().out
+    assert f"SLURM_CONF={slurm_lab.cluster.conf}" in shown and "gpu02  idle" in shown, shown
 
 
 @pytest.mark.lab

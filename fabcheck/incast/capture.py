@@ -100,7 +100,8 @@ def _gate_probe(platform: str, name: str) -> Probe:
 
 
 NVUE_ROCE_COUNTERS = _gate_probe("nvue", "nvue.roce_counters")
-# Per platform: what the incast reads of each leaf. EOS has no queue counter probe in the gate yet.
+# Per platform: what the incast reads of each leaf. Only NVUE shows the RoCE class's pause and ECN mark
+# counters per port; on SONiC and EOS those checks are a skip that says so.
 INCAST_PROBES: Mapping[str, tuple[Probe, ...]] = {
     "nvue": (
         dataclasses.replace(
@@ -112,7 +113,7 @@ INCAST_PROBES: Mapping[str, tuple[Probe, ...]] = {
         _gate_probe("nvue", "nvue.watchdog"),
     ),
     "sonic": (_gate_probe("sonic", "sonic.queue_counters"), _gate_probe("sonic", "sonic.pfcwd_stats")),
-    "eos": (),
+    "eos": (_gate_probe("eos", "eos.queue_drops"), _gate_probe("eos", "eos.watchdog_counters")),
 }
 
 

@@ -177,6 +177,9 @@ class FakeSession:
         self.sent.append(command)
         return self.answers[command]
 
+    def enable(self) -> None:
+        self.sent.append("enable")
+
     def disconnect(self) -> None:
         self.closed = True
 
@@ -200,7 +203,24 @@ def test_a_leaf_capture_reads_drops_pause_and_ecn_of_each_port_and_the_watchdog(
     assert session.sent == list(answers)  # each command once: the two captures make the difference
 
 
-def test_an_unreachable_leaf_is_the_reason_and_eos_reads_nothing() -> None:
+def test_an_eos_leaf_capture_reads_queue_drops_and_the_watchdog_in_privileged_mode() -> None:
+    # Outputs of the lab's mock EOS after one modelled flow into Ethernet1 under switch-pfc-prio.
+    data = Path(__file__).resolve().parents[1] / "data" / "switch" / "switch-pfc-prio" / "leaf03"
+    answers = {
+        "show interfaces counters queue detail | json": (data / "eos.queue_drops.txt").read_text(),
+        "show priority-flow-control counters watchdog | json": (data / "eos.watchdog_counters.txt").read_text(),
+    }
+    session = FakeSession(answers)
+    got = capture.capture_switch(login("leaf03"), "eos", ["Ethernet1", "Ethernet2"], lambda _login: session)
+    assert isinstance(got, Collected), got
+    assert got.errors == [] and session.closed
+    assert session.sent == ["enable", *answers]  # each command once, after `enable`
+    drops = got.get(QueueDrops, "Ethernet1")
+    assert isinstance(drops, QueueDrops) and dict(drops.by_queue)[3] == 16
+    assert got.get(WatchdogStatus, "Ethernet1") == WatchdogStatus(stormed=())
+
+
+def test_an_unreachable_leaf_is_the_reason_and_no_platform_but_nvue_shows_pause_and_ecn() -> None:
     from fabcheck.switch.connect import ConnectError
 
     def refuse(_login: SwitchLogin) -> Any:
@@ -210,7 +230,8 @@ def test_an_unreachable_leaf_is_the_reason_and_eos_reads_nothing() -> None:
         "switch leaf01 (192.0.2.1:22): no SSH answer within 10 s"
     )
     assert capture.reads("nvue", QueueDrops) and capture.reads("sonic", WatchdogStatus)
-    assert not capture.reads("eos", QueueDrops) and not capture.reads("sonic", capture.PortPauseEcn)
+    assert capture.reads("eos", QueueDrops) and capture.reads("eos", WatchdogStatus)
+    assert not capture.reads("eos", capture.PortPauseEcn) and not capture.reads("sonic", capture.PortPauseEcn)
 
 
 # -- the verdict ----------------------------------------------------------------------------------

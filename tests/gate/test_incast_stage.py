@@ -206,9 +206,10 @@ def test_a_leaf_capture_reads_drops_pause_and_ecn_of_each_port_and_the_watchdog(
 def test_an_eos_leaf_capture_reads_queue_drops_and_the_watchdog_in_privileged_mode() -> None:
     # Outputs of the lab's mock EOS after one modelled flow into Ethernet1 under switch-pfc-prio.
     data = Path(__file__).resolve().parents[1] / "data" / "switch" / "switch-pfc-prio" / "leaf03"
+    watchdog = (data / "eos.watchdog_counters.txt").read_text()
     answers = {
         "show interfaces counters queue detail | json": (data / "eos.queue_drops.txt").read_text(),
-        "show priority-flow-control counters watchdog | json": (data / "eos.watchdog_counters.txt").read_text(),
+        "show priority-flow-control counters watchdog | json": watchdog,
     }
     session = FakeSession(answers)
     got = capture.capture_switch(login("leaf03"), "eos", ["Ethernet1", "Ethernet2"], lambda _login: session)

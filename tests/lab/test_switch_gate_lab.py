@@ -103,8 +103,9 @@ def test_converged_switches_pass_and_every_skip_says_why(story: Story) -> None:
 def test_switch_pfc_prio_fails_pfc_on_that_switch_and_port_only(story: Story) -> None:
     assert story.fabric is not None
     port = f"leaf02:{story.fabric.switch('leaf02').host_ports[0]}"
-    # Without PFC on the RoCE priority that port drops the RoCE traffic: the drop check sees it too.
-    expected = {(checks.PFC, "fail", port), (checks.LOSSLESS_DROPS, "fail", port)}
+    # The lab's switch counters move only with host traffic and this gate sends none: the drops that
+    # follow under load are the incast stage's to prove (tests/lab/test_incast_stage_lab.py).
+    expected = {(checks.PFC, "fail", port)}
     assert not_passing(story.runs["switch-pfc-prio"]) == expected | skips()
 
 

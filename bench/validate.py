@@ -6,13 +6,15 @@ the checkout's own lab):
     .ci/lab-wrapper.sh .venv/bin/python bench/validate.py [--hosts 8 64 256] [--rtt-ms 0 20]
 
 For every (hosts, RTT): one lab (`lab up --rtt-ms`, no switches), its hosts configured to the lab intent
-(so both sides judge mostly passing hosts; the last host is the pcie profile and fails GPU affinity in
-both), then up to three runs, each cold (no ssh ControlMaster left from the one before):
+(so both sides judge mostly passing hosts; the last host is the pcie profile: fabcheck fails its GPU
+affinity and exits 1, the naive suite has no affinity check and passes), then up to three runs, each
+cold (no ssh ControlMaster left from the one before):
 
 - fabcheck: `fabcheck validate -i inventory/lab --concurrency N` (one ssh round trip per host, N hosts
   at a time);
-- naive -n 2: a pytest-testinfra suite that runs one ssh command per probe (the same probes as the
-  gate: 4 per host plus 7 per rail NIC), with xdist over 2 workers;
+- naive -n 2: a pytest-testinfra suite that runs one ssh command per probe (the gate's core
+  probes, 4 per host plus 7 per rail NIC; the gate reads more: GIDs, RDMA-CM mode, DCQCN parameters,
+  driver and firmware, port rate, boot files), with xdist over 2 workers;
 - naive: the same suite in one process (only up to --naive-serial-max-hosts: at 256 hosts and 20 ms it
   would run for a quarter of an hour and it is never the faster naive run there).
 

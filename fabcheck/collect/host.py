@@ -583,8 +583,11 @@ class SshTarget:
             argv += ["-l", self.user]
         if self.private_key:
             argv += ["-i", self.private_key]
-        # ssh keeps the first value of an option: the inventory's own options win over this default.
-        argv += [*self.extra_options, "-o", f"ConnectTimeout={connect_timeout_s}"]
+        # ssh keeps the first value of an option. First ours: no ControlMaster outlives its round trip
+        # (a master the inventory's options open would stay for ControlPersist and hold a connection
+        # beyond --concurrency; one already open, e.g. Ansible's, is still used). Then the inventory's
+        # options, which win over the connect timeout default.
+        argv += ["-o", "ControlPersist=no", *self.extra_options, "-o", f"ConnectTimeout={connect_timeout_s}"]
         return [*argv, "--", self.address, remote_command]
 
     @property

@@ -679,7 +679,20 @@ def test_ssh_argv_from_ansible_host_vars_keeps_host_key_checking() -> None:
     assert "UserKnownHostsFile=/k h/known" in argv
     assert not any("StrictHostKeyChecking=no" in a for a in argv)
     bare = SshTarget.from_host_vars("gpu02", {}).argv("true", 5)
-    assert bare == ["ssh", "-n", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "--", "gpu02", "true"]
+    assert bare == [
+        "ssh", "-n", "-o", "BatchMode=yes", "-o", "ControlPersist=no", "-o", "ConnectTimeout=5",
+        "--", "gpu02", "true",
+    ]  # fmt: skip
+
+
+def test_no_ssh_master_outlives_the_round_trip_whatever_the_inventory_persists() -> None:
+    # ssh keeps an option's first value: ours comes before the inventory's ControlPersist=60s, so a
+    # master this round trip opens closes with it (open connections stay within --concurrency).
+    options = "-o ControlMaster=auto -o ControlPersist=60s -o ControlPath=/run/cm/%C"
+    argv = SshTarget.from_host_vars("gpu01", {"ansible_ssh_common_args": options}).argv("true", 5)
+    persist = [argv[i + 1] for i, word in enumerate(argv) if word == "-o" and "ControlPersist" in argv[i + 1]]
+    assert persist == ["ControlPersist=no", "ControlPersist=60s"]
+    assert "ControlMaster=auto" in argv  # an open master (Ansible's) is still used
 
 
 # ---- orchestration and report (no ssh: the collector is injected) ------------------------------

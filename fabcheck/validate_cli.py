@@ -70,7 +70,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             help=f"the gate's {stage.name} stage alone (validate --stages {','.join(stages)})",
             description=f"The gate's {stage.name} stage with what it reads: "
             f"`fabcheck validate --stages {','.join(stages)}`, with the same options and exit codes.",
-            epilog=EPILOG.replace("fabcheck validate", f"fabcheck {stage.name}"),
+            epilog=f"{EXIT_CODES_HELP}\nexamples:\n  fabcheck {stage.name} -i inventory/lab\n"
+            f"  fabcheck {stage.name} -i inventory/lab --limit 'gpu0*' --html {stage.name}.html\n",
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         _add_gate_arguments(alone, stages_option=False)

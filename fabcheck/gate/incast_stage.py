@@ -43,6 +43,7 @@ from fabcheck.pairs.rounds import FAST, Endpoint, Pair
 from fabcheck.pairs.session import Session, open_session
 from fabcheck.pairs.verdict import Measurement
 from fabcheck.report.model import NodeKind
+from fabcheck.switch.connect import SwitchLogin
 from fabcheck.switch.connect import connect as netmiko_connect
 
 
@@ -171,11 +172,19 @@ def _run(
 def _switch_reader(
     context: StageContext, fabric: Fabric, ports: Mapping[str, Sequence[str]], connect: Connect
 ) -> Callable[[str], capture.SwitchCapture]:
-    def read(name: str) -> capture.SwitchCapture:
+    # Resolved once, here, one after the other: Ansible's templating (vault, lookups) is not safe to
+    # run from the capture threads (2 of 3 leaves read "cannot resolve the value" there).
+    logins: dict[str, SwitchLogin | str] = {}
+    for name in ports:
         try:
-            login = switch_login(fabric.switch(name), context.inventory.host(name).variables)
+            logins[name] = switch_login(fabric.switch(name), context.inventory.host(name).variables)
         except FabcheckError as err:
-            return f"no login ({err})"
+            logins[name] = f"no login ({err})"
+
+    def read(name: str) -> capture.SwitchCapture:
+        login = logins[name]
+        if isinstance(login, str):
+            return login
         return capture.capture_switch(login, fabric.switch(name).platform, ports[name], connect)
 
     return read

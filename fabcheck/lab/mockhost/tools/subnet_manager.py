@@ -23,6 +23,9 @@ from .common import Node, ToolError, err, out
 
 SM_PORT = 18750
 CONNECT_TIMEOUT_S = 2.0
+# systemd's DefaultTimeoutStartSec/DefaultTimeoutStopSec: a loaded CI machine can take seconds to start
+# a Python daemon, and a shorter mock deadline failed the opensm role there while real systemd waits.
+START_TIMEOUT_S = STOP_TIMEOUT_S = 90.0
 UNIT_NAMES = {"opensm", "opensm.service", "opensmd", "opensmd.service"}
 SM_STATES = {3: "SMINFO_MASTER", 2: "SMINFO_STANDBY"}
 MASTER, STANDBY = 3, 2
@@ -145,8 +148,8 @@ def start(node: Node, dispatcher: str) -> None:
         start_new_session=True,
         env=env,
     )
-    deadline = time.time() + 3
-    while time.time() < deadline:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise ToolError(
                 "Job for opensm.service failed because the control process exited with error code.\n", 1
@@ -154,6 +157,7 @@ def start(node: Node, dispatcher: str) -> None:
         if service_state(node).get("pid") == proc.pid and query_sm(node.address, IDENTITY_REQUEST):
             return
         time.sleep(0.02)
+    proc.kill()
     raise ToolError("Job for opensm.service failed because a timeout was exceeded.\n", 1)
 
 
@@ -161,9 +165,11 @@ def stop(node: Node) -> None:
     pid = running_pid(node)
     if pid:
         os.kill(pid, signal.SIGTERM)
-        deadline = time.time() + 3
-        while time.time() < deadline and running_pid(node):
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while time.monotonic() < deadline and running_pid(node):
             time.sleep(0.02)
+        if running_pid(node):
+            os.kill(pid, signal.SIGKILL)  # what systemd does when the stop timeout passes
     state = service_state(node)
     state["pid"] = 0
     node.save("opensm.json", state)

@@ -34,3 +34,7 @@ class IntentError(FabcheckError):
 
 class UsageError(FabcheckError):
     """Bad command-line use or unreadable input (exit code 2)."""
+
+
+class DeadlinePassed(FabcheckError):
+    """--deadline ended the run before a stage could start or finish a step: an error, never a pass."""

@@ -10,6 +10,7 @@ the inventory's cabling map from what the first two stages read. A node the run 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -133,6 +134,7 @@ def run_gate(
     fabcheck.gate.snapshot for a replay), ``connect`` opens a switch session (default: netmiko),
     ``stage_collectors`` stand in for a plugged stage's own reads, by stage name (StageContext.collectors:
     a snapshot's replay or recorder)."""
+    ends_at = None if deadline_s is None else time.monotonic() + deadline_s
     hosts = validate.validate(
         plan.hosts,
         limits,
@@ -165,6 +167,7 @@ def run_gate(
             tuple(switches),
             dict(outcomes),
             stage_collectors or {},
+            ends_at,
         )
         outcomes[stage.name] = _run_stage(stage, context)
     return GateResult(tuple(hosts), tuple(switches), tuple(links), tuple(outcomes.values()))

@@ -39,8 +39,9 @@ from fabcheck.incast.plan import (
 )
 from fabcheck.intent.fabric import Fabric, fabric_of
 from fabcheck.intent.loader import HostEntry
+from fabcheck.pairs.localise import Measure
 from fabcheck.pairs.rounds import FAST, Endpoint, Pair
-from fabcheck.pairs.session import Session, open_session
+from fabcheck.pairs.session import Session, open_session, within_deadline
 from fabcheck.pairs.verdict import Measurement
 from fabcheck.report.model import NodeKind
 from fabcheck.switch.connect import SwitchLogin
@@ -68,7 +69,8 @@ class IncastStage:
             return _outcome(self.name, findings, {}, ("incast: no RoCE host to load",), ())
         fan_in = bounded_int(roce[0].variables, FAN_IN_VARIABLE, DEFAULT_FAN_IN, MAX_FAN_IN)
         duration = bounded_int(roce[0].variables, DURATION_VARIABLE, DEFAULT_DURATION_S, MAX_DURATION_S)
-        session = open_session(roce, context.limits, context.concurrency, FAST)
+        limits = context.limits_left("the incast's host setup")
+        session = open_session(roce, limits, context.concurrency, FAST)
         for host, reason in session.left_out.items():
             findings[host].append(_stage_error(host, reason))
         fabric, leaves = _leaves(context)
@@ -161,10 +163,15 @@ def _run(
     def read_host(host: str) -> capture.HostCapture:
         return capture.capture_host(session.runner, host, netdevs[host])
 
+    def read_hosts(when: str) -> dict[str, capture.HostCapture]:
+        session.runner.limits = context.limits_left(f"the host counters {when} the load")
+        return capture.each(list(netdevs), read_host, workers)
+
     switches_before = capture.each(list(ports), read_switches, workers)
-    hosts_before = capture.each(list(netdevs), read_host, workers)
-    measurements = _load(session, [one.incast for one in incasted], duration, workers)
-    hosts_after = capture.each(list(netdevs), read_host, workers)
+    hosts_before = read_hosts("before")
+    measure = within_deadline(session, context.limits_left, "the incast")
+    measurements = _load(session, measure, [one.incast for one in incasted], duration, workers)
+    hosts_after = read_hosts("after")
     switches_after = capture.each(list(ports), read_switches, workers)
     return Captured(hosts_before, hosts_after, switches_before, switches_after, measurements)
 
@@ -190,14 +197,17 @@ def _switch_reader(
     return read
 
 
-def _load(session: Session, incasts: Sequence[Incast], duration: int, width: int) -> dict[Pair, Measurement]:
-    """Every incast's senders at once; incasts side by side as far as `width` pairs allow."""
+def _load(
+    session: Session, measure: Measure, incasts: Sequence[Incast], duration: int, width: int
+) -> dict[Pair, Measurement]:
+    """Every incast's senders at once; incasts side by side as far as `width` pairs allow. `measure`
+    runs a wave on the session's runner (within the run's deadline)."""
     session.runner.duration_s = duration
     measured: dict[Pair, Measurement] = {}
     for number, wave in enumerate(waves(incasts, width), start=1):
         pairs = tuple(pair for incast in wave for pair in incast.pairs)
         session.runner.concurrency = len(pairs)  # one wave: every sender of the incast writes at once
-        for measurement in session.runner(pairs, number):
+        for measurement in measure(pairs, number):
             measured[measurement.pair] = measurement
     return measured
 

@@ -19,7 +19,7 @@ from fabcheck import validate
 from fabcheck.checks.model import Finding, failed, passed, skipped
 from fabcheck.checks.nccl_ranks import check_busbw, check_host_ranks
 from fabcheck.desired.nccl import DEBUG_ENV, PROGRAM, DesiredNcclJob, desired_nccl_host, desired_nccl_job
-from fabcheck.errors import FabcheckError, ParseError
+from fabcheck.errors import DeadlinePassed, FabcheckError, ParseError
 from fabcheck.gate.nccl_figure import busbw_figure
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
 from fabcheck.intent.loader import HostEntry
@@ -191,13 +191,18 @@ class NcclStage:
         job = desired_nccl_job([(e.name, e.intent) for e in entries])
         user = user_nccl_env(self.environ())
         config = launcher_config(entries)
-        timeout = (
-            config.timeout_s if context.deadline_s is None else min(config.timeout_s, context.deadline_s)
-        )
+        left = context.seconds_left("the NCCL job started")
+        timeout = config.timeout_s if left is None else min(config.timeout_s, left)
         request = LaunchRequest(
             PROGRAM, job.args, launch_hosts(entries), per_host, {**job.env, **user}, timeout_s=timeout
         )
         result = self.launch(config, request)
+        if result.timed_out and timeout < config.timeout_s:
+            # Killed by the run's deadline, not by the launcher's own limit: nothing says it hung.
+            raise DeadlinePassed(
+                f"the run's deadline (--deadline {context.deadline_s:g} s) ended the NCCL job after "
+                f"{result.seconds:.0f} s"
+            )
         findings = judge(entries, result, per_host, job, topologies, config.kind)
         table = table_of(result)
         figure = busbw_figure(table, job.busbw_floor_gbytes, job.min_bytes) if table is not None else None

@@ -20,7 +20,7 @@ from fabcheck.pairs import baseline as stored
 from fabcheck.pairs.heatmap import heatmap
 from fabcheck.pairs.localise import Diagnosis, localise
 from fabcheck.pairs.rounds import FAST, MODES, Endpoint
-from fabcheck.pairs.session import Session, open_session
+from fabcheck.pairs.session import Session, open_session, within_deadline
 from fabcheck.pairs.verdict import Measurement
 from fabcheck.report.model import NodeKind
 
@@ -64,8 +64,10 @@ class PerftestStage:
     def run(self, context: StageContext) -> StageOutcome:
         entries = list(context.plan.hosts)
         mode = mode_of(entries)
-        session = open_session(entries, context.limits, context.concurrency, mode)
-        diagnosis = localise(session.rounds, session.measure, session.judge_of, session.endpoints)
+        limits = context.limits_left("perftest's host setup")
+        session = open_session(entries, limits, context.concurrency, mode)
+        measure = within_deadline(session, context.limits_left, "perftest")
+        diagnosis = localise(session.rounds, measure, session.judge_of, session.endpoints)
         path = stored.default_path(context.inventory.source)
         recorded = stored.load_baseline(path)
         findings = judge_hosts([e.name for e in entries], session, diagnosis, recorded, str(path))

@@ -10,6 +10,7 @@ else about it. A stage's module is named in PLUGGED_STAGES and imported only whe
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fabcheck.checks.model import Finding
 from fabcheck.collect.host import TimeLimits
+from fabcheck.errors import DeadlinePassed
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.report.model import Figure, NodeKind
 
@@ -70,9 +72,28 @@ class StageContext:
     # says (a snapshot replay, a recorder around the live reads); a stage not named reads live.
     collectors: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
 
+    # When --deadline ends the run, on time.monotonic()'s clock (None: no deadline).
+    ends_at: float | None = None
+
     def collector_of(self, stage: str, live: C) -> C:
         """The collector `stage` uses in this run: the source's stand-in, else its own live one."""
         return self.collectors.get(stage, live)  # type: ignore[return-value]
+
+    def seconds_left(self, before: str) -> float | None:
+        """Seconds until the deadline (None without one); DeadlinePassed when none are left, naming
+        what the stage was about to start."""
+        if self.ends_at is None:
+            return None
+        left = self.ends_at - time.monotonic()
+        if left <= 0:
+            said = f"the run's deadline (--deadline {self.deadline_s:g} s) passed before {before}"
+            raise DeadlinePassed(said)
+        return left
+
+    def limits_left(self, before: str) -> TimeLimits:
+        """The run's time limits, cut so that what starts now ends by the deadline."""
+        left = self.seconds_left(before)
+        return self.limits if left is None else self.limits.within(left)
 
 
 class Stage(Protocol):

@@ -8,11 +8,16 @@ from dataclasses import dataclass, field
 
 from fabcheck.collect.host import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.perftest import DesiredPerftest, desired_perftest, pair_floor_gbps
+from fabcheck.errors import DeadlinePassed
 from fabcheck.intent.loader import HostEntry
 from fabcheck.pairs.commands import HostSetup
+from fabcheck.pairs.localise import Measure
 from fabcheck.pairs.rounds import Endpoint, Pair, Round, plan_rounds
 from fabcheck.pairs.runner import SshRunner
 from fabcheck.pairs.verdict import Judge, Measurement
+
+# The time limits left before the run's deadline for what is named; DeadlinePassed when none are left.
+LimitsLeft = Callable[[str], TimeLimits]
 
 
 @dataclass
@@ -40,7 +45,7 @@ class Session:
         return Judge.from_survey(self.floor_of, survey)
 
     @property
-    def measure(self) -> Callable[[Round, int], list[Measurement]]:
+    def measure(self) -> Measure:
         return self.runner
 
 
@@ -75,3 +80,26 @@ def open_session(entries: Sequence[HostEntry], limits: TimeLimits, concurrency: 
         left_out=left_out,
         unpinned=sorted(h for h, s in setup.items() if not s.numactl),
     )
+
+
+def within_deadline(session: Session, limits_left: LimitsLeft, what: str) -> Measure:
+    """The session's measure with each round under the time the run's deadline leaves it. When the
+    deadline has passed by the end of a round with a pair left without a result, that is DeadlinePassed:
+    judged, the pair would blame its NIC for the clock."""
+    full = session.runner.limits
+
+    def measure(round_: Round, number: int) -> list[Measurement]:
+        session.runner.limits = limits_left(f"{what} round {number}")
+        try:
+            results = session.runner(round_, number)
+        finally:
+            session.runner.limits = full
+        unfinished = sum(m.gbps is None for m in results)
+        if unfinished:
+            try:
+                limits_left(f"judging {what} round {number}")
+            except DeadlinePassed as err:
+                raise DeadlinePassed(f"{err}: {unfinished} of {len(results)} pairs had no result") from None
+        return results
+
+    return measure

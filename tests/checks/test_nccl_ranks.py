@@ -3,6 +3,7 @@ healthy and no-rdma on gpu02) and public corpus logs (plugin network, bonds, TC 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,11 +15,11 @@ from fabcheck.checks import nccl_ranks as checks
 from fabcheck.checks.model import Finding, Status
 from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.nccl import DesiredNcclJob, desired_nccl_host, desired_nccl_job
-from fabcheck.errors import FabcheckError
+from fabcheck.errors import DeadlinePassed, FabcheckError
 from fabcheck.gate import fabric
 from fabcheck.gate.nccl_stage import NcclStage, hidden_subsystems, judge, lowered_debug
 from fabcheck.gate.stages import StageContext
-from fabcheck.intent.loader import HostEntry, load_inventory
+from fabcheck.intent.loader import HostEntry, Inventory, load_inventory
 from fabcheck.intent.model import FabricIntent
 from fabcheck.launch import LauncherConfig, LaunchRequest, LaunchResult
 from fabcheck.parsers.nccl_ranks import parse_nccl_ranks
@@ -241,14 +242,18 @@ all:
 """
 
 
+def _two_hosts(root: Path, intent: FabricIntent) -> Inventory:
+    (root / "group_vars" / "all").mkdir(parents=True)
+    text = yaml.safe_dump({"fabric_intent": intent.model_dump(mode="json")})
+    (root / "group_vars" / "all" / "fabric.yml").write_text(text)
+    (root / "hosts.yml").write_text(HOSTS_YML)
+    return load_inventory(root)
+
+
 def test_the_stage_launches_one_rank_per_gpu_and_judges_what_came_back(
     tmp_path: Path, lab_intent: FabricIntent, topo: TopoMatrix
 ) -> None:
-    (tmp_path / "group_vars" / "all").mkdir(parents=True)
-    intent = yaml.safe_dump({"fabric_intent": lab_intent.model_dump(mode="json")})
-    (tmp_path / "group_vars" / "all" / "fabric.yml").write_text(intent)
-    (tmp_path / "hosts.yml").write_text(HOSTS_YML)
-    inventory = load_inventory(tmp_path)
+    inventory = _two_hosts(tmp_path, lab_intent)
     asked: list[LaunchRequest] = []
 
     def launch(config: LauncherConfig, request: LaunchRequest) -> LaunchResult:
@@ -288,3 +293,27 @@ def test_one_host_has_no_inter_node_path_to_prove(tmp_path: Path) -> None:
     outcome = NcclStage().run(StageContext(inventory, plan, TimeLimits(), 4, None))
     ((finding,),) = [n.findings for n in outcome.nodes]
     assert finding.status is Status.SKIP and "needs two" in finding.actual
+
+
+def test_a_job_the_run_s_deadline_ended_is_deadline_passed_not_a_hung_collective(
+    tmp_path: Path, lab_intent: FabricIntent, topo: TopoMatrix
+) -> None:
+    inventory = _two_hosts(tmp_path, lab_intent)
+    plan = fabric.plan_gate(inventory, stages=["host", "nccl"])
+    hosts = tuple(SimpleNamespace(host=h, evidence=SimpleNamespace(topo=topo)) for h in HOSTS)
+    timeouts: list[float | None] = []
+
+    def killed(config: LauncherConfig, request: LaunchRequest) -> LaunchResult:
+        timeouts.append(request.timeout_s)
+        return LaunchResult(("mpirun", "..."), None, {}, "", "", request.timeout_s or 0.0)
+
+    soon = StageContext(inventory, plan, TimeLimits(), 4, 20, hosts, ends_at=time.monotonic() + 20)  # type: ignore[arg-type]
+    with pytest.raises(DeadlinePassed, match=r"--deadline 20 s\) ended the NCCL job"):
+        NcclStage(launch=killed, environ=dict).run(soon)
+    (timeout,) = timeouts
+    assert timeout is not None and timeout <= 20
+
+    passed = StageContext(inventory, plan, TimeLimits(), 4, 20, hosts, ends_at=time.monotonic() - 1)  # type: ignore[arg-type]
+    with pytest.raises(DeadlinePassed, match="passed before the NCCL job started"):
+        NcclStage(launch=killed, environ=dict).run(passed)
+    assert len(timeouts) == 1  # nothing was launched the second time

@@ -4,6 +4,7 @@ and its figures reach the HTML report."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 from collections.abc import Iterator
@@ -164,3 +165,37 @@ def test_stages_of_the_default_gate_get_no_command_of_their_own() -> None:
 
     with pytest.raises(SystemExit):
         build_parser().parse_args(["sm", "-i", "inventory/lab"])
+
+
+@dataclass
+class ClockedStage(SmStage):
+    """Reads the time left before the run's deadline, as the traffic stages do before each step."""
+
+    name: str = "fake_clocked"
+    seen: list[TimeLimits] = dataclasses.field(default_factory=list)
+
+    def run(self, context: StageContext) -> StageOutcome:
+        self.seen.append(context.limits_left("the fake load"))
+        return super().run(context)
+
+
+def test_a_deadline_cuts_a_stage_s_limits_to_the_time_left(plug: dict, inventory: Inventory) -> None:
+    stage = ClockedStage()
+    plug["install"](stage)
+    plan = fabric.plan_gate(inventory, stages=["fake_clocked"])
+    limits = TimeLimits(connect_s=10, command_s=60)
+    fabric.run_gate(inventory, plan, limits, deadline_s=None)
+    fabric.run_gate(inventory, plan, limits, deadline_s=5)
+    unbounded, bounded = stage.seen
+    assert unbounded == limits
+    assert bounded.client_s <= 5 and bounded.connect_s <= 5 < limits.client_s
+
+
+def test_a_deadline_passed_before_a_stage_is_an_error_naming_it(plug: dict, inventory: Inventory) -> None:
+    plug["install"](ClockedStage())
+    plan = fabric.plan_gate(inventory, stages=["fake_clocked"])
+    run = gate_run(fabric.run_gate(inventory, plan, TimeLimits(), deadline_s=0))
+    assert [(s.name, s.verdict) for s in run.subjects] == [("sm01", Status.ERROR), ("sm02", Status.ERROR)]
+    said = run.subjects[0].findings[0].actual
+    assert "--deadline 0 s" in said and "the fake load" in said, said
+    assert exit_code(run) == 3

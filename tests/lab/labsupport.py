@@ -81,6 +81,27 @@ def running_lab(**shape: object) -> Iterator[tuple[LabPaths, LabState]]:
             lifecycle.down(paths)
 
 
+@contextlib.contextmanager
+def converged_lab(*options: str, **shape: object) -> Iterator[LabPaths]:
+    """A lab of this shape that site.yml (with these options) converged, for the duration of the block."""
+    with running_lab(**shape) as (paths, _state):
+        converged = run_playbook(paths, *options)
+        assert converged.rc == 0, converged.output[-4000:]
+        yield paths
+
+
+@contextlib.contextmanager
+def injected(paths: LabPaths, fault: str, node: str) -> Iterator[None]:
+    """The fault on the node for the duration of the block, healed after it whatever happens."""
+    from fabcheck.lab import faults
+
+    assert faults.inject(paths, fault, node), f"{fault} was already active on {node}"
+    try:
+        yield
+    finally:
+        faults.heal(paths, node, fault)
+
+
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 

@@ -13,13 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from labsupport import REPO, requires_lab, run_playbook, running_lab
+from labsupport import REPO, converged_lab, injected, requires_lab
 
 from fabcheck.checks import host as host_checks
 from fabcheck.checks import link as link_checks
 from fabcheck.intent.fabric import Fabric, fabric_of
 from fabcheck.intent.loader import load_inventory
-from fabcheck.lab import faults
 from fabcheck.lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
@@ -54,9 +53,7 @@ def link_subject(host: str, nic: str, switch_end: str) -> str:
 
 @pytest.fixture(scope="module")
 def gate() -> Iterator[Gate]:
-    with running_lab(profile="roce", hosts=2, switches=len(SWITCHES)) as (paths, _state):
-        converged = run_playbook(paths)
-        assert converged.rc == 0, converged.output[-4000:]
+    with converged_lab(profile="roce", hosts=2, switches=len(SWITCHES)) as paths:
         yield Gate(paths, fabric_of(load_inventory(str(paths.inventory.parent))))
 
 
@@ -76,11 +73,8 @@ def test_a_converged_fabric_passes_and_every_skip_says_why(gate: Gate) -> None:
 
 @pytest.mark.parametrize("switch", ["leaf01", "leaf02", "leaf03"])
 def test_a_switch_pfc_fault_fails_that_port_and_its_cables_only(gate: Gate, switch: str) -> None:
-    faults.inject(gate.paths, "switch-pfc-prio", switch)
-    try:
+    with injected(gate.paths, "switch-pfc-prio", switch):
         rc, subjects = gate.validate()
-    finally:
-        faults.heal(gate.paths, switch, "switch-pfc-prio")
     bad = failing(subjects)
     assert rc == 1
     ports = {subject for check, subject in bad if check == "switch.pfc"}
@@ -96,11 +90,8 @@ def test_a_switch_pfc_fault_fails_that_port_and_its_cables_only(gate: Gate, swit
 
 
 def test_a_host_pfc_fault_fails_that_nic_and_its_cable_only(gate: Gate) -> None:
-    faults.inject(gate.paths, "pfc-off", "gpu01")
-    try:
+    with injected(gate.paths, "pfc-off", "gpu01"):
         rc, subjects = gate.validate()
-    finally:
-        faults.heal(gate.paths, "gpu01", "pfc-off")
     [link] = [link for link in gate.fabric.links if (link.host, link.nic) == ("gpu01", "mlx5_0")]
     assert rc == 1
     assert failing(subjects) == {
@@ -110,11 +101,8 @@ def test_a_host_pfc_fault_fails_that_nic_and_its_cable_only(gate: Gate) -> None:
 
 
 def test_a_miswired_pair_of_ports_fails_lldp_on_exactly_those_two_cables(gate: Gate) -> None:
-    faults.inject(gate.paths, "switch-miswired", "leaf02")
-    try:
+    with injected(gate.paths, "switch-miswired", "leaf02"):
         rc, subjects = gate.validate()
-    finally:
-        faults.heal(gate.paths, "leaf02", "switch-miswired")
     ports = gate.fabric.switch("leaf02").host_ports
     on_switch = sorted(
         (ln for ln in gate.fabric.links if ln.switch == "leaf02"), key=lambda ln: ports.index(ln.port)

@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from labsupport import requires_lab, run_playbook, running_lab
+from labsupport import converged_lab, injected, requires_lab
 from test_incast_stage_lab import failing, incast
 
-from fabcheck.lab import faults
 from fabcheck.lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
@@ -26,9 +25,7 @@ EOS_VICTIM = ("gpu03", "mlx5_1", "leaf03:Ethernet6/1")  # the third host's NIC o
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[LabPaths]:
-    with running_lab(profile="roce", hosts=3, switches=3) as (paths, _state):
-        converged = run_playbook(paths)
-        assert converged.rc == 0, converged.output[-4000:]
+    with converged_lab(profile="roce", hosts=3, switches=3) as paths:
         yield paths
 
 
@@ -45,11 +42,8 @@ def test_every_platform_reads_its_leaf_and_passes(lab: LabPaths) -> None:
 
 
 def test_pfc_on_the_wrong_priority_of_the_eos_leaf_fails_its_drops_there(lab: LabPaths) -> None:
-    faults.inject(lab, "switch-pfc-prio", "leaf03")
-    try:
+    with injected(lab, "switch-pfc-prio", "leaf03"):
         rc, found = incast(lab)
-    finally:
-        faults.heal(lab, "leaf03", "switch-pfc-prio")
     host, nic, port = EOS_VICTIM
     assert rc == 1
     assert failing(found) == {("leaf03", "incast.switch_drops", port), (host, "incast.out_of_sequence", nic)}

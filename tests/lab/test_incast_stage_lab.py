@@ -11,9 +11,8 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from labsupport import REPO, requires_lab, run_playbook, running_lab
+from labsupport import REPO, converged_lab, injected, requires_lab
 
-from fabcheck.lab import faults
 from fabcheck.lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
@@ -46,9 +45,7 @@ def failing(found: list[dict]) -> Found:
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[LabPaths]:
-    with running_lab(profile="roce", hosts=3, switches=1) as (paths, _state):
-        converged = run_playbook(paths)
-        assert converged.rc == 0, converged.output[-4000:]
+    with converged_lab(profile="roce", hosts=3, switches=1) as paths:
         yield paths
 
 
@@ -69,11 +66,8 @@ def test_a_converged_fabric_passes_the_incast(lab: LabPaths) -> None:
 
 
 def test_pfc_off_on_the_victim_nic_fails_its_drops_there(lab: LabPaths) -> None:
-    faults.inject(lab, "pfc-off", "gpu01")
-    try:
+    with injected(lab, "pfc-off", "gpu01"):
         rc, found = incast(lab)
-    finally:
-        faults.heal(lab, "gpu01", "pfc-off")
     assert rc == 1
     assert failing(found) == {
         ("gpu01", "incast.host_drops", "mlx5_0"),
@@ -82,11 +76,8 @@ def test_pfc_off_on_the_victim_nic_fails_its_drops_there(lab: LabPaths) -> None:
 
 
 def test_ecn_off_on_the_leaf_fails_marking_on_the_victim_port_and_on_the_receiver(lab: LabPaths) -> None:
-    faults.inject(lab, "switch-ecn-off", "leaf01")
-    try:
+    with injected(lab, "switch-ecn-off", "leaf01"):
         rc, found = incast(lab)
-    finally:
-        faults.heal(lab, "leaf01", "switch-ecn-off")
     bad = failing(found)
     assert rc == 1
     assert ("leaf01", "incast.switch_ecn", VICTIM_PORT) in bad
@@ -96,11 +87,8 @@ def test_ecn_off_on_the_leaf_fails_marking_on_the_victim_port_and_on_the_receive
 
 
 def test_pfc_on_the_wrong_priority_of_the_victim_port_fails_that_port_drops(lab: LabPaths) -> None:
-    faults.inject(lab, "switch-pfc-prio", "leaf01")
-    try:
+    with injected(lab, "switch-pfc-prio", "leaf01"):
         rc, found = incast(lab)
-    finally:
-        faults.heal(lab, "leaf01", "switch-pfc-prio")
     bad = failing(found)
     assert rc == 1
     assert ("leaf01", "incast.switch_drops", VICTIM_PORT) in bad

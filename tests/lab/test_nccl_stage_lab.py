@@ -13,11 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from labsupport import REPO, requires_lab, run_playbook, running_lab
+from labsupport import REPO, converged_lab, injected, requires_lab
 
 from fabcheck.checks import nccl_ranks
 from fabcheck.intent.loader import load_inventory
-from fabcheck.lab import faults
 from fabcheck.lab.state import LabPaths
 from fabcheck.launch import LaunchRequest, launch_hosts, launcher_config, launcher_for
 
@@ -60,9 +59,7 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[Lab]:
-    with running_lab(profile="roce", hosts=len(HOSTS), switches=0) as (paths, _state):
-        converged = run_playbook(paths, "--limit", "gpu_hosts")
-        assert converged.rc == 0, converged.output[-4000:]
+    with converged_lab("--limit", "gpu_hosts", profile="roce", hosts=len(HOSTS), switches=0) as paths:
         yield Lab(paths)
 
 
@@ -87,11 +84,8 @@ def test_converged_lab_passes_the_nccl_stage_on_every_rank(lab: Lab) -> None:
 
 
 def test_no_rdma_fails_the_stage_naming_socket_and_the_node(lab: Lab) -> None:
-    assert faults.inject(lab.paths, "no-rdma", "gpu02")
-    try:
+    with injected(lab.paths, "no-rdma", "gpu02"):
         rc, findings, _ = lab.validate()
-    finally:
-        faults.heal(lab.paths, "gpu02", "no-rdma")
     assert rc == 1
     socket = next(f for f in findings["gpu02"] if f["check"] == nccl_ranks.TRANSPORT)
     assert socket["status"] == "fail" and socket["subject"] == "gpu02: 8 of 8 ranks"

@@ -11,9 +11,8 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from labsupport import REPO, requires_lab, run_playbook, running_lab
+from labsupport import REPO, converged_lab, injected, requires_lab
 
-from fabcheck.lab import faults
 from fabcheck.lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
@@ -51,9 +50,7 @@ def not_passing(found: dict[str, list[dict]]) -> set[tuple[str, str, str]]:
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[LabPaths]:
-    with running_lab(profile="roce", hosts=4, switches=0) as (paths, _state):
-        converged = run_playbook(paths, "--limit", "gpu_hosts")
-        assert converged.rc == 0, converged.output[-4000:]
+    with converged_lab("--limit", "gpu_hosts", profile="roce", hosts=4, switches=0) as paths:
         yield paths
 
 
@@ -71,12 +68,9 @@ def test_a_healthy_fabric_passes_every_nic_and_records_a_baseline(lab: LabPaths)
 
 
 def test_slow_link_on_one_node_names_that_node(lab: LabPaths) -> None:
-    faults.inject(lab, "slow-link", "gpu02")
-    try:
+    with injected(lab, "slow-link", "gpu02"):
         found = perftest_findings(lab)
         diff = fabcheck(lab, "baseline", "diff")
-    finally:
-        faults.heal(lab, "gpu02", "slow-link")
     failing = not_passing(found)
     assert {(h, check) for h, check, _subject in failing} <= {
         ("gpu02", "perftest.host"),

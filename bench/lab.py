@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fabcheck.desired.nic import PERSIST_UNIT
 from fabcheck.lab import lifecycle, procs
 from fabcheck.lab.mockhost.layout import MockNodePaths
 from fabcheck.lab.mockhost.prepare import compile_client
@@ -53,6 +54,12 @@ TOOL_CALLS = (
     ("show_gids",),
     ("ip", "link", "show"),
     ("ethtool", "-S", "ens1np0"),
+    ("systemctl", "is-enabled", PERSIST_UNIT),
+)
+# The boot unit the roce_host role installs, so that `systemctl is-enabled` reads a unit of the node's own.
+BOOT_UNIT = (
+    "[Unit]\nDescription=bench\n\n[Service]\nType=oneshot\nExecStart=/bin/true\n\n"
+    "[Install]\nWantedBy=multi-user.target\n"
 )
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -240,6 +247,13 @@ def tool_costs(paths: LabPaths, calls: int) -> list[ToolCost]:
     if pids is None or pids.tool_server is None:
         raise SystemExit("the lab has no tool server (no C compiler?): nothing to compare")
     node = MockNodePaths.under(paths.node_root("gpu01"))
+    unit = node.etc / "systemd/system" / PERSIST_UNIT
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    unit.write_text(BOOT_UNIT)
+    link = node.etc / "systemd/system/multi-user.target.wants" / PERSIST_UNIT  # enabled: the call exits 0
+    link.parent.mkdir(exist_ok=True)
+    link.unlink(missing_ok=True)
+    link.symlink_to(f"/etc/systemd/system/{PERSIST_UNIT}")
     direct_env = {
         "PATH": SYSTEM_PATH,
         "LANG": "C.UTF-8",

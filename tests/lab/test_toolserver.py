@@ -240,6 +240,90 @@ def test_a_fault_injected_after_a_cached_call_shows_in_the_next_one(pair: Pair) 
         settle()
 
 
+UNIT = "probe-qos.service"
+SINCE = re.compile(rb" since [^\n]+")
+# Read verbs are served on the node's own unit; the rest (changes, options, unknown and opensm units, udevd)
+# run in the node. Both kinds interleave, so each read also proves it sees what the node just changed.
+SYSTEMCTL_CALLS: list[tuple[str, ...]] = [
+    ("systemctl", "is-enabled", UNIT),
+    ("systemctl", "is-active", UNIT),
+    ("systemctl", "show", UNIT),
+    ("systemctl", "status", UNIT),
+    ("systemctl", "enable", UNIT),
+    ("systemctl", "is-enabled", "probe-qos"),
+    ("systemctl", "start", UNIT),
+    ("systemctl", "is-active", UNIT),
+    ("systemctl", "status", UNIT),
+    ("systemctl", "show", UNIT),
+    ("systemctl", "--quiet", "is-active", UNIT),
+    ("systemctl", "show", UNIT, "-p", "ActiveState"),
+    ("systemctl", "is-enabled", "missing.service"),
+    ("systemctl", "status", "missing.service"),
+    ("systemctl", "is-active", "opensm"),
+    ("systemctl", "is-active", "systemd-udevd.service"),
+    ("systemctl", "is-active", UNIT, "missing.service"),
+    ("systemctl", "stop", UNIT),
+    ("systemctl", "disable", UNIT),
+    ("systemctl", "is-enabled", UNIT),
+    ("systemctl", "is-active", UNIT),
+    ("systemctl", "is-active"),
+    ("systemctl", "is-enabled; reboot", UNIT),
+]
+
+
+def _write_unit(node: MockNode) -> None:
+    path = node.paths.upper / "etc/systemd/system" / UNIT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "[Unit]\nDescription=probe\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n\n"
+        "[Install]\nWantedBy=multi-user.target\n"
+    )
+
+
+def test_systemctl_answers_byte_for_byte_as_in_the_node(pair: Pair) -> None:
+    for node in (pair.direct, pair.served):
+        _write_unit(node)
+    for call in SYSTEMCTL_CALLS:
+        # The node's variables: a call the server hands back must change this node, never the machine's /etc.
+        direct, served = pair.run_direct(*call), pair.run_served(*call, env=pair.served.env)
+        got = (served.returncode, SINCE.sub(b" since T", served.stdout), served.stderr)
+        assert got == (direct.returncode, SINCE.sub(b" since T", direct.stdout), direct.stderr), call
+    assert _unit_state(pair.served) == _unit_state(pair.direct)
+    assert tree_bytes(pair.served.paths.upper / "etc") == tree_bytes(pair.direct.paths.upper / "etc")
+
+
+def _unit_state(node: MockNode) -> bytes:
+    """The node's systemd state, its own folder and the start times masked (the two nodes differ there)."""
+    text = (node.paths.state / "systemd.json").read_bytes().replace(os.fsencode(node.paths.upper), b"ROOT")
+    return re.sub(rb'"since": "[^"]*"', b'"since": "T"', text)
+
+
+def test_systemctl_serves_only_reads_of_the_nodes_own_units(tmp_path: Path) -> None:
+    node = make_nodes(tmp_path, installed_bin(tmp_path), [("gpu1", "rail8")])[0]
+    _write_unit(node)
+    handlers = state_tools()
+    assert run_call(node.paths, handlers, _request("systemctl", "is-enabled", UNIT)) == b"1 9 0\ndisabled\n"
+    assert run_call(node.paths, handlers, _request("systemctl", "is-active", UNIT)) == b"3 9 0\ninactive\n"
+    assert not (node.paths.state / "systemd.json").exists()  # a read saves no state
+    for delegated in (
+        ("start", UNIT),
+        ("enable", UNIT),
+        ("daemon-reload",),
+        ("--quiet", "is-active", UNIT),
+        ("is-active", "opensm"),
+        ("is-active", "systemd-udevd"),
+        ("is-enabled", "missing.service"),
+        ("is-enabled", UNIT, "missing.service"),
+    ):
+        assert run_call(node.paths, handlers, _request("systemctl", *delegated)) == DELEGATE, delegated
+    (node.paths.upper / "etc/systemd/system" / UNIT).unlink()
+    (node.paths.upper / "usr/lib/systemd/system").mkdir(parents=True)
+    moved = node.paths.upper / "usr/lib/systemd/system" / UNIT
+    moved.write_text("[Service]\nExecStart=/bin/true\n")
+    # Found only below /etc: the lab machine's own /etc/systemd/system may shadow it in the node.
+    assert run_call(node.paths, handlers, _request("systemctl", "is-enabled", UNIT)) == DELEGATE
+
+
 def test_install_links_only_the_served_tools_to_the_client(pair: Pair) -> None:
     for name in TOOL_NAMES:
         expected = CLIENT if name in SERVED_TOOLS else DISPATCHER

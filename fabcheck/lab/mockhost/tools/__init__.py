@@ -18,7 +18,8 @@ NCCL_TESTS = (
 )
 # Tools that only read and write node state and sysfs: the lab's tool server runs them in-process.
 # Not served: perftest, nccl-tests, mpirun and numactl (they move bytes and start processes in the node),
-# systemctl/sminfo (node pids) and sysctl (reads files by their path in the node).
+# sminfo (node pids) and sysctl (reads files by their path in the node). systemctl is served for its read
+# verbs on the node's own units and runs in the node for everything else (systemd.served_systemctl).
 SERVED_TOOLS = (
     "nvidia-smi",
     "mlnx_qos",
@@ -34,6 +35,7 @@ SERVED_TOOLS = (
     "ethtool",
     "lsmod",
     "modprobe",
+    "systemctl",
 )
 # Every tool name a node has: the served ones, and those that start processes or read node files.
 TOOL_NAMES = (
@@ -42,7 +44,6 @@ TOOL_NAMES = (
     "fabcheck-mpirun",
     *SERVED_TOOLS,
     "sysctl",
-    "systemctl",
     "sminfo",
     "numactl",
 )

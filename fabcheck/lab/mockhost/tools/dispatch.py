@@ -49,8 +49,8 @@ def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
 
 
 def state_tools() -> dict[str, Callable[[Node, list[str]], int]]:
-    """The tools of SERVED_TOOLS: their output depends on the node's state and sysfs only."""
-    from . import mlnx_qos, netdev, nvidia_smi, rdma_cm, rdma_info, system
+    """The tools of SERVED_TOOLS: their output depends on the node's state, sysfs and /etc only."""
+    from . import mlnx_qos, netdev, nvidia_smi, rdma_cm, rdma_info, system, systemd
 
     return {
         "nvidia-smi": nvidia_smi.main,
@@ -67,6 +67,7 @@ def state_tools() -> dict[str, Callable[[Node, list[str]], int]]:
         "ethtool": netdev.ethtool,
         "lsmod": system.lsmod,
         "modprobe": system.modprobe,
+        "systemctl": systemd.served_systemctl,  # read verbs only; simple_tools() has the node's own
     }
 
 

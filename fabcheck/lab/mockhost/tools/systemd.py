@@ -1,6 +1,7 @@
 """Mock systemd and udev of a lab node: generic unit files, enablement, oneshot starts, boots, udev events.
 
-Runs inside the node (never served: ExecStart and RUN programs must run in the node's environment).
+Runs inside the node: ExecStart and RUN programs must run in the node's environment. Only the read
+verbs on a unit the node's own /etc/systemd/system defines are served (served_systemctl says when).
 Unit files are read from the node's own unit folders exactly as systemd searches them; a unit is
 loaded on first use and kept until `daemon-reload`, so a unit file changed on disk without a reload
 runs its old definition (with systemd's warning). `enable` makes the [Install] symlinks under
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import subnet_manager
-from .common import Node, ToolError, err, out
+from .common import Delegate, Node, ToolError, err, out
 
 STATE_FILE = "systemd.json"
 # Units enabled through this node's systemctl. The node's / is an overlay of the lab machine's, whose
@@ -46,6 +47,9 @@ UDEVD = "systemd-udevd.service"
 UNIT_PATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_TIMEOUT_S = 90.0
 LOG_LINES = 20
+READ_VERBS = ("is-enabled", "is-active", "show", "status")  # change nothing: no state is saved after them
+# The lower layer of every node's overlay / (nodeinit.py mounts lowerdir=/): the lab machine's own tree.
+LOWER_ROOT = Path("/")
 
 
 def root_of(node: Node) -> Path:
@@ -384,6 +388,10 @@ def udevd_verb(node: Node, verb: str) -> int:
     raise ToolError(f"Failed to {verb} {UDEVD}: Operation refused, unit may not be {verb}d.\n", 1)
 
 
+def is_sm_unit(text: str) -> bool:
+    return text in subnet_manager.UNIT_NAMES or text.removesuffix(".service") in subnet_manager.UNIT_NAMES
+
+
 def systemctl(node: Node, args: list[str], dispatcher: str) -> int:
     """`systemctl VERB [UNIT...]`; opensm units go to subnet_manager.systemctl unchanged."""
     names = [a for a in args if not a.startswith("-")]
@@ -392,10 +400,7 @@ def systemctl(node: Node, args: list[str], dispatcher: str) -> int:
     if not names:
         raise ToolError("systemctl: a command is required on a lab node\n", 1)
     verb, units = names[0], [unit_name(u) for u in names[1:]]
-    if any(
-        u in subnet_manager.UNIT_NAMES or u.removesuffix(".service") in subnet_manager.UNIT_NAMES
-        for u in names[1:]
-    ):
+    if any(is_sm_unit(u) for u in names[1:]):
         return subnet_manager.systemctl(node, args, dispatcher)
     state = runtime(node)
     if verb == "daemon-reload":
@@ -409,8 +414,31 @@ def systemctl(node: Node, args: list[str], dispatcher: str) -> int:
         for unit in units:
             code = max(code, unit_verb(node, state, verb, unit))
     finally:
-        node.save(STATE_FILE, state)
+        if verb not in READ_VERBS:
+            node.save(STATE_FILE, state)
     return code
+
+
+def served_systemctl(node: Node, args: list[str]) -> int:
+    """systemctl under the tool server, which sees a node's / only as its overlay's upper layer. A read
+    verb without options on units whose file is the node's own /etc/systemd/system/UNIT (first in the
+    search order, so no lower file can shadow it), none of them linked into a target by the lab machine's
+    own /etc, answers exactly as in the node. Everything else runs in the node (Delegate): the other
+    verbs start programs, opensm units follow daemon pids, other unit files may be the machine's."""
+    if len(args) < 2 or args[0] not in READ_VERBS or any(a.startswith("-") for a in args):
+        raise Delegate
+    for unit in map(unit_name, args[1:]):
+        if unit == UDEVD or is_sm_unit(unit) or not node_defines(node, unit):
+            raise Delegate
+    return systemctl(node, args, dispatcher="")  # the dispatcher only starts opensm, never reached here
+
+
+def node_defines(node: Node, unit: str) -> bool:
+    """The unit's file and every [Install] link of it lie in the node's upper layer."""
+    if not (root_of(node) / "etc/systemd/system" / unit).is_file():
+        return False
+    lower = LOWER_ROOT / "etc/systemd/system"
+    return not any(lower.glob(f"*.wants/{unit}")) and not any(lower.glob(f"*.requires/{unit}"))
 
 
 # ---- boot ------------------------------------------------------------------------------------------

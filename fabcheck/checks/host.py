@@ -26,7 +26,7 @@ from fabcheck.desired.nic import PERSIST_PATHS, PERSIST_UNIT, desired_host, desi
 from fabcheck.intent.model import ROCE_HEADER_BYTES, FabricIntent
 from fabcheck.parsers.host_sysfs import DriverInfo
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
-from fabcheck.parsers.mlnx_qos import PRIORITIES, MlnxQos
+from fabcheck.parsers.mlnx_qos import MlnxQos
 from fabcheck.parsers.rdma_link import RdmaLink
 from fabcheck.parsers.show_gids import GidEntry
 from fabcheck.parsers.topo import TopoMatrix
@@ -51,6 +51,7 @@ RDMA_MTU = "host.rdma_mtu"
 PORT_SPEED = "host.port_speed"
 PEERMEM = "host.nvidia_peermem"
 NIC_PERSISTENCE = "host.nic_persistence"
+PFC_STORM_PREVENTION = "host.pfc_storm_prevention"
 AFFINITY = TOPO_CHECK
 GID_INDEX = "host.gid_index"  # fleet: the RoCE v2 GID NCCL uses sits at one index on every host
 VERSIONS = "host.versions"  # fleet: one driver and firmware version per NIC model across the hosts
@@ -402,7 +403,7 @@ def check_pfc(nic: str, netdev: str, evidence: HostEvidence, intent: FabricInten
     actual = _pfc_text(tuple(sorted(data.qos.pfc_enabled)))
     if tuple(sorted(data.qos.pfc_enabled)) == want:
         return [passed(PFC, nic, expected, actual)]
-    bitmap = ",".join("1" if p in want else "0" for p in PRIORITIES)
+    bitmap = ",".join(map(str, desired_nic(intent, "", nic).pfc_bitmap))
     return [failed(PFC, nic, expected, actual, _fix(PFC, _cmd("mlnx_qos", "-i", netdev, "--pfc", bitmap)))]
 
 
@@ -475,6 +476,28 @@ def check_cnp(nic: str, netdev: str, evidence: HostEvidence, intent: FabricInten
     if not commands:
         return [passed(CNP, nic, expected, actual)]
     return [failed(CNP, nic, expected, actual, _fix(CNP, "; ".join(commands)))]
+
+
+def check_pfc_storm_prevention(
+    nic: str, netdev: str, evidence: HostEvidence, intent: FabricIntent
+) -> list[Finding]:
+    """The NIC stops sending pauses after `lossless.pfc_storm_prevention_ms` of a stalled receive path
+    (0: never), so a stuck host cannot freeze its switch port and spread the pause upstream."""
+    want = desired_nic(intent, "", nic).pfc_storm_prevention_ms
+    assert want is not None  # the declaration skips the check when the intent leaves it alone
+    expected = _storm_text(want)
+    have = evidence.record(probes.PFC_STORM, netdev)
+    if isinstance(have, Unreadable):
+        return [_error(PFC_STORM_PREVENTION, nic, expected, have)]
+    actual = _storm_text(have)
+    if have == want:
+        return [passed(PFC_STORM_PREVENTION, nic, expected, actual)]
+    command = _cmd("ethtool", "--set-tunable", netdev, "pfc-prevention-tout", str(want))
+    return [failed(PFC_STORM_PREVENTION, nic, expected, actual, _fix(PFC_STORM_PREVENTION, command))]
+
+
+def _storm_text(ms: int) -> str:
+    return "pfc-prevention-tout 0 (storm prevention off)" if ms == 0 else f"pfc-prevention-tout {ms} ms"
 
 
 def check_netdev_mtu(nic: str, netdev: str, evidence: HostEvidence, intent: FabricIntent) -> list[Finding]:
@@ -1013,6 +1036,22 @@ HOST_CHECK_DECLS: tuple[HostCheck, ...] = (
         "pfc",
         _per_netdev(PFC, check_pfc),
         ROCE,
+    ),
+    HostCheck(
+        PFC_STORM_PREVENTION,
+        "nic",
+        (probes.PFC_STORM,),
+        "`pfc-prevention-tout` == `lossless.pfc_storm_prevention_ms` (0: off; skip without PFC or when null)",
+        HOST_QOS_ROLE,
+        "pfc",
+        _per_netdev(PFC_STORM_PREVENTION, check_pfc_storm_prevention),
+        ROCE,
+        applies=lambda intent: (
+            None
+            if desired_host(intent, "").template.pfc_storm_prevention_ms is not None
+            else "no PFC storm prevention to judge: fabric_intent.lossless.pfc is false or "
+            "lossless.pfc_storm_prevention_ms is null"
+        ),
     ),
     HostCheck(
         DSCP2PRIO,

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from fabcheck.desired.nic import PERSIST_PATHS, PERSIST_UNIT
 from fabcheck.errors import ParseError
 from fabcheck.parsers import host_sysfs
+from fabcheck.parsers.ethtool_tunable import TUNABLE, parse_pfc_prevention_tout
 from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
 from fabcheck.parsers.nic_persist import (
@@ -54,6 +55,7 @@ CNP_PRIO = "cnp_802p_prio"
 MIN_TIME_BETWEEN_CNPS = "min_time_between_cnps"
 ROCE_RP = "roce_rp"
 DRIVER = "driver"
+PFC_STORM = "pfc_storm"  # ethtool's PFC storm prevention timeout of the netdev (ms)
 TRAFFIC_CLASS = "traffic_class"
 CMA_ROCE_TOS = "cma_roce_tos"
 CMA_ROCE_MODE = "cma_roce_mode"
@@ -144,6 +146,9 @@ HOST_PROBES: tuple[HostProbe, ...] = (
     # Every DCQCN reaction-point parameter at once, as path:value lines (the intent picks which to judge).
     HostProbe(ROCE_RP, "netdev", ("grep", "-r", "-H", "", ECN + "/roce_rp"), _listed("roce_rp")),
     HostProbe(DRIVER, "netdev", ("ethtool", "-i", "{netdev}"), host_sysfs.ethtool_driver),
+    HostProbe(
+        PFC_STORM, "netdev", ("ethtool", "--get-tunable", "{netdev}", TUNABLE), parse_pfc_prevention_tout
+    ),
     HostProbe(PERSIST_CONFIG, "host", ("cat", PERSIST_PATHS["config"]), parse_boot_settings, "file"),
     HostProbe(
         PERSIST_UNIT_STATE, "host", ("systemctl", "is-enabled", PERSIST_UNIT), parse_unit_state, "answer"

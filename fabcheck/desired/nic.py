@@ -1,8 +1,9 @@
 """Desired state of a GPU host and its RoCE NICs, derived from the host's validated intent.
 
 Every NIC-side value the host role writes and the gate expects is computed here and nowhere else:
-which priorities carry PFC, which DSCPs map to which priority, whether the DCQCN reaction and
-notification points run, the CNP marking, the RDMA-CM ToS byte and the MTUs.
+which priorities carry PFC (and its bitmap), which DSCPs map to which priority, whether the DCQCN
+reaction and notification points run, the CNP marking, the RDMA-CM ToS byte, the MTUs and the PFC storm
+prevention timeout. The host role's applier writes these values as they are and derives none of them.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class DesiredNic:
     rdma_mtu: int
     link_layer: str
     speed_gbps: int
+    pfc_storm_prevention_ms: int | None = None  # None: not managed (PFC off, or the intent says null)
 
     @property
     def dscp_to_priority(self) -> dict[int, int]:
@@ -83,6 +85,7 @@ class DesiredNic:
             "rdma_mtu": self.rdma_mtu,
             "link_layer": self.link_layer,
             "speed_gbps": self.speed_gbps,
+            "pfc_storm_prevention_ms": self.pfc_storm_prevention_ms,
         }
 
 
@@ -111,6 +114,8 @@ def desired_nic(intent: FabricIntent, host: str, nic: str) -> DesiredNic:
         rdma_mtu=intent.mtu.rdma,
         link_layer=intent.link_layer,
         speed_gbps=intent.link.speed_gbps,
+        # Without PFC the NIC sends no pauses, so there is no storm to stop: left as it is.
+        pfc_storm_prevention_ms=lossless.pfc_storm_prevention_ms if lossless.pfc else None,
     )
 
 
@@ -143,17 +148,19 @@ class DesiredHost:
         return _with_device(self.template, device)
 
     def roce_nic_args(self) -> dict[str, Any]:
-        """Arguments of the roce_nic module (roles/roce_host): the host's rail devices and their settings.
+        """The roce_nic module's one `settings` argument (roles/roce_host): the host's rail devices and
+        every value to write, already derived (the PFC bitmap, the DSCP -> priority entries); the
+        module applies them as they are.
 
         The role also writes exactly this record to the host's boot file (PERSIST_PATHS["config"]), and
-        validate compares that file with it."""
+        validate compares that file with it. JSON-shaped: DSCP keys are strings."""
         nic = self.template
         return {
             "devices": list(self.devices),
             "trust": nic.trust,
-            "lossless_priority": nic.ecn_priority,
-            "lossless_dscp": list(nic.lossless_dscp),
-            "pfc": bool(nic.pfc_priorities),
+            "pfc_bitmap": list(nic.pfc_bitmap),
+            "dscp_to_priority": {str(d): p for d, p in nic.dscp_to_priority_pairs},
+            "ecn_priority": nic.ecn_priority,
             "cnp_dscp": nic.cnp_dscp,
             "cnp_priority": nic.cnp_priority,
             "np_enable": nic.np_enable,
@@ -162,6 +169,7 @@ class DesiredHost:
             "rp_params": nic.rp_params,
             "roce_tos": nic.roce_tos,
             "mtu": nic.netdev_mtu,
+            "pfc_storm_prevention_ms": nic.pfc_storm_prevention_ms,
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -106,16 +106,34 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
 
 
+# NIC PFC storm prevention (`ethtool --set-tunable IF pfc-prevention-tout MS`, mlx5): 0 turns it off,
+# else 80..8000 ms (the driver refuses other values with EINVAL). mlx5 ships at 8000 ms; 100 ms is the
+# driver's own "auto" value (linux 2afa609f5c97, drivers/net/ethernet/mellanox/mlx5/core/en_ethtool.c).
+PFC_STORM_PREVENTION_MIN_MS = 80
+PFC_STORM_PREVENTION_MAX_MS = 8000
+
+
 class LosslessClass(StrictModel):
     dscp: list[Dscp] = Field(default_factory=lambda: [26], min_length=1)
     priority: Priority = 3
     pfc: Boolean = True
+    # How long a NIC may keep sending pauses before it stops and drops instead; null: not managed
+    # (a NIC without the stall-detect capability answers EOPNOTSUPP).
+    pfc_storm_prevention_ms: Integer | None = Field(100, description="milliseconds; 0 = off; null = leave")
 
     @field_validator("dscp")
     @classmethod
     def _unique(cls, value: list[int]) -> list[int]:
         if len(set(value)) != len(value):
             raise ValueError("DSCP values must be unique")
+        return value
+
+    @field_validator("pfc_storm_prevention_ms")
+    @classmethod
+    def _storm_timeout(cls, value: int | None) -> int | None:
+        low, high = PFC_STORM_PREVENTION_MIN_MS, PFC_STORM_PREVENTION_MAX_MS
+        if value is not None and value != 0 and not low <= value <= high:
+            raise ValueError(f"{value} ms: must be 0 (off) or {low}..{high} ms, the range mlx5 accepts")
         return value
 
 

@@ -132,6 +132,7 @@ def healthy_sections() -> dict[str, Section]:
         sections[f"min_time_between_cnps:{netdev}"] = ok("4\n")
         sections[f"roce_rp:{netdev}"] = ok(rp_listing(netdev))
         sections[f"driver:{netdev}"] = ok(ETHTOOL_I)
+        sections[f"pfc_storm:{netdev}"] = ok("pfc-prevention-tout: 100\n")
         sections[f"cma_roce_tos:{dev}/1"] = ok("106\n")
         sections[f"cma_roce_mode:{dev}/1"] = ok("RoCE v2\n")
     sections["show_gids"] = ok(render_show_gids(gids()))

@@ -23,6 +23,7 @@ def test_default_recipe() -> None:
     assert (nic.roce_tos, nic.netdev_mtu, nic.rdma_mtu) == (106, 9000, 4096)
     assert (nic.link_layer, nic.speed_gbps) == ("Ethernet", 400)
     assert nic.rp_params == {}
+    assert nic.pfc_storm_prevention_ms == 100  # mlx5's own "auto" value; the NIC ships at 8000 ms
 
 
 def test_non_default_intent_changes_every_derived_value() -> None:
@@ -68,9 +69,9 @@ def test_host_rails_and_module_arguments() -> None:
     assert host.roce_nic_args() == {
         "devices": ["mlx5_0", "mlx5_1"],
         "trust": "dscp",
-        "lossless_priority": 3,
-        "lossless_dscp": [26],
-        "pfc": True,
+        "pfc_bitmap": [0, 0, 0, 1, 0, 0, 0, 0],
+        "dscp_to_priority": {"26": 3, "48": 6},
+        "ecn_priority": 3,
         "cnp_dscp": 48,
         "cnp_priority": 6,
         "np_enable": True,
@@ -79,6 +80,7 @@ def test_host_rails_and_module_arguments() -> None:
         "rp_params": {},
         "roce_tos": 106,
         "mtu": 9000,
+        "pfc_storm_prevention_ms": 100,
     }
 
 
@@ -95,3 +97,41 @@ def test_json_is_plain_data() -> None:
     assert json.loads(json.dumps(data, allow_nan=False)) == data
     assert data["nics"][0]["pfc_bitmap"] == [0, 0, 0, 1, 0, 0, 0, 0]
     assert data["nics"][0]["dscp_to_priority"] == {"26": 3, "48": 6}
+
+
+@pytest.mark.parametrize(("ms", "want"), [(0, 0), (80, 80), (8000, 8000), (None, None)])
+def test_pfc_storm_prevention_follows_the_intent(ms: int | None, want: int | None) -> None:
+    nic = desired_nic(intent(lossless={"pfc_storm_prevention_ms": ms}), "h", "mlx5_0")
+    assert nic.pfc_storm_prevention_ms == want
+    assert (
+        desired_host(intent(lossless={"pfc_storm_prevention_ms": ms}), "h").roce_nic_args()[
+            "pfc_storm_prevention_ms"
+        ]
+        == want
+    )
+
+
+def test_without_pfc_there_is_no_storm_to_prevent() -> None:
+    lossy = intent(congestion_control="ecn_only", lossless={"pfc": False, "pfc_storm_prevention_ms": 200})
+    assert desired_nic(lossy, "h", "mlx5_0").pfc_storm_prevention_ms is None
+
+
+@pytest.mark.parametrize("ms", [1, 79, 8001, 65535, -1])
+def test_an_unusable_storm_timeout_is_one_error_naming_the_key(ms: int) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as raised:
+        intent(lossless={"pfc_storm_prevention_ms": ms})
+    errors = raised.value.errors()
+    assert len(errors) == 1 and errors[0]["loc"] == ("lossless", "pfc_storm_prevention_ms")
+    assert "must be 0 (off) or 80..8000 ms" in errors[0]["msg"]
+
+
+def test_the_module_record_carries_every_derived_value() -> None:
+    """The role applies these as they are: the bitmap and the DSCP map come from here only."""
+    custom = intent(lossless={"dscp": [24, 25], "priority": 4}, cnp={"dscp": 46, "priority": 5}, roce_tos=98)
+    args = desired_host(custom, "h").roce_nic_args()
+    nic = desired_nic(custom, "h", "")
+    assert args["pfc_bitmap"] == list(nic.pfc_bitmap) == [0, 0, 0, 0, 1, 0, 0, 0]
+    assert args["dscp_to_priority"] == {"24": 4, "25": 4, "46": 5}
+    assert args["ecn_priority"] == 4

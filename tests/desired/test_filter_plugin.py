@@ -30,7 +30,9 @@ def test_filter_returns_the_desired_record_with_module_arguments() -> None:
     expected = desired_host(FabricIntent.model_validate({**intent, "rails": {0: "mlx5_0"}}), "gpu03")
     assert result["roce_nic_args"] == expected.roce_nic_args()
     assert result["nics"] == [nic.to_json() for nic in expected.nics]
-    assert result["roce_nic_args"]["lossless_priority"] == 4
+    assert result["roce_nic_args"]["ecn_priority"] == 4
+    assert result["roce_nic_args"]["pfc_bitmap"] == [0, 0, 0, 0, 1, 0, 0, 0]
+    assert result["roce_nic_args"]["dscp_to_priority"] == {"24": 4, "48": 6}
 
 
 def test_filter_host_rails_override_the_intent_rails() -> None:

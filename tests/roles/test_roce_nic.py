@@ -32,12 +32,14 @@ def run(code: ModuleType, host: FakeHost) -> dict:
 
 
 def params(**overrides: object) -> dict:
+    # The desired record as fabcheck.desired derives it for the default intent (the applier derives
+    # nothing: the bitmap and the map are given).
     base = {
         "devices": ["mlx5_0"],
         "trust": "dscp",
-        "lossless_priority": 3,
-        "lossless_dscp": [26],
-        "pfc": True,
+        "pfc_bitmap": [0, 0, 0, 1, 0, 0, 0, 0],
+        "dscp_to_priority": {"26": 3, "48": 6},
+        "ecn_priority": 3,
         "cnp_dscp": 48,
         "cnp_priority": 6,
         "np_enable": True,
@@ -46,6 +48,7 @@ def params(**overrides: object) -> dict:
         "rp_params": {},
         "roce_tos": 106,
         "mtu": 9000,
+        "pfc_storm_prevention_ms": 100,
         "rollback_on_failure": True,
     }
     return {**base, **overrides}
@@ -107,7 +110,7 @@ def test_a_reader_that_always_refuses_cannot_pass(
 def nic_at(roce_nic: ModuleType, **state: str) -> object:
     current = {
         "trust": "dscp",
-        "pfc": "3",
+        "pfc": "0,0,0,1,0,0,0,0",
         "roce_np/enable/3": "1",
         "roce_rp/enable/3": "1",
         "roce_np/cnp_dscp": "48",
@@ -115,6 +118,7 @@ def nic_at(roce_nic: ModuleType, **state: str) -> object:
         "mtu": "9000",
         "traffic_class/1": "106",
         "rdma_cm_tos/1": "106",
+        "pfc_storm_prevention": "100",
     }
     current.update(state)
     return roce_nic.Nic(dev="mlx5_0", netdev="ens1np0", ports=["1"], state=current, dscp2prio={26: 3, 48: 6})
@@ -125,10 +129,15 @@ def test_a_nic_at_the_intent_needs_no_change(roce_nic: ModuleType) -> None:
 
 
 def test_only_what_differs_is_written_with_argv_commands(roce_nic: ModuleType) -> None:
-    nic = nic_at(roce_nic, trust="pcp", pfc="none", mtu="1500", **{"traffic_class/1": "0"})
+    nic = nic_at(roce_nic, trust="pcp", pfc="0,0,0,0,0,0,0,0", mtu="1500", **{"traffic_class/1": "0"})
+    nic.state["pfc_storm_prevention"] = "8000"
     nic.dscp2prio = None  # hidden while trust is pcp
     changes = {c.key: c for c in roce_nic.plan(nic, params())}
-    assert set(changes) == {"trust", "dscp2prio", "pfc", "mtu", "traffic_class/1"}
+    assert set(changes) == {"trust", "dscp2prio", "pfc", "mtu", "traffic_class/1", "pfc_storm_prevention"}
+    storm = changes["pfc_storm_prevention"]
+    assert storm.argv == ["ethtool", "--set-tunable", "ens1np0", "pfc-prevention-tout", "100"]
+    assert storm.undo_argv == ["ethtool", "--set-tunable", "ens1np0", "pfc-prevention-tout", "8000"]
+    assert roce_nic.concern_of("pfc_storm_prevention") == "pfc"
     assert changes["trust"].argv == ["mlnx_qos", "-i", "ens1np0", "--trust", "dscp"]
     assert changes["pfc"].argv == ["mlnx_qos", "-i", "ens1np0", "--pfc", "0,0,0,1,0,0,0,0"]
     assert changes["dscp2prio"].argv[-4:] == ["--dscp2prio", "set,26,3", "--dscp2prio", "set,48,6"]
@@ -149,11 +158,58 @@ def test_unsafe_names_are_refused(roce_nic: ModuleType, name: str) -> None:
 
 
 def test_out_of_range_values_are_refused(roce_nic: ModuleType) -> None:
-    with pytest.raises(roce_nic.NicError, match=re.escape("lossless_priority=9: out of range, allowed 0..7")):
-        roce_nic.check_params(params(lossless_priority=9))
+    with pytest.raises(roce_nic.NicError, match=re.escape("ecn_priority=9: out of range, allowed 0..7")):
+        roce_nic.check_params(params(ecn_priority=9))
     with pytest.raises(roce_nic.NicError, match=re.escape("rp_params.bogus: unknown")):
         roce_nic.check_params(params(rp_params={"bogus": 1}))
     assert roce_nic.traffic_class_value("Global tclass=106") == "106"
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ({"pfc_bitmap": [0, 0, 0, 1]}, "pfc_bitmap=[0, 0, 0, 1]: must be 8 flags, each 0 or 1"),
+        ({"pfc_bitmap": [0, 0, 0, 2, 0, 0, 0, 0]}, "pfc_bitmap="),
+        ({"dscp_to_priority": {"x": 3}}, "dscp_to_priority.x: the key must be a DSCP number 0..63"),
+        ({"dscp_to_priority": {"64": 3}}, "dscp_to_priority key=64: out of range, allowed 0..63"),
+        ({"dscp_to_priority": {"26": 8}}, "dscp_to_priority.26=8: out of range, allowed 0..7"),
+        ({"pfc_storm_prevention_ms": 9000}, "pfc_storm_prevention_ms=9000: out of range, allowed 0..8000"),
+        ({"trust": "vlan"}, "trust='vlan': allowed dscp, pcp"),
+    ],
+)
+def test_a_bad_settings_value_is_refused_naming_its_key(
+    roce_nic: ModuleType, override: dict, named: str
+) -> None:
+    with pytest.raises(roce_nic.NicError, match=re.escape(named)):
+        roce_nic.check_params(params(**override))
+
+
+def test_an_unmanaged_storm_timeout_is_neither_read_nor_written(roce_nic: ModuleType) -> None:
+    nic = nic_at(roce_nic)
+    del nic.state["pfc_storm_prevention"]
+    assert roce_nic.plan(nic, params(pfc_storm_prevention_ms=None)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("pfc-prevention-tout: 100\n", "100"),
+        ("pfc-prevention-tout: 0\n", "0"),
+        ("pfc-prevention-tout: 8000", "8000"),
+    ],
+)
+def test_the_module_reads_the_tunable_line_as_fabcheck_does(
+    roce_nic: ModuleType, text: str, value: str
+) -> None:
+    from fabcheck.parsers.ethtool_tunable import parse_pfc_prevention_tout
+
+    assert roce_nic.parse_tunable(text) == value == str(parse_pfc_prevention_tout(text, "t"))
+
+
+@pytest.mark.parametrize("text", ["", "rx-copybreak: 256\n", "pfc-prevention-tout: Unknown format\n"])
+def test_the_module_refuses_what_is_not_the_tunable_line(roce_nic: ModuleType, text: str) -> None:
+    with pytest.raises(ValueError):
+        roce_nic.parse_tunable(text)
 
 
 def test_module_knows_the_same_dcqcn_parameters_as_the_intent(roce_nic: ModuleType) -> None:
@@ -178,7 +234,8 @@ SYSFS_BEFORE = {
     "ecn/roce_rp/rpg_ai_rate": "5",
     "mtu": "1500",
 }
-WRITES_PER_NIC = 11  # trust, dscp2prio, pfc, 5 ecn attributes, mtu, traffic_class, cma_roce_tos
+STORM_BEFORE = 8000  # mlx5's factory timeout (ms)
+WRITES_PER_NIC = 12  # trust, dscp2prio, pfc, 5 ecn attributes, mtu, traffic_class, cma_roce_tos, storm
 
 
 class WriteRefused(Exception):
@@ -186,7 +243,8 @@ class WriteRefused(Exception):
 
 
 class FakeHost:
-    """Stands in for AnsibleModule and the host: mlnx_qos, ip link, cma_roce_tos and a sysfs tree.
+    """Stands in for AnsibleModule and the host: mlnx_qos, ip link, cma_roce_tos, ethtool's PFC storm
+    tunable and a sysfs tree.
 
     Every write (a setting command or a sysfs write) is numbered from 1; those in fail_at fail. With
     partial, a failing mlnx_qos call with several --dscp2prio sets applies the first one, then fails,
@@ -203,7 +261,9 @@ class FakeHost:
         self.writes: list[str] = []
         self.qos: dict[str, dict] = {}
         self.tos: dict[str, int] = {}
+        self.storm: dict[str, int] = {}
         for dev, netdev in NICS.items():
+            self.storm[netdev] = STORM_BEFORE
             mapping = {dscp: dscp >> 3 for dscp in range(64)} | {26: 0, 48: 5}
             self.qos[netdev] = {"trust": "pcp", "pfc": [0] * 8, "map": mapping}
             self.tos[dev] = 0
@@ -240,7 +300,15 @@ class FakeHost:
                     self.attempt(" ".join(argv))
                     self.tos[argv[2]] = int(argv[argv.index("-t") + 1])
                 return 0, f"{self.tos[argv[2]]}\n", ""
+            if argv[0] == "ethtool" and argv[3:4] == ["pfc-prevention-tout"]:
+                if argv[1] == "--set-tunable":
+                    self.attempt(" ".join(argv))
+                    self.storm[argv[2]] = int(argv[4])
+                    return 0, "", ""
+                return 0, f"pfc-prevention-tout: {self.storm[argv[2]]}\n", ""
         except WriteRefused:
+            if argv[0] == "ethtool":
+                return 255, "", "pfc-prevention-tout: Operation not supported\n"
             return 1, "", "Operation not permitted\n"
         return 127, "", f"{argv[0]}: not found\n"
 
@@ -294,6 +362,7 @@ class FakeHost:
             "pfc": tuple(qos["pfc"]),
             "dscp2prio": tuple(sorted(qos["map"].items())),
             "rdma_cm_tos/1": self.tos[dev],
+            "pfc_storm_prevention": self.storm[netdev],
         }
         for rel in SYSFS_BEFORE:
             values[rel.removeprefix("ecn/")] = (self.root / "net" / netdev / rel).read_text().strip()

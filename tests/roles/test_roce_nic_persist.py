@@ -41,7 +41,7 @@ def host(code: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> F
 
 def test_the_settings_file_is_the_desired_record_and_reads_back_to_it(code: ModuleType) -> None:
     args = desired_host(INTENT, "gpu01").roce_nic_args()
-    assert set(code.SETTING_TYPES) == set(args)
+    assert set(code.SETTINGS) == set(args)
     text = code.config_text({**args, "rollback_on_failure": True, "persist": True})
     assert code.config_text(args) == text  # only the settings are written, in one spelling
     assert code.read_config(text, "boot") == args
@@ -63,7 +63,17 @@ def test_a_broken_settings_file_is_refused_naming_the_file(code: ModuleType, tex
     assert str(raised.value).startswith("/etc/fabcheck/roce-nic.json: ")
 
 
-@pytest.mark.parametrize(("key", "value"), [("mtu", "9000"), ("pfc", 1), ("lossless_priority", 9)])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("mtu", "9000"),
+        ("np_enable", 1),
+        ("ecn_priority", 9),
+        ("pfc_bitmap", [0, 0, 0, True, 0, 0, 0, 0]),
+        ("dscp_to_priority", {"26": 9}),
+        ("pfc_storm_prevention_ms", "100"),
+    ],
+)
 def test_a_wrong_value_in_the_settings_file_names_its_key(code: ModuleType, key: str, value: object) -> None:
     args = desired_host(INTENT, "gpu01").roce_nic_args() | {key: value}
     text = '{"format": "fabcheck-roce-nic/1", "settings": ' + __import__("json").dumps(args) + "}"
@@ -92,7 +102,7 @@ def test_the_applier_is_the_module_code_and_stdlib_only() -> None:
 def test_the_applier_brings_a_factory_nic_to_the_settings_and_then_changes_nothing(
     code: ModuleType, host: FakeHost
 ) -> None:
-    settings = {key: host.params[key] for key in code.SETTING_TYPES}
+    settings = {key: host.params[key] for key in code.SETTINGS}
     lines = code.apply_boot_settings(settings, None, host.run_command)
     assert [line.split(":")[0] for line in lines] == sorted(NICS)
     assert all(": set " in line for line in lines), lines
@@ -102,7 +112,7 @@ def test_the_applier_brings_a_factory_nic_to_the_settings_and_then_changes_nothi
 
 
 def test_a_udev_event_applies_only_its_device(code: ModuleType, host: FakeHost) -> None:
-    settings = {key: host.params[key] for key in code.SETTING_TYPES}
+    settings = {key: host.params[key] for key in code.SETTINGS}
     first = sorted(NICS)[0]
     assert code.apply_boot_settings(settings, first, host.run_command)[0].startswith(f"{first}: set ")
     assert host.writes and all(NICS[first] in w or first in w for w in host.writes), host.writes
@@ -116,7 +126,7 @@ def test_a_udev_event_applies_only_its_device(code: ModuleType, host: FakeHost) 
 def test_a_configured_nic_not_present_at_boot_is_left_to_its_udev_event(
     code: ModuleType, host: FakeHost
 ) -> None:
-    settings = {key: host.params[key] for key in code.SETTING_TYPES}
+    settings = {key: host.params[key] for key in code.SETTINGS}
     settings["devices"] = [*sorted(NICS), "mlx5_7"]
     lines = code.apply_boot_settings(settings, None, host.run_command)
     assert "mlx5_7: not present yet; its udev add event applies the settings" in lines
@@ -127,8 +137,15 @@ def test_tags_select_concerns_and_the_module_writes_only_those(code: ModuleType,
     assert code.selected_concerns(["pfc", "persist"], []) == ("pfc", "persist")
     assert code.selected_concerns(["all"], ["persist"]) == code.NIC_CONCERNS
     result = code.converge(host.run_command, host.params, False, ["pfc"])
-    assert {key for entry in result["nics"].values() for key in entry["changed"]} == {"pfc"}
-    assert all(w.startswith("mlnx_qos") and "--pfc" in w for w in host.writes), host.writes
+    # Tag pfc: PFC and its storm prevention, nothing else.
+    assert {key for entry in result["nics"].values() for key in entry["changed"]} == {
+        "pfc",
+        "pfc_storm_prevention",
+    }
+    assert all(
+        (w.startswith("mlnx_qos") and "--pfc" in w) or w.startswith("ethtool --set-tunable")
+        for w in host.writes
+    ), host.writes
 
 
 class Systemctl:

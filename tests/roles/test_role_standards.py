@@ -47,7 +47,29 @@ def test_roce_nic_spec_documentation_and_task_agree() -> None:
     for name, spec in module.ARGUMENT_SPEC.items():
         assert documented[name]["type"] == spec["type"], name
         assert documented[name].get("default") == spec.get("default"), name
+    settings = documented["settings"]["suboptions"]
+    spec = module.ARGUMENT_SPEC["settings"]["options"]
+    assert list(settings) == list(spec), "DOCUMENTATION lists the settings of SETTINGS, in its order"
+    for name, option in spec.items():
+        assert settings[name]["type"] == option["type"], name
+        assert settings[name].get("elements") == option.get("elements"), name
+        assert settings[name]["required"] is option["required"], name
+        assert settings[name]["description"] == module.SETTINGS[name].description, name
     task = yaml.safe_load((REPO / "roles/roce_host/tasks/main.yml").read_text())[0]
     passed = task["roce_nic"]
-    assert set(passed) == set(module.ARGUMENT_SPEC), "the task must pass every option from a role variable"
+    assert set(passed) == set(module.ARGUMENT_SPEC), "the task must pass every option"
+    # The desired record is one argument; the other options are the role's non-intent knobs.
+    assert passed.pop("settings") == (
+        "{{ roce_host_desired.roce_nic_args | combine(roce_host_settings_override) }}"
+    )
+    assert passed.pop("persist_paths") == "{{ roce_host_desired.persist_paths }}"
     assert all(value == f"{{{{ roce_host_{name} }}}}" for name, value in passed.items())
+
+
+def test_the_settings_argument_is_the_desired_record() -> None:
+    """What the filter hands the role is exactly what the module's `settings` sub-options declare."""
+    from fabcheck.desired import desired_host
+    from fabcheck.intent.model import FabricIntent
+
+    record = desired_host(FabricIntent(rails={0: "mlx5_0"}), "gpu01").roce_nic_args()
+    assert set(record) == set(roce_nic().ARGUMENT_SPEC["settings"]["options"])

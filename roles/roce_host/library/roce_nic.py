@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Ansible module roce_nic: bring RoCE NICs to the fabric intent, writing only what differs, and install
-what re-applies the same settings at boot and on driver reload.
+"""Ansible module roce_nic: apply the desired record of a host's RoCE NICs (one `settings` argument),
+writing only what differs, and install what re-applies the same settings at boot and on driver reload.
 
 Runs on the target host (stdlib + ansible.module_utils only). The apply logic is
 module_utils/roce_nic_apply.py, which the role also installs on the host as the boot-time applier (one
@@ -13,39 +13,97 @@ from __future__ import annotations
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.roce_nic_apply import NIC_CONCERNS, PERSIST, NicError, converge, selected_concerns
+from ansible.module_utils.roce_nic_apply import (
+    NIC_CONCERNS,
+    PERSIST,
+    SETTINGS,
+    NicError,
+    converge,
+    selected_concerns,
+)
 from ansible.module_utils.roce_nic_persist import persist
 
 DOCUMENTATION = r"""
 module: roce_nic
-short_description: Configure RoCE QoS (trust, PFC, DSCP map, ECN/DCQCN, CNP, ToS, MTU) on RDMA NICs
+short_description: Apply the desired RoCE NIC record (trust, PFC, DSCP map, ECN, CNP, ToS, MTU, storm guard)
 description:
   - Reads each NIC's state in one pass (C(mlnx_qos -i IF), C(/sys/class/net/IF/ecn/...),
-    C(/sys/class/infiniband/DEV/tc/PORT/traffic_class), C(cma_roce_tos), C(/sys/class/net/IF/mtu)),
-    compares it with the desired state and changes only what differs.
+    C(/sys/class/infiniband/DEV/tc/PORT/traffic_class), C(cma_roce_tos), C(/sys/class/net/IF/mtu),
+    C(ethtool --get-tunable IF pfc-prevention-tout)), compares it with O(settings) and changes only what
+    differs. O(settings) is fabcheck's desired record; every value is written as given, none is derived.
   - Supports check mode (reports the changes, writes nothing) and diff mode (before/after per NIC).
 options:
-  devices:
-    description: RDMA devices to configure (the host's rails). Empty means every Ethernet RDMA device.
-    type: list
-    elements: str
-    default: []
-  trust: {description: Priority trust state., type: str, choices: [dscp, pcp], default: dscp}
-  lossless_priority: {description: Priority of RoCE data (0..7)., type: int, default: 3}
-  lossless_dscp: {description: DSCPs of RoCE data (0..63)., type: list, elements: int, default: [26]}
-  pfc: {description: Enable PFC on the lossless priority (and no other)., type: bool, default: true}
-  cnp_dscp: {description: DSCP of CNPs., type: int, default: 48}
-  cnp_priority: {description: Priority of CNPs., type: int, default: 6}
-  np_enable: {description: DCQCN notification point on the lossless priority., type: bool, default: true}
-  rp_enable: {description: DCQCN reaction point on the lossless priority., type: bool, default: true}
-  min_time_between_cnps: {description: roce_np/min_time_between_cnps (us); null leaves it., type: int}
-  rp_params: {description: roce_rp sysfs values to set., type: dict, default: {}}
-  roce_tos: {description: RoCE traffic class and RDMA-CM ToS byte (0..255)., type: int, default: 106}
-  mtu: {description: Netdev MTU., type: int, default: 9000}
+  settings:
+    description:
+      - The desired record of the host's NICs, as the filter C(fabcheck_desired_host) returns it in
+        C(roce_nic_args). Every key is required (nullable ones may be null); an unknown key is an error.
+      - The role also writes it to the boot file, and C(fabcheck validate) compares that file with it.
+    type: dict
+    required: true
+    suboptions:
+      devices:
+        description: RDMA devices to configure; empty means every Ethernet RDMA device.
+        type: list
+        elements: str
+        required: true
+      trust:
+        description: Priority trust state, dscp or pcp (mlnx_qos --trust).
+        type: str
+        required: true
+      pfc_bitmap:
+        description: One 0/1 PFC flag per priority 0..7 (mlnx_qos --pfc).
+        type: list
+        elements: int
+        required: true
+      dscp_to_priority:
+        description: DSCP (0..63, as a string) to priority (0..7), set with trust dscp.
+        type: dict
+        required: true
+      ecn_priority:
+        description: Priority whose ecn/roce_np and ecn/roce_rp enable files are written.
+        type: int
+        required: true
+      cnp_dscp:
+        description: ecn/roce_np/cnp_dscp.
+        type: int
+        required: true
+      cnp_priority:
+        description: ecn/roce_np/cnp_802p_prio.
+        type: int
+        required: true
+      np_enable:
+        description: ecn/roce_np/enable/<ecn_priority>.
+        type: bool
+        required: true
+      rp_enable:
+        description: ecn/roce_rp/enable/<ecn_priority>.
+        type: bool
+        required: true
+      min_time_between_cnps:
+        description: ecn/roce_np/min_time_between_cnps (us); null leaves it.
+        type: int
+        required: false
+      rp_params:
+        description: ecn/roce_rp/<name> values to write.
+        type: dict
+        required: true
+      roce_tos:
+        description: tc/<port>/traffic_class and the RDMA-CM default ToS (0..255).
+        type: int
+        required: true
+      mtu:
+        description: Netdev MTU (ip link set dev IF mtu N).
+        type: int
+        required: true
+      pfc_storm_prevention_ms:
+        description: ethtool tunable pfc-prevention-tout in ms (0 off); null leaves it.
+        type: int
+        required: false
   run_tags:
     description:
       - The play's C(--tags) (C(ansible_run_tags)). Only the concerns named there are touched
-        (C(pfc), C(dscp) for trust, DSCP map and ToS, C(ecn), C(mtu), C(persist)); none named means all.
+        (C(pfc) for PFC and its storm prevention, C(dscp) for trust, DSCP map and ToS, C(ecn), C(mtu),
+        C(persist)); none named means all.
     type: list
     elements: str
     default: [all]
@@ -77,11 +135,9 @@ author: fabcheck
 """
 
 EXAMPLES = r"""
-- name: Configure the rail NICs
+- name: Apply the host's desired record to its rail NICs
   roce_nic:
-    devices: [mlx5_0, mlx5_1]
-    lossless_priority: 3
-    lossless_dscp: [26]
+    settings: "{{ roce_host_desired.roce_nic_args }}"
 """
 
 RETURN = r"""
@@ -104,20 +160,14 @@ writes:
 """
 
 
+# `settings` is declared once, in module_utils/roce_nic_apply.py SETTINGS (the boot file reader uses the
+# same table); Ansible validates its sub-options' types and refuses unknown keys.
 ARGUMENT_SPEC: dict[str, dict] = {
-    "devices": {"type": "list", "elements": "str", "default": []},
-    "trust": {"type": "str", "choices": ["dscp", "pcp"], "default": "dscp"},
-    "lossless_priority": {"type": "int", "default": 3},
-    "lossless_dscp": {"type": "list", "elements": "int", "default": [26]},
-    "pfc": {"type": "bool", "default": True},
-    "cnp_dscp": {"type": "int", "default": 48},
-    "cnp_priority": {"type": "int", "default": 6},
-    "np_enable": {"type": "bool", "default": True},
-    "rp_enable": {"type": "bool", "default": True},
-    "min_time_between_cnps": {"type": "int", "default": None},
-    "rp_params": {"type": "dict", "default": {}},
-    "roce_tos": {"type": "int", "default": 106},
-    "mtu": {"type": "int", "default": 9000},
+    "settings": {
+        "type": "dict",
+        "required": True,
+        "options": {name: setting.argument_spec() for name, setting in SETTINGS.items()},
+    },
     "run_tags": {"type": "list", "elements": "str", "default": ["all"]},
     "skip_tags": {"type": "list", "elements": "str", "default": []},
     "persist": {"type": "bool", "default": False},
@@ -127,16 +177,23 @@ ARGUMENT_SPEC: dict[str, dict] = {
 }
 
 
+def module_params(params: dict) -> dict:
+    """What the apply and persist code read: the settings record plus the run's non-intent knobs."""
+    knobs = ("rollback_on_failure", "persist_paths")
+    return {**params["settings"], **{key: params[key] for key in knobs}}
+
+
 def run(module: AnsibleModule) -> dict:
-    params = module.params
-    concerns = selected_concerns(params["run_tags"], params["skip_tags"])
+    params = module_params(module.params)
+    concerns = selected_concerns(module.params["run_tags"], module.params["skip_tags"])
     nic_concerns = [c for c in concerns if c in NIC_CONCERNS]
     result = converge(module.run_command, params, module.check_mode, nic_concerns)
-    if result.get("failed") or PERSIST not in concerns or not params["persist"]:
+    if result.get("failed") or PERSIST not in concerns or not module.params["persist"]:
         return result
-    if not params["applier_source"]:
+    source = module.params["applier_source"]
+    if not source:
         raise NicError("persist needs applier_source (the text of module_utils/roce_nic_apply.py)")
-    boot = persist(module.run_command, params, module.check_mode, params["applier_source"], sys.executable)
+    boot = persist(module.run_command, params, module.check_mode, source, sys.executable)
     result["diff"] += boot.pop("diff")
     result["persist"] = boot
     result["changed"] |= bool(boot["changed"])

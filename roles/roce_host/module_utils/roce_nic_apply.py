@@ -8,9 +8,11 @@ systemd unit (at boot) and the udev rule (when an RDMA device appears: driver lo
     python3 roce_nic_apply.py --config /etc/fabcheck/roce-nic.json [--device DEV]
 
 so the host gets back exactly what the role applied, from the settings the role wrote, without Ansible.
+The settings are fabcheck's desired record (fabcheck.desired DesiredHost.roce_nic_args): every value is
+written as the record holds it (the PFC bitmap, each DSCP -> priority entry); nothing is derived here.
 For every RDMA device it reads the whole current state once (mlnx_qos, ECN/CNP sysfs, traffic_class,
-RDMA-CM ToS, netdev MTU), diffs it against the desired state and writes only the differences, always
-through argv lists or direct sysfs writes.
+RDMA-CM ToS, netdev MTU, the PFC storm prevention tunable), diffs it against the record and writes only
+the differences, always through argv lists or direct sysfs writes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ SYS_NET = "/sys/class/net"
 SYS_IB = "/sys/class/infiniband"
 PRIORITIES = range(8)
 HIDDEN_MAP = "hidden while trust is pcp"
+# The ethtool tunable of PFC storm prevention (ms; 0 off); mlx5 accepts 0 or 80..8000.
+STORM_TUNABLE = "pfc-prevention-tout"
+STORM_KEY = "pfc_storm_prevention"
+STORM_MAX_MS = 8000
 RP_PARAMS = (
     "clamp_tgt_rate",
     "clamp_tgt_rate_ati",
@@ -110,19 +116,34 @@ def check_name(kind: str, name: str) -> str:
 
 
 def check_params(params: dict) -> None:
+    """Range-check the settings record; NicError naming the key. Types are checked by the module's
+    argument spec (and read_config for the boot file)."""
+
     def in_range(key: str, value: int, low: int, high: int) -> None:
         if not low <= value <= high:
             raise NicError(f"{key}={value}: out of range, allowed {low}..{high}")
 
-    in_range("lossless_priority", params["lossless_priority"], 0, 7)
+    if params["trust"] not in ("dscp", "pcp"):
+        raise NicError(f"trust={params['trust']!r}: allowed dscp, pcp")
+    bitmap = params["pfc_bitmap"]
+    if len(bitmap) != len(PRIORITIES) or any(flag not in (0, 1) or isinstance(flag, bool) for flag in bitmap):
+        raise NicError(f"pfc_bitmap={bitmap!r}: must be {len(PRIORITIES)} flags, each 0 or 1")
+    for dscp, prio in params["dscp_to_priority"].items():
+        if not str(dscp).isdigit():
+            raise NicError(f"dscp_to_priority.{dscp}: the key must be a DSCP number 0..63")
+        in_range("dscp_to_priority key", int(dscp), 0, 63)
+        if not isinstance(prio, int) or isinstance(prio, bool):
+            raise NicError(f"dscp_to_priority.{dscp}={prio!r}: must be a priority 0..7")
+        in_range(f"dscp_to_priority.{dscp}", prio, 0, 7)
+    in_range("ecn_priority", params["ecn_priority"], 0, 7)
     in_range("cnp_priority", params["cnp_priority"], 0, 7)
     in_range("cnp_dscp", params["cnp_dscp"], 0, 63)
-    for dscp in params["lossless_dscp"]:
-        in_range("lossless_dscp", dscp, 0, 63)
     in_range("roce_tos", params["roce_tos"], 0, 255)
     in_range("mtu", params["mtu"], 68, 65535)
     if params["min_time_between_cnps"] is not None:
         in_range("min_time_between_cnps", params["min_time_between_cnps"], 0, 1 << 20)
+    if params["pfc_storm_prevention_ms"] is not None:
+        in_range("pfc_storm_prevention_ms", params["pfc_storm_prevention_ms"], 0, STORM_MAX_MS)
     for key, value in params["rp_params"].items():
         if key not in RP_PARAMS:
             raise NicError(f"rp_params.{key}: unknown, allowed: {', '.join(RP_PARAMS)}")
@@ -231,8 +252,28 @@ def read_qos(runner: Runner, nic: Nic) -> None:
     except ValueError as exc:
         raise NicError(f"{nic.dev}: cannot read `{' '.join(argv)}` output: {exc}") from None
     nic.state["trust"] = trust
-    nic.state["pfc"] = pfc_text(pfc)
+    nic.state["pfc"] = bitmap_text([int(p in pfc) for p in PRIORITIES])
     nic.dscp2prio = mapping
+
+
+def parse_tunable(text: str) -> str:
+    """`ethtool --get-tunable IF pfc-prevention-tout` prints one `pfc-prevention-tout: N` line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    name, _colon, value = lines[0].partition(": ") if len(lines) == 1 else ("", "", "")
+    if name != STORM_TUNABLE or not value.isdigit():
+        raise ValueError(f"no single '{STORM_TUNABLE}: N' line")
+    return str(int(value))
+
+
+def read_storm_timeout(runner: Runner, nic: Nic) -> str:
+    argv = ["ethtool", "--get-tunable", nic.netdev, STORM_TUNABLE]
+    rc, out, err = runner(argv)
+    if rc != 0:
+        raise NicError(f"{nic.dev}: `{' '.join(argv)}` failed (rc={rc}): {err.strip() or out.strip()}")
+    try:
+        return parse_tunable(out)
+    except ValueError as exc:
+        raise NicError(f"{nic.dev}: cannot read `{' '.join(argv)}` output: {exc}") from None
 
 
 def read_rdma_cm_tos(runner: Runner, dev: str, port: str) -> str:
@@ -252,13 +293,15 @@ def read_nic(runner: Runner, dev: str, params: dict) -> Nic:
         nic.state[key] = traffic_class_value(value) if key.startswith("traffic_class") else value
     for port in nic.ports:
         nic.state[f"rdma_cm_tos/{port}"] = read_rdma_cm_tos(runner, dev, port)
+    if params["pfc_storm_prevention_ms"] is not None:
+        nic.state[STORM_KEY] = read_storm_timeout(runner, nic)
     return nic
 
 
 def sysfs_keys(nic: Nic, params: dict) -> dict[str, str]:
     """Every sysfs attribute this module manages on one NIC: key -> path."""
     ecn = os.path.join(SYS_NET, nic.netdev, "ecn")
-    prio = str(params["lossless_priority"])
+    prio = str(params["ecn_priority"])
     keys = {
         f"roce_np/enable/{prio}": os.path.join(ecn, "roce_np", "enable", prio),
         f"roce_rp/enable/{prio}": os.path.join(ecn, "roce_rp", "enable", prio),
@@ -278,14 +321,14 @@ def sysfs_keys(nic: Nic, params: dict) -> dict[str, str]:
 # ---- desired state and diff -----------------------------------------------------------------------
 
 
-def pfc_text(priorities: list[int]) -> str:
-    return ",".join(map(str, sorted(priorities))) if priorities else "none"
+def bitmap_text(flags: Sequence[int]) -> str:
+    """PFC flags as `mlnx_qos --pfc` takes them: `0,0,0,1,0,0,0,0`."""
+    return ",".join(str(int(flag)) for flag in flags)
 
 
-def desired_dscp_map(params: dict) -> dict[int, int]:
-    wanted = {dscp: params["lossless_priority"] for dscp in params["lossless_dscp"]}
-    wanted[params["cnp_dscp"]] = params["cnp_priority"]
-    return wanted
+def wanted_dscp_map(params: dict) -> dict[int, int]:
+    """The record's DSCP -> priority entries with integer DSCPs (JSON object keys are strings)."""
+    return {int(dscp): prio for dscp, prio in params["dscp_to_priority"].items()}
 
 
 def plan(nic: Nic, params: dict) -> list[Change]:
@@ -301,6 +344,12 @@ def plan(nic: Nic, params: dict) -> list[Change]:
             argv = ["cma_roce_tos", "-d", nic.dev, "-p", port, "-t", want]
             undo = [*argv[:-1], nic.state[key]] if nic.state[key].isdigit() else None
             changes.append(Change(key, nic.state[key], want, argv=argv, undo_argv=undo))
+    if params["pfc_storm_prevention_ms"] is not None:
+        have, want = nic.state[STORM_KEY], str(params["pfc_storm_prevention_ms"])
+        if have != want:
+            argv = ["ethtool", "--set-tunable", nic.netdev, STORM_TUNABLE, want]
+            undo = [*argv[:-1], have] if have.isdigit() else None
+            changes.append(Change(STORM_KEY, have, want, argv=argv, undo_argv=undo))
     return changes
 
 
@@ -312,25 +361,15 @@ def qos_changes(nic: Nic, params: dict) -> list[Change]:
         changes.append(Change("trust", nic.state["trust"], params["trust"], argv=argv, undo_argv=undo))
     if params["trust"] == "dscp":
         changes += dscp_map_changes(nic, params, qos)
-    want_pfc = [params["lossless_priority"]] if params["pfc"] else []
-    if nic.state["pfc"] != pfc_text(want_pfc):
-        argv = [*qos, "--pfc", pfc_bitmap(want_pfc)]
-        undo = [*qos, "--pfc", pfc_bitmap(pfc_priorities(nic.state["pfc"]))]
-        changes.append(Change("pfc", nic.state["pfc"], pfc_text(want_pfc), argv=argv, undo_argv=undo))
+    want_pfc = bitmap_text(params["pfc_bitmap"])
+    if nic.state["pfc"] != want_pfc:
+        argv, undo = [*qos, "--pfc", want_pfc], [*qos, "--pfc", nic.state["pfc"]]
+        changes.append(Change("pfc", nic.state["pfc"], want_pfc, argv=argv, undo_argv=undo))
     return changes
 
 
-def pfc_bitmap(priorities: list[int]) -> str:
-    return ",".join("1" if p in priorities else "0" for p in PRIORITIES)
-
-
-def pfc_priorities(text: str) -> list[int]:
-    """Inverse of pfc_text: `3` or `3,4` or `none`."""
-    return [] if text == "none" else [int(p) for p in text.split(",")]
-
-
 def dscp_map_changes(nic: Nic, params: dict, qos: list[str]) -> list[Change]:
-    wanted = desired_dscp_map(params)
+    wanted = wanted_dscp_map(params)
     current = nic.dscp2prio
     wrong = sorted(wanted) if current is None else sorted(d for d, p in wanted.items() if current.get(d) != p)
     if not wrong:
@@ -355,7 +394,7 @@ def map_text(mapping: dict[int, int | None]) -> str:
 
 
 def desired_sysfs(nic: Nic, params: dict) -> dict[str, str]:
-    prio = params["lossless_priority"]
+    prio = params["ecn_priority"]
     wanted = {
         f"roce_np/enable/{prio}": str(int(params["np_enable"])),
         f"roce_rp/enable/{prio}": str(int(params["rp_enable"])),
@@ -576,7 +615,7 @@ def write_record(nic: Nic, change: Change, rolled_back: bool) -> dict:
 
 def state_text(nic: Nic, params: dict, changes: list[Change], after: bool) -> str:
     values = dict(nic.state)
-    wanted = desired_dscp_map(params)
+    wanted = wanted_dscp_map(params)
     current = nic.dscp2prio
     values["dscp2prio"] = HIDDEN_MAP if current is None else map_text({d: current.get(d) for d in wanted})
     for change in changes:
@@ -595,7 +634,7 @@ CONCERNS = (*NIC_CONCERNS, PERSIST)
 
 def concern_of(key: str) -> str:
     """Which concern tag a setting belongs to: trust, the DSCP map and the ToS byte are DSCP marking."""
-    if key == "pfc":
+    if key in ("pfc", STORM_KEY):
         return "pfc"
     if key in ("trust", "dscp2prio") or key.startswith(("traffic_class/", "rdma_cm_tos/")):
         return "dscp"
@@ -658,27 +697,54 @@ def converge(
 # ---- the boot file: the settings the role applied ---------------------------------------------------
 
 CONFIG_FORMAT = "fabcheck-roce-nic/1"
-# Every setting of the desired state (fabcheck.desired DesiredHost.roce_nic_args), with its JSON type.
-SETTING_TYPES: dict[str, tuple[type, ...]] = {
-    "devices": (list,),
-    "trust": (str,),
-    "lossless_priority": (int,),
-    "lossless_dscp": (list,),
-    "pfc": (bool,),
-    "cnp_dscp": (int,),
-    "cnp_priority": (int,),
-    "np_enable": (bool,),
-    "rp_enable": (bool,),
-    "min_time_between_cnps": (int, type(None)),
-    "rp_params": (dict,),
-    "roce_tos": (int,),
-    "mtu": (int,),
+_JSON_TYPES: dict[str, type] = {"list": list, "str": str, "int": int, "bool": bool, "dict": dict}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One key of the settings record: its type (Ansible's names), list element type, whether null is
+    allowed (the setting is then left as it is), and what it sets."""
+
+    kind: str
+    description: str
+    elements: str | None = None
+    nullable: bool = False
+
+    def argument_spec(self) -> dict:
+        """The sub-option of the module's `settings` argument."""
+        spec: dict = {"type": self.kind, "required": not self.nullable}
+        if self.elements:
+            spec["elements"] = self.elements
+        return spec
+
+
+# Every key of the desired record (fabcheck.desired DesiredHost.roce_nic_args), declared once: the
+# module's argument spec and the boot file reader follow from it.
+SETTINGS: dict[str, Setting] = {
+    "devices": Setting("list", "RDMA devices to configure; empty means every Ethernet RDMA device.", "str"),
+    "trust": Setting("str", "Priority trust state, dscp or pcp (mlnx_qos --trust)."),
+    "pfc_bitmap": Setting("list", "One 0/1 PFC flag per priority 0..7 (mlnx_qos --pfc).", "int"),
+    "dscp_to_priority": Setting("dict", "DSCP (0..63, as a string) to priority (0..7), set with trust dscp."),
+    "ecn_priority": Setting("int", "Priority whose ecn/roce_np and ecn/roce_rp enable files are written."),
+    "cnp_dscp": Setting("int", "ecn/roce_np/cnp_dscp."),
+    "cnp_priority": Setting("int", "ecn/roce_np/cnp_802p_prio."),
+    "np_enable": Setting("bool", "ecn/roce_np/enable/<ecn_priority>."),
+    "rp_enable": Setting("bool", "ecn/roce_rp/enable/<ecn_priority>."),
+    "min_time_between_cnps": Setting(
+        "int", "ecn/roce_np/min_time_between_cnps (us); null leaves it.", None, True
+    ),
+    "rp_params": Setting("dict", "ecn/roce_rp/<name> values to write."),
+    "roce_tos": Setting("int", "tc/<port>/traffic_class and the RDMA-CM default ToS (0..255)."),
+    "mtu": Setting("int", "Netdev MTU (ip link set dev IF mtu N)."),
+    "pfc_storm_prevention_ms": Setting(
+        "int", "ethtool tunable pfc-prevention-tout in ms (0 off); null leaves it.", None, True
+    ),
 }
 
 
 def config_text(params: dict) -> str:
     """The boot file for these module parameters: its settings and nothing else, one stable spelling."""
-    settings = {key: params[key] for key in SETTING_TYPES}
+    settings = {key: params[key] for key in SETTINGS}
     settings["devices"] = sorted(set(settings["devices"]))
     document = {"format": CONFIG_FORMAT, "settings": settings}
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
@@ -693,19 +759,20 @@ def read_config(text: str, source: str) -> dict:
     if not isinstance(document, dict) or document.get("format") != CONFIG_FORMAT:
         raise NicError(f"{source}: format must be {CONFIG_FORMAT!r} (written by role roce_host)")
     settings = document.get("settings")
-    if not isinstance(settings, dict) or set(settings) != set(SETTING_TYPES):
+    if not isinstance(settings, dict) or set(settings) != set(SETTINGS):
         keys = sorted(settings) if isinstance(settings, dict) else settings
-        raise NicError(f"{source}: settings must have exactly the keys {sorted(SETTING_TYPES)}, not {keys}")
-    for key, types in SETTING_TYPES.items():
+        raise NicError(f"{source}: settings must have exactly the keys {sorted(SETTINGS)}, not {keys}")
+    for key, setting in SETTINGS.items():
         value = settings[key]
-        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
-            raise NicError(f"{source}: settings.{key} = {value!r}: wrong type")
-    for key in ("devices", "lossless_dscp"):
-        wanted = str if key == "devices" else int
-        if not all(isinstance(v, wanted) and not isinstance(v, bool) for v in settings[key]):
-            raise NicError(
-                f"{source}: settings.{key} = {settings[key]!r}: every item must be {wanted.__name__}"
-            )
+        if value is None and setting.nullable:
+            continue
+        wanted = _JSON_TYPES[setting.kind]
+        if isinstance(value, bool) is not (wanted is bool) or not isinstance(value, wanted):
+            raise NicError(f"{source}: settings.{key} = {value!r}: wrong type, must be {setting.kind}")
+        if setting.elements:
+            item = _JSON_TYPES[setting.elements]
+            if not all(isinstance(v, item) and not isinstance(v, bool) for v in value):
+                raise NicError(f"{source}: settings.{key} = {value!r}: every item must be {setting.elements}")
     try:
         check_params(settings)
     except NicError as exc:

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # pytest loads this plugin in every session: fabcheck itself only when it is used
-    from fabcheck import validate
     from fabcheck.checks.model import Finding, Status
     from fabcheck.collect.host import HostCollection
+    from fabcheck.gate import host_stage as validate
     from fabcheck.gate import snapshot
     from fabcheck.intent.loader import HostEntry
 
-DEFAULT_TIMEOUT_S = 30.0  # fabcheck.validate.DEFAULT_TIMEOUT_S, pinned by a test
+DEFAULT_TIMEOUT_S = 30.0  # fabcheck.collect.host.TimeLimits().command_s, pinned by a test
 CHECKS_MODULE = Path(__file__).with_name("pytest_checks.py")
 NODE_PROPERTY = "fabcheck_node"  # the inventory node a test ran on
 TEST_PROPERTY = "fabcheck_test"  # its name without the testinfra host parameter
@@ -97,7 +97,6 @@ class Gate:
     """The session's hosts and their results, collected on first use, once (thread-safe)."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from fabcheck import validate
         from fabcheck.collect.host import TimeLimits
         from fabcheck.gate import backends
         from fabcheck.gate.sources import reachable_targets
@@ -105,8 +104,11 @@ class Gate:
 
         self.config = config
         self.inventory = load_inventory(config.getoption("fabcheck_inventory"))
-        chosen = validate.limited_hosts(self.inventory, config.getoption("fabcheck_limit"))
-        gpu_hosts = [entry for entry in chosen if validate.GPU_HOSTS in entry.groups]
+        from fabcheck.gate.plan import limited_hosts
+        from fabcheck.intent.fabric import GPU_HOSTS
+
+        chosen = limited_hosts(self.inventory, config.getoption("fabcheck_limit"))
+        gpu_hosts = [entry for entry in chosen if GPU_HOSTS in entry.groups]
         targets = reachable_targets(gpu_hosts)
         named = config.getoption("hosts", None)
         self.urls = backends.assign_urls(backends.parse_urls(named), targets) if named else {}
@@ -127,7 +129,7 @@ class Gate:
         return backends.TestinfraCollector(backend, self.urls, self.inventory.source)
 
     def results(self) -> Mapping[str, validate.HostResult]:
-        from fabcheck import validate
+        from fabcheck.gate import host_stage as validate
         from fabcheck.gate import snapshot
 
         with self._lock:

@@ -12,25 +12,28 @@ start, collects nothing or times out is an error, never a pass.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fabcheck.checks.model import Finding, Status
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
-from fabcheck.gate.stages import NodeOutcome, StageOutcome
+from fabcheck.gate.fabric import GateResult
+from fabcheck.gate.stages import ExtraChecks, NodeOutcome, StageContext, StageOutcome
 from fabcheck.gate.via_ansible import path_with_ansible
+from fabcheck.intent.fabric import Fabric
+from fabcheck.intent.loader import HostEntry
 from fabcheck.report.model import NodeKind
 
 DEFAULT_TIMEOUT_S = 600.0
-STAGE = "extra"
+STAGE_NAME = "extra"
 RUN_NODE = "extra-checks"  # where a test that ran on no GPU host, or the run itself, is reported
 _STATUS = {"pass": Status.PASS, "fail": Status.FAIL, "error": Status.ERROR, "skip": Status.SKIP}
 
@@ -52,34 +55,51 @@ def add_extra_checks_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def with_extra_checks(result: Any, args: argparse.Namespace, source: Any) -> Any:
-    """The gate result with the extra tests' outcomes as one more stage (unchanged without the flag)."""
+def extra_checks_of(args: argparse.Namespace, source: Any) -> ExtraChecks | None:
+    """What the extra stage runs, from the flags (None without --extra-checks)."""
     directory: Path | None = getattr(args, "extra_checks", None)
     if directory is None:
-        return result
+        return None
     if not directory.is_dir():
         raise UsageError(f"--extra-checks {directory}: not a directory")
+    recorder = getattr(source, "recorder", None)
+    if recorder is None:
+        raise UsageError("--extra-checks: the gate kept no collection to share (a fabcheck bug)")
     urls = dict(getattr(source.collector, "urls", {}) or {})
-    outcome = run_extra_checks(directory, args.inventory, result, urls, args.extra_checks_timeout, source)
-    return dataclasses.replace(result, stages=(*result.stages, outcome))
+    return ExtraChecks(directory, args.inventory, args.extra_checks_timeout, urls, recorder)
 
 
-def run_extra_checks(
-    directory: Path,
-    inventory: str,
-    result: Any,
-    urls: Mapping[str, str],
-    timeout_s: float,
-    source: Any,
-) -> StageOutcome:
+@dataclass(frozen=True)
+class ExtraStage:
+    """The user's pytest tests over what the host stage read: runs last, only with --extra-checks."""
+
+    name: str = STAGE_NAME
+    requires: tuple[str, ...] = ("host",)
+    by_default: bool = False
+    traffic: bool = False
+
+    def claims(self, entry: HostEntry, fabric: Fabric) -> bool:
+        return False  # its findings join the hosts the host stage claims
+
+    def run(self, context: StageContext) -> StageOutcome:
+        extra = context.extra_checks
+        if extra is None:
+            raise UsageError("stage extra runs your tests: give them with --extra-checks DIR")
+        hosts = GateResult((context.earlier["host"],))
+        return run_extra_checks(extra, hosts)
+
+
+def run_extra_checks(extra: ExtraChecks, result: GateResult) -> StageOutcome:
+    """pytest over the user's directory, judging `result`'s hosts as the gate read them."""
+    directory, recorder = extra.directory, extra.recorder
     with tempfile.TemporaryDirectory(prefix="fabcheck-extra-") as scratch:
         saved = Path(scratch) / "snapshot"
-        recorder = _recorder_of(source)
-        snapshot.save(saved, recorder, dataclasses.replace(result, switches=()))
+        snapshot.save(saved, recorder, result)
         results_file = Path(scratch) / "results.json"
         # Hosts the gate reached (one with unusable connection variables has no testinfra URL either).
         hosts = [h.host for h in result.hosts if h.host in recorder.collections]
-        argv = pytest_argv(directory, inventory, saved, results_file, hosts, urls)
+        argv = pytest_argv(directory, extra.inventory, saved, results_file, hosts, extra.urls)
+        timeout_s = extra.timeout_s
         env = os.environ | {"PATH": path_with_ansible()}  # testinfra's ansible backend runs ansible-inventory
         try:
             done = subprocess.run(
@@ -122,13 +142,6 @@ def pytest_argv(
     return [*argv, "--hosts", ",".join(host_urls)] if host_urls else argv
 
 
-def _recorder_of(source: Any) -> snapshot.Recorder:
-    recorder = getattr(source, "recorder", None)
-    if recorder is None:
-        raise UsageError("--extra-checks: the gate kept no collection to share (a fabcheck bug)")
-    return recorder
-
-
 def _read_results(path: Path) -> list[Mapping[str, Any]] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -150,7 +163,7 @@ def outcome_of(tests: Sequence[Mapping[str, Any]], hosts: Sequence[str]) -> Stag
         message = str(test.get("message") or "")
         name = str(test.get("name") or nodeid)
         finding = Finding(
-            f"{STAGE}.{name}",
+            f"{STAGE_NAME}.{name}",
             status,
             nodeid,
             "the test passes",
@@ -159,16 +172,19 @@ def outcome_of(tests: Sequence[Mapping[str, Any]], hosts: Sequence[str]) -> Stag
         )
         by_node.setdefault(str(node), []).append(finding)
     nodes = tuple(NodeOutcome(node, NodeKind.HOST, tuple(found)) for node, found in by_node.items())
-    return StageOutcome(STAGE, nodes)
+    return StageOutcome(STAGE_NAME, nodes)
 
 
 def run_error(directory: Path, why: str) -> StageOutcome:
     finding = Finding(
-        f"{STAGE}.run",
+        f"{STAGE_NAME}.run",
         Status.ERROR,
         str(directory),
         "pytest runs the tests of --extra-checks",
         why,
         f"run `pytest -p fabcheck {directory}` yourself to see why",
     )
-    return StageOutcome(STAGE, (NodeOutcome(RUN_NODE, NodeKind.HOST, (finding,)),))
+    return StageOutcome(STAGE_NAME, (NodeOutcome(RUN_NODE, NodeKind.HOST, (finding,)),))
+
+
+STAGE = ExtraStage()

@@ -1,15 +1,16 @@
-"""The host stage of the gate: inventory -> ssh targets -> one collection per host -> records -> checks.
+"""The gate's host stage: inventory -> ssh targets -> one collection per host -> records -> checks.
 
 Orchestration only: the probes and their readers live in fabcheck.collect.host, the checks in
 fabcheck.checks.host. Each host is judged alone as it arrives; the fleet checks (what must agree
-across hosts) run once every host is in.
+across hosts) run once every host is in. Its outcome's nodes are HostResults: the link, nccl and incast
+stages read the evidence they carry.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,14 +18,15 @@ from fabcheck.checks.host import HostEvidence, check_fleet, check_host
 from fabcheck.checks.model import Finding, Status, errored, verdict
 from fabcheck.collect import host as collect
 from fabcheck.collect.host import ConnectionVarError, HostCollection, SshTarget, TimeLimits, last_line
-from fabcheck.errors import UsageError
-from fabcheck.intent.loader import HostEntry, Inventory
+from fabcheck.desired.nic import DesiredHost, desired_host
+from fabcheck.gate.stages import StageContext, StageOutcome
+from fabcheck.intent.fabric import GPU_HOSTS, Fabric
+from fabcheck.intent.loader import HostEntry
 from fabcheck.intent.model import FabricIntent
+from fabcheck.report.model import NodeKind
 
-GPU_HOSTS = "gpu_hosts"
-DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_CONNECT_TIMEOUT_S = 10.0
-WORKERS = 16
+# Nodes collected at once in each stage (ssh round trips to hosts, netmiko sessions to switches).
+DEFAULT_CONCURRENCY = 16
 COLLECTION_CHECK = "host.collection"
 INVENTORY_CHECK = "host.inventory"
 
@@ -40,6 +42,14 @@ class HostResult:
     evidence: HostEvidence | None = field(default=None, compare=False, repr=False)
 
     @property
+    def node(self) -> str:
+        return self.host
+
+    @property
+    def kind(self) -> NodeKind:
+        return NodeKind.HOST
+
+    @property
     def verdict(self) -> Status:
         return verdict(self.findings)
 
@@ -51,60 +61,19 @@ class HostResult:
         }
 
 
-@dataclass(frozen=True)
-class Plan:
-    """Which inventory hosts the gate judges now, and which it leaves for later versions."""
-
-    hosts: tuple[HostEntry, ...]
-    not_checked: tuple[HostEntry, ...]
-
-
-def plan(inventory: Inventory, limit: str | None = None) -> Plan:
-    """Hosts of gpu_hosts, narrowed by an Ansible --limit pattern exactly as ansible-playbook narrows
-    them (names, globs, groups, `!x`, `&g`, `a:b`, `@file`). UsageError for an empty limit, a pattern
-    that matches nothing, or no GPU host left."""
-    chosen = limited_hosts(inventory, limit)
-    hosts = tuple(h for h in chosen if GPU_HOSTS in h.groups)
-    rest = tuple(h for h in chosen if GPU_HOSTS not in h.groups)
-    if not hosts:
-        scope = "" if limit is None else f" matching --limit {limit!r}"
-        raise UsageError(f"no host of group {GPU_HOSTS}{scope} to check in {inventory.source}")
-    return Plan(hosts, rest)
-
-
-def limited_hosts(inventory: Inventory, limit: str | None) -> list[HostEntry]:
-    """Every host of the inventory, or those an Ansible --limit pattern selects (UsageError when the
-    pattern is empty or matches nothing)."""
-    if limit is None:
-        return list(inventory.hosts)
-    if not limit.strip():
-        raise UsageError("--limit is empty: give host names, groups or patterns, or leave --limit out")
-    manager = inventory.manager
-    if manager is None:
-        raise UsageError(f"--limit needs the inventory loaded through ansible-core ({inventory.source})")
-    try:
-        manager.subset(limit)
-        names = {host.name for host in manager.get_hosts("all")}
-    except Exception as err:  # ansible reports bad patterns and missing @files with its own types
-        raise UsageError(f"--limit {limit!r}: {err}") from None
-    finally:
-        manager.subset(None)
-    if not names:
-        known = ", ".join(h.name for h in inventory.hosts) or "none"
-        raise UsageError(f"--limit {limit!r} matches no host in {inventory.source} (hosts: {known})")
-    return [h for h in inventory.hosts if h.name in names]
-
-
 def validate(
     hosts: Sequence[HostEntry],
     limits: TimeLimits | None = None,
     collector: Collector | None = None,  # None: ssh (collect.collect_host, looked up per call)
     deadline_s: float | None = None,
     clock: Callable[[], float] = time.monotonic,
-    workers: int = WORKERS,
+    workers: int = DEFAULT_CONCURRENCY,
     on_done: Callable[[HostResult], None] = lambda _result: None,
+    desired: Mapping[str, DesiredHost] | None = None,
 ) -> list[HostResult]:
-    """Collect from every host in parallel (one round trip each) and judge it against its intent.
+    """Collect from every host in parallel (one round trip each) and judge it against its intent;
+    `desired` holds each host's desired state: the gate passes its plan's (GatePlan.desired.hosts); a
+    caller outside the gate (a test, one host judged alone) gets each host's derived here.
 
     One host's bad inventory variables, unreadable output or an unexpected error is an error for that
     host only. With ``deadline_s`` every round trip is cut to end by the deadline; a host not collected
@@ -113,12 +82,14 @@ def validate(
     from concurrent.futures import ThreadPoolExecutor
 
     limits = limits or TimeLimits()
+    if desired is None:
+        desired = {entry.name: desired_host(entry.intent, entry.name) for entry in hosts}
     collector = collector or collect.collect_host
     end = None if deadline_s is None else clock() + deadline_s
 
     def one(entry: HostEntry) -> HostResult:
         try:
-            result = _one_host(entry, limits, collector, end, deadline_s, clock)
+            result = _one_host(entry, desired[entry.name], limits, collector, end, deadline_s, clock)
         except Exception as err:  # one host must never take the whole run down
             result = HostResult(entry.name, (_internal_error(entry.name, err),))
         on_done(result)  # e.g. the progress bar, as each host is judged
@@ -143,6 +114,7 @@ def judge_fleet(results: Sequence[HostResult], intents: Mapping[str, FabricInten
 
 def _one_host(
     entry: HostEntry,
+    desired: DesiredHost,
     limits: TimeLimits,
     collector: Collector,
     end: float | None,
@@ -162,7 +134,7 @@ def _one_host(
             )
             return judge(late, entry.intent)
         host_limits = limits.within(left)
-    collection = collector(target, entry.intent.lossless.priority, host_limits)
+    collection = collector(target, desired.template.ecn_priority, host_limits)
     if collection.expired and host_limits.cap_s is not None:
         reason = f"{_not_before_deadline(deadline_s)}: {collection.error or 'time limit expired'}"
         collection = dataclasses.replace(collection, error=reason)
@@ -247,13 +219,29 @@ def evidence(collection: HostCollection) -> HostEvidence:
     return HostEvidence(collect.read_records(collection.sections, collection.priority), collection.priority)
 
 
-def overall(results: Iterable[HostResult]) -> Status:
-    return verdict(f for r in results for f in r.findings)
+@dataclass(frozen=True)
+class HostStage:
+    """Every planned GPU host: one round trip each, judged as it arrives, then the fleet checks."""
+
+    name: str = "host"
+    requires: tuple[str, ...] = ()
+    by_default: bool = True
+    traffic: bool = False
+
+    def claims(self, entry: HostEntry, fabric: Fabric) -> bool:
+        return GPU_HOSTS in entry.groups
+
+    def run(self, context: StageContext) -> StageOutcome:
+        results = validate(
+            context.plan.hosts,
+            context.limits,
+            collector=context.reads.host,
+            deadline_s=context.deadline_s,
+            workers=context.concurrency,
+            on_done=context.reads.on_host_done,
+            desired=context.plan.desired.hosts,
+        )
+        return StageOutcome(self.name, tuple(results))
 
 
-EXIT_CODES = {Status.PASS: 0, Status.FAIL: 1, Status.ERROR: 3}
-
-
-def exit_code(results: Sequence[HostResult]) -> int:
-    """0 every host passes, 1 any check failed, 3 nothing failed but something could not be checked."""
-    return EXIT_CODES.get(overall(results), 3)
+STAGE = HostStage()

@@ -10,15 +10,13 @@ Inventory variables: incast_fan_in (senders per incast, default 8), incast_durat
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from fabcheck import validate
 from fabcheck.checks.model import Finding, errored, skipped
-from fabcheck.desired.nic import DesiredNic, desired_host
 from fabcheck.desired.switch import desired_switch
 from fabcheck.errors import FabcheckError
+from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
 from fabcheck.gate.switches import Connect, switch_login
 from fabcheck.incast import capture
@@ -37,7 +35,7 @@ from fabcheck.incast.plan import (
     plan_by_leaf,
     plan_by_rail,
 )
-from fabcheck.intent.fabric import Fabric, fabric_of
+from fabcheck.intent.fabric import GPU_HOSTS, Fabric, fabric_of
 from fabcheck.intent.loader import HostEntry
 from fabcheck.pairs.localise import Measure
 from fabcheck.pairs.rounds import FAST, Endpoint, Pair
@@ -53,10 +51,11 @@ class IncastStage:
     name: str = "incast"
     requires: tuple[str, ...] = ("host",)
     by_default: bool = False
+    traffic: bool = True
     connect: Connect = netmiko_connect  # a test gives a fake switch session here
 
-    def claims(self, entry: HostEntry) -> bool:
-        return validate.GPU_HOSTS in entry.groups
+    def claims(self, entry: HostEntry, fabric: Fabric) -> bool:
+        return GPU_HOSTS in entry.groups
 
     def run(self, context: StageContext) -> StageOutcome:
         roce = [e for e in context.plan.hosts if e.intent.kind == "roce"]
@@ -110,25 +109,17 @@ def _plan(session: Session, fabric: Fabric, leaves: Sequence[str], fan_in: int) 
 
 
 def _incasted(context: StageContext, fabric: Fabric, incasts: Sequence[Incast]) -> list[Incasted]:
-    entries = {entry.name: entry for entry in context.plan.hosts}
     netdevs = _netdevs(context.hosts)
     incasted = []
     for incast in incasts:
-        nics = {end: _desired_nic(entries[end.host], end.nic) for end in incast.ends}
+        nics = {end: context.plan.desired.nic(end.host, end.nic) for end in incast.ends}
         shown = {end: netdevs.get(end) for end in incast.ends}
         switch = desired_switch(context.inventory.intent, fabric, incast.switch) if incast.switch else None
         incasted.append(Incasted(incast, nics, shown, switch))
     return incasted
 
 
-def _desired_nic(entry: HostEntry, nic: str) -> DesiredNic:
-    """The NIC's desired record; a cabled NIC outside the rails gets the host's shared settings."""
-    host = desired_host(entry.intent, entry.name)
-    found = next((n for n in host.nics if n.device == nic), None)
-    return found or dataclasses.replace(host.template, device=nic)
-
-
-def _netdevs(hosts: Sequence[validate.HostResult]) -> dict[Endpoint, str]:
+def _netdevs(hosts: Sequence[HostResult]) -> dict[Endpoint, str]:
     """Each RDMA NIC's netdev as the host stage's `rdma link` showed it."""
     found: dict[Endpoint, str] = {}
     for result in hosts:

@@ -15,13 +15,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fabcheck import validate
 from fabcheck.checks.model import Finding, failed, passed, skipped
 from fabcheck.checks.nccl_ranks import check_busbw, check_host_ranks
 from fabcheck.desired.nccl import DEBUG_ENV, PROGRAM, DesiredNcclJob, desired_nccl_host, desired_nccl_job
 from fabcheck.errors import DeadlinePassed, FabcheckError, ParseError
 from fabcheck.gate.nccl_figure import busbw_figure
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
+from fabcheck.intent.fabric import GPU_HOSTS, Fabric
 from fabcheck.intent.loader import HostEntry
 from fabcheck.launch import (
     LauncherConfig,
@@ -172,14 +172,15 @@ class NcclStage:
     name: str = "nccl"
     requires: tuple[str, ...] = ("host",)
     by_default: bool = False
+    traffic: bool = True
     launch: Launch = field(default=run_launch)
     environ: Callable[[], Mapping[str, str]] = field(default=lambda: os.environ)
 
-    def claims(self, entry: HostEntry) -> bool:
-        return validate.GPU_HOSTS in entry.groups
+    def claims(self, entry: HostEntry, fabric: Fabric) -> bool:
+        return GPU_HOSTS in entry.groups
 
     def run(self, context: StageContext) -> StageOutcome:
-        entries = [entry for entry in context.plan.hosts if self.claims(entry)]
+        entries = [entry for entry in context.plan.hosts if self.claims(entry, context.plan.fabric)]
         if len(entries) < 2:
             reason = "one GPU host planned: NCCL's inter-node path needs two (--limit)"
             nodes = tuple(

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fabcheck import validate
 from fabcheck.checks.model import Finding, Status, errored, failed, passed, skipped
 from fabcheck.desired.perftest import DRIFT_MAX_DROP
 from fabcheck.errors import UsageError
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
+from fabcheck.intent.fabric import GPU_HOSTS, Fabric
 from fabcheck.intent.loader import HostEntry
 from fabcheck.pairs import baseline as stored
 from fabcheck.pairs.heatmap import heatmap
@@ -57,9 +57,10 @@ class PerftestStage:
     name: str = "perftest"
     requires: tuple[str, ...] = ("host",)
     by_default: bool = False
+    traffic: bool = True
 
-    def claims(self, entry: HostEntry) -> bool:
-        return validate.GPU_HOSTS in entry.groups
+    def claims(self, entry: HostEntry, fabric: Fabric) -> bool:
+        return GPU_HOSTS in entry.groups
 
     def run(self, context: StageContext) -> StageOutcome:
         entries = list(context.plan.hosts)

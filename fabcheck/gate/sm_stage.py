@@ -34,6 +34,7 @@ from fabcheck.collect.host import (
 from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
 from fabcheck.errors import ParseError
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
+from fabcheck.intent.fabric import Fabric
 from fabcheck.intent.loader import HostEntry
 from fabcheck.parsers.opensm_conf import parse_opensm_conf, parse_partitions_conf
 from fabcheck.parsers.sminfo import SmInfo, no_sm_answered, parse_sminfo
@@ -250,13 +251,14 @@ class SmStage:
     name: str = "sm"
     requires: tuple[str, ...] = ()
     by_default: bool = True
+    traffic: bool = False
     collector: Collector = field(default=collect_sm)
 
-    def claims(self, entry: HostEntry) -> bool:
+    def claims(self, entry: HostEntry, fabric: Fabric) -> bool:
         return SUBNET_MANAGERS in entry.groups and entry.intent.kind == "ib"
 
     def run(self, context: StageContext) -> StageOutcome:
-        nodes = [entry for entry in context.plan.chosen if self.claims(entry)]
+        nodes = [entry for entry in context.plan.chosen if self.claims(entry, context.plan.fabric)]
         if not nodes:
             return StageOutcome(self.name, ())
         desired = {e.name: desired_subnet_manager(e.intent, e.name) for e in nodes}

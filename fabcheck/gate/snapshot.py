@@ -7,7 +7,7 @@
                               stderr), whether the script ran to the end, and why not
     DIR/switches/<name>.json  each show command's output in the order it was read (probe, port,
                               command, text), the reasons of probes that failed, or why it was unreachable
-    DIR/<stage>/<node>.json   what a plugged stage that reads its nodes itself read (STAGE_FORMATS: sm,
+    DIR/<stage>/<node>.json   what a stage that reads its nodes itself read (STAGE_FORMATS: sm,
                               each section's command, rc, stdout and stderr, whether it ran to the end)
 
 `--from-snapshot DIR` judges those outputs again with the same parsers and checks, with no connection:
@@ -33,9 +33,9 @@ from fabcheck.collect.host import HostCollection, Section, SshTarget, TimeLimits
 from fabcheck.desired.sm import DesiredSubnetManager
 from fabcheck.errors import UsageError
 from fabcheck.gate import sm_stage
-from fabcheck.gate.fabric import BUILTIN_STAGES, GatePlan, default_stages
+from fabcheck.gate.plan import GatePlan
 from fabcheck.gate.sm_stage import SmCollection
-from fabcheck.gate.stages import Stage, plugged_named
+from fabcheck.gate.stages import Stage, default_stage_names, stages_named
 from fabcheck.intent.fabric import Fabric
 from fabcheck.intent.loader import HostEntry
 from fabcheck.switch.connect import ConnectError, SwitchLogin
@@ -45,6 +45,8 @@ VERSION = 1
 MANIFEST = "snapshot.json"
 HOSTS_DIR = "hosts"
 SWITCHES_DIR = "switches"
+# Stages whose reads are the host and switch files, and the link stage that judges only those.
+READ_STAGES = ("host", "switch", "link")
 
 
 # -- what a run read, as plain data ------------------------------------------------------------------
@@ -118,7 +120,7 @@ def sm_restore(data: Mapping[str, Any], node: str) -> SmCollection:
 
 @dataclass(frozen=True)
 class StageFormat:
-    """How a plugged stage that reads its nodes itself is saved and replayed. The stage reads through its
+    """How a stage that reads its nodes itself is saved and replayed. The stage reads through its
     `collector` attribute, whose first argument is the node's SshTarget and whose answer is that node's
     collection; a replay hands the stage, by StageContext.collectors, one that answers from the files."""
 
@@ -150,10 +152,10 @@ class StageRecorder:
 
 @dataclass
 class Recorder:
-    """A validate.Collector that passes each host to `inner` and keeps what came back; with `tap`, the
-    same for the plugged stages that a snapshot records."""
+    """A host_stage.Collector that passes each host to `inner` and keeps what came back; with `tap`, the
+    same for the stages that a snapshot records."""
 
-    inner: Any  # validate.Collector
+    inner: Any  # host_stage.Collector
     collections: dict[str, HostCollection] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stages: dict[str, StageRecorder] = field(default_factory=dict)
@@ -235,7 +237,7 @@ class Snapshot:
     switches: Mapping[str, Mapping[str, Any]]
 
     def collector(self, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
-        """A validate.Collector: the saved round trip of the host."""
+        """A host_stage.Collector: the saved round trip of the host."""
         return self.hosts[target.name]
 
     def connect(self, login: SwitchLogin) -> ReplayedSession:
@@ -299,9 +301,9 @@ class StageReplay:
 def replayed_stages(requested: Sequence[str] | None) -> tuple[str, ...]:
     """The stages a replay runs: the --stages list, or the default stages a snapshot can replay.
     UsageError naming every requested stage that has no replay."""
-    replayable = (*BUILTIN_STAGES, *STAGE_FORMATS)
+    replayable = (*READ_STAGES, *STAGE_FORMATS)
     if requested is None:
-        return tuple(stage for stage in default_stages() if stage in replayable)
+        return tuple(stage for stage in default_stage_names() if stage in replayable)
     live = [stage for stage in requested if stage not in replayable]
     if live:
         raise UsageError(
@@ -314,8 +316,8 @@ def replayed_stages(requested: Sequence[str] | None) -> tuple[str, ...]:
 def stage_nodes(plan: GatePlan) -> dict[str, list[str]]:
     """The nodes each recorded stage of the plan judges, by stage name: the files a replay reads."""
     return {
-        stage.name: [entry.name for entry in plan.chosen if stage.claims(entry)]
-        for stage in plugged_named(plan.stages)
+        stage.name: [entry.name for entry in plan.chosen if stage.claims(entry, plan.fabric)]
+        for stage in stages_named(plan.stages)
         if stage.name in STAGE_FORMATS
     }
 

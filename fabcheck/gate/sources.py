@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabcheck import validate
 from fabcheck.collect.host import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.errors import UsageError
 from fabcheck.gate import backends, snapshot, via_ansible
+from fabcheck.gate.host_stage import Collector, HostResult
+from fabcheck.gate.stages import Reads
 from fabcheck.gate.switches import Connect
 from fabcheck.intent.fabric import Fabric
 from fabcheck.intent.loader import HostEntry, Inventory
@@ -75,17 +76,17 @@ def _urls(text: str) -> tuple[str, ...]:
 class Source:
     """What run_gate reads hosts and switches through, and what to do with the result afterwards."""
 
-    collector: validate.Collector | None = None
+    collector: Collector | None = None
     connect: Connect | None = None
     login_of: Callable[[HostEntry, Fabric], SwitchLogin] | None = None
     recorder: snapshot.Recorder | None = None
     save_to: Path | None = None
     notes: list[str] = field(default_factory=list)
 
-    def gate_options(self) -> dict[str, Any]:
-        """Keyword arguments of run_gate."""
+    def reads(self, on_host_done: Callable[[HostResult], None] = lambda _result: None) -> Reads:
+        """How run_gate reaches the hosts and switches through this source."""
         collector = self.recorder if self.recorder is not None else self.collector
-        return {"collector": collector, "connect": self.connect, "login_of": self.login_of}
+        return Reads(collector, self.connect, self.login_of, on_host_done)
 
     def finish(self, result: Any) -> None:
         if self.recorder is not None and self.save_to is not None:
@@ -127,7 +128,7 @@ def _native(target: SshTarget, priority: int, limits: TimeLimits) -> Any:
 
 def _live_collector(
     args: argparse.Namespace, inventory: Inventory, hosts: Sequence[HostEntry], limits: TimeLimits
-) -> validate.Collector | None:
+) -> Collector | None:
     if args.via == "ansible":
         return via_ansible.AnsibleBundles(via_ansible.collect_via_ansible(inventory.source, hosts, limits))
     if args.backend == backends.NATIVE and not args.hosts:

@@ -1,10 +1,11 @@
-"""Stages that plug into the gate after host -> switch -> link: the subnet manager, NCCL, perftest, incast.
+"""The gate's one kind of stage: host, switch, link, subnet manager, NCCL, perftest, incast, extra.
 
-A plugged stage is declared once, in its own module, as a `Stage`: its name, the stages whose results it
+Every stage is declared once, in its own module, as a `Stage`: its name, the stages whose results it
 reads, whether it runs when `--stages` is not given, which inventory nodes it judges, and `run`, which
-turns a `StageContext` (the inventory, the plan, the earlier stages' results) into a `StageOutcome`:
-findings per node, notes, and figures for the HTML report. The gate and the reporters know nothing
-else about it. A stage's module is named in PLUGGED_STAGES and imported only when the gate needs it.
+turns a `StageContext` (the inventory, the plan with the desired state, the earlier stages' outcomes)
+into a `StageOutcome`: findings per node, notes, and figures for the HTML report. The gate and the
+reporters know nothing else about it. A stage's module is named in STAGE_MODULES and imported only when
+the gate needs it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from fabcheck.checks.model import Finding
 from fabcheck.collect.host import TimeLimits
@@ -23,23 +25,44 @@ from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.report.model import Figure, NodeKind
 
 if TYPE_CHECKING:
-    from fabcheck import validate
-    from fabcheck.gate.fabric import GatePlan
-    from fabcheck.gate.switches import SwitchResult
+    from fabcheck.gate.host_stage import Collector, HostResult
+    from fabcheck.gate.plan import GatePlan
+    from fabcheck.gate.switches import Connect, SwitchResult
+    from fabcheck.intent.fabric import Fabric
+    from fabcheck.switch.connect import SwitchLogin
 
-# Modules that each define STAGE: a Stage. Order is run order (after host, switch and link).
-PLUGGED_STAGES: tuple[str, ...] = (
+# Modules that each define STAGE: a Stage. Order is run order.
+STAGE_MODULES: tuple[str, ...] = (
+    "fabcheck.gate.host_stage",
+    "fabcheck.gate.switch_stage",
+    "fabcheck.gate.link_stage",
     "fabcheck.gate.sm_stage",
     "fabcheck.gate.nccl_stage",
     "fabcheck.gate.perftest_stage",
     "fabcheck.gate.incast_stage",
+    "fabcheck.gate.extra_stage",
 )
+
+
+@runtime_checkable
+class NodeResult(Protocol):
+    """What a stage found on one node. The host and switch stages' results carry what they read too
+    (HostResult, SwitchResult); every reporter reads only these three fields."""
+
+    @property
+    def node(self) -> str: ...
+
+    @property
+    def kind(self) -> NodeKind: ...
+
+    @property
+    def findings(self) -> tuple[Finding, ...]: ...
 
 
 @dataclass(frozen=True)
 class NodeOutcome:
-    """What a stage found on one node. Findings of a node the host or switch stage judged too are
-    reported under that same node."""
+    """A node's findings of a stage that keeps no evidence. Findings of a node an earlier stage judged
+    too are reported under that same node."""
 
     node: str
     kind: NodeKind
@@ -49,9 +72,31 @@ class NodeOutcome:
 @dataclass(frozen=True)
 class StageOutcome:
     stage: str
-    nodes: tuple[NodeOutcome, ...]
+    nodes: tuple[NodeResult, ...]
     notes: tuple[str, ...] = ()
     figures: tuple[Figure, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reads:
+    """How the host and switch stages reach their nodes in this run. None: the live default (the native
+    ssh round trip, netmiko, the inventory's switch login)."""
+
+    host: Collector | None = None
+    switch_connect: Connect | None = None
+    switch_login: Callable[[HostEntry, Fabric], SwitchLogin] | None = None
+    on_host_done: Callable[[HostResult], None] = lambda _result: None
+
+
+@dataclass(frozen=True)
+class ExtraChecks:
+    """`--extra-checks DIR`: the user's pytest tests, run after the other stages (gate/extra_stage.py)."""
+
+    directory: Path
+    inventory: str  # the inventory path as given, for the plugin and testinfra's ansible backend
+    timeout_s: float
+    urls: Mapping[str, str]  # testinfra URL per host the source knows one for
+    recorder: Any  # the run's snapshot.Recorder: the extra tests judge what the gate read
 
 
 C = TypeVar("C", bound=Callable[..., Any])  # a stage's collector, whatever its signature
@@ -64,9 +109,7 @@ class StageContext:
     limits: TimeLimits
     concurrency: int
     deadline_s: float | None
-    hosts: tuple[validate.HostResult, ...] = ()
-    switches: tuple[SwitchResult, ...] = ()
-    # Outcomes of the plugged stages that ran before this one, by stage name.
+    # Outcomes of the stages that ran before this one, by stage name.
     earlier: Mapping[str, StageOutcome] = field(default_factory=dict)
     # What a stage that reads its nodes itself reads them through, by stage name, when the run's source
     # says (a snapshot replay, a recorder around the live reads); a stage not named reads live.
@@ -74,6 +117,24 @@ class StageContext:
 
     # When --deadline ends the run, on time.monotonic()'s clock (None: no deadline).
     ends_at: float | None = None
+    reads: Reads = field(default_factory=Reads)
+    extra_checks: ExtraChecks | None = None
+
+    @property
+    def hosts(self) -> tuple[HostResult, ...]:
+        """The host stage's results, with the evidence each host showed (empty: it did not run)."""
+        from fabcheck.gate.host_stage import HostResult
+
+        outcome = self.earlier.get("host")
+        return () if outcome is None else tuple(n for n in outcome.nodes if isinstance(n, HostResult))
+
+    @property
+    def switches(self) -> tuple[SwitchResult, ...]:
+        """The switch stage's results, with the evidence each switch showed (empty: it did not run)."""
+        from fabcheck.gate.switches import SwitchResult
+
+        outcome = self.earlier.get("switch")
+        return () if outcome is None else tuple(n for n in outcome.nodes if isinstance(n, SwitchResult))
 
     def collector_of(self, stage: str, live: C) -> C:
         """The collector `stage` uses in this run: the source's stand-in, else its own live one."""
@@ -101,7 +162,7 @@ class Stage(Protocol):
     requires: tuple[str, ...]  # stages that must run too, because this one reads their results
     by_default: bool  # runs when --stages is not given (a stage that loads the fabric does not)
 
-    def claims(self, entry: HostEntry) -> bool:
+    def claims(self, entry: HostEntry, fabric: Fabric) -> bool:
         """Whether this stage judges the node (so it is not listed as "not checked")."""
         ...
 
@@ -109,15 +170,25 @@ class Stage(Protocol):
 
 
 @cache
-def plugged() -> tuple[Stage, ...]:
+def all_stages() -> tuple[Stage, ...]:
     """The declared stages, in run order."""
-    stages = tuple(importlib.import_module(module).STAGE for module in PLUGGED_STAGES)
+    stages = tuple(importlib.import_module(module).STAGE for module in STAGE_MODULES)
     names = [stage.name for stage in stages]
     if len(set(names)) != len(names):
-        raise ValueError(f"two plugged stages share a name: {names}")
+        raise ValueError(f"two stages share a name: {names}")
     return stages
 
 
-def plugged_named(names: Sequence[str]) -> tuple[Stage, ...]:
+def stages_named(names: Sequence[str]) -> tuple[Stage, ...]:
     wanted = set(names)
-    return tuple(stage for stage in plugged() if stage.name in wanted)
+    return tuple(stage for stage in all_stages() if stage.name in wanted)
+
+
+def stage_names() -> tuple[str, ...]:
+    """Every stage `--stages` accepts, in run order."""
+    return tuple(stage.name for stage in all_stages())
+
+
+def default_stage_names() -> tuple[str, ...]:
+    """The stages that run when --stages is not given."""
+    return tuple(stage.name for stage in all_stages() if stage.by_default)

@@ -1,4 +1,5 @@
-"""The gate's switch stage: read every switch once (bounded concurrency), judge it against its desired state.
+"""Reading the switches for the gate (gate/switch_stage.py) and incast: each once, bounded concurrency,
+judged against its desired state.
 
 Per switch: one netmiko session, the platform's declared show commands (fabcheck.gate.switch_probes),
 each bounded by the login's read timeout; the session closes when they are done. A switch that cannot
@@ -18,13 +19,13 @@ from typing import Any
 
 from fabcheck.checks.model import Finding
 from fabcheck.checks.switch import SwitchEvidence, check_switch
-from fabcheck.desired.switch import DesiredSwitch, desired_switch
+from fabcheck.desired.switch import DesiredSwitch
 from fabcheck.errors import FabcheckError, IntentError
 from fabcheck.gate.probes import Collected, Output, Probe, collect
 from fabcheck.gate.switch_probes import PROBES, provided
 from fabcheck.intent import ansible_session
 from fabcheck.intent.fabric import Fabric, Switch
-from fabcheck.intent.model import FabricIntent
+from fabcheck.report.model import NodeKind
 from fabcheck.switch.connect import ConnectError, SwitchLogin
 from fabcheck.switch.connect import connect as netmiko_connect
 
@@ -45,40 +46,31 @@ class SwitchResult:
     outputs: tuple[Output, ...]  # every raw output with the probe that produced it (snapshots)
     findings: tuple[Finding, ...]
 
+    @property
+    def node(self) -> str:
+        return self.switch
+
+    @property
+    def kind(self) -> NodeKind:
+        return NodeKind.SWITCH
+
 
 Connect = Callable[[SwitchLogin], Any]
 
 
-def run_switch_stage(
-    fabric: Fabric,
-    intent: FabricIntent,
-    logins: Mapping[str, SwitchLogin],
-    *,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    connect: Connect = netmiko_connect,
-    switches: Sequence[str] | None = None,
-) -> list[Finding]:
-    """Findings of every switch of the fabric (or of `switches`), in switch order."""
-    results = collect_switches(
-        fabric, intent, logins, concurrency=concurrency, connect=connect, switches=switches
-    )
-    return [finding for result in results for finding in result.findings]
-
-
 def collect_switches(
-    fabric: Fabric,
-    intent: FabricIntent,
+    desired: Mapping[str, DesiredSwitch],
     logins: Mapping[str, SwitchLogin],
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
     connect: Connect = netmiko_connect,
     switches: Sequence[str] | None = None,
 ) -> list[SwitchResult]:
-    """Read and judge the switches, at most `concurrency` sessions open at once."""
+    """Read and judge the switches (`desired`'s, or those of `switches`), at most `concurrency`
+    sessions open at once."""
     if concurrency < 1:
         raise FabcheckError(f"concurrency {concurrency}: expected at least 1")
-    names = list(switches) if switches is not None else [s.name for s in fabric.switches]
-    desired = {name: desired_switch(intent, fabric, name) for name in names}
+    names = list(switches) if switches is not None else list(desired)
     missing = [name for name in names if name not in logins]
     if missing:
         raise FabcheckError(f"no login for switch(es) {', '.join(missing)}")

@@ -151,7 +151,7 @@ def _runner_said(runner: Any) -> str:
 
 
 class AnsibleBundles:
-    """A validate.Collector serving the bundles one play brought back."""
+    """A host_stage.Collector serving the bundles one play brought back."""
 
     def __init__(self, bundles: Mapping[str, HostCollection]) -> None:
         self.bundles = bundles

@@ -27,11 +27,11 @@ from test_host_checks import (
     run_checks,
 )
 
-from fabcheck import validate
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Finding, Status
 from fabcheck.collect import host as collect
 from fabcheck.collect.host import HostCollection, HostProbe, Section, collection_script, split_sections
+from fabcheck.gate import host_stage as validate
 from fabcheck.intent.loader import HostEntry
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.show_gids import render_show_gids

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 
 import pytest
 
-from fabcheck import validate, validate_cli
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Finding, Status
+from fabcheck.cli import validate as validate_cli
 from fabcheck.collect import host as collect
 from fabcheck.collect.host import (
     COLLECT_SCRIPT,
@@ -32,6 +32,10 @@ from fabcheck.collect.host import (
 )
 from fabcheck.desired.nic import PERSIST_PATHS
 from fabcheck.errors import ParseError
+from fabcheck.gate import host_stage as validate
+from fabcheck.gate.fabric import GateResult, gate_report
+from fabcheck.gate.plan import plan_gate
+from fabcheck.gate.stages import StageOutcome
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.intent.model import Dcqcn, FabricIntent
 from fabcheck.parsers import host_sysfs
@@ -40,6 +44,7 @@ from fabcheck.parsers.mlnx_qos import MlnxQos, render_mlnx_qos
 from fabcheck.parsers.nic_persist import CONFIG_FORMAT
 from fabcheck.parsers.rdma_link import RdmaLink, render_rdma_link
 from fabcheck.parsers.show_gids import GidEntry, render_show_gids
+from fabcheck.report.model import exit_code
 
 RAILS = {0: "mlx5_0", 1: "mlx5_1"}
 NETDEVS = {"mlx5_0": "ens1np0", "mlx5_1": "ens2np0"}
@@ -537,16 +542,21 @@ def test_partial_collection_keeps_an_error_even_if_every_section_passed() -> Non
     assert result.findings[0].check == validate.COLLECTION_CHECK
 
 
+def _exit_code(results: list[validate.HostResult]) -> int:
+    """The exit code `fabcheck validate` gives these host results."""
+    return exit_code(gate_report(GateResult((StageOutcome("host", tuple(results)),))))
+
+
 def test_exit_codes_follow_the_worst_host() -> None:
     good = validate.judge(HostCollection("a", healthy_sections(), True), INTENT)
     bad = validate.judge(
         HostCollection("b", {**healthy_sections(), "mtu:ens1np0": ok("1500\n")}, True), INTENT
     )
     down = validate.judge(HostCollection("c", {}, False, error="timeout"), INTENT)
-    assert validate.exit_code([good]) == 0
-    assert validate.exit_code([good, bad, down]) == 1
-    assert validate.exit_code([good, down]) == 3
-    assert validate.exit_code([down]) == 3
+    assert _exit_code([good]) == 0
+    assert _exit_code([good, bad, down]) == 1
+    assert _exit_code([good, down]) == 3
+    assert _exit_code([down]) == 3
 
 
 # ---- small readers ---------------------------------------------------------------------------
@@ -709,7 +719,7 @@ def test_plan_judges_gpu_hosts_and_lists_the_rest() -> None:
         INTENT,
         (_entry("gpu01", "gpu_hosts"), _entry("sm01", "subnet_managers"), _entry("leaf1", "switches")),
     )
-    chosen = validate.plan(inventory)
+    chosen = plan_gate(inventory, None, ("host",))
     assert [h.name for h in chosen.hosts] == ["gpu01"]
     assert [h.name for h in chosen.not_checked] == ["sm01", "leaf1"]
 

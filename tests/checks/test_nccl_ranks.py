@@ -17,8 +17,9 @@ from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.nccl import DesiredNcclJob, desired_nccl_host, desired_nccl_job
 from fabcheck.errors import DeadlinePassed, FabcheckError
 from fabcheck.gate import fabric
+from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.nccl_stage import NcclStage, hidden_subsystems, judge, lowered_debug
-from fabcheck.gate.stages import StageContext
+from fabcheck.gate.stages import StageContext, StageOutcome
 from fabcheck.intent.loader import HostEntry, Inventory, load_inventory
 from fabcheck.intent.model import FabricIntent
 from fabcheck.launch import LauncherConfig, LaunchRequest, LaunchResult
@@ -266,8 +267,8 @@ def test_the_stage_launches_one_rank_per_gpu_and_judges_what_came_back(
     )
     plan = fabric.plan_gate(inventory, stages=["host", "nccl"])
     evidence = SimpleNamespace(topo=topo)
-    hosts = tuple(SimpleNamespace(host=h, evidence=evidence) for h in HOSTS)
-    outcome = stage.run(StageContext(inventory, plan, TimeLimits(), 4, None, hosts))  # type: ignore[arg-type]
+    hosts = {"host": StageOutcome("host", tuple(HostResult(h, (), evidence) for h in HOSTS))}  # type: ignore[arg-type]
+    outcome = stage.run(StageContext(inventory, plan, TimeLimits(), 4, None, hosts))
     (request,) = asked
     assert (request.program, request.ranks_per_host, [h.name for h in request.hosts]) == (
         "all_reduce_perf",
@@ -300,20 +301,21 @@ def test_a_job_the_run_s_deadline_ended_is_deadline_passed_not_a_hung_collective
 ) -> None:
     inventory = _two_hosts(tmp_path, lab_intent)
     plan = fabric.plan_gate(inventory, stages=["host", "nccl"])
-    hosts = tuple(SimpleNamespace(host=h, evidence=SimpleNamespace(topo=topo)) for h in HOSTS)
+    shown = SimpleNamespace(topo=topo)
+    hosts = {"host": StageOutcome("host", tuple(HostResult(h, (), shown) for h in HOSTS))}  # type: ignore[arg-type]
     timeouts: list[float | None] = []
 
     def killed(config: LauncherConfig, request: LaunchRequest) -> LaunchResult:
         timeouts.append(request.timeout_s)
         return LaunchResult(("mpirun", "..."), None, {}, "", "", request.timeout_s or 0.0)
 
-    soon = StageContext(inventory, plan, TimeLimits(), 4, 20, hosts, ends_at=time.monotonic() + 20)  # type: ignore[arg-type]
+    soon = StageContext(inventory, plan, TimeLimits(), 4, 20, hosts, ends_at=time.monotonic() + 20)
     with pytest.raises(DeadlinePassed, match=r"--deadline 20 s\) ended the NCCL job"):
         NcclStage(launch=killed, environ=dict).run(soon)
     (timeout,) = timeouts
     assert timeout is not None and timeout <= 20
 
-    passed = StageContext(inventory, plan, TimeLimits(), 4, 20, hosts, ends_at=time.monotonic() - 1)  # type: ignore[arg-type]
+    passed = StageContext(inventory, plan, TimeLimits(), 4, 20, hosts, ends_at=time.monotonic() - 1)
     with pytest.raises(DeadlinePassed, match="passed before the NCCL job started"):
         NcclStage(launch=killed, environ=dict).run(passed)
     assert len(timeouts) == 1  # nothing was launched the second time

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from fabcheck import __version__
-from fabcheck.analyze_cli import KIND_EXPECTS
 from fabcheck.cli import main
+from fabcheck.cli.analyze import KIND_EXPECTS
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from fabcheck import validate
 from fabcheck.collect import host as collect
 from fabcheck.collect.host import SshTarget, TimeLimits, split_sections
 from fabcheck.errors import UsageError
 from fabcheck.gate import backends
+from fabcheck.gate import host_stage as validate
 from fabcheck.intent.model import FabricIntent
 
 LAB_LIKE = SshTarget(

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from fabcheck.checks.model import Status
-from fabcheck.gate import extra_checks
+from fabcheck.gate import extra_stage as extra_checks
 from fabcheck.pytest_plugin import name_without_host
 
 
@@ -77,6 +77,7 @@ def test_a_broken_run_is_an_error(tmp_path: Path) -> None:
 
 
 def test_the_plugin_times_hosts_as_validate_does() -> None:
-    from fabcheck import pytest_plugin, validate
+    from fabcheck import pytest_plugin
+    from fabcheck.collect.host import TimeLimits
 
-    assert pytest_plugin.DEFAULT_TIMEOUT_S == validate.DEFAULT_TIMEOUT_S
+    assert pytest_plugin.DEFAULT_TIMEOUT_S == TimeLimits().command_s

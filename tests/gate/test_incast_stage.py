@@ -20,7 +20,7 @@ from fabcheck.desired.perftest import desired_perftest
 from fabcheck.errors import UsageError
 from fabcheck.gate import incast_stage
 from fabcheck.gate.probes import Collected, ProbeError
-from fabcheck.gate.stages import PLUGGED_STAGES, plugged
+from fabcheck.gate.stages import STAGE_MODULES, all_stages
 from fabcheck.incast import capture, judge
 from fabcheck.incast.figure import CounterTable
 from fabcheck.incast.plan import Incast, bounded_int, plan_by_leaf, plan_by_rail
@@ -105,8 +105,8 @@ def test_incasts_pack_into_waves_without_splitting_one() -> None:
 
 
 def test_the_stage_is_plugged_not_by_default_and_reads_the_host_stage() -> None:
-    assert "fabcheck.gate.incast_stage" in PLUGGED_STAGES
-    stage = next(s for s in plugged() if s.name == "incast")
+    assert "fabcheck.gate.incast_stage" in STAGE_MODULES
+    stage = next(s for s in all_stages() if s.name == "incast")
     assert stage.by_default is False and stage.requires == ("host",)
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from fabcheck import validate
 from fabcheck.cli import main
 from fabcheck.errors import UsageError
+from fabcheck.gate.plan import plan_gate
 from fabcheck.intent.loader import Inventory, load_inventory
 
 # Every host is on a loopback port where nothing listens: a round trip fails at once, by construction.
@@ -73,20 +73,22 @@ PATTERNS = {
 
 @pytest.mark.parametrize(("pattern", "expected"), PATTERNS.items(), ids=list(PATTERNS))
 def test_limit_selects_what_ansible_selects(inventory: Inventory, pattern: str, expected: list[str]) -> None:
-    chosen = validate.plan(inventory, pattern)
+    chosen = plan_gate(inventory, pattern, ("host",))
     assert [h.name for h in chosen.hosts] == expected
 
 
 def test_limit_from_a_file_and_the_rest_listed_as_not_checked(
     inventory: Inventory, inventory_dir: Path
 ) -> None:
-    assert [h.name for h in validate.plan(inventory, f"@{inventory_dir / 'limit.txt'}").hosts] == [
+    assert [h.name for h in plan_gate(inventory, f"@{inventory_dir / 'limit.txt'}", ("host",)).hosts] == [
         "gpu02",
         "gpu10",
     ]
-    assert [h.name for h in validate.plan(inventory, "rack_a").not_checked] == ["sm01"]
-    assert [h.name for h in validate.plan(inventory).hosts] == ["gpu01", "gpu02", "gpu03", "gpu10"]
-    assert validate.plan(inventory, "gpu01").hosts == validate.plan(inventory, "gpu01").hosts  # no state kept
+    assert [h.name for h in plan_gate(inventory, "rack_a", ("host",)).not_checked] == ["sm01"]
+    every = ["gpu01", "gpu02", "gpu03", "gpu10"]
+    assert [h.name for h in plan_gate(inventory, None, ("host",)).hosts] == every
+    once = plan_gate(inventory, "gpu01", ("host",)).hosts
+    assert once == plan_gate(inventory, "gpu01", ("host",)).hosts  # no state kept
 
 
 @pytest.mark.parametrize(
@@ -96,13 +98,13 @@ def test_limit_from_a_file_and_the_rest_listed_as_not_checked(
         ("  ", "--limit is empty"),
         ("gpu9*", "--limit 'gpu9*' matches no host in"),
         ("nosuchgroup", "--limit 'nosuchgroup' matches no host in"),
-        ("sm01", "no host of group gpu_hosts matching --limit 'sm01'"),
+        ("sm01", "no GPU host (group gpu_hosts) or switch matching --limit 'sm01' to check in /"),
         ("@/nonexistent/limit.txt", "--limit '@/nonexistent/limit.txt': Unable to find limit file"),
     ],
 )
 def test_empty_or_unmatched_limit_is_a_usage_error(inventory: Inventory, pattern: str, message: str) -> None:
     with pytest.raises(UsageError, match="^" + message.replace("*", r"\*").replace("[", r"\[")):
-        validate.plan(inventory, pattern)
+        plan_gate(inventory, pattern, ("host",))
 
 
 def test_cli_usage_errors_exit_2(inventory_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -153,4 +155,4 @@ def test_ansible_playbook_itself_agrees(inventory_dir: Path, tmp_path: Path) -> 
             check=True,
         )
         listed = sorted(line.strip() for line in done.stdout.splitlines() if line.startswith("      "))
-        assert listed == sorted(h.name for h in validate.plan(inventory, pattern).hosts), pattern
+        assert listed == sorted(h.name for h in plan_gate(inventory, pattern, ("host",)).hosts), pattern

@@ -17,10 +17,10 @@ from fabcheck.checks.model import Status, failed
 from fabcheck.collect.host import TimeLimits
 from fabcheck.errors import FabcheckError, UsageError
 from fabcheck.gate import fabric, stages
-from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
+from fabcheck.gate.fabric import gate_report as gate_run
+from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome, default_stage_names, stage_names
 from fabcheck.intent.loader import HostEntry, Inventory, load_inventory
 from fabcheck.report import html
-from fabcheck.report.adapters import gate_run
 from fabcheck.report.model import NodeKind, exit_code
 
 HOSTS_YML = """
@@ -49,9 +49,10 @@ class SmStage:
     name: str = "fake_sm"
     requires: tuple[str, ...] = ()
     by_default: bool = True
+    traffic: bool = False
     broken: bool = False
 
-    def claims(self, entry: HostEntry) -> bool:
+    def claims(self, entry: HostEntry, fabric: object = None) -> bool:
         return "subnet_managers" in entry.groups
 
     def run(self, context: StageContext) -> StageOutcome:
@@ -70,9 +71,13 @@ class NeedsHost(SmStage):
     by_default: bool = False
 
 
+# The stages every gate has; the fakes run after them (the real sm, nccl, ... are left out).
+BUILT_IN = ("fabcheck.gate.host_stage", "fabcheck.gate.switch_stage", "fabcheck.gate.link_stage")
+
+
 @pytest.fixture
 def plug(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, object]]:
-    """Declares fake stage modules for one test, as PLUGGED_STAGES would name real ones."""
+    """Declares fake stage modules for one test, after the real ones, as STAGE_MODULES names them."""
     declared: dict[str, object] = {}
 
     def install(*fakes: object) -> None:
@@ -82,12 +87,12 @@ def plug(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, object]]:
             module.STAGE = stage  # type: ignore[attr-defined]
             monkeypatch.setitem(sys.modules, module.__name__, module)
             names.append(module.__name__)
-        monkeypatch.setattr(stages, "PLUGGED_STAGES", tuple(names))
-        stages.plugged.cache_clear()
+        monkeypatch.setattr(stages, "STAGE_MODULES", (*BUILT_IN, *names))
+        stages.all_stages.cache_clear()
 
     declared["install"] = install
     yield declared
-    stages.plugged.cache_clear()
+    stages.all_stages.cache_clear()
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +106,8 @@ def inventory(tmp_path_factory: pytest.TempPathFactory) -> Inventory:
 
 def test_declared_stage_is_listed_and_default(plug: dict, inventory: Inventory) -> None:
     plug["install"](SmStage(), NeedsHost())
-    assert fabric.stage_names() == ("host", "switch", "link", "fake_sm", "fake_nccl")
-    assert fabric.default_stages() == ("host", "switch", "link", "fake_sm")
+    assert stage_names() == ("host", "switch", "link", "fake_sm", "fake_nccl")
+    assert default_stage_names() == ("host", "switch", "link", "fake_sm")
 
 
 def test_claimed_nodes_are_planned_and_the_rest_not_checked(plug: dict, inventory: Inventory) -> None:
@@ -149,8 +154,8 @@ def test_a_stage_that_cannot_run_is_an_error_on_its_nodes(plug: dict, inventory:
 
 @pytest.mark.parametrize("name", ["nccl", "perftest", "incast"])
 def test_each_traffic_stage_is_a_command_that_runs_validate_with_what_it_reads(name: str) -> None:
-    from fabcheck import validate_cli
     from fabcheck.cli import build_parser
+    from fabcheck.cli import validate as validate_cli
 
     args = build_parser().parse_args([name, "-i", "inventory/lab", "--concurrency", "4"])
     assert args.func is validate_cli.run

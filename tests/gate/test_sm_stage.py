@@ -17,10 +17,10 @@ from fabcheck.checks.sm import NoAnswer
 from fabcheck.collect.host import SshTarget, TimeLimits, split_sections
 from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
 from fabcheck.gate import fabric
+from fabcheck.gate.fabric import gate_report as gate_run
 from fabcheck.gate.sm_stage import STAGE, SmCollection, SmStage, evidence_of, remote_command, service_of
-from fabcheck.gate.stages import StageContext
+from fabcheck.gate.stages import StageContext, default_stage_names
 from fabcheck.intent.loader import Inventory, load_inventory
-from fabcheck.report.adapters import gate_run
 from fabcheck.report.model import NodeKind
 
 FABRIC_YML = """
@@ -185,7 +185,7 @@ def test_the_stage_judges_every_planned_sm_node(inventory: Inventory, tmp_path: 
     stage = SmStage(collector=collector)
     plan = fabric.plan_gate(inventory, stages=["sm"])
     assert plan.stages == ("sm",) and not plan.not_checked
-    assert [e.name for e in plan.chosen if STAGE.claims(e)] == ["sm01", "sm02"]
+    assert [e.name for e in plan.chosen if STAGE.claims(e, plan.fabric)] == ["sm01", "sm02"]
     outcome = stage.run(StageContext(inventory, plan, LIMITS, 4, None))
     verdicts = {
         node.node: {f.check for f in node.findings if f.status != Status.PASS} for node in outcome.nodes
@@ -195,7 +195,7 @@ def test_the_stage_judges_every_planned_sm_node(inventory: Inventory, tmp_path: 
 
 
 def test_the_stage_is_in_the_default_run_and_reports_its_nodes(inventory: Inventory) -> None:
-    assert "sm" in fabric.default_stages()
+    assert "sm" in default_stage_names()
     plan = fabric.plan_gate(inventory)
     run = gate_run(fabric.run_gate(inventory, plan, TimeLimits(connect_s=1, command_s=1)))
     assert {s.name for s in run.subjects} == {"sm01", "sm02"}

@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 from switchfabric import SWITCHES, desired
 from test_switch_stage import Replay, login
 
-from fabcheck import validate
 from fabcheck.checks.model import Status
 from fabcheck.collect.host import HostCollection, Section
 from fabcheck.errors import UsageError
+from fabcheck.gate import host_stage as validate
 from fabcheck.gate import snapshot
 from fabcheck.gate.switches import judge_switch
 from fabcheck.intent.model import FabricIntent

@@ -21,7 +21,7 @@ from fabcheck.desired.sm import DesiredSubnetManager
 from fabcheck.errors import UsageError
 from fabcheck.gate import fabric, sm_stage, snapshot
 from fabcheck.gate.sm_stage import SmCollection, SmStage
-from fabcheck.gate.stages import StageContext, StageOutcome, plugged_named
+from fabcheck.gate.stages import StageContext, StageOutcome, default_stage_names, stage_names, stages_named
 from fabcheck.intent.loader import Inventory
 
 LIMITS = TimeLimits(connect_s=5, command_s=20)
@@ -155,7 +155,7 @@ def test_a_node_with_unusable_connection_variables_replays_as_the_same_error(
 
 def test_only_stages_with_a_format_are_recorded() -> None:
     recorder = snapshot.Recorder(None)
-    assert set(recorder.tap(plugged_named(fabric.stage_names()))) == {"sm"}
+    assert set(recorder.tap(stages_named(stage_names()))) == {"sm"}
 
 
 def test_a_missing_sm_file_is_named(inventory: Inventory, tmp_path: Path) -> None:
@@ -222,8 +222,8 @@ def test_traffic_stages_are_refused_by_name_in_a_replay() -> None:
 
 def test_a_replay_without_stages_runs_the_default_stages_that_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     replayed = snapshot.replayed_stages(None)
-    assert {"host", "switch", "link", "sm"} <= set(replayed) <= set(fabric.default_stages())
-    monkeypatch.setattr(snapshot, "default_stages", lambda: ("host", "switch", "link", "sm", "incast"))
+    assert {"host", "switch", "link", "sm"} <= set(replayed) <= set(default_stage_names())
+    monkeypatch.setattr(snapshot, "default_stage_names", lambda: ("host", "switch", "link", "sm", "incast"))
     assert snapshot.replayed_stages(None) == ("host", "switch", "link", "sm")
 
 

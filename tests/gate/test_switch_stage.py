@@ -8,18 +8,19 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ansible.template import trust_as_template
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 
-from switchfabric import DATA, SWITCHES, fabric, intent, snapshot_stem
+from switchfabric import DATA, SWITCHES, fabric, snapshot_stem
 
 from fabcheck.checks.model import Status
 from fabcheck.errors import IntentError
 from fabcheck.gate.switch_probes import PROBES
-from fabcheck.gate.switches import collect_switches, run_switch_stage, switch_login
+from fabcheck.gate.switches import collect_switches, switch_login
 from fabcheck.switch.connect import ConnectError, SwitchLogin
 
 SECRET = "Sw1tch-S3cret"
@@ -76,13 +77,20 @@ def _ports(name: str) -> list[str]:
     return [port.port for port in desired(name).ports]
 
 
+def _desired() -> dict[str, Any]:
+    from switchfabric import desired
+
+    return {name: desired(name) for name in SWITCHES}
+
+
 def test_an_unreachable_switch_is_an_error_for_it_only() -> None:
     def connect(lg: SwitchLogin) -> Replay:
         if lg.name == "leaf02":
             raise ConnectError(f"switch {lg.name} (127.0.0.1:22, linux): no SSH answer within 3 s")
         return Replay(lg.name)
 
-    findings = run_switch_stage(fabric(), intent(), {n: login(n) for n in SWITCHES}, connect=connect)
+    results = collect_switches(_desired(), {n: login(n) for n in SWITCHES}, connect=connect)
+    findings = [finding for result in results for finding in result.findings]
     by_switch = {n: {f.status for f in findings if f.subject.split(":")[0] == n} for n in SWITCHES}
     assert by_switch["leaf02"] == {Status.ERROR}
     assert Status.ERROR not in by_switch["leaf01"] | by_switch["leaf03"]
@@ -98,7 +106,7 @@ def test_a_session_that_dies_sends_nothing_more_and_errors_without_the_secret() 
         return sessions[lg.name]
 
     results = collect_switches(
-        fabric(), intent(), {"leaf01": login("leaf01")}, connect=connect, switches=["leaf01"]
+        _desired(), {"leaf01": login("leaf01")}, connect=connect, switches=["leaf01"]
     )
     assert len(sessions["leaf01"].sent) == 3
     findings = results[0].findings
@@ -113,7 +121,7 @@ def test_open_sessions_never_exceed_the_concurrency() -> None:
     logins = {n: login(n) for n in SWITCHES}
     for _ in range(2):
         collect_switches(
-            fabric(), intent(), logins, concurrency=2, connect=lambda lg: Replay(lg.name), switches=names
+            _desired(), logins, concurrency=2, connect=lambda lg: Replay(lg.name), switches=names
         )
     assert 1 <= Replay.most_open <= 2 and Replay.open_now == 0
 
@@ -125,7 +133,7 @@ def test_eos_sessions_are_privileged_first() -> None:
         sessions[lg.name] = Replay(lg.name)
         return sessions[lg.name]
 
-    collect_switches(fabric(), intent(), {"leaf03": login("leaf03")}, connect=connect, switches=["leaf03"])
+    collect_switches(_desired(), {"leaf03": login("leaf03")}, connect=connect, switches=["leaf03"])
     assert sessions["leaf03"].sent[0] == "enable"
     assert all(c.startswith("show ") for c in sessions["leaf03"].sent[1:])
 

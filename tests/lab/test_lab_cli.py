@@ -20,7 +20,7 @@ from fabcheck.lab.state import LabError
 def empty_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point the lab at a checkout that has never had a lab, so the real one is never touched."""
     (tmp_path / "inventory").mkdir()
-    monkeypatch.setattr("fabcheck.lab.cli.project_root", lambda: tmp_path)
+    monkeypatch.setattr("fabcheck.cli.lab.project_root", lambda: tmp_path)
     return tmp_path
 
 

@@ -93,7 +93,7 @@ def _fresh(seconds: int) -> tuple[str, ...]:
 @pytest.fixture
 def cli_on_lab(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> Lab:
     """`fabcheck lab ...` commands act on the test lab's scratch checkout."""
-    monkeypatch.setattr("fabcheck.lab.cli.project_root", lambda: lab.paths.project)
+    monkeypatch.setattr("fabcheck.cli.lab.project_root", lambda: lab.paths.project)
     return lab
 
 
@@ -152,6 +152,10 @@ def test_netmiko_drives_every_switch_with_its_real_device_type(lab: Lab) -> None
 # fault -> (probe command on the faulted host, predicate that holds only while the fault is active)
 HOST_PROBES: dict[str, tuple[str, Callable[[str], bool]]] = {
     "pfc-off": (f"mlnx_qos -i {NETDEV}", lambda out: parse_mlnx_qos(out).pfc_enabled == ()),
+    "pfc-storm-off": (
+        f"ethtool --get-tunable {NETDEV} pfc-prevention-tout",
+        lambda out: out == "pfc-prevention-tout: 0\n",
+    ),
     "trust-pcp": (f"mlnx_qos -i {NETDEV}", lambda out: parse_mlnx_qos(out).trust == "pcp"),
     "dscp-map": (f"mlnx_qos -i {NETDEV}", lambda out: parse_mlnx_qos(out).dscp2prio[26] != 3),
     "ecn-off": (

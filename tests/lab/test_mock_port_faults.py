@@ -14,10 +14,10 @@ import pytest
 import yaml
 from test_mockhost_support import MockNode, installed_bin, kill_quietly, make_nodes, tree_bytes
 
-from fabcheck import validate
 from fabcheck.checks import host as host_checks
 from fabcheck.checks.model import Status
 from fabcheck.collect.host import IBV_DEVINFO, RDMA_LINK, HostCollection, Section
+from fabcheck.gate import host_stage as validate
 from fabcheck.intent.model import FabricIntent
 from fabcheck.lab import faults, nodes
 from fabcheck.lab.mockhost import heal, inject

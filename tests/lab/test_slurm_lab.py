@@ -65,7 +65,7 @@ def test_cluster_is_up_idempotent_and_says_so(
     again = slurm.up(slurm_lab.paths)
     assert again.already_up and again.nodes == slurm_lab.cluster.nodes
     # The CLI finds the lab of this checkout; the tests' lab belongs to a scratch project.
-    monkeypatch.setattr("fabcheck.lab.cli.project_root", lambda: slurm_lab.paths.project)
+    monkeypatch.setattr("fabcheck.cli.lab.project_root", lambda: slurm_lab.paths.project)
     capsys.readouterr()
     assert main(["lab", "slurm", "status"]) == 0
     shown = capsys.readouterr().out

@@ -22,11 +22,10 @@ from fabcheck.checks import host as host_checks
 from fabcheck.checks.model import Finding, Status
 from fabcheck.collect.host import TimeLimits, collect_host
 from fabcheck.gate import fabric, snapshot
-from fabcheck.gate.stages import plugged_named
+from fabcheck.gate.fabric import gate_report as gate_run
 from fabcheck.intent.loader import Inventory, load_inventory
 from fabcheck.lab import faults
 from fabcheck.lab.state import LabPaths
-from fabcheck.report.adapters import gate_run
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -71,7 +70,7 @@ def recorded(inventory: Inventory, directory: Path) -> fabric.GateResult:
     """A gate run whose host and SM reads are saved into directory, as --save-snapshot does."""
     planned = plan(inventory)
     recorder = snapshot.Recorder(collect_host)
-    collectors = recorder.tap(plugged_named(planned.stages))
+    collectors = recorder.tap(planned.selected())
     result = fabric.run_gate(inventory, planned, LIMITS, collector=recorder, stage_collectors=collectors)
     snapshot.save(directory, recorder, result)
     return result

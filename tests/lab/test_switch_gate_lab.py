@@ -19,7 +19,8 @@ from labsupport import REPO, requires_lab, running_lab
 
 from fabcheck.checks import switch as checks
 from fabcheck.checks.model import Finding, Status
-from fabcheck.gate.switches import logins_from_inventory, run_switch_stage
+from fabcheck.gate.plan import desired_of
+from fabcheck.gate.switches import collect_switches, logins_from_inventory
 from fabcheck.intent.fabric import Fabric, inventory_nodes, read_fabric
 from fabcheck.intent.loader import load_inventory
 from fabcheck.lab import faults
@@ -61,8 +62,11 @@ def story() -> Iterator[Story]:
         story.fabric = fabric
         logins = logins_from_inventory(fabric, inventory.hosts, connect_timeout_s=3.0, read_timeout_s=20.0)
 
+        desired = desired_of(inventory, (), fabric).switches
+
         def gate() -> list[Finding]:
-            return run_switch_stage(fabric, inventory.intent, logins, concurrency=3)
+            results = collect_switches(desired, logins, concurrency=3)
+            return [finding for result in results for finding in result.findings]
 
         story.runs["converged"] = gate()
         for fault, switch in (

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from labsupport import requires_lab, run_playbook, running_lab
 
-from fabcheck import validate
 from fabcheck.checks import host as checks
 from fabcheck.cli import main
 from fabcheck.collect.host import TimeLimits
+from fabcheck.gate import host_stage as validate
+from fabcheck.gate.plan import plan_gate
 from fabcheck.intent.loader import load_inventory
 from fabcheck.lab import faults
 from fabcheck.lab.mockhost.layout import MockNodePaths
@@ -238,7 +239,7 @@ def test_hung_tool_is_stopped_on_the_node_and_nothing_is_left_running(lab: Lab) 
     # 15 s for each tool (a healthy mock answers in milliseconds), 300 s for the host: the hung tool is
     # stopped there first, however loaded this machine is, and the ~60 other sections have time enough.
     limits = TimeLimits(connect_s=60, command_s=300, per_tool_s=15)
-    hosts = validate.plan(load_inventory(lab.paths.inventory.parent), CONFIGURED).hosts
+    hosts = plan_gate(load_inventory(lab.paths.inventory.parent), CONFIGURED, ("host",)).hosts
     try:
         [result] = validate.validate(hosts, limits)
         left = lab.processes(CONFIGURED)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from fabcheck.cli import main
+from fabcheck.cli.baseline import diff_table
 from fabcheck.pairs import baseline as stored
-from fabcheck.pairs.cli import diff_table
 from fabcheck.pairs.rounds import Endpoint, Pair
 from fabcheck.pairs.verdict import Measurement
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from fabcheck import validate
 from fabcheck.checks.model import passed
 from fabcheck.cli import main
 from fabcheck.collect import host as collect
 from fabcheck.collect.host import HostCollection, Section, SshTarget, TimeLimits
+from fabcheck.gate import host_stage as validate
 from fabcheck.report.palette import SOLID
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,11 +9,13 @@ import pytest
 
 from fabcheck.analyze import analyze
 from fabcheck.checks.model import Status, errored, passed
+from fabcheck.gate.fabric import GateResult, gate_report
+from fabcheck.gate.host_stage import HostResult
+from fabcheck.gate.stages import StageOutcome
 from fabcheck.intent.model import default_intent
-from fabcheck.report.adapters import analysis_subject, analyze_run, unreadable_subject, validate_run
+from fabcheck.report.adapters import analysis_subject, analyze_run, unreadable_subject
 from fabcheck.report.jsonl import json_lines
 from fabcheck.report.model import NodeKind, Run, Subject
-from fabcheck.validate import HostResult
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "outputs"
 
@@ -23,7 +25,7 @@ def test_host_lines_equal_the_host_result_json() -> None:
         HostResult("gpu01", (passed("host.pfc", "mlx5_0", "3", "3"),)),
         HostResult("gpu02", (errored("host.collection", "gpu02", "ssh", "refused", "check ssh"),)),
     ]
-    lines = list(json_lines(validate_run(results)))
+    lines = list(json_lines(gate_report(GateResult((StageOutcome("host", tuple(results)),)))))
     assert [json.loads(line) for line in lines] == [r.to_json() for r in results]
 
 

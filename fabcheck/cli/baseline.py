@@ -12,10 +12,11 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from fabcheck import validate
 from fabcheck.collect.host import TimeLimits
 from fabcheck.desired.perftest import DRIFT_MAX_DROP
 from fabcheck.errors import UsageError
+from fabcheck.gate.plan import limited_hosts
+from fabcheck.intent.fabric import GPU_HOSTS
 from fabcheck.intent.loader import load_inventory
 from fabcheck.pairs import baseline as stored
 from fabcheck.pairs.localise import Diagnosis, localise
@@ -86,16 +87,16 @@ def _measuring(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
         type=_seconds,
-        default=validate.DEFAULT_TIMEOUT_S,
+        default=TimeLimits().command_s,
         metavar="S",
-        help=f"seconds one perftest may run (default {validate.DEFAULT_TIMEOUT_S:g})",
+        help=f"seconds one perftest may run (default {TimeLimits().command_s:g})",
     )
     parser.add_argument(
         "--connect-timeout",
         type=_seconds,
-        default=validate.DEFAULT_CONNECT_TIMEOUT_S,
+        default=TimeLimits().connect_s,
         metavar="S",
-        help=f"ssh ConnectTimeout (default {validate.DEFAULT_CONNECT_TIMEOUT_S:g})",
+        help=f"ssh ConnectTimeout (default {TimeLimits().connect_s:g})",
     )
     parser.add_argument(
         "--concurrency", type=_count, default=16, metavar="N", help="pairs run at once (default 16)"
@@ -128,9 +129,9 @@ def _path(args: argparse.Namespace) -> Path:
 
 def _measure(args: argparse.Namespace) -> tuple[Session, Diagnosis]:
     inventory = load_inventory(args.inventory)
-    hosts = [h for h in validate.limited_hosts(inventory, args.limit) if validate.GPU_HOSTS in h.groups]
+    hosts = [h for h in limited_hosts(inventory, args.limit) if GPU_HOSTS in h.groups]
     if len(hosts) < 2:
-        raise UsageError(f"perftest needs two GPU hosts (group {validate.GPU_HOSTS}); {len(hosts)} selected")
+        raise UsageError(f"perftest needs two GPU hosts (group {GPU_HOSTS}); {len(hosts)} selected")
     limits = TimeLimits(connect_s=args.connect_timeout, command_s=args.timeout)
     session = open_session(hosts, limits, args.concurrency, args.mode)
     diagnosis = localise(session.rounds, session.measure, session.judge_of, session.endpoints)

@@ -40,10 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fabcheck {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Imported here so that `fabcheck --version` stays fast and one broken area cannot hide the others.
-    from fabcheck import analyze_cli, intent_cli, render_cli, validate_cli
-    from fabcheck.lab import cli as lab_cli
-    from fabcheck.pairs import cli as baseline_cli
-    from fabcheck.perf import bench_cli, report_cli
+    from fabcheck.cli import analyze as analyze_cli
+    from fabcheck.cli import baseline as baseline_cli
+    from fabcheck.cli import bench as bench_cli
+    from fabcheck.cli import intent as intent_cli
+    from fabcheck.cli import lab as lab_cli
+    from fabcheck.cli import render as render_cli
+    from fabcheck.cli import report as report_cli
+    from fabcheck.cli import validate as validate_cli
 
     intent_cli.register(sub)
     analyze_cli.register(sub)

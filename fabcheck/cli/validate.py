@@ -10,31 +10,24 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from fabcheck import validate
-from fabcheck.checks.catalog import EVERY_CHECK, Selection, patterns
 from fabcheck.collect.host import TimeLimits
-from fabcheck.desired.nic import desired_host
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
-from fabcheck.gate.extra_checks import add_extra_checks_argument, with_extra_checks
-from fabcheck.gate.fabric import (
-    DEFAULT_CONCURRENCY,
-    GatePlan,
-    GateResult,
-    default_stages,
-    plan_gate,
-    run_gate,
-    stage_names,
-)
+from fabcheck.gate.catalog import EVERY_CHECK, Selection, patterns
+from fabcheck.gate.extra_stage import add_extra_checks_argument, extra_checks_of
+from fabcheck.gate.fabric import DEFAULT_CONCURRENCY, GateResult, gate_report, run_gate
+from fabcheck.gate.host_stage import HostResult
+from fabcheck.gate.plan import GatePlan, plan_gate
 from fabcheck.gate.sources import Source, add_source_arguments, choose_source
-from fabcheck.gate.stages import plugged, plugged_named
-from fabcheck.intent.loader import HostEntry, load_inventory
+from fabcheck.gate.stages import NodeOutcome, StageOutcome, all_stages, default_stage_names, stage_names
+from fabcheck.intent.loader import load_inventory
 from fabcheck.parsers.topo import TopoMatrix
 from fabcheck.report import text
-from fabcheck.report.adapters import gate_run, validate_run
 from fabcheck.report.model import EXIT_CODES_HELP, Affinity
 from fabcheck.report.outputs import add_output_arguments, check_report_paths, emit
 from fabcheck.report.progress import Progress
+
+DEFAULT_LIMITS = TimeLimits()
 
 EPILOG = f"""\
 A progress bar is drawn on stderr while hosts are collected, only when stderr is a terminal.
@@ -61,8 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_gate_arguments(parser, stages_option=True)
     # Each traffic stage (it loads the fabric, so the default gate leaves it out) is also a command of
     # its own: `fabcheck nccl ...` is `fabcheck validate --stages host,nccl ...`, nothing more.
-    for stage in plugged():
-        if stage.by_default:
+    for stage in all_stages():
+        if not stage.traffic:
             continue
         stages = (*stage.requires, stage.name)
         alone = sub.add_parser(
@@ -88,17 +81,17 @@ def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool)
     parser.add_argument(
         "--timeout",
         type=_seconds,
-        default=validate.DEFAULT_TIMEOUT_S,
+        default=DEFAULT_LIMITS.command_s,
         metavar="S",
         help="seconds the collection may run on each host once connected, enforced there too "
-        f"(default {validate.DEFAULT_TIMEOUT_S:g})",
+        f"(default {DEFAULT_LIMITS.command_s:g})",
     )
     parser.add_argument(
         "--connect-timeout",
         type=_seconds,
-        default=validate.DEFAULT_CONNECT_TIMEOUT_S,
+        default=DEFAULT_LIMITS.connect_s,
         metavar="S",
-        help=f"ssh ConnectTimeout for each host (default {validate.DEFAULT_CONNECT_TIMEOUT_S:g})",
+        help=f"ssh ConnectTimeout for each host (default {DEFAULT_LIMITS.connect_s:g})",
     )
     parser.add_argument(
         "--deadline",
@@ -113,7 +106,7 @@ def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool)
             default=None,
             metavar="LIST",
             help=f"which stages run, a comma list of {', '.join(stage_names())} (default "
-            f"{','.join(default_stages())}; link needs host and switch)",
+            f"{','.join(default_stage_names())}; link needs host and switch)",
         )
     parser.add_argument(
         "--concurrency",
@@ -127,7 +120,7 @@ def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool)
         type=_check_patterns("--checks"),
         metavar="IDS",
         help="report only these checks: a comma list of ids or globs, e.g. host.pfc,switch.* "
-        "(`python -m fabcheck.checks.catalog` lists them); a node that cannot be read is reported anyway",
+        "(`python -m fabcheck.gate.catalog` lists them); a node that cannot be read is reported anyway",
     )
     parser.add_argument(
         "--skip", type=_check_patterns("--skip"), metavar="IDS", help="leave these checks out (ids or globs)"
@@ -161,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
     # A replay runs only the stages a snapshot holds: naming a traffic stage is refused before any work.
     stages = snapshot.replayed_stages(args.stages) if replaying else args.stages
     inventory = load_inventory(args.inventory)
+    if args.extra_checks is not None:
+        # The extra stage runs last, over what the other stages read.
+        stages = (*(stages or default_stage_names()), "extra")
     chosen = plan_gate(inventory, args.limit, stages)
     notes = _notes(chosen)
     for note in notes:
@@ -179,16 +175,15 @@ def run(args: argparse.Namespace) -> int:
             limits,
             deadline_s=args.deadline,
             concurrency=args.concurrency,
-            on_host_done=lambda host: progress.on_done(host.host, host.verdict),
+            reads=source.reads(lambda host: progress.on_done(host.host, host.verdict)),
             stage_collectors=stage_collectors,
-            **source.gate_options(),
+            extra_checks=extra_checks_of(args, source),
         )
     finally:
         progress.close()
     source.finish(result)
-    result = with_extra_checks(result, args, source)
     result = _selected(result, Selection(args.checks, args.skip or ()))
-    report = gate_run(result, _affinities(result.hosts, chosen.hosts), notes=notes)
+    report = gate_report(result, _affinities(result.hosts, chosen), notes=notes)
     report = dataclasses.replace(report, started_at=started_at, elapsed_s=time.monotonic() - start)
     return emit(report, args)
 
@@ -202,7 +197,7 @@ def _stage_collectors(
         return snapshot.load_stages(args.from_snapshot, snapshot.stage_nodes(chosen))
     if source.recorder is None:
         return {}  # nothing keeps this run's reads: the stages read live
-    return source.recorder.tap(plugged_named(chosen.stages))
+    return source.recorder.tap(chosen.selected())
 
 
 def _check_patterns(option: str) -> Callable[[str], tuple[str, ...]]:
@@ -219,25 +214,29 @@ def _selected(result: GateResult, selection: Selection) -> GateResult:
     """The run as --checks/--skip select it; a node left with nothing to report is left out."""
     if selection == EVERY_CHECK:
         return result
-    hosts = [dataclasses.replace(h, findings=selection.filter(h.findings)) for h in result.hosts]
-    switches = [dataclasses.replace(s, findings=selection.filter(s.findings)) for s in result.switches]
-    return dataclasses.replace(
-        result,
-        hosts=tuple(h for h in hosts if h.findings),
-        switches=tuple(s for s in switches if s.findings),
-        links=selection.filter(result.links),
-    )
+    return GateResult(tuple(_selected_outcome(outcome, selection) for outcome in result.stages))
 
 
-def _affinities(results: Sequence[validate.HostResult], hosts: Sequence[HostEntry]) -> dict[str, Affinity]:
+def _selected_outcome(outcome: StageOutcome, selection: Selection) -> StageOutcome:
+    nodes = []
+    for node in outcome.nodes:
+        kept = selection.filter(node.findings)
+        if kept:
+            nodes.append(
+                dataclasses.replace(node, findings=kept)  # type: ignore[type-var]
+                if dataclasses.is_dataclass(node)
+                else NodeOutcome(node.node, node.kind, kept)
+            )
+    return dataclasses.replace(outcome, nodes=tuple(nodes))
+
+
+def _affinities(results: Sequence[HostResult], plan: GatePlan) -> dict[str, Affinity]:
     """Each host's parsed topology with its rails, for the HTML GPU-NIC picture."""
-    entries = {h.name: h for h in hosts}
     pictures = {}
     for result in results:
         topo = result.evidence.topo if result.evidence is not None else None
         if isinstance(topo, TopoMatrix):
-            rails = desired_host(entries[result.host].intent, result.host).rails
-            pictures[result.host] = Affinity(topo, rails)
+            pictures[result.host] = Affinity(topo, plan.desired.hosts[result.host].rails)
     return pictures
 
 
@@ -260,6 +259,7 @@ def _notes(chosen: GatePlan) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def render(results: Sequence[validate.HostResult], verbose: bool = False, group_by: str = "node") -> str:
+def render(results: Sequence[HostResult], verbose: bool = False, group_by: str = "node") -> str:
     """The text report of host results (what `fabcheck validate` prints without --json)."""
-    return text.render(validate_run(results), group_by=group_by, verbose=verbose)
+    hosts = GateResult((StageOutcome("host", tuple(results)),))
+    return text.render(gate_report(hosts), group_by=group_by, verbose=verbose)

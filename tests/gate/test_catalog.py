@@ -8,13 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from fabcheck import validate_cli
-from fabcheck.checks import catalog, host, link, sm, switch
+from fabcheck.checks import host, link, sm, switch
 from fabcheck.checks.model import errored, failed, passed
 from fabcheck.cli import main
+from fabcheck.cli import validate as validate_cli
 from fabcheck.errors import UsageError
+from fabcheck.gate import catalog
 from fabcheck.gate.fabric import GateResult
-from fabcheck.validate import HostResult
+from fabcheck.gate.host_stage import HostResult
+from fabcheck.gate.stages import NodeOutcome, StageOutcome
+from fabcheck.report.model import NodeKind
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -70,13 +73,14 @@ def test_the_selection_filters_every_stage_and_drops_nodes_left_with_nothing() -
         HostResult("gpu02", (errored("host.collection", "gpu02", "x", "down", "h"),)),
         HostResult("gpu03", (passed(host.TRUST, "mlx5_0", "x", "x"),)),
     )
-    result = GateResult(hosts, (), (failed(link.PFC, "gpu01:mlx5_0", "x", "y", "h"),))
+    links = (NodeOutcome("gpu01", NodeKind.HOST, (failed(link.PFC, "gpu01:mlx5_0", "x", "y", "h"),)),)
+    result = GateResult((StageOutcome("host", hosts), StageOutcome("link", links)))
     chosen = validate_cli._selected(result, catalog.selection("host.pfc", None))
     assert [(h.host, [f.check for f in h.findings]) for h in chosen.hosts] == [
         ("gpu01", [host.PFC]),
         ("gpu02", ["host.collection"]),
     ]
-    assert chosen.links == ()
+    assert chosen.outcome("link") == StageOutcome("link", ())
     assert validate_cli._selected(result, catalog.EVERY_CHECK) is result
 
 
@@ -88,7 +92,7 @@ def _readme_table(name: str) -> str:
 
 
 def test_the_readme_host_table_is_the_generated_one() -> None:
-    """Regenerate with `python -m fabcheck.checks.catalog --markdown host` after changing a declaration."""
+    """Regenerate with `python -m fabcheck.gate.catalog --markdown host` after changing a declaration."""
     assert _readme_table("host") == catalog.markdown(catalog.TABLES["host"])
 
 
@@ -102,7 +106,7 @@ def test_the_catalog_command_prints_ids_and_tables(capsys: pytest.CaptureFixture
 
 def test_subnet_manager_checks_are_listed_and_plugged_stages_own_their_prefix() -> None:
     assert set(sm.SM_CHECKS) <= set(catalog.known_ids())
-    assert catalog.stage_namespaces() == ("nccl", "perftest", "incast")
+    assert catalog.stage_namespaces() == ("nccl", "perftest", "incast", "extra")
     assert catalog.selection(None, "incast.*").keeps("incast.stage")  # never dropped
     assert catalog.patterns("nccl.*,perftest.host,sm.master", "--checks")
     chosen = catalog.selection("host.*", None)

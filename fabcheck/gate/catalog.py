@@ -6,9 +6,9 @@ The entries come from the declarations themselves: host and fleet checks from fa
 checks from fabcheck.checks.switch.SWITCH_CHECKS (the show commands from
 fabcheck.gate.switch_probes), link checks from fabcheck.checks.link.LINK_CHECKS.
 
-    python -m fabcheck.checks.catalog --markdown host    # the host check table of README.md
-    python -m fabcheck.checks.catalog --markdown switch  # the switch and link check table
-    python -m fabcheck.checks.catalog                    # one id a line
+    python -m fabcheck.gate.catalog --markdown host    # the host check table of README.md
+    python -m fabcheck.gate.catalog --markdown switch  # the switch and link check table
+    python -m fabcheck.gate.catalog                    # one id a line
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from fabcheck.checks.model import Finding
 from fabcheck.checks.roles import HOST_QOS_ROLE, SUBNET_MANAGER_ROLE, SWITCH_QOS_ROLE
 from fabcheck.collect.host import PROBES_BY_NAME
 from fabcheck.errors import UsageError
-from fabcheck.gate.stages import plugged
+from fabcheck.gate.stages import all_stages
 from fabcheck.gate.switch_probes import PROBES as SWITCH_PROBES
 
 HOST_TABLE, SWITCH_TABLE = "host", "switch"
@@ -157,7 +157,7 @@ def stage_namespaces() -> tuple[str, ...]:
     """Plugged stages whose checks the catalog does not list one by one: each owns the ids
     `<stage>.*` (nccl.rank_transport, perftest.host), selectable by that prefix."""
     listed = {entry.stage for entry in catalog()}
-    return tuple(stage.name for stage in plugged() if stage.name not in listed)
+    return tuple(stage.name for stage in all_stages() if stage.name not in listed)
 
 
 def _namespaced(pattern: str) -> bool:
@@ -251,7 +251,7 @@ TABLES = {HOST_TABLE: ("host",), SWITCH_TABLE: ("switch", "link"), "sm": ("sm",)
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m fabcheck.checks.catalog", description=__doc__.split("\n")[0]
+        prog="python -m fabcheck.gate.catalog", description=__doc__.split("\n")[0]
     )
     parser.add_argument(
         "--markdown", choices=sorted(TABLES), help="print the README check table of these stages"

@@ -1,7 +1,8 @@
 """`ethtool --get-tunable NETDEV pfc-prevention-tout`: the NIC's PFC storm prevention timeout. Pure.
 
 What ethtool prints, from its source (no captured transcript of a real NIC is in the corpus yet, so the
-format is unverified against a live host; tests/data/corpus/INDEX.tsv says so):
+format is unverified against a live host; tests/data/corpus/INDEX.tsv marks the sample
+nic-tunable/ethtool-get-tunable-pfc-prevention-tout-mlx5-factory-from-source.txt UNVERIFIED):
 
 - ethtool.c `do_gtunable()` / `print_tunable()`, added by ethtool commit b717ed22d984 ("ethtool: add
   support for get/set ethtool_tunable", https://lore.kernel.org/netdev/20200719235928.336953-1-gvaradar@cisco.com/):
@@ -19,6 +20,7 @@ format is unverified against a live host; tests/data/corpus/INDEX.tsv says so):
 from __future__ import annotations
 
 from fabcheck.errors import ParseError
+from fabcheck.parsers._text import split_checked_lines
 from fabcheck.parsers.numbers import read_int
 
 TUNABLE = "pfc-prevention-tout"
@@ -27,13 +29,13 @@ U16_MAX = 65535
 
 def parse_pfc_prevention_tout(text: str, source: str) -> int:
     """The timeout in milliseconds from the one `pfc-prevention-tout: N` line (0 = off)."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line.strip() for line in split_checked_lines(text, source, "ethtool") if line.strip()]
     if len(lines) != 1:
         raise ParseError(f"expected one '{TUNABLE}: N' line, got {len(lines)} lines", source=source)
     name, colon, value = lines[0].partition(":")
     if not colon or name.strip() != TUNABLE:
         raise ParseError(f"expected '{TUNABLE}: N', got {lines[0][:80]!r}", source=source, line=1)
-    number = read_int(value.strip(), source=source, what=f"{TUNABLE} value")
+    number = read_int(value.strip(), source=source, line=1, what=f"{TUNABLE} value")
     if not 0 <= number <= U16_MAX:
         raise ParseError(f"{TUNABLE} {number} is not a u16 (0..{U16_MAX})", source=source, line=1)
     return number

@@ -23,6 +23,7 @@ OBSERVED = (
     ("cma_roce_tos", "-d", "mlx5_0"),
     ("show_gids",),
     ("lsmod",),
+    ("ethtool", "--get-tunable", "ens1np0", "pfc-prevention-tout"),
 )
 
 
@@ -60,6 +61,12 @@ def mlx5_0_port(node: MockNode) -> object:
 def check_pfc_off(node: MockNode) -> None:
     assert qos(node).pfc_enabled == ()
     assert parse_mlnx_qos(node.run("mlnx_qos", "-i", "ens2np0").stdout).pfc_enabled == (3,)
+
+
+def check_pfc_storm_off(node: MockNode) -> None:
+    storm = ("ethtool", "--get-tunable")
+    assert node.run(*storm, "ens1np0", "pfc-prevention-tout").stdout == "pfc-prevention-tout: 0\n"
+    assert node.run(*storm, "ens2np0", "pfc-prevention-tout").stdout == "pfc-prevention-tout: 8000\n"
 
 
 def check_trust_pcp(node: MockNode) -> None:
@@ -105,6 +112,7 @@ def check_no_rdma(node: MockNode) -> None:
 
 CHECKS: dict[str, Callable[[MockNode], None]] = {
     "pfc-off": check_pfc_off,
+    "pfc-storm-off": check_pfc_storm_off,
     "trust-pcp": check_trust_pcp,
     "dscp-map": check_dscp_map,
     "ecn-off": check_ecn_off,

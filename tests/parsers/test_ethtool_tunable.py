@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import CORPUS
 
 from fabcheck.errors import ParseError
 from fabcheck.parsers.ethtool_tunable import parse_pfc_prevention_tout
@@ -38,3 +39,18 @@ def test_anything_else_is_a_parse_error_naming_the_source(text: str, named: str)
     with pytest.raises(ParseError, match=named) as raised:
         parse_pfc_prevention_tout(text, "ethtool --get-tunable ens1np0 pfc-prevention-tout")
     assert raised.value.source == "ethtool --get-tunable ens1np0 pfc-prevention-tout"
+
+
+SAMPLE = CORPUS / "nic-tunable" / "ethtool-get-tunable-pfc-prevention-tout-mlx5-factory-from-source.txt"
+
+
+def test_the_corpus_sample_is_indexed_as_unverified_and_reads_as_the_factory_timeout() -> None:
+    rows = [line.split("\t") for line in (CORPUS / "INDEX.tsv").read_text().splitlines()]
+    row = next(r for r in rows if r[0] == "nic-tunable/" + SAMPLE.name)
+    assert row[1] == "nic-tunable" and row[2].startswith("UNVERIFIED, rendered from source")
+    assert parse_pfc_prevention_tout(SAMPLE.read_text(), SAMPLE.name) == 8000
+
+
+def test_a_line_over_the_cap_is_refused() -> None:
+    with pytest.raises(ParseError):
+        parse_pfc_prevention_tout("pfc-prevention-tout: " + "1" * 70_000 + "\n", "long.txt")

@@ -18,11 +18,13 @@ from fabcheck.errors import UsageError
 from .layout import MockNodePaths
 from .tools.common import Node
 from .tools.mlnx_qos import apply_buffers, factory_state
+from .tools.netdev import STORM_KEY
 from .tools.subnet_manager import read_opensm_conf
 
 SLOW_PORT_GBPS = 100
 HOST_FAULTS: Mapping[str, str] = {
     "pfc-off": "PFC disabled on the lossless priority of one NIC",
+    "pfc-storm-off": "PFC storm prevention off on one NIC (ethtool pfc-prevention-tout 0)",
     "trust-pcp": "one NIC trusts PCP instead of DSCP, so RoCE traffic lands on priority 0",
     "dscp-map": "RoCE DSCP 26 mapped to a wrong priority on one NIC",
     "ecn-off": "DCQCN reaction and notification points disabled on priority 3 of one NIC",
@@ -56,7 +58,14 @@ class Changes:
         data = self.node.load(name, default)
         for key, value in updates.items():
             self.entries.append(
-                {"type": "json", "file": name, "key": key, "old": data.get(key), "existed": existed}
+                {
+                    "type": "json",
+                    "file": name,
+                    "key": key,
+                    "old": data.get(key),
+                    "existed": existed,
+                    "had_key": key in data,  # a key the fault added goes again on heal
+                }
             )
             data[key] = value
         self.node.save(name, data)
@@ -101,7 +110,10 @@ def restore_json_keys(node: Node, name: str, entries: list[dict[str, Any]]) -> N
     """Put back the keys one fault changed in a file; a file it created goes once it is factory again."""
     data = node.load(name, {})
     for entry in entries:
-        data[entry["key"]] = entry["old"]
+        if entry.get("had_key", True):
+            data[entry["key"]] = entry["old"]
+        else:
+            data.pop(entry["key"], None)
     created = not any(entry["existed"] for entry in entries)
     if created and name.startswith("qos/") and data == factory_state():
         (node.state / name).unlink(missing_ok=True)
@@ -135,6 +147,11 @@ def _no_buffer_options() -> Any:
         buffer_size = None
 
     return NoBufferOptions()
+
+
+def inject_pfc_storm_off(node: Node, changes: Changes) -> None:
+    nic = roce_nic(node, "pfc-storm-off")
+    changes.json_keys(qos_file(nic), {STORM_KEY: 0}, factory_state())
 
 
 def inject_trust_pcp(node: Node, changes: Changes) -> None:
@@ -267,6 +284,7 @@ def inject_persist_stale(node: Node, changes: Changes) -> None:
 
 INJECT = {
     "pfc-off": inject_pfc_off,
+    "pfc-storm-off": inject_pfc_storm_off,
     "trust-pcp": inject_trust_pcp,
     "dscp-map": inject_dscp_map,
     "ecn-off": inject_ecn_off,

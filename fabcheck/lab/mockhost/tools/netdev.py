@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from .common import Delegate, Node, ToolError, out
+from .mlnx_qos import factory_state
 
 REAL_IP = ("/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip")
 READ_ONLY_VERBS = {"show", "list", "lst", "get", "help"}
@@ -289,6 +290,54 @@ def ethtool_link(node: Node, netdev: str) -> str:
     )
 
 
+# PFC storm prevention (`--get-tunable`/`--set-tunable IF pfc-prevention-tout`), kept with the NIC's
+# mlnx_qos state (qos/IF.json) so a driver reset brings back the factory value. The printed lines and
+# the errors are ethtool's (print_tunable, perror) and mlx5's ranges: see fabcheck/parsers/ethtool_tunable.py.
+STORM_TUNABLE = "pfc-prevention-tout"
+STORM_KEY = "pfc_prevention_tout"
+STORM_FACTORY_MS = 8000  # what an mlx5 NIC starts at (linux 2afa609f5c97)
+STORM_AUTO, STORM_AUTO_MS = 65535, 100  # PFC_STORM_PREVENTION_AUTO sets mlx5's 100 ms
+STORM_MIN_MS, STORM_MAX_MS = 80, 8000
+BAD_ARGS = "ethtool: bad command line argument(s)\nFor more information run ethtool -h\n"
+
+
+def storm_timeout(node: Node, netdev: str) -> int:
+    value = (node.load(f"qos/{netdev}.json") or {}).get(STORM_KEY)
+    return STORM_FACTORY_MS if value is None else int(value)
+
+
+def _storm_supported(node: Node, netdev: str) -> bool:
+    """mlx5e implements the tunable; the IPoIB netdev of an InfiniBand port has no get/set_tunable."""
+    nic = node.nic_by_netdev(netdev) or {}
+    return nic.get("link_layer", "Ethernet") == "Ethernet"
+
+
+def ethtool_get_tunable(node: Node, netdev: str, names: list[str]) -> int:
+    if not names or any(name != STORM_TUNABLE for name in names):
+        raise ToolError(BAD_ARGS, 1)
+    if not _storm_supported(node, netdev):
+        raise ToolError(f"{STORM_TUNABLE}: Cannot get tunable\n", 255)
+    out(f"{STORM_TUNABLE}: {storm_timeout(node, netdev)}\n")
+    return 0
+
+
+def ethtool_set_tunable(node: Node, netdev: str, settings: list[str]) -> int:
+    if len(settings) != 2 or settings[0] != STORM_TUNABLE or not settings[1].isdigit():
+        raise ToolError(BAD_ARGS, 1)
+    wanted = int(settings[1])
+    if wanted > STORM_AUTO:  # not a u16: ethtool's own argument parser refuses it
+        raise ToolError(BAD_ARGS, 1)
+    if not _storm_supported(node, netdev):
+        raise ToolError(f"{STORM_TUNABLE}: Operation not supported\n", 255)
+    value = STORM_AUTO_MS if wanted == STORM_AUTO else wanted
+    if value != 0 and not STORM_MIN_MS <= value <= STORM_MAX_MS:
+        raise ToolError(f"{STORM_TUNABLE}: Invalid argument\n", 255)
+    state = node.load(f"qos/{netdev}.json") or factory_state()
+    state[STORM_KEY] = value
+    node.save(f"qos/{netdev}.json", state)
+    return 0
+
+
 def ethtool(node: Node, args: list[str]) -> int:
     if not args:
         raise ToolError("ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1)
@@ -306,6 +355,10 @@ def ethtool(node: Node, args: list[str]) -> int:
     if flag in ("-i", "--driver"):
         out(ethtool_driver(node, require_netdev(node, args[1] if len(args) > 1 else None)))
         return 0
+    if flag == "--get-tunable":
+        return ethtool_get_tunable(node, require_netdev(node, args[1] if len(args) > 1 else None), args[2:])
+    if flag == "--set-tunable":
+        return ethtool_set_tunable(node, require_netdev(node, args[1] if len(args) > 1 else None), args[2:])
     if not flag.startswith("-") and len(args) == 1:
         out(ethtool_link(node, require_netdev(node, flag)))
         return 0

@@ -1,24 +1,37 @@
 """A self-contained HTML report (`--html FILE`): inline CSS and SVG, no script, nothing fetched.
 
-Order: the run's verdict, the node summary table, the link-coherence table, then per node (failures
-first) its GPU-NIC affinity picture (hosts whose topology record was kept) and its findings.
+Order, what a person needs first at the top:
+1. the run's verdict, its counts and notes;
+2. the fabric picture (fabric_svg): hosts x NICs, each NIC, its cable and its switch port coloured;
+3. failures, with node, host NIC and switch port (from the cabling map), expected, actual and the fix;
+4. what could not be checked (errors), the same columns;
+5. the link-coherence table (both ends of every cable), links that do not pass first, passing ones folded;
+6. the node table (folded above FOLD_NODES nodes), the stages' figures, the GPU-NIC affinity pictures
+   (hosts that do not pass open, passing hosts folded, at most AFFINITY_MAX drawn);
+7. skips and passes, each folded per check id: one `<details>` per check with its count, at most
+   FOLD_ROWS rows inside (the JSON output has every finding).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from html import escape
 
 from fabcheck.checks.model import Finding, Status
-from fabcheck.report import affinity_svg
+from fabcheck.report import affinity_svg, fabric_svg
 from fabcheck.report.links import link_findings, link_rows, link_table
-from fabcheck.report.model import NodeKind, Run, Subject, by_severity, subjects_by_severity
+from fabcheck.report.model import NodeKind, Run, Subject, subjects_by_severity
 from fabcheck.report.palette import TINT
 from fabcheck.report.text import summary
 from fabcheck.report.textsafe import xml_text
 
+FOLD_NODES = 32  # a longer node table starts folded
+FOLD_ROWS = 500  # rows inside one folded check
+AFFINITY_MAX = 32  # GPU-NIC pictures drawn at most
+
 _TINT_CSS = "".join(
-    f"td.v-{status.value}, span.v-{status.value} {{ background: {tint}; }}\n" for status, tint in TINT.items()
+    f"td.v-{status.value}, span.v-{status.value}, summary.v-{status.value} {{ background: {tint}; }}\n"
+    for status, tint in TINT.items()
 )
 _STYLE = (
     """
@@ -30,14 +43,23 @@ table { border-collapse: collapse; margin: 4px 0 12px 0; font-size: 13px; }
 th, td { border: 1px solid #999999; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #e6e6e6; }
 td.n { text-align: right; }
+td.fix { max-width: 520px; }
 .note { color: #555555; }
+details { margin: 2px 0; }
+summary { cursor: pointer; padding: 2px 6px; font-size: 14px; }
+summary .count { font-weight: bold; }
+div.figure svg { max-width: 100%; height: auto; }
 """
     + _TINT_CSS
 )
 
+_WHERE = ["node", "check", "subject", "host NIC", "switch port"]
+
 
 def render(run: Run) -> str:
     title = f"fabcheck {run.command}: {run.verdict.value.upper()}"
+    findings = _unique_findings(run)
+    cables = fabric_svg.cable_map(run)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -49,13 +71,99 @@ def render(run: Run) -> str:
         f"<p>{_e(summary(run))}</p>",
     ]
     parts += [f'<p class="note">{_e(note)}</p>' for note in run.notes]
-    parts += _nodes_table(run)
+    parts += _fabric_section(run)
+    parts += _problem_section(
+        "failures", "Failures", findings, Status.FAIL, cables, "nothing failed", fix="fix"
+    )
+    parts += _problem_section(
+        "errors",
+        "Not checked",
+        findings,
+        Status.ERROR,
+        cables,
+        "everything asked was read and judged",
+        fix="what to do",
+    )
     parts += _links_section(run)
+    parts += _nodes_table(run)
     parts += _figures_section(run)
-    for subject in subjects_by_severity(run.subjects):
-        parts += _subject_section(subject)
+    parts += _affinity_section(run)
+    parts += _folded_section("skips", "Not applicable (skipped)", findings, Status.SKIP)
+    parts += _folded_section("passes", "Passed", findings, Status.PASS)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _unique_findings(run: Run) -> list[tuple[Subject, Finding]]:
+    """Every finding with its node, in run order; a link finding filed under both ends counts once."""
+    seen: set[Finding] = set()
+    out = []
+    for subject, finding in run.findings():
+        if finding.check.startswith(fabric_svg.LINK_PREFIX):
+            if finding in seen:
+                continue
+            seen.add(finding)
+        out.append((subject, finding))
+    return out
+
+
+def _fabric_section(run: Run) -> list[str]:
+    out = ["<h2>Fabric</h2>"]
+    svg = fabric_svg.render(run)
+    if not svg:
+        return [*out, '<p class="note">no host NIC in this run: no fabric picture</p>']
+    return [
+        *out,
+        f'<div class="figure fabric">{svg}</div>',
+        f'<p class="note">{_e(fabric_svg.rule_note(run))}</p>',
+    ]
+
+
+def _problem_section(
+    kind: str,
+    title: str,
+    findings: Sequence[tuple[Subject, Finding]],
+    status: Status,
+    cables: dict[tuple[str, str], tuple[str, str]],
+    none: str,
+    fix: str,
+) -> list[str]:
+    mine = [(s, f) for s, f in findings if f.status is status]
+    out = [f'<h2 id="{kind}">{_e(title)} ({len(mine)})</h2>']
+    if not mine:
+        return [*out, f'<p class="note">{_e(none)}</p>']
+    header = [*_WHERE, "expected", "actual", fix]
+    rows = []
+    for subject, finding in mine:
+        nic, port = fabric_svg.where(subject, finding, cables)
+        cells = [subject.name, finding.check, finding.subject, nic or "-", port or "-"]
+        rows.append(
+            [_verdict_td(status, subject.name)]
+            + [_td(c) for c in cells[1:]]
+            + [_td(finding.expected), _td(finding.actual), _td(finding.hint, "fix")]
+        )
+    return [*out, _table(kind, header, rows)]
+
+
+def _links_section(run: Run) -> list[str]:
+    table = link_table(link_rows(link_findings(run), fabric_svg.derived_links(run)))
+    out = ["<h2>Link coherence</h2>"]
+    if not table.rows:
+        return [*out, '<p class="note">no link checks in this run</p>']
+    verdict_at = table.header.index("verdict")
+    open_rows, passing = [], []
+    for cells, status in zip(table.rows, table.verdicts, strict=True):
+        row = [_verdict_td(status) if i == verdict_at else _td(c) for i, c in enumerate(cells)]
+        (passing if status is Status.PASS else open_rows).append(row)
+    if open_rows:
+        out.append(_table("links", list(table.header), open_rows))
+    if passing:
+        out.append(
+            f'<details class="links-passed"><summary class="v-pass"><span class="count">{len(passing)}'
+            f"</span> link(s) pass at both ends</summary>{_table('links', list(table.header), passing)}"
+            "</details>"
+        )
+    return out
 
 
 def _nodes_table(run: Run) -> list[str]:
@@ -66,19 +174,13 @@ def _nodes_table(run: Run) -> list[str]:
         name = f"{subject.name} ({subject.label})" if subject.label else subject.name
         cells = [_td(name), _td(subject.kind.value), _verdict_td(subject.verdict)]
         rows.append(cells + [f'<td class="n">{c}</td>' for c in counts])
-    return ["<h2>Nodes</h2>", _table("nodes", header, rows)]
-
-
-def _links_section(run: Run) -> list[str]:
-    table = link_table(link_rows(link_findings(run), run.links))
-    out = ["<h2>Link coherence</h2>"]
-    if not table.rows:
-        return [*out, '<p class="note">no link checks in this run</p>']
-    rows = []
-    for cells, status in zip(table.rows, table.verdicts, strict=True):
-        verdict_at = table.header.index("verdict")
-        rows.append([_verdict_td(status) if i == verdict_at else _td(c) for i, c in enumerate(cells)])
-    return [*out, _table("links", list(table.header), rows)]
+    table = _table("nodes", header, rows)
+    opened = " open" if len(run.subjects) <= FOLD_NODES else ""
+    return [
+        "<h2>Nodes</h2>",
+        f'<details class="nodes"{opened}><summary><span class="count">{len(run.subjects)}</span> '
+        f"{_e(run.noun)}</summary>{table}</details>",
+    ]
 
 
 def _figures_section(run: Run) -> list[str]:
@@ -88,29 +190,79 @@ def _figures_section(run: Run) -> list[str]:
     return out
 
 
-def _subject_section(subject: Subject) -> list[str]:
-    out = [
-        f"<h2>{_e(subject.name)} "
-        f'<span class="v-{subject.verdict.value}">{_e(subject.verdict.value.upper())}</span></h2>'
-    ]
-    if subject.kind is NodeKind.HOST:
-        out.append("<h3>GPU-NIC affinity</h3>")
-        if subject.affinity is None:
-            out.append('<p class="note">no topology record kept for this host: no picture</p>')
-        else:
-            out.append(affinity_svg.render(subject.name, subject.affinity, subject.findings))
-    out.append("<h3>Findings</h3>")
-    out.append(_findings_table(subject.findings))
+def _affinity_section(run: Run) -> list[str]:
+    hosts = [s for s in subjects_by_severity(run.subjects) if s.kind is NodeKind.HOST]
+    drawn = [s for s in hosts if s.affinity is not None]
+    if not hosts:
+        return []
+    out = ["<h2>GPU-NIC affinity</h2>"]
+    if not drawn:
+        return [*out, '<p class="note">no topology record kept for any host: no GPU-NIC picture</p>']
+    judged = [s for s in drawn if _affinity_status(s) is not Status.PASS]
+    good = [s for s in drawn if _affinity_status(s) is Status.PASS]
+    budget = AFFINITY_MAX
+    for subject in judged[:budget]:
+        out += _affinity_picture(subject)
+    budget -= min(budget, len(judged))
+    if good:
+        shown = good[:budget]
+        inner = "".join("".join(_affinity_picture(s)) for s in shown)
+        more = len(good) - len(shown)
+        if more:
+            inner += f'<p class="note">{more} more passing host(s) not drawn</p>'
+        out.append(
+            f'<details class="affinity-passed"><summary class="v-pass"><span class="count">{len(good)}'
+            f"</span> host(s) whose every GPU sits near its rail NIC</summary>{inner}</details>"
+        )
+    missing = [s.name for s in hosts if s.affinity is None]
+    if missing:
+        named = ", ".join(missing[:20]) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+        out.append(f'<p class="note">no topology record kept for {_e(named)}: no picture</p>')
     return out
 
 
-def _findings_table(findings: Iterable[Finding]) -> str:
-    header = ["status", "check", "subject", "expected", "actual", "hint"]
-    rows = [
-        [_verdict_td(f.status), _td(f.check), _td(f.subject), _td(f.expected), _td(f.actual), _td(f.hint)]
-        for f in by_severity(findings, lambda f: f.status)
+def _affinity_status(subject: Subject) -> Status | None:
+    return fabric_svg.worst(f for f in subject.findings if f.check == affinity_svg.AFFINITY_CHECK)
+
+
+def _affinity_picture(subject: Subject) -> list[str]:
+    assert subject.affinity is not None
+    status = _affinity_status(subject)
+    said = "not judged" if status is None else status.value
+    css = "error" if status is None else status.value
+    return [
+        f'<h3>{_e(subject.name)} <span class="v-{css}">{_e(said)}</span></h3>',
+        affinity_svg.render(subject.name, subject.affinity, subject.findings),
     ]
-    return _table("findings", header, rows)
+
+
+def _folded_section(
+    kind: str, title: str, findings: Sequence[tuple[Subject, Finding]], status: Status
+) -> list[str]:
+    mine = [(s, f) for s, f in findings if f.status is status]
+    out = [f'<h2 id="{kind}">{_e(title)} ({len(mine)})</h2>']
+    if not mine:
+        return [*out, f'<p class="note">no {status.value} finding</p>']
+    groups: dict[str, list[tuple[Subject, Finding]]] = {}
+    for subject, finding in mine:
+        groups.setdefault(finding.check, []).append((subject, finding))
+    header = ["node", "subject", "expected", "actual"] + (["reason"] if status is Status.SKIP else [])
+    for check, items in groups.items():
+        nodes = len({s.name for s, _ in items})
+        rows = []
+        for subject, finding in items[:FOLD_ROWS]:
+            cells = [subject.name, finding.subject, finding.expected, finding.actual]
+            if status is Status.SKIP:
+                cells = [subject.name, finding.subject, finding.expected, finding.actual, finding.hint]
+            rows.append([_td(c) for c in cells])
+        more = len(items) - len(rows)
+        tail = f'<p class="note">{more} more: see the JSON output (--json)</p>' if more else ""
+        out.append(
+            f'<details class="{status.value}-group" data-check="{_e(check)}" data-count="{len(items)}">'
+            f'<summary class="v-{status.value}"><span class="count">{len(items)}</span> {_e(check)} '
+            f"({nodes} node(s))</summary>{_table(kind, header, rows)}{tail}</details>"
+        )
+    return out
 
 
 def _table(kind: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -119,12 +271,13 @@ def _table(kind: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> s
     return f'<table class="{kind}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _td(text: str) -> str:
-    return f"<td>{_e(text)}</td>"
+def _td(text: str, css: str = "") -> str:
+    cls = f' class="{css}"' if css else ""
+    return f"<td{cls}>{_e(text)}</td>"
 
 
-def _verdict_td(status: Status) -> str:
-    return f'<td class="v-{status.value}">{_e(status.value)}</td>'
+def _verdict_td(status: Status, text: str | None = None) -> str:
+    return f'<td class="v-{status.value}">{_e(status.value if text is None else text)}</td>'
 
 
 def _e(text: str) -> str:

@@ -21,3 +21,8 @@ TINT: dict[Status, str] = {
     Status.ERROR: "#ffe0b3",
     Status.SKIP: "#e1e2f5",
 }
+
+# Ink, paper and hairlines of the fabric picture.
+INK = "#222222"
+PAPER = "#ffffff"
+RULE = "#999999"

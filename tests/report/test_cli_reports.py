@@ -132,9 +132,10 @@ def test_validate_fail_is_1_and_html_has_the_collected_topology(
     assert code == 1
     assert out.splitlines()[0] == "FAIL  gpu01" and out.splitlines()[-1].startswith("FAIL: 2 host(s)")
     html = page.read_text()
-    gpu01 = html[html.index("<h2>gpu01 ") : html.index("<h2>gpu02 ")]
+    affinity = html[html.index("<h2>GPU-NIC affinity</h2>") :]
+    gpu01 = affinity[affinity.index("<h3>gpu01 ") :]
     assert 'class="affinity"' in gpu01 and SOLID[validate.Status.FAIL] in gpu01
-    assert "no topology record kept" in html[html.index("<h2>gpu02 ") :]
+    assert "<h3>gpu02 " not in affinity and "no topology record kept for gpu02" in affinity
     root = ET.parse(junit).getroot()
     assert root.get("errors") != "0" and root.get("failures") != "0"
     assert root.find("testsuite").get("timestamp") != "1970-01-01T00:00:00"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+from labrun import lab_run
 from reportdata import fabric_run
 
-from fabcheck.checks.model import failed
+from fabcheck.checks.model import Status, failed
 from fabcheck.report import html
 from fabcheck.report.model import NodeKind, Run, Subject
 
@@ -55,22 +56,71 @@ def test_self_contained_and_balanced() -> None:
 def test_sections_in_order_failures_first() -> None:
     page = html.render(fabric_run())
     marks = [
-        "<h2>Nodes</h2>",
+        "<h2>Fabric</h2>",
+        '<h2 id="failures">Failures (3)</h2>',
+        '<h2 id="errors">Not checked (1)</h2>',
         "<h2>Link coherence</h2>",
-        "<h2>gpu02 ",
-        "<h2>gpu03 ",
-        "<h2>gpu04 ",
-        "<h2>gpu01 ",
+        "<h2>Nodes</h2>",
+        "<h2>GPU-NIC affinity</h2>",
+        '<h2 id="skips">Not applicable (skipped) (1)</h2>',
+        '<h2 id="passes">Passed (',
     ]
     positions = [page.index(mark) for mark in marks]
     assert positions == sorted(positions)
-    gpu02 = page[page.index("<h2>gpu02 ") : page.index("<h2>gpu03 ")]
-    assert '<svg xmlns="http://www.w3.org/2000/svg" class="affinity"' in gpu02
-    gpu03 = page[page.index("<h2>gpu03 ") : page.index("<h2>gpu04 ")]
-    assert "no topology record kept for this host" in gpu03 and "<svg" not in gpu03
-    links = page[page.index("<h2>Link coherence</h2>") : page.index("<h2>gpu02 ")]
-    assert links.count("<tr>") == 4  # header + three cabled links
+    assert page.index('<svg xmlns="http://www.w3.org/2000/svg" class="fabric"') < positions[1]
+    failures = section(page, "failures")
+    for said in ("trust dscp", "trust pcp", "mlnx_qos -i ens1np0 --trust dscp", "GPU1 -&gt; mlx5_1 SYS"):
+        assert said in failures
+    assert "Connection refused" in section(page, "errors") and "Connection refused" not in failures
+    affinity = page[page.index("<h2>GPU-NIC affinity</h2>") : positions[6]]
+    # gpu02 fails affinity: drawn open; gpu01 passes: folded; gpu03 and gpu04 kept no topology
+    assert affinity.index("<h3>gpu02 ") < affinity.index('<details class="affinity-passed">')
+    assert affinity.index("<h3>gpu01 ") > affinity.index('<details class="affinity-passed">')
+    assert "no topology record kept for gpu03, gpu04" in affinity
+    links = page[page.index("<h2>Link coherence</h2>") : page.index("<h2>Nodes</h2>")]
+    # open: header, the failing and the unjudged link; folded: header and the passing link
+    assert links.count("<tr>") == 3 + 2 and links.index("v-pass") > links.index("<details")
     assert '<td class="v-fail">fail</td>' in links and '<td class="v-error">error</td>' in links
+    assert '<details class="links-passed"><summary class="v-pass"><span class="count">1</span>' in links
+
+
+def section(page: str, kind: str) -> str:
+    start = page.index(f'<h2 id="{kind}">')
+    return page[start : page.index("<h2", start + 1)]
+
+
+def test_passes_are_folded_one_details_per_check() -> None:
+    for run in (fabric_run(), lab_run()):
+        page = html.render(run)
+        passing = {f.check for _, f in run.findings() if f.status is Status.PASS}
+        passes = page[page.index('<h2 id="passes">') :]  # the last section
+        groups = re.findall(r'<details class="pass-group" data-check="([^"]*)" data-count="(\d+)">', passes)
+        assert len(groups) == len(passing) and {check for check, _ in groups} == passing
+        counted = {check: int(n) for check, n in groups}
+        passed = [f for _, f in run.findings() if f.status is Status.PASS]
+        links = {f for f in passed if f.check.startswith("link.")}  # one link finding, even filed twice
+        assert sum(counted.values()) == len(passed) - sum(f in links for f in passed) + len(links)
+    page = html.render(lab_run())
+    assert '<span class="count">16</span> host.pfc (2 node(s))' not in page  # gpu02 mlx5_0 failed
+    assert '<span class="count">15</span> host.pfc (2 node(s))' in page
+    assert page.count("<details") < 60  # not one row per finding
+
+
+def test_the_lab_run_fills_the_switch_port_from_the_cabling_map() -> None:
+    """The gate gives no link detail: both ends still come from the link findings' subjects."""
+    run = lab_run()
+    assert run.links == ()
+    page = html.render(run)
+    links = page[page.index("<h2>Link coherence</h2>") : page.index("<h2>Nodes</h2>")]
+    ports = re.findall(r"<tr><td>(gpu0\d:mlx5_\d)</td><td>([^<]*)</td>", links)
+    assert len(ports) == 8 + 8 + 2
+    assert all(re.fullmatch(r"leaf01:swp\d+", port) for _, port in ports)
+    assert ("gpu02:mlx5_0", "leaf01:swp9") in ports and ("gpu03:mlx5_1", "leaf01:swp18") in ports
+    failures = section(page, "failures")
+    # the host's own PFC failure names its cable's switch port; the switch's names its host NIC
+    assert "<td>host.pfc</td><td>mlx5_0</td><td>gpu02:mlx5_0</td><td>leaf01:swp9</td>" in failures
+    assert "<td>switch.pfc</td><td>leaf01:swp1</td><td>gpu01:mlx5_0</td><td>leaf01:swp1</td>" in failures
+    assert failures.count("<tr>") == 1 + 4
 
 
 def test_hostile_text_is_escaped_and_files_have_no_picture() -> None:

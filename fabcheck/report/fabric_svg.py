@@ -1,0 +1,599 @@
+"""The fabric picture of the HTML report, as inline SVG: hosts as rows, NICs (rails) as columns, and in
+each cell the NIC, its cable and the switch port the cabling map puts at its other end, each filled with
+the worst verdict of the findings about it. Pure: a Run in, SVG text out; no script, nothing fetched.
+
+What colours what:
+- a NIC: the host's findings whose subject is the NIC (`mlx5_0`), one of its ports (`mlx5_0/1`) or
+  `host:mlx5_0`, and the GPU-NIC affinity finding of the GPU whose rail it is (when the rails are known);
+- a cable: the `link.*` findings that name `host:nic`;
+- a switch port: the switch's findings about `switch:port`. Switch-wide findings (subject `leaf01`) colour
+  the switch's box in the strip under the grid, not every port.
+The worst verdict is fail, then error, then pass, then skip; a part no finding is about is "not judged".
+
+The cabling map is read from the run's link details and from the `link.*` subjects
+(`gpu01:mlx5_0 <-> leaf01:swp1`). A host's NICs are those the cabling map or its rails name, and those
+its port findings (`mlx5_0/1`) name.
+
+Size rule: up to DETAIL_MAX_HOSTS hosts every host gets a full row (NIC, cable, switch and port names).
+Above that the picture is compact (one thin row per host, three squares per NIC: NIC, cable, port), and
+hosts whose every NIC, cable and port passes are folded into one count row; at most COMPACT_MAX_ROWS
+hosts that do not pass are drawn, the rest are counted in a last row (the failure table lists them all).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+
+from fabcheck.checks.model import Finding, Status
+from fabcheck.checks.topo import CHECK as AFFINITY_CHECK
+from fabcheck.report.model import LinkDetail, LinkEnds, NodeKind, Run, Subject
+from fabcheck.report.palette import INK, PAPER, RULE, SOLID, UNJUDGED
+from fabcheck.report.textsafe import xml_text
+
+LINK_PREFIX = "link."
+DETAIL_MAX_HOSTS = 32
+COMPACT_MAX_ROWS = 120
+
+# Full rows.
+PAD, LABEL_W, HEADER_H = 12, 150, 30
+CELL_W, ROW_H = 104, 72
+BOX_W, BOX_H = 92, 20
+# Compact rows.
+MINI_ROW_H, MINI = 14, 10
+MINI_CELL_W = 3 * MINI + 2 * 2 + 8
+LEGEND_H, SWITCH_H = 64, 34
+
+# Worst first: a definite failure, then "could not tell", then a pass; a skip only when nothing else.
+_WORST = (Status.FAIL, Status.ERROR, Status.PASS, Status.SKIP)
+
+
+def worst(findings: Iterable[Finding]) -> Status | None:
+    """The colour-giving verdict of some findings; None when there are none (not judged)."""
+    statuses = {f.status for f in findings}
+    return next((s for s in _WORST if s in statuses), None)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One NIC of one host, its cable and the switch port at the cable's other end."""
+
+    host: str
+    nic: str
+    switch: str  # "" when the cabling map names no port for this NIC
+    port: str
+    nic_findings: tuple[Finding, ...]
+    cable_findings: tuple[Finding, ...]
+    port_findings: tuple[Finding, ...]
+
+    @property
+    def nic_status(self) -> Status | None:
+        return worst(self.nic_findings)
+
+    @property
+    def cable_status(self) -> Status | None:
+        return worst(self.cable_findings)
+
+    @property
+    def port_status(self) -> Status | None:
+        return worst(self.port_findings) if self.switch else None
+
+    @property
+    def status(self) -> Status | None:
+        return worst((*self.nic_findings, *self.cable_findings, *self.port_findings))
+
+    @property
+    def passes(self) -> bool:
+        parts = [self.nic_status, self.cable_status] + ([self.port_status] if self.switch else [])
+        return all(p is Status.PASS for p in parts)
+
+
+@dataclass(frozen=True)
+class HostRow:
+    host: str
+    status: Status | None  # every finding of the host
+    cells: Mapping[str, Cell]  # by NIC name
+    counts: str = ""  # "2 fail, 181 pass": every finding of the host, worst first
+
+    @property
+    def passes(self) -> bool:
+        return self.status is Status.PASS and all(cell.passes for cell in self.cells.values())
+
+
+@dataclass(frozen=True)
+class SwitchBox:
+    name: str
+    status: Status | None  # every finding of the switch
+    ports: int  # ports of this switch the cabling map uses
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """What the picture draws, built from the Run (tests read it directly)."""
+
+    columns: tuple[str, ...]  # NIC names, natural order
+    rows: tuple[HostRow, ...]  # hosts in run order
+    switches: tuple[SwitchBox, ...]
+
+    def cell(self, host: str, nic: str) -> Cell | None:
+        row = next((r for r in self.rows if r.host == host), None)
+        return None if row is None else row.cells.get(nic)
+
+
+# ---------------------------------------------------------------------------------------- the data
+
+
+def split_end(end: str, names: Iterable[str] = ()) -> tuple[str, str] | None:
+    """`gpu01:mlx5_0` -> (`gpu01`, `mlx5_0`). A known node name that itself holds `:` wins (longest
+    first); otherwise the node is what comes before the first `:`."""
+    for name in sorted(names, key=len, reverse=True):
+        if end.startswith(f"{name}:") and len(end) > len(name) + 1:
+            return name, end[len(name) + 1 :]
+    node, colon, part = end.partition(":")
+    return (node, part) if colon and node and part else None
+
+
+def link_ends(subject: str, hosts: Iterable[str] = (), switches: Iterable[str] = ()) -> LinkEnds | None:
+    """The two ends a link finding's subject names (`gpu01:mlx5_0 <-> leaf01:swp1`), or None."""
+    host_end, arrow, switch_end = subject.partition(" <-> ")
+    if not arrow:
+        return None
+    host, switch = split_end(host_end.strip(), hosts), split_end(switch_end.strip(), switches)
+    if host is None or switch is None:
+        return None
+    return LinkEnds(host[0], host[1], switch[0], switch[1])
+
+
+def cable_map(run: Run) -> dict[tuple[str, str], tuple[str, str]]:
+    """(host, NIC) -> (switch, port): the run's link details first, then the link findings' subjects."""
+    hosts, switches = _names(run, NodeKind.HOST), _names(run, NodeKind.SWITCH)
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    for detail in run.links:
+        out.setdefault((detail.ends.host, detail.ends.nic), (detail.ends.switch, detail.ends.port))
+    for _, finding in run.findings():
+        if finding.check.startswith(LINK_PREFIX):
+            ends = link_ends(finding.subject, hosts, switches)
+            if ends is not None:
+                out.setdefault((ends.host, ends.nic), (ends.switch, ends.port))
+    return out
+
+
+def derived_links(run: Run) -> tuple[LinkDetail, ...]:
+    """The run's link details, then one (without settings) for every other cable the link findings name:
+    so the link table knows both ends of every cable the cabling map knows."""
+    known = {(d.ends.host, d.ends.nic) for d in run.links}
+    extra = [
+        LinkDetail(LinkEnds(host, nic, switch, port))
+        for (host, nic), (switch, port) in cable_map(run).items()
+        if (host, nic) not in known
+    ]
+    return (*run.links, *extra)
+
+
+def where(
+    subject: Subject, finding: Finding, cables: Mapping[tuple[str, str], tuple[str, str]]
+) -> tuple[str, str]:
+    """(host NIC, switch port) a finding is about, as far as the cabling map tells; "" when unknown."""
+    by_port = {f"{s}:{p}": f"{h}:{n}" for (h, n), (s, p) in cables.items()}
+    if finding.check.startswith(LINK_PREFIX):
+        hosts = {h for h, _ in cables}
+        switches = {s for s, _ in cables.values()}
+        ends = link_ends(finding.subject, hosts, switches)
+        if ends is not None:
+            return ends.host_end, ends.switch_end
+        if finding.subject in by_port:
+            return by_port[finding.subject], finding.subject
+    if subject.kind is NodeKind.SWITCH:
+        if finding.subject in by_port:
+            return by_port[finding.subject], finding.subject
+        return "", finding.subject if finding.subject.startswith(f"{subject.name}:") else ""
+    if subject.kind is NodeKind.HOST:
+        nics = {n for h, n in cables if h == subject.name}
+        nic = _nic_of(subject.name, finding.subject, nics)
+        if nic is not None:
+            cable = cables.get((subject.name, nic))
+            return f"{subject.name}:{nic}", (f"{cable[0]}:{cable[1]}" if cable else "")
+    return "", ""
+
+
+def fabric(run: Run) -> Fabric:
+    """Build the picture's data from the run (see the module docstring for what colours what)."""
+    cables = cable_map(run)
+    host_subjects = [s for s in run.subjects if s.kind is NodeKind.HOST]
+    switch_subjects = [s for s in run.subjects if s.kind is NodeKind.SWITCH]
+    hosts = {s.name for s in host_subjects}
+    switch_names = {s.name for s in switch_subjects} | {s for s, _ in cables.values()}
+    links = _unique(f for _, f in run.findings() if f.check.startswith(LINK_PREFIX))
+    ports: dict[tuple[str, str], list[Finding]] = {}
+    for switch in switch_subjects:
+        for finding in switch.findings:
+            if finding.check.startswith(LINK_PREFIX):
+                continue
+            end = split_end(finding.subject, [switch.name])
+            if end is not None and end[0] == switch.name:
+                ports.setdefault(end, []).append(finding)
+    rows = []
+    for subject in host_subjects:
+        nics = _host_nics(subject, cables)
+        cells = {}
+        for nic in nics:
+            switch, port = cables.get((subject.name, nic), ("", ""))
+            own = tuple(f for f in subject.findings if not f.check.startswith(LINK_PREFIX))
+            nic_findings = tuple(f for f in own if _about_nic(subject, f, nic, nics))
+            cable = tuple(f for f in links if _names_end(f.subject, f"{subject.name}:{nic}"))
+            at_port = tuple(ports.get((switch, port), ())) if switch else ()
+            cells[nic] = Cell(subject.name, nic, switch, port, nic_findings, cable, at_port)
+        rows.append(HostRow(subject.name, worst(subject.findings), cells, _counts(subject.findings)))
+    columns = tuple(sorted({nic for row in rows for nic in row.cells}, key=_natural))
+    used: dict[str, int] = {}
+    for switch, _port in cables.values():
+        used[switch] = used.get(switch, 0) + 1
+    by_name = {s.name: s for s in switch_subjects}
+    order = [s.name for s in switch_subjects] + sorted(switch_names - set(by_name) - hosts, key=_natural)
+    boxes = tuple(
+        SwitchBox(name, worst(by_name[name].findings) if name in by_name else None, used.get(name, 0))
+        for name in order
+    )
+    return Fabric(columns, tuple(rows), boxes)
+
+
+def _counts(findings: Iterable[Finding]) -> str:
+    statuses = [f.status for f in findings]
+    parts = [f"{statuses.count(s)} {s.value}" for s in _WORST if statuses.count(s)]
+    return ", ".join(parts) or "no finding"
+
+
+def _names(run: Run, kind: NodeKind) -> set[str]:
+    return {s.name for s in run.subjects if s.kind is kind}
+
+
+def _unique(findings: Iterable[Finding]) -> tuple[Finding, ...]:
+    return tuple(dict.fromkeys(findings))
+
+
+def _names_end(subject: str, end: str) -> bool:
+    """`subject` names `end` as a whole word (`gpu01:mlx5_1` is not named by `gpu01:mlx5_10`)."""
+    return re.search(rf"(?<![\w.:-]){re.escape(end)}(?![\w.:-])", subject) is not None
+
+
+_PORT = re.compile(r"^(?P<nic>[^\s/:]+)/\d+$")
+
+
+def _host_nics(subject: Subject, cables: Mapping[tuple[str, str], tuple[str, str]]) -> list[str]:
+    nics = {nic for host, nic in cables if host == subject.name}
+    if subject.affinity is not None:
+        nics |= set(subject.affinity.rails.values())
+    for finding in subject.findings:
+        match = _PORT.match(finding.subject)
+        if match:
+            nics.add(match.group("nic"))
+    return sorted(nics, key=_natural)
+
+
+def _nic_of(host: str, subject: str, nics: Iterable[str]) -> str | None:
+    """The NIC a host finding's subject names: `mlx5_0`, `mlx5_0/1`, `host:mlx5_0`; None otherwise."""
+    match = _PORT.match(subject)
+    if match:
+        return match.group("nic")
+    for nic in nics:
+        if subject in (nic, f"{host}:{nic}"):
+            return nic
+    return None
+
+
+def _about_nic(subject: Subject, finding: Finding, nic: str, nics: Sequence[str]) -> bool:
+    if finding.check == AFFINITY_CHECK and subject.affinity is not None:
+        rails = {f"GPU{index}": name for index, name in subject.affinity.rails.items()}
+        return rails.get(finding.subject) == nic
+    return _nic_of(subject.name, finding.subject, nics) == nic
+
+
+def _natural(name: str) -> list[tuple[int, int | str]]:
+    """mlx5_2 before mlx5_10; numbers before words at each position, so the key always compares."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name)]
+
+
+# ------------------------------------------------------------------------------------------ drawing
+
+
+def render(run: Run) -> str:
+    """The picture, or "" when the run has no host with a NIC to draw."""
+    picture = fabric(run)
+    if not picture.columns:
+        return ""
+    if len(picture.rows) <= DETAIL_MAX_HOSTS:
+        return _draw(picture, compact=False)
+    return _draw(picture, compact=True)
+
+
+def rule_note(run: Run) -> str:
+    """What the picture shows, for the sentence under it."""
+    picture = fabric(run)
+    hosts = len(picture.rows)
+    if hosts <= DETAIL_MAX_HOSTS:
+        return (
+            f"{hosts} host(s) x {len(picture.columns)} NIC(s): each cell is the NIC (host checks), its "
+            "cable (link checks) and the switch port the cabling map puts at its other end (switch "
+            "checks on that port). Hover a part for the checks behind its colour."
+        )
+    return (
+        f"{hosts} hosts: more than {DETAIL_MAX_HOSTS}, so one thin row per host (three squares per NIC: "
+        "NIC, cable, switch port); hosts whose every NIC, cable and port passes are folded into one "
+        f"count row, and at most {COMPACT_MAX_ROWS} hosts that do not pass are drawn (the failure table "
+        "lists every failure)."
+    )
+
+
+def _draw(picture: Fabric, compact: bool) -> str:
+    cell_w = MINI_CELL_W if compact else CELL_W
+    row_h = MINI_ROW_H if compact else ROW_H
+    label_w = LABEL_W
+    lines: list[str] = []
+    y = PAD + HEADER_H
+    header = _header(picture.columns, label_w, cell_w, compact)
+    if compact:
+        shown = [row for row in picture.rows if not row.passes]
+        folded = len(picture.rows) - len(shown)
+        hidden = max(0, len(shown) - COMPACT_MAX_ROWS)
+        for row in shown[:COMPACT_MAX_ROWS]:
+            lines += _row(row, picture.columns, y, label_w, cell_w, row_h, compact)
+            y += row_h
+        if hidden:
+            lines.append(_note_row(y, f"... {hidden} more host(s) that do not pass: see the failures"))
+            y += row_h
+        if folded:
+            lines += _folded_row(folded, picture, y, label_w, cell_w, row_h)
+            y += row_h
+    else:
+        for row in picture.rows:
+            lines += _row(row, picture.columns, y, label_w, cell_w, row_h, compact)
+            y += row_h
+    width = max(PAD * 2 + label_w + cell_w * len(picture.columns), 640)
+    y += 8
+    lines += _switch_strip(picture.switches, y, width)
+    y += SWITCH_H if picture.switches else 0
+    lines += _legend(PAD, y + 6, compact)
+    height = y + LEGEND_H
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="fabric" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="fabric: {len(picture.rows)} hosts by {len(picture.columns)} NICs">'
+    )
+    body = [
+        head,
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="{PAPER}"/>',
+        f'<g font-family="sans-serif" font-size="{10 if compact else 11}" fill="{INK}">',
+        *header,
+        *lines,
+        "</g>",
+        "</svg>",
+    ]
+    return "\n".join(body)
+
+
+def _header(columns: Sequence[str], label_w: int, cell_w: int, compact: bool) -> list[str]:
+    out = [_text(PAD, PAD + HEADER_H / 2, "host \\ NIC (rail)", weight="bold", anchor="start")]
+    for index, nic in enumerate(columns):
+        x = PAD + label_w + index * cell_w + cell_w / 2
+        shown = nic if not compact else _short(nic, 5)
+        out.append(
+            f'<text x="{x:g}" y="{PAD + HEADER_H / 2:g}" text-anchor="middle" dominant-baseline="central" '
+            f'font-weight="bold" data-nic="{_e(nic)}"><title>{_e(nic)}</title>{_e(shown)}</text>'
+        )
+    return out
+
+
+def _row(
+    row: HostRow, columns: Sequence[str], y: float, label_w: int, cell_w: int, row_h: int, compact: bool
+) -> list[str]:
+    label_h = MINI if compact else BOX_H * 2 + 10
+    label_y = y + (row_h - label_h) / 2
+    out = [
+        f'<g class="host" data-host="{_e(row.host)}" data-status="{_said(row.status)}">',
+        _rect(PAD, label_y, label_w - 10, label_h, _fill(row.status), f"{row.host}: {_said(row.status)}"),
+    ]
+    light = row.status is not None
+    if compact:
+        out.append(
+            _text(PAD + 6, y + row_h / 2, _short(row.host, 24), anchor="start", light=light, weight="bold")
+        )
+    else:
+        out.append(
+            _text(
+                PAD + 8, y + row_h / 2 - 8, _short(row.host, 20), anchor="start", light=light, weight="bold"
+            )
+        )
+        out.append(_text(PAD + 8, y + row_h / 2 + 9, row.counts, anchor="start", light=light))
+    out.append("</g>")
+    for index, nic in enumerate(columns):
+        x = PAD + label_w + index * cell_w
+        cell = row.cells.get(nic)
+        if cell is None:
+            if not compact:
+                out.append(_text(x + cell_w / 2, y + row_h / 2, "no such NIC", muted=True))
+            continue
+        out += _mini_cell(cell, x, y + (row_h - MINI) / 2) if compact else _cell(cell, x, y)
+    return out
+
+
+def _cell(cell: Cell, x: float, y: float) -> list[str]:
+    left = x + (CELL_W - BOX_W) / 2
+    mid = x + CELL_W / 2
+    nic_top, port_top = y + 6, y + ROW_H - 6 - BOX_H
+    out = [_cell_group(cell)]
+    out.append(_rect(left, nic_top, BOX_W, BOX_H, _fill(cell.nic_status), _tip(cell, "NIC")))
+    out.append(
+        _text(
+            mid,
+            nic_top + BOX_H / 2,
+            f"{_short(cell.nic, 9)} {_word(cell.nic_status)}",
+            light=cell.nic_status is not None,
+        )
+    )
+    if not cell.switch:
+        out.append(
+            _cable(mid, nic_top + BOX_H, port_top, cell.cable_status, _tip(cell, "cable"), dashed=True)
+        )
+        out.append(_text(mid, port_top + BOX_H / 2, "no cable in map", muted=True))
+    else:
+        out.append(_cable(mid, nic_top + BOX_H, port_top, cell.cable_status, _tip(cell, "cable")))
+        out.append(_rect(left, port_top, BOX_W, BOX_H, _fill(cell.port_status), _tip(cell, "port")))
+        out.append(
+            _text(
+                mid,
+                port_top + BOX_H / 2,
+                _short(f"{cell.switch} {cell.port}", 15),
+                light=cell.port_status is not None,
+            )
+        )
+    out.append("</g>")
+    return out
+
+
+def _mini_cell(cell: Cell, x: float, y: float) -> list[str]:
+    out = [_cell_group(cell)]
+    parts = [("NIC", cell.nic_status), ("cable", cell.cable_status)]
+    if cell.switch:
+        parts.append(("port", cell.port_status))
+    for index, (part, status) in enumerate(parts):
+        out.append(_rect(x + 4 + index * (MINI + 2), y, MINI, MINI, _fill(status), _tip(cell, part)))
+    out.append("</g>")
+    return out
+
+
+def _cell_group(cell: Cell) -> str:
+    port = f"{cell.switch}:{cell.port}" if cell.switch else ""
+    return (
+        f'<g class="nic" data-host="{_e(cell.host)}" data-nic="{_e(cell.nic)}" '
+        f'data-status="{_said(cell.status)}" data-nic-status="{_said(cell.nic_status)}" '
+        f'data-cable-status="{_said(cell.cable_status)}" data-port="{_e(port)}" '
+        f'data-port-status="{_said(cell.port_status)}">'
+    )
+
+
+def _tip(cell: Cell, part: str) -> str:
+    """The hover text of one part: what it is, its verdict, and the checks that did not pass."""
+    if part == "NIC":
+        name, findings, status = f"{cell.host} {cell.nic}", cell.nic_findings, cell.nic_status
+    elif part == "cable":
+        port = f"{cell.switch}:{cell.port}" if cell.switch else "no port in the cabling map"
+        name, findings, status = (
+            f"cable {cell.host}:{cell.nic} - {port}",
+            cell.cable_findings,
+            cell.cable_status,
+        )
+    else:
+        name, findings, status = f"{cell.switch} {cell.port}", cell.port_findings, cell.port_status
+    bad = sorted({f.check for f in findings if f.status in (Status.FAIL, Status.ERROR)})
+    counted = f"{len(findings)} finding(s)" if findings else "no finding"
+    return f"{name}: {_said(status)} ({counted}{'; not passed: ' + ', '.join(bad) if bad else ''})"
+
+
+def _folded_row(count: int, picture: Fabric, y: float, label_w: int, cell_w: int, row_h: int) -> list[str]:
+    fill = SOLID[Status.PASS]
+    out = [
+        f'<g class="folded" data-hosts="{count}">',
+        _rect(PAD, y + (row_h - MINI) / 2, label_w - 10, MINI, fill, f"{count} hosts pass everywhere"),
+        _text(PAD + 6, y + row_h / 2, f"{count} host(s) all pass", anchor="start", light=True, weight="bold"),
+    ]
+    for index, _nic in enumerate(picture.columns):
+        x = PAD + label_w + index * cell_w
+        out.append(_rect(x + 4, y + (row_h - MINI) / 2, 3 * MINI + 4, MINI, fill, "every host: pass"))
+    out.append("</g>")
+    return out
+
+
+def _note_row(y: float, text: str) -> str:
+    return _text(PAD + 6, y + MINI_ROW_H / 2, text, anchor="start", muted=True)
+
+
+def _switch_strip(switches: Sequence[SwitchBox], y: float, width: int) -> list[str]:
+    if not switches:
+        return []
+    out = [_text(PAD, y + SWITCH_H / 2 - 4, "switches", weight="bold", anchor="start")]
+    x = PAD + LABEL_W
+    for box in switches:
+        label = f"{_short(box.name, 16)} {_said(box.status)}"
+        w = max(110, 8 * len(label) + 16)
+        if x + w > width - PAD:
+            break
+        tip = f"switch {box.name}: {_said(box.status)} (all its findings; {box.ports} cabled port(s))"
+        out.append(f'<g class="switch" data-switch="{_e(box.name)}" data-status="{_said(box.status)}">')
+        out.append(_rect(x, y, w, BOX_H + 4, _fill(box.status), tip))
+        out.append(_text(x + w / 2, y + (BOX_H + 4) / 2, label, light=box.status is not None, weight="bold"))
+        out.append("</g>")
+        x += w + 8
+    return out
+
+
+def _legend(x: float, y: float, compact: bool) -> list[str]:
+    items = [(SOLID[s], s.value) for s in (Status.PASS, Status.FAIL, Status.ERROR, Status.SKIP)]
+    items.append((UNJUDGED, "? not judged"))
+    out = []
+    for index, (fill, name) in enumerate(items):
+        left = x + index * 104
+        out.append(f'<rect x="{left:g}" y="{y:g}" width="14" height="14" fill="{fill}" stroke="{RULE}"/>')
+        out.append(_text(left + 20, y + 7, name, anchor="start"))
+    key = (
+        "each NIC: three squares, NIC | cable | switch port"
+        if compact
+        else "each cell: NIC (top), its cable (line), the switch port it is cabled to (bottom)"
+    )
+    out.append(_text(x, y + 32, f"rows: hosts; columns: NICs (rails); {key}", anchor="start"))
+    return out
+
+
+def _cable(x: float, top: float, bottom: float, status: Status | None, tip: str, dashed: bool = False) -> str:
+    dash = ' stroke-dasharray="4 3"' if dashed else ""
+    return (
+        f'<line class="cable" x1="{x:g}" y1="{top:g}" x2="{x:g}" y2="{bottom:g}" stroke="{_fill(status)}" '
+        f'stroke-width="6"{dash}><title>{_e(tip)}</title></line>'
+    )
+
+
+def _fill(status: Status | None) -> str:
+    return UNJUDGED if status is None else SOLID[status]
+
+
+def _word(status: Status | None) -> str:
+    """The verdict printed in a box (colour is not the only cue): FAIL in capitals, `?` not judged."""
+    if status is None:
+        return "?"
+    return status.value.upper() if status is Status.FAIL else status.value
+
+
+def _said(status: Status | None) -> str:
+    return "not judged" if status is None else status.value
+
+
+def _short(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "\u2026"
+
+
+def _rect(x: float, y: float, w: float, h: float, fill: str, title: str) -> str:
+    return (
+        f'<rect x="{x:g}" y="{y:g}" width="{w:g}" height="{h:g}" rx="3" fill="{fill}">'
+        f"<title>{_e(title)}</title></rect>"
+    )
+
+
+def _text(
+    x: float,
+    y: float,
+    text: str,
+    weight: str = "normal",
+    anchor: str = "middle",
+    light: bool = False,
+    muted: bool = False,
+) -> str:
+    colour = PAPER if light else ("#777777" if muted else INK)
+    return (
+        f'<text x="{x:g}" y="{y:g}" text-anchor="{anchor}" dominant-baseline="central" '
+        f'font-weight="{weight}" fill="{colour}">{_e(text)}</text>'
+    )
+
+
+def _e(text: str) -> str:
+    return escape(xml_text(text), quote=True)

@@ -137,4 +137,3 @@ def limited_hosts(inventory: Inventory, limit: str | None) -> list[HostEntry]:
         known = ", ".join(h.name for h in inventory.hosts) or "none"
         raise UsageError(f"--limit {limit!r} matches no host in {inventory.source} (hosts: {known})")
     return [h for h in inventory.hosts if h.name in names]
-

@@ -80,4 +80,4 @@ def test_the_plugin_times_hosts_as_validate_does() -> None:
     from fabcheck import pytest_plugin
     from fabcheck.collect.host import TimeLimits
 
-    assert pytest_plugin.DEFAULT_TIMEOUT_S == TimeLimits().command_s
+    assert TimeLimits().command_s == pytest_plugin.DEFAULT_TIMEOUT_S

@@ -105,9 +105,7 @@ def test_a_session_that_dies_sends_nothing_more_and_errors_without_the_secret() 
         sessions[lg.name] = Replay(lg.name, die_after=3)
         return sessions[lg.name]
 
-    results = collect_switches(
-        _desired(), {"leaf01": login("leaf01")}, connect=connect, switches=["leaf01"]
-    )
+    results = collect_switches(_desired(), {"leaf01": login("leaf01")}, connect=connect, switches=["leaf01"])
     assert len(sessions["leaf01"].sent) == 3
     findings = results[0].findings
     assert Status.ERROR in {f.status for f in findings} and Status.FAIL not in {f.status for f in findings}

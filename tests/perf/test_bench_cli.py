@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from benchfakes import FakeLauncher
 
+from fabcheck.cli import bench as bench_cli
 from fabcheck.cli import main
-from fabcheck.perf import bench_cli
 from fabcheck.perf.bench import SUMMARY_NAME
 from fabcheck.report.model import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_NOT_CHECKED, EXIT_PASS
 

@@ -6,21 +6,58 @@ import argparse
 import io
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import MappingProxyType
 from typing import TextIO
 
-from fabcheck.analyze import ANALYZERS, PAIR_KINDS, Options, analyze, analyze_counters
+from fabcheck.analyze import ANALYZERS, PAIR_KINDS, Analysis, Options, analyze, analyze_counters
+from fabcheck.checks.model import errored
 from fabcheck.errors import ParseError, UsageError
 from fabcheck.intent.loader import load_inventory
 from fabcheck.intent.model import FabricIntent, default_intent
-from fabcheck.report.adapters import analysis_subject, analyze_run, unreadable_subject
-from fabcheck.report.model import EXIT_CODES_HELP, Subject
+from fabcheck.report.model import EXIT_CODES_HELP, NodeKind, Run, Subject
 from fabcheck.report.outputs import add_output_arguments, check_report_paths, emit
 
 READ_CHUNK_CHARS = 1 << 20
 BINARY_SNIFF_CHARS = 4096
 BINARY_REPLACED_SHARE = 0.1  # undecodable bytes in the first 4 KiB beyond which it is not a text log
+
+
+# -- the report of an analyze run: one subject per file ----------------------------------------
+
+INPUT_CHECK = "input.readable"
+
+
+def analysis_subject(analysis: Analysis) -> Subject:
+    """One analyzed file as a subject of the report."""
+    return Subject(
+        analysis.source,
+        NodeKind.FILE,
+        tuple(analysis.findings),
+        label=analysis.kind,
+        facts=MappingProxyType(dict(analysis.facts)),
+    )
+
+
+def unreadable_subject(source: str, kind: str, expected: str, message: str, line: int | None) -> Subject:
+    """A file that could not be read as `kind` at all: one error finding, and exit 2 for the run."""
+    where = source if line is None else f"{source}:{line}"
+    finding = errored(
+        INPUT_CHECK,
+        where,
+        expected,
+        message,
+        f"give `fabcheck analyze {kind}` a file that holds {expected}",
+    )
+    facts = {"parse_error": True, "line": line, "error": message}
+    return Subject(
+        source, NodeKind.FILE, (finding,), label=kind, facts=MappingProxyType(facts), input_error=True
+    )
+
+
+def analyze_run(subjects: Iterable[Subject]) -> Run:
+    return Run("analyze", tuple(subjects))
 
 
 class BinaryInputError(ValueError):

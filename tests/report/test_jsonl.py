@@ -9,11 +9,11 @@ import pytest
 
 from fabcheck.analyze import analyze
 from fabcheck.checks.model import Status, errored, passed
+from fabcheck.cli.analyze import analysis_subject, analyze_run, unreadable_subject
 from fabcheck.gate.fabric import GateResult, gate_report
 from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.stages import StageOutcome
 from fabcheck.intent.model import default_intent
-from fabcheck.report.adapters import analysis_subject, analyze_run, unreadable_subject
 from fabcheck.report.jsonl import json_lines
 from fabcheck.report.model import NodeKind, Run, Subject
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fabcheck.checks.model import Status, errored, failed, passed, skipped
-from fabcheck.report.adapters import unreadable_subject
+from fabcheck.cli.analyze import unreadable_subject
 from fabcheck.report.model import (
     EXIT_CODES_HELP,
     NodeKind,

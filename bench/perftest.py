@@ -28,7 +28,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from fabcheck.collect.host import TimeLimits
+from fabcheck.collect.ssh import TimeLimits
 from fabcheck.gate.fabric import plan_gate
 from fabcheck.gate.perftest_stage import NIC, STAGE
 from fabcheck.gate.stages import StageContext

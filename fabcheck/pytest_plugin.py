@@ -97,7 +97,7 @@ class Gate:
     """The session's hosts and their results, collected on first use, once (thread-safe)."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from fabcheck.collect.host import TimeLimits
+        from fabcheck.collect.ssh import TimeLimits
         from fabcheck.gate import backends
         from fabcheck.gate.sources import reachable_targets
         from fabcheck.intent.loader import load_inventory

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from fabcheck.collect.host import TimeLimits
+from fabcheck.collect.ssh import TimeLimits
 from fabcheck.desired.perftest import DRIFT_MAX_DROP
 from fabcheck.errors import UsageError
 from fabcheck.gate.plan import limited_hosts

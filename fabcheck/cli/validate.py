@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from fabcheck.collect.host import TimeLimits
+from fabcheck.collect.ssh import TimeLimits
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
 from fabcheck.gate.catalog import EVERY_CHECK, Selection, patterns

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fabcheck.checks.model import errored
-from fabcheck.collect.host import TimeLimits
+from fabcheck.collect.ssh import TimeLimits
 from fabcheck.errors import FabcheckError
 from fabcheck.gate.host_stage import DEFAULT_CONCURRENCY, HostResult
 from fabcheck.gate.plan import GatePlan, plan_gate

@@ -17,7 +17,8 @@ from typing import Any
 from fabcheck.checks.host import HostEvidence, check_fleet, check_host
 from fabcheck.checks.model import Finding, Status, errored, verdict
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import ConnectionVarError, HostCollection, SshTarget, TimeLimits, last_line
+from fabcheck.collect.host import HostCollection, last_line
+from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.nic import DesiredHost, desired_host
 from fabcheck.gate.stages import StageContext, StageOutcome
 from fabcheck.intent.fabric import GPU_HOSTS, Fabric

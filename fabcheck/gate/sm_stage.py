@@ -12,25 +12,26 @@ together, so that the one-master rule sees the whole subnet.
 from __future__ import annotations
 
 import re
-import secrets
-import shlex
-import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from fabcheck.checks.host import Unreadable
 from fabcheck.checks.sm import NoAnswer, SmEvidence, check_subnet
-from fabcheck.collect.host import (
-    LAUNCHER,
-    ConnectionVarError,
-    Section,
-    SshTarget,
-    TimeLimits,
-    split_sections,
-    ssh_said,
+from fabcheck.collect.script import Section
+from fabcheck.collect.sm import (
+    ACTIVE,
+    ENABLED,
+    MASTER_SMINFO,
+    OPENSM_CONF,
+    OWN_SMINFO,
+    PARTITIONS_CONF,
+    SmCollection,
+    collect_sm,
+    section_commands,
 )
+from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
 from fabcheck.errors import ParseError
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
@@ -41,139 +42,9 @@ from fabcheck.parsers.sminfo import SmInfo, no_sm_answered, parse_sminfo
 from fabcheck.report.model import NodeKind
 
 SUBNET_MANAGERS = "subnet_managers"
-INFINIBAND_DIR = "/sys/class/infiniband"
 DEFAULT_SERVICE = "opensm"  # the opensm role's opensm_service default
 SERVICE_VARIABLE = "opensm_service"
 _PLAIN_UNIT = re.compile(r"[A-Za-z0-9_.@-]{1,64}", re.ASCII)
-
-# Section names and the command each one ran, as a user would type it.
-MASTER_SMINFO, OWN_SMINFO = "sminfo", "sminfo_own"
-OPENSM_CONF, PARTITIONS_CONF = "opensm_conf", "partitions_conf"
-ENABLED, ACTIVE = "is_enabled", "is_active"
-
-# $1 token, $2 seconds per tool, $3 opensm.conf, $4 partitions.conf, $5 the infiniband sysfs dir, $6 the
-# unit. The own LID is read from the first port's sysfs file and used only when it is a hex number.
-SM_SCRIPT = r"""
-set -f
-token=$1 limit=$2 conf=$3 parts=$4 ibdir=$5 unit=$6
-case $token in ''|*[!0-9a-f]*) echo "fabcheck: bad token" >&2; exit 2;; esac
-case $limit in ''|*[!0-9]*|0*) echo "fabcheck: bad time limit" >&2; exit 2;; esac
-for word in "$conf" "$parts" "$ibdir"; do
-    case $word in /*) ;; *) echo "fabcheck: bad path" >&2; exit 2;; esac
-    case $word in *[!A-Za-z0-9_./-]*) echo "fabcheck: bad path" >&2; exit 2;; esac
-done
-case $unit in ''|-*|*[!A-Za-z0-9_.@-]*) echo "fabcheck: bad unit" >&2; exit 2;; esac
-err=$(mktemp 2>/dev/null) || err=/dev/null
-trap '[ "$err" = /dev/null ] || rm -f "$err"; exit 143' TERM INT HUP PIPE
-bounded=
-command -v timeout >/dev/null 2>&1 && bounded=yes
-mark() { printf '%s %s %s>>>\n' '<<<fabcheck' "$token" "$1"; }
-section() {  # name command...
-    name=$1; shift
-    mark "begin $name"
-    if [ -n "$bounded" ]; then
-        timeout -k 1 "$limit" "$@" 2>"$err" </dev/null
-    else
-        "$@" 2>"$err" </dev/null
-    fi
-    rc=$?
-    printf '\n'; mark "stderr $name"
-    [ "$err" = /dev/null ] || cat "$err"
-    printf '\n'; mark "end $name rc=$rc"
-}
-recorded() {  # name rc stderr
-    mark "begin $1"; printf '\n'; mark "stderr $1"; printf '%s\n' "$3"; mark "end $1 rc=$2"
-}
-section sminfo sminfo
-lid=
-set +f
-for file in "$ibdir"/*/ports/1/lid; do
-    [ -r "$file" ] && { lid=$(cat "$file"); break; }
-done
-set -f
-hex=${lid#0x}
-case $lid in 0x*) case $hex in ''|*[!0-9a-fA-F]*) lid=;; esac;; *) lid=;; esac
-if [ -n "$lid" ]; then
-    section sminfo_own sminfo "$lid"
-else
-    recorded sminfo_own 1 "no InfiniBand port with a LID under $ibdir"
-fi
-section opensm_conf cat "$conf"
-if [ -e "$parts" ]; then section partitions_conf cat "$parts"; else recorded partitions_conf 3 "absent"; fi
-section is_enabled systemctl is-enabled "$unit"
-section is_active systemctl is-active "$unit"
-[ "$err" = /dev/null ] || rm -f "$err"
-printf '%s %s complete>>>\n' '<<<fabcheck' "$token"
-"""
-
-
-@dataclass(frozen=True)
-class SmCollection:
-    node: str
-    sections: Mapping[str, Section]
-    complete: bool
-    error: str | None = None
-
-
-def section_commands(desired: DesiredSubnetManager, service: str) -> dict[str, str]:
-    return {
-        MASTER_SMINFO: "sminfo",
-        OWN_SMINFO: f"sminfo <LID of {INFINIBAND_DIR}/*/ports/1>",
-        OPENSM_CONF: f"cat {desired.opensm_conf_path}",
-        PARTITIONS_CONF: f"cat {desired.partitions_conf_path}",
-        ENABLED: f"systemctl is-enabled {service}",
-        ACTIVE: f"systemctl is-active {service}",
-    }
-
-
-def remote_command(
-    token: str,
-    desired: DesiredSubnetManager,
-    service: str,
-    limits: TimeLimits,
-    infiniband_dir: str = INFINIBAND_DIR,
-) -> str:
-    """The one remote command line: the host collector's launcher and this static script, quoted."""
-    script = [
-        SM_SCRIPT,
-        "fabcheck-sm",
-        token,
-        str(limits.tool_s),
-        desired.opensm_conf_path,
-        desired.partitions_conf_path,
-        infiniband_dir,
-        service,
-    ]
-    return shlex.join(["sh", "-c", LAUNCHER, "fabcheck-sm", str(limits.host_s), *script])
-
-
-def collect_sm(
-    target: SshTarget, desired: DesiredSubnetManager, service: str, limits: TimeLimits
-) -> SmCollection:
-    """One round trip to an SM node; never raises for an unreachable node."""
-    token = secrets.token_hex(8)
-    argv = target.argv(remote_command(token, desired, service, limits), limits.ssh_connect_timeout)
-    try:
-        done = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=limits.client_s,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return SmCollection(target.name, {}, False, f"no complete answer within {limits.client_s:g} s")
-    except OSError as err:
-        return SmCollection(target.name, {}, False, f"cannot run ssh: {err.strerror or err}")
-    parsed = split_sections(done.stdout, token)
-    if parsed.complete:
-        return SmCollection(target.name, parsed.sections, True)
-    said = ssh_said(done.stderr)
-    reason = f"ssh to {target.where} ended early (exit {done.returncode})" + (f": {said}" if said else "")
-    return SmCollection(target.name, parsed.sections, False, reason)
-
 
 Collector = Callable[[SshTarget, DesiredSubnetManager, str, TimeLimits], SmCollection]
 T = TypeVar("T")

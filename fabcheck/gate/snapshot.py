@@ -29,12 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import HostCollection, Section, SshTarget, TimeLimits
+from fabcheck.collect import sm as sm_collect
+from fabcheck.collect.host import HostCollection
+from fabcheck.collect.script import Section
+from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired.sm import DesiredSubnetManager
 from fabcheck.errors import UsageError
-from fabcheck.gate import sm_stage
 from fabcheck.gate.plan import GatePlan
-from fabcheck.gate.sm_stage import SmCollection
 from fabcheck.gate.stages import Stage, default_stage_names, stages_named
 from fabcheck.intent.fabric import Fabric
 from fabcheck.intent.loader import HostEntry
@@ -82,14 +83,14 @@ def switch_record(result: Any) -> dict[str, Any]:
 
 
 def sm_record(
-    collection: SmCollection,
+    collection: sm_collect.SmCollection,
     target: SshTarget,
     desired: DesiredSubnetManager,
     service: str,
     limits: TimeLimits,
 ) -> dict[str, Any]:
     """An SM node's round trip as data (the arguments are the sm collector's)."""
-    commands = sm_stage.section_commands(desired, service)
+    commands = sm_collect.section_commands(desired, service)
     return {
         "node": collection.node,
         "complete": collection.complete,
@@ -111,9 +112,9 @@ def sm_unread(node: str, why: str) -> dict[str, Any]:
     return {"node": node, "complete": False, "error": why, "sections": {}}
 
 
-def sm_restore(data: Mapping[str, Any], node: str) -> SmCollection:
-    """The SmCollection of a saved record; KeyError, TypeError or ValueError when it is not one."""
-    return SmCollection(
+def sm_restore(data: Mapping[str, Any], node: str) -> sm_collect.SmCollection:
+    """The sm_collect.SmCollection of a saved record; KeyError, TypeError or ValueError when it is not one."""
+    return sm_collect.SmCollection(
         node, _sections(data["sections"]), bool(data["complete"]), _optional_text(data["error"])
     )
 

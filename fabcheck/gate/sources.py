@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabcheck.collect.host import ConnectionVarError, SshTarget, TimeLimits
+from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.errors import UsageError
 from fabcheck.gate import backends, snapshot, via_ansible
 from fabcheck.gate.host_stage import Collector, HostResult

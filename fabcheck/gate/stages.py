@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from fabcheck.checks.model import Finding
-from fabcheck.collect.host import TimeLimits
+from fabcheck.collect.ssh import TimeLimits
 from fabcheck.errors import DeadlinePassed
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.report.model import Figure, NodeKind

@@ -22,7 +22,9 @@ from typing import Any
 import yaml
 
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import HostCollection, SshTarget, TimeLimits, split_sections
+from fabcheck.collect.host import HostCollection
+from fabcheck.collect.script import split_sections
+from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.errors import UsageError
 from fabcheck.intent.loader import HostEntry
 

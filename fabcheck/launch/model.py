@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fabcheck.collect.host import ConnectionVarError, SshTarget
+from fabcheck.collect.ssh import ConnectionVarError, SshTarget
 from fabcheck.errors import FabcheckError
 from fabcheck.intent.loader import HostEntry
 

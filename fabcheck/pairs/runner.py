@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from fabcheck.collect.host import SshTarget, TimeLimits
+from fabcheck.collect.ssh import SshTarget, TimeLimits, run_command
 from fabcheck.desired.perftest import DesiredPerftest
 from fabcheck.errors import ParseError
 from fabcheck.pairs.commands import (
@@ -119,8 +119,7 @@ class SshRunner:
         pair = server.command.pair
         if server.failure is not None or server.process is None:
             return Measurement(pair, None, number, error=server.failure, evidence=server.output.strip())
-        argv = self._argv(pair.client.host, server.command.client)
-        client = _run(argv, self.limits.client_s)
+        client = self._ssh(pair.client.host, server.command.client, self.limits.client_s)
         try:
             rest, _ = server.process.communicate(timeout=self.limits.client_s)
             server.output += rest.decode(errors="replace")
@@ -137,7 +136,7 @@ class SshRunner:
         return self.targets[host].argv(shlex.join(command), self.limits.ssh_connect_timeout)
 
     def _ssh(self, host: str, command: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
-        return _run(self._argv(host, command), timeout)
+        return run_command(self.targets[host], command, self.limits.ssh_connect_timeout, timeout)
 
 
 def timed(command: PairCommand, seconds: int) -> PairCommand:
@@ -168,24 +167,6 @@ def measurement_of(pair: Pair, number: int, client: subprocess.CompletedProcess[
     best = max(rows, key=lambda r: run.bw_gbps(r) or 0.0)
     gbps = run.bw_gbps(best) or 0.0
     return Measurement(pair, gbps, number, evidence=f"{best.bytes} B: BW average {best.bw_avg} {run.bw_unit}")
-
-
-def _run(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(list(argv), 124, f"timed out after {timeout:g} s\n")
-    except OSError as err:
-        return subprocess.CompletedProcess(list(argv), 127, f"cannot run {argv[0]}: {err.strerror or err}\n")
 
 
 def _wait_for(process: subprocess.Popen[bytes], marker: str, deadline: float) -> tuple[bool, str]:

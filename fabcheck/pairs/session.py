@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fabcheck.collect.host import ConnectionVarError, SshTarget, TimeLimits
+from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.perftest import DesiredPerftest, desired_perftest, pair_floor_gbps
 from fabcheck.errors import DeadlinePassed
 from fabcheck.intent.loader import HostEntry

@@ -30,7 +30,8 @@ from test_host_checks import (
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Finding, Status
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import HostCollection, HostProbe, Section, collection_script, split_sections
+from fabcheck.collect.host import HostCollection, collection_script
+from fabcheck.collect.script import HostProbe, Section, split_sections
 from fabcheck.gate import host_stage as validate
 from fabcheck.intent.loader import HostEntry
 from fabcheck.intent.model import FabricIntent

@@ -23,13 +23,11 @@ from fabcheck.collect.host import (
     PERSIST_FILES,
     PERSIST_UNIT_STATE,
     HostCollection,
-    Section,
-    SshTarget,
-    TimeLimits,
     remote_command,
     section_command,
-    split_sections,
 )
+from fabcheck.collect.script import Section, split_sections
+from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired.nic import PERSIST_PATHS
 from fabcheck.errors import ParseError
 from fabcheck.gate import host_stage as validate

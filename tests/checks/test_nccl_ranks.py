@@ -13,7 +13,7 @@ from conftest import CORPUS
 
 from fabcheck.checks import nccl_ranks as checks
 from fabcheck.checks.model import Finding, Status
-from fabcheck.collect.host import TimeLimits
+from fabcheck.collect.ssh import TimeLimits
 from fabcheck.desired.nccl import DesiredNcclJob, desired_nccl_host, desired_nccl_job
 from fabcheck.errors import DeadlinePassed, FabcheckError
 from fabcheck.gate import fabric

@@ -11,7 +11,7 @@ from test_host_checks import INTENT, not_passing, ok, only, run_checks
 
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Status
-from fabcheck.collect.host import Section
+from fabcheck.collect.script import Section
 from fabcheck.intent.model import FabricIntent
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import HostProbe, Section, collection_script, split_sections
+from fabcheck.collect.host import collection_script
+from fabcheck.collect.script import HostProbe, Section, split_sections
 
 TOKEN = "0123456789abcdef"
 TOOLS = ("timeout", "mktemp", "cat", "rm", "grep")

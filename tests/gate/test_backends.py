@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import SshTarget, TimeLimits, split_sections
+from fabcheck.collect.script import split_sections
+from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.errors import UsageError
 from fabcheck.gate import backends
 from fabcheck.gate import host_stage as validate

@@ -78,6 +78,6 @@ def test_a_broken_run_is_an_error(tmp_path: Path) -> None:
 
 def test_the_plugin_times_hosts_as_validate_does() -> None:
     from fabcheck import pytest_plugin
-    from fabcheck.collect.host import TimeLimits
+    from fabcheck.collect.ssh import TimeLimits
 
     assert TimeLimits().command_s == pytest_plugin.DEFAULT_TIMEOUT_S

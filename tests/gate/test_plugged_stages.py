@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fabcheck.checks.model import Status, failed
-from fabcheck.collect.host import TimeLimits
+from fabcheck.collect.ssh import TimeLimits
 from fabcheck.errors import FabcheckError, UsageError
 from fabcheck.gate import fabric, stages
 from fabcheck.gate.fabric import gate_report as gate_run

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import SshTarget, TimeLimits, collect_host, remote_command, split_sections
+from fabcheck.collect.host import collect_host, remote_command
+from fabcheck.collect.script import split_sections
+from fabcheck.collect.ssh import SshTarget, TimeLimits
 
 TOKEN = "00c0ffee"
 HUNG_TOOL = """#!/bin/sh

@@ -14,11 +14,13 @@ import pytest
 from fabcheck.checks.host import Unreadable
 from fabcheck.checks.model import Status
 from fabcheck.checks.sm import NoAnswer
-from fabcheck.collect.host import SshTarget, TimeLimits, split_sections
+from fabcheck.collect.script import split_sections
+from fabcheck.collect.sm import SmCollection, remote_command
+from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
 from fabcheck.gate import fabric
 from fabcheck.gate.fabric import gate_report as gate_run
-from fabcheck.gate.sm_stage import STAGE, SmCollection, SmStage, evidence_of, remote_command, service_of
+from fabcheck.gate.sm_stage import STAGE, SmStage, evidence_of, service_of
 from fabcheck.gate.stages import StageContext, default_stage_names
 from fabcheck.intent.loader import Inventory, load_inventory
 from fabcheck.report.model import NodeKind

@@ -17,7 +17,8 @@ from switchfabric import SWITCHES, desired
 from test_switch_stage import Replay, login
 
 from fabcheck.checks.model import Status
-from fabcheck.collect.host import HostCollection, Section
+from fabcheck.collect.host import HostCollection
+from fabcheck.collect.script import Section
 from fabcheck.errors import UsageError
 from fabcheck.gate import host_stage as validate
 from fabcheck.gate import snapshot

@@ -16,11 +16,14 @@ from test_sm_stage import local_desired, run_locally, sm_inventory, sm_node
 
 from fabcheck.checks.model import Status
 from fabcheck.cli import main
-from fabcheck.collect.host import Section, SshTarget, TimeLimits
+from fabcheck.collect import ssh
+from fabcheck.collect.script import Section
+from fabcheck.collect.sm import SmCollection
+from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired.sm import DesiredSubnetManager
 from fabcheck.errors import UsageError
-from fabcheck.gate import fabric, sm_stage, snapshot
-from fabcheck.gate.sm_stage import SmCollection, SmStage
+from fabcheck.gate import fabric, snapshot
+from fabcheck.gate.sm_stage import SmStage
 from fabcheck.gate.stages import StageContext, StageOutcome, default_stage_names, stage_names, stages_named
 from fabcheck.intent.loader import Inventory
 
@@ -252,7 +255,7 @@ def test_validate_saves_the_sm_stage_and_replays_it_with_no_connection(
         raise AssertionError("a replay ran ssh")
 
     fake = SimpleNamespace(run=no_ssh, DEVNULL=subprocess.DEVNULL, TimeoutExpired=subprocess.TimeoutExpired)
-    monkeypatch.setattr(sm_stage, "subprocess", fake)
+    monkeypatch.setattr(ssh, "subprocess", fake)
     assert main([*base, "--from-snapshot", str(tmp_path / "snap")]) == 3
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == live
 

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import TimeLimits, split_sections
+from fabcheck.collect.script import split_sections
+from fabcheck.collect.ssh import TimeLimits
 from fabcheck.gate import via_ansible
 
 INVENTORY = """

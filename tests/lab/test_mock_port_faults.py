@@ -16,7 +16,8 @@ from test_mockhost_support import MockNode, installed_bin, kill_quietly, make_no
 
 from fabcheck.checks import host as host_checks
 from fabcheck.checks.model import Status
-from fabcheck.collect.host import IBV_DEVINFO, RDMA_LINK, HostCollection, Section
+from fabcheck.collect.host import IBV_DEVINFO, RDMA_LINK, HostCollection
+from fabcheck.collect.script import Section
 from fabcheck.gate import host_stage as validate
 from fabcheck.intent.model import FabricIntent
 from fabcheck.lab import faults, nodes

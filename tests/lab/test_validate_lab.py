@@ -16,7 +16,7 @@ from labsupport import requires_lab, run_playbook, running_lab
 
 from fabcheck.checks import host as checks
 from fabcheck.cli import main
-from fabcheck.collect.host import TimeLimits
+from fabcheck.collect.ssh import TimeLimits
 from fabcheck.gate import host_stage as validate
 from fabcheck.gate.plan import plan_gate
 from fabcheck.intent.loader import load_inventory

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabcheck.collect.host import SshTarget
+from fabcheck.collect.ssh import SshTarget
 from fabcheck.intent.loader import HostEntry
 from fabcheck.intent.model import FabricIntent
 from fabcheck.launch import (

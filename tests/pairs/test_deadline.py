@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from fabcheck.collect.host import TimeLimits
+from fabcheck.collect.ssh import TimeLimits
 from fabcheck.errors import DeadlinePassed
 from fabcheck.pairs.rounds import Endpoint, Pair, Round
 from fabcheck.pairs.session import Session, within_deadline

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fabcheck.collect.host import SshTarget, TimeLimits
+from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired.perftest import DesiredPerftest
 from fabcheck.pairs.commands import BASE_PORT, PORT_RETRY_STRIDE, HostSetup
 from fabcheck.pairs.rounds import Endpoint, Pair

@@ -13,7 +13,9 @@ import pytest
 from fabcheck.checks.model import passed
 from fabcheck.cli import main
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import HostCollection, Section, SshTarget, TimeLimits
+from fabcheck.collect.host import HostCollection
+from fabcheck.collect.script import Section
+from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.gate import host_stage as validate
 from fabcheck.report.palette import SOLID
 

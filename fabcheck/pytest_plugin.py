@@ -97,8 +97,8 @@ class Gate:
     """The session's hosts and their results, collected on first use, once (thread-safe)."""
 
     def __init__(self, config: pytest.Config) -> None:
+        from fabcheck.collect.backends import testinfra as backends
         from fabcheck.collect.ssh import TimeLimits
-        from fabcheck.gate import backends
         from fabcheck.gate.sources import reachable_targets
         from fabcheck.intent.loader import load_inventory
 
@@ -120,7 +120,8 @@ class Gate:
         self._recorder: snapshot.Recorder | None = None
 
     def collector(self) -> validate.Collector:
-        from fabcheck.gate import backends, snapshot
+        from fabcheck.collect.backends import testinfra as backends
+        from fabcheck.gate import snapshot
 
         saved = self.config.getoption("fabcheck_snapshot")
         if saved:
@@ -165,7 +166,7 @@ class Gate:
 
 
 def _default_url(entry: HostEntry, backend: str, source: str) -> str | None:
-    from fabcheck.gate import backends
+    from fabcheck.collect.backends import testinfra as backends
     from fabcheck.gate.sources import reachable_targets
 
     targets = reachable_targets([entry])

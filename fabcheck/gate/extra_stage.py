@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from fabcheck.checks.model import Finding, Status
+from fabcheck.collect.backends.ansible import path_with_ansible
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
 from fabcheck.gate.fabric import GateResult
 from fabcheck.gate.stages import ExtraChecks, NodeOutcome, StageContext, StageOutcome
-from fabcheck.gate.via_ansible import path_with_ansible
 from fabcheck.intent.fabric import Fabric
 from fabcheck.intent.loader import HostEntry
 from fabcheck.report.model import NodeKind

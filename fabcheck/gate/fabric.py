@@ -81,7 +81,7 @@ def run_gate(
     """Every stage of the plan. One node's failure to answer is an error for that node only.
 
     ``reads`` says how hosts and switches are reached (default: the native ssh round trip and netmiko;
-    fabcheck.gate.backends for testinfra, fabcheck.gate.snapshot for a replay), ``stage_collectors``
+    a backend of fabcheck.collect.backends, or fabcheck.gate.snapshot for a replay); ``stage_collectors``
     stand in for a stage's own reads, by stage name (StageContext.collectors: a snapshot's replay or
     recorder)."""
     ends_at = None if deadline_s is None else time.monotonic() + deadline_s

@@ -17,6 +17,8 @@ from typing import Any
 from fabcheck.checks.host import HostEvidence, check_fleet, check_host
 from fabcheck.checks.model import Finding, Status, errored, verdict
 from fabcheck.collect import host as collect
+from fabcheck.collect import ssh
+from fabcheck.collect.backends import native
 from fabcheck.collect.host import HostCollection, last_line
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.nic import DesiredHost, desired_host
@@ -65,7 +67,7 @@ class HostResult:
 def validate(
     hosts: Sequence[HostEntry],
     limits: TimeLimits | None = None,
-    collector: Collector | None = None,  # None: ssh (collect.collect_host, looked up per call)
+    collector: Collector | None = None,  # None: the native ssh round trip, looked up per call
     deadline_s: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     workers: int = DEFAULT_CONCURRENCY,
@@ -85,7 +87,7 @@ def validate(
     limits = limits or TimeLimits()
     if desired is None:
         desired = {entry.name: desired_host(entry.intent, entry.name) for entry in hosts}
-    collector = collector or collect.collect_host
+    collector = collector or native.collect_host
     end = None if deadline_s is None else clock() + deadline_s
 
     def one(entry: HostEntry) -> HostResult:
@@ -131,7 +133,7 @@ def _one_host(
         left = end - clock()
         if left <= 0:
             late = HostCollection(
-                entry.name, {}, False, _not_before_deadline(deadline_s), expired=collect.COMMAND
+                entry.name, {}, False, _not_before_deadline(deadline_s), expired=ssh.COMMAND
             )
             return judge(late, entry.intent)
         host_limits = limits.within(left)
@@ -183,9 +185,9 @@ def judge(collection: HostCollection, intent: FabricIntent) -> HostResult:
 
 
 _HINTS = {
-    collect.CONNECT: "the host did not accept ssh within the connect timeout: check that it is up and that "
+    ssh.CONNECT: "the host did not accept ssh within the connect timeout: check that it is up and that "
     "ansible_host/ansible_port are right (raise --connect-timeout only for a slow network)",
-    collect.COMMAND: "a tool on the host hangs or the host is overloaded: see the section it stopped in; "
+    ssh.COMMAND: "a tool on the host hangs or the host is overloaded: see the section it stopped in; "
     "raise --timeout only when the host is merely slow",
 }
 

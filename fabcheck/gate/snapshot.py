@@ -30,6 +30,7 @@ from typing import Any
 
 from fabcheck.collect import host as collect
 from fabcheck.collect import sm as sm_collect
+from fabcheck.collect import ssh
 from fabcheck.collect.host import HostCollection
 from fabcheck.collect.script import Section
 from fabcheck.collect.ssh import SshTarget, TimeLimits
@@ -221,7 +222,7 @@ def _never_collected(host: Any) -> HostCollection:
     """A host judged without a round trip: the error it got (a replay of a host with bad connection
     variables stops at the same inventory error before it reads this)."""
     reason = next((f.actual for f in host.findings), "not collected")
-    return HostCollection(host.host, {}, False, reason, expired=collect.COMMAND)
+    return HostCollection(host.host, {}, False, reason, expired=ssh.COMMAND)
 
 
 def _write(path: Path, data: Mapping[str, Any]) -> None:

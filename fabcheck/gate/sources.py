@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabcheck.collect.backends import ansible as via_ansible
+from fabcheck.collect.backends import testinfra as backends
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.errors import UsageError
-from fabcheck.gate import backends, snapshot, via_ansible
+from fabcheck.gate import snapshot
 from fabcheck.gate.host_stage import Collector, HostResult
 from fabcheck.gate.stages import Reads
 from fabcheck.gate.switches import Connect
@@ -121,9 +123,9 @@ def choose_source(
 
 
 def _native(target: SshTarget, priority: int, limits: TimeLimits) -> Any:
-    from fabcheck.collect import host as collect
+    from fabcheck.collect.backends import native
 
-    return collect.collect_host(target, priority, limits)
+    return native.collect_host(target, priority, limits)
 
 
 def _live_collector(

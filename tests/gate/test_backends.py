@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from fabcheck.collect import host as collect
+from fabcheck.collect import ssh
+from fabcheck.collect.backends import native
+from fabcheck.collect.backends import testinfra as backends
 from fabcheck.collect.script import split_sections
 from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.errors import UsageError
-from fabcheck.gate import backends
 from fabcheck.gate import host_stage as validate
 from fabcheck.intent.model import FabricIntent
 
@@ -131,7 +133,7 @@ def test_a_host_run_that_never_returns_is_given_up_on(monkeypatch: pytest.Monkey
         "paramiko://gpu01", SshTarget("gpu01", "gpu01"), 3, TimeLimits(cap_s=0.2)
     )
     released.set()
-    assert collection.expired == collect.COMMAND and "gave no answer within 0.2 s" in (collection.error or "")
+    assert collection.expired == ssh.COMMAND and "gave no answer within 0.2 s" in (collection.error or "")
     assert time.monotonic() - start < 25  # bounded by the cap, not by the stuck call
 
 
@@ -148,7 +150,7 @@ def test_a_backend_that_cannot_connect_is_an_error_for_that_host() -> None:
 
 def test_native_stays_the_default_and_named_hosts_use_testinfra(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    monkeypatch.setattr(collect, "collect_host", lambda target, *_: calls.append(f"native {target.name}"))
+    monkeypatch.setattr(native, "collect_host", lambda target, *_: calls.append(f"native {target.name}"))
     monkeypatch.setattr(
         backends, "collect_via_testinfra", lambda url, target, *_: calls.append(f"{url} {target.name}")
     )

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from fabcheck.collect import host as collect
-from fabcheck.collect.host import collect_host, remote_command
+from fabcheck.collect import ssh
+from fabcheck.collect.backends.native import collect_host
+from fabcheck.collect.host import remote_command
 from fabcheck.collect.script import split_sections
 from fabcheck.collect.ssh import SshTarget, TimeLimits
 
@@ -147,7 +149,7 @@ def test_host_limit_expiry_is_a_command_timeout_naming_where_it_stopped(
     fake_ssh(host, 'exec sh -c "$remote"')
     monkeypatch.setenv("PATH", str(host))
     collection = collect_host(TARGET, 3, TimeLimits(connect_s=5, command_s=3))
-    assert collection.expired == collect.COMMAND and not collection.complete
+    assert collection.expired == ssh.COMMAND and not collection.complete
     assert collection.error is not None
     assert collection.error.startswith(
         "command timeout on the host: the collection did not finish within 3 s"
@@ -163,7 +165,7 @@ def test_a_host_that_never_answers_is_a_client_side_command_timeout(
     fake_ssh(host, 'echo "debug1: Authenticated to 10.0.0.1" >&2\nexec sleep 1000')
     monkeypatch.setenv("PATH", str(host))
     collection = collect_host(TARGET, 3, TimeLimits(connect_s=1, command_s=1))
-    assert collection.expired == collect.COMMAND
+    assert collection.expired == ssh.COMMAND
     assert collection.error == (
         "command timeout: no complete answer within 7 s (host limit 1 s, ssh ConnectTimeout 1 s); "
         "nothing was printed; ssh said: debug1: Authenticated to 10.0.0.1"
@@ -174,7 +176,7 @@ SSH_FAILURES = [
     (
         "printf 'Connection timed out during banner exchange\\r\\n' >&2\n"
         "printf 'Connection to 10.0.0.1 port 22 timed out\\r\\n' >&2",
-        collect.CONNECT,
+        ssh.CONNECT,
         "connect timeout (ssh ConnectTimeout 4 s) to 10.0.0.1:22: "
         "Connection timed out during banner exchange; Connection to 10.0.0.1 port 22 timed out",
     ),

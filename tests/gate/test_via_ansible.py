@@ -12,9 +12,10 @@ from types import SimpleNamespace
 import pytest
 
 from fabcheck.collect import host as collect
+from fabcheck.collect import ssh
+from fabcheck.collect.backends import ansible as via_ansible
 from fabcheck.collect.script import split_sections
 from fabcheck.collect.ssh import TimeLimits
-from fabcheck.gate import via_ansible
 
 INVENTORY = """
 all:
@@ -87,13 +88,13 @@ COMPLETE = "".join(
             False,
             "--via ansible: the task printed nothing: The raw action failed to execute in the expected time "
             "frame (5)",
-            collect.COMMAND,
+            ssh.COMMAND,
         ),
         (
             ("runner_on_ok", {"stdout": COMPLETE.rsplit("<<<", 1)[0], "rc": 124}),
             False,
             "--via ansible: command timeout on the host (the collection was stopped there)",
-            collect.COMMAND,
+            ssh.COMMAND,
         ),
         (
             ("runner_on_ok", {"stdout": "", "stderr": "sh: 1: bad\n", "rc": 2}),

@@ -20,7 +20,7 @@ from labsupport import requires_lab, run_playbook, running_lab
 
 from fabcheck.checks import host as host_checks
 from fabcheck.checks.model import Finding, Status
-from fabcheck.collect.host import collect_host
+from fabcheck.collect.backends.native import collect_host
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.gate import fabric, snapshot
 from fabcheck.gate.fabric import gate_report as gate_run

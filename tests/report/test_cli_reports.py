@@ -13,6 +13,7 @@ import pytest
 from fabcheck.checks.model import passed
 from fabcheck.cli import main
 from fabcheck.collect import host as collect
+from fabcheck.collect.backends import native
 from fabcheck.collect.host import HostCollection
 from fabcheck.collect.script import Section
 from fabcheck.collect.ssh import SshTarget, TimeLimits
@@ -118,7 +119,7 @@ def fake_collector(monkeypatch: pytest.MonkeyPatch, topo_of: dict[str, Path | No
         sections = {collect.TOPO: Section(0, topo.read_text())}
         return HostCollection(target.name, sections, True, priority=priority)
 
-    monkeypatch.setattr(collect, "collect_host", collect_host)
+    monkeypatch.setattr(native, "collect_host", collect_host)
     return calls
 
 

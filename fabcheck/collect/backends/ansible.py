@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from fabcheck.collect import host as collect
+from fabcheck.collect import ssh
 from fabcheck.collect.host import HostCollection
 from fabcheck.collect.script import split_sections
 from fabcheck.collect.ssh import SshTarget, TimeLimits
@@ -127,16 +128,16 @@ def bundle_of(
     stdout = res.get("stdout")
     if not isinstance(stdout, str):
         error = f"--via ansible: the task printed nothing{f': {message[:300]}' if message else ''}"
-        expired = collect.COMMAND if "expected time frame" in message else None
+        expired = ssh.COMMAND if "expected time frame" in message else None
         return HostCollection(host, {}, False, error, priority, expired)
     parsed = split_sections(stdout, token)
     if parsed.complete:
         return HostCollection(host, parsed.sections, True, None, priority)
     rc = res.get("rc")
-    stderr = collect.ssh_said(str(res.get("stderr") or ""))
+    stderr = ssh.ssh_said(str(res.get("stderr") or ""))
     if rc in (124, 137):
         error = "--via ansible: command timeout on the host (the collection was stopped there)"
-        return HostCollection(host, parsed.sections, False, error, priority, collect.COMMAND)
+        return HostCollection(host, parsed.sections, False, error, priority, ssh.COMMAND)
     error = f"--via ansible: the collection ended early (exit {rc})" + (f": {stderr}" if stderr else "")
     return HostCollection(host, parsed.sections, False, error, priority)
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabcheck.collect import host as collect
+from fabcheck.collect import ssh
+from fabcheck.collect.backends import native
 from fabcheck.collect.host import HostCollection
 from fabcheck.collect.script import split_sections
 from fabcheck.collect.ssh import SshTarget, TimeLimits
@@ -128,7 +130,7 @@ class TestinfraCollector:
     def __call__(self, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
         url = self.url_of(target)
         if url is None:
-            return collect.collect_host(target, priority, limits)
+            return native.collect_host(target, priority, limits)
         return collect_via_testinfra(url, target, priority, limits)
 
 
@@ -155,7 +157,7 @@ def host_for(url: str, target: SshTarget, limits: TimeLimits) -> Any:
 def ansible_tools_on_path() -> None:
     """testinfra's ansible backend runs `ansible-inventory` through a shell: find fabcheck's own (a
     virtualenv's bin need not be on PATH)."""
-    from fabcheck.gate.via_ansible import path_with_ansible
+    from fabcheck.collect.backends.ansible import path_with_ansible
 
     with _PATH_LOCK:
         os.environ["PATH"] = path_with_ansible()
@@ -186,7 +188,7 @@ def collect_via_testinfra(url: str, target: SshTarget, priority: int, limits: Ti
             f"command timeout: `host.run` through testinfra {scheme} gave no answer within "
             f"{limits.client_s:g} s (host limit {limits.host_s} s)"
         )
-        return HostCollection(target.name, {}, False, error, priority, collect.COMMAND)
+        return HostCollection(target.name, {}, False, error, priority, ssh.COMMAND)
     if "error" in answer:
         return HostCollection(target.name, {}, False, _backend_said(scheme, answer["error"]), priority)
     result = answer["result"]
@@ -195,10 +197,10 @@ def collect_via_testinfra(url: str, target: SshTarget, priority: int, limits: Ti
     parsed = split_sections(stdout, token)
     if parsed.complete:
         return HostCollection(target.name, parsed.sections, True, None, priority)
-    said = collect.ssh_said(stderr)
+    said = ssh.ssh_said(stderr)
     if result.rc in HOST_TIMEOUT_RCS:
         error = f"command timeout on the host: the collection did not finish within {limits.host_s} s"
-        return HostCollection(target.name, parsed.sections, False, error, priority, collect.COMMAND)
+        return HostCollection(target.name, parsed.sections, False, error, priority, ssh.COMMAND)
     error = f"collection through testinfra {scheme} ended early (exit {result.rc})" + (
         f": {said}" if said else ""
     )
@@ -210,6 +212,6 @@ def _backend_said(scheme: str, err: Exception) -> str:
     # testinfra's ssh backend raises RuntimeError(CommandResult) on exit 255: its stderr is the reason.
     stderr = getattr(err.args[0], "stderr", None) if err.args else None
     if isinstance(stderr, str) and stderr.strip():
-        text = collect.ssh_said(stderr)
+        text = ssh.ssh_said(stderr)
     text = text if len(text) <= 300 else text[:300] + "..."
     return f"testinfra {scheme} backend could not run the collection: {type(err).__name__}: {text}"

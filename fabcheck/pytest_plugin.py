@@ -31,6 +31,7 @@ import pytest
 
 if TYPE_CHECKING:  # pytest loads this plugin in every session: fabcheck itself only when it is used
     from fabcheck.checks.model import Finding, Status
+    from fabcheck.collect.backends import Collector
     from fabcheck.collect.host import HostCollection
     from fabcheck.gate import host_stage as validate
     from fabcheck.gate import snapshot
@@ -119,7 +120,7 @@ class Gate:
         self._results: dict[str, validate.HostResult] | None = None
         self._recorder: snapshot.Recorder | None = None
 
-    def collector(self) -> validate.Collector:
+    def collector(self) -> Collector:
         from fabcheck.collect.backends import testinfra as backends
         from fabcheck.gate import snapshot
 

@@ -18,7 +18,7 @@ from fabcheck.checks.host import HostEvidence, check_fleet, check_host
 from fabcheck.checks.model import Finding, Status, errored, verdict
 from fabcheck.collect import host as collect
 from fabcheck.collect import ssh
-from fabcheck.collect.backends import native
+from fabcheck.collect.backends import Collector, native
 from fabcheck.collect.host import HostCollection, last_line
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.nic import DesiredHost, desired_host
@@ -32,8 +32,6 @@ from fabcheck.report.model import NodeKind
 DEFAULT_CONCURRENCY = 16
 COLLECTION_CHECK = "host.collection"
 INVENTORY_CHECK = "host.inventory"
-
-Collector = Callable[[SshTarget, int, TimeLimits], HostCollection]
 
 
 @dataclass(frozen=True)

@@ -154,10 +154,10 @@ class StageRecorder:
 
 @dataclass
 class Recorder:
-    """A host_stage.Collector that passes each host to `inner` and keeps what came back; with `tap`, the
+    """A collect.backends.Collector that passes each host to `inner` and keeps what came back; with `tap`, the
     same for the stages that a snapshot records."""
 
-    inner: Any  # host_stage.Collector
+    inner: Any  # collect.backends.Collector
     collections: dict[str, HostCollection] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stages: dict[str, StageRecorder] = field(default_factory=dict)
@@ -239,7 +239,7 @@ class Snapshot:
     switches: Mapping[str, Mapping[str, Any]]
 
     def collector(self, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
-        """A host_stage.Collector: the saved round trip of the host."""
+        """A collect.backends.Collector: the saved round trip of the host."""
         return self.hosts[target.name]
 
     def connect(self, login: SwitchLogin) -> ReplayedSession:

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabcheck.collect.backends import Collector
 from fabcheck.collect.backends import ansible as via_ansible
 from fabcheck.collect.backends import testinfra as backends
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
-from fabcheck.gate.host_stage import Collector, HostResult
+from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.stages import Reads
 from fabcheck.gate.switches import Connect
 from fabcheck.intent.fabric import Fabric

@@ -25,7 +25,8 @@ from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.report.model import Figure, NodeKind
 
 if TYPE_CHECKING:
-    from fabcheck.gate.host_stage import Collector, HostResult
+    from fabcheck.collect.backends import Collector
+    from fabcheck.gate.host_stage import HostResult
     from fabcheck.gate.plan import GatePlan
     from fabcheck.gate.switches import Connect, SwitchResult
     from fabcheck.intent.fabric import Fabric

@@ -154,7 +154,7 @@ def _runner_said(runner: Any) -> str:
 
 
 class AnsibleBundles:
-    """A host_stage.Collector serving the bundles one play brought back."""
+    """A collect.backends.Collector serving the bundles one play brought back."""
 
     def __init__(self, bundles: Mapping[str, HostCollection]) -> None:
         self.bundles = bundles

@@ -111,7 +111,7 @@ def assign_urls(urls: Sequence[str], targets: Sequence[SshTarget]) -> dict[str, 
 
 @dataclass
 class TestinfraCollector:
-    """A host_stage.Collector: each host through its testinfra URL (named, or built for `backend`), hosts
+    """A collect.backends.Collector: each host through its testinfra URL (named, or built for `backend`), hosts
     without one through the native ssh round trip."""
 
     backend: str = NATIVE

@@ -111,8 +111,8 @@ def assign_urls(urls: Sequence[str], targets: Sequence[SshTarget]) -> dict[str, 
 
 @dataclass
 class TestinfraCollector:
-    """A collect.backends.Collector: each host through its testinfra URL (named, or built for `backend`), hosts
-    without one through the native ssh round trip."""
+    """A Collector: each host through its testinfra URL (named, or built for `backend`), hosts without one
+    through the native ssh round trip."""
 
     backend: str = NATIVE
     urls: Mapping[str, str] = field(default_factory=dict)  # inventory host -> testinfra URL

@@ -15,17 +15,56 @@ class Status(str, Enum):
 
 
 @dataclass(frozen=True)
+class Where:
+    """The part of the fabric a finding is about, as fields: reporters read these, never `subject`."""
+
+    node: str  # the host, switch or subnet manager
+    part: str = ""  # its NIC, port, GPU or netdev ("": the node as a whole)
+    peer: str = ""  # the other end of the part's cable, "leaf01:swp1" or "gpu01:mlx5_0" ("": none)
+
+    def to_json(self) -> dict[str, str]:
+        return {key: value for key, value in asdict(self).items() if value}
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A figure the check measured, and the one it was judged against."""
+
+    value: float
+    unit: str  # "Gb/s", "GB/s", "ms", ...
+    expected: float | None = None  # the floor or target (None: judged against something else, e.g. peers)
+
+    def to_json(self) -> dict[str, float | str]:
+        data: dict[str, float | str] = {"value": self.value, "unit": self.unit}
+        if self.expected is not None:
+            data["expected"] = self.expected
+        return data
+
+
+@dataclass(frozen=True)
 class Finding:
     check: str  # dotted name, e.g. "topo.rail_affinity"
     status: Status
-    subject: str  # what was judged: "GPU3", "mlx5_2", "8589934592 B row"
+    subject: str  # what was judged, as a reader names it: "GPU3", "mlx5_2", "8589934592 B row"
     expected: str
     actual: str
     hint: str = ""  # what to do about it, and which role or setting fixes it
+    where: Where | None = None  # the same subject as fields, where the check knows them
+    measure: Measure | None = None  # the measured figure, where there is one
 
-    def to_json(self) -> dict[str, str]:
-        data = asdict(self)
-        data["status"] = self.status.value
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "check": self.check,
+            "status": self.status.value,
+            "subject": self.subject,
+            "expected": self.expected,
+            "actual": self.actual,
+            "hint": self.hint,
+        }
+        if self.where is not None:
+            data["where"] = self.where.to_json()
+        if self.measure is not None:
+            data["measure"] = self.measure.to_json()
         return data
 
 

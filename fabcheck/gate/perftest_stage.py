@@ -7,10 +7,11 @@ variable perftest_mode picks fast (default: one matching per rail) or all (every
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fabcheck.checks.model import Finding, Status, errored, failed, passed, skipped
+from fabcheck.checks.model import Finding, Measure, Status, Where, errored, failed, passed, skipped
 from fabcheck.desired.perftest import DRIFT_MAX_DROP
 from fabcheck.errors import UsageError
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
@@ -126,6 +127,8 @@ def judge_hosts(
             diagnosis.slow[link],
             LINK_HINT,
         )
+        near, far = sorted(link, key=str)
+        finding = dataclasses.replace(finding, where=Where(near.host, near.nic, f"{far.host}:{far.nic}"))
         for end in link:
             findings[end.host].append(finding)
     _drift(findings, diagnosis, recorded, baseline_path)
@@ -167,13 +170,22 @@ def _nic_finding(
             "add hosts with this rail to the run, or fix the intent's rails",
         )
     expected = session.floor_text(results[0].pair)
+    figure = _slowest(results, session.floor_of(results[0].pair))
+    where = Where(end.host, end.nic)
     if end in bad:
-        return failed(NIC, end.nic, expected, f"slow: {_with(end, results)}", NIC_HINT)
-    if end in unlocalised:
-        return failed(
-            NIC, end.nic, expected, f"slow, end not localised: {_with(end, results)}", UNLOCALISED_HINT
-        )
-    return passed(NIC, end.nic, expected, _with(end, results))
+        found = failed(NIC, end.nic, expected, f"slow: {_with(end, results)}", NIC_HINT)
+    elif end in unlocalised:
+        said = f"slow, end not localised: {_with(end, results)}"
+        found = failed(NIC, end.nic, expected, said, UNLOCALISED_HINT)
+    else:
+        found = passed(NIC, end.nic, expected, _with(end, results))
+    return dataclasses.replace(found, where=where, measure=figure)
+
+
+def _slowest(results: Sequence[Measurement], floor_gbps: float) -> Measure | None:
+    """The NIC's lowest measured bandwidth against the pair floor (None: no pair measured)."""
+    measured = [m.gbps for m in results if m.gbps is not None]
+    return Measure(round(min(measured), 2), "Gb/s", round(floor_gbps, 2)) if measured else None
 
 
 def _bad_host(host: str, nics: Sequence[str], by_end: Mapping[Endpoint, list[Measurement]]) -> Finding:

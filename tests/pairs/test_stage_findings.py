@@ -201,3 +201,20 @@ def test_perftest_mode_comes_from_the_inventory_and_a_bad_one_names_the_variable
     assert mode_of([SimpleNamespace(variables={"perftest_mode": "all"})]) == "all"  # type: ignore[list-item]
     with pytest.raises(UsageError, match="perftest_mode='ring': expected one of fast, all"):
         mode_of([SimpleNamespace(variables={"perftest_mode": "ring"})])  # type: ignore[list-item]
+
+
+def test_nic_and_link_findings_carry_where_and_the_measured_bandwidth_in_json() -> None:
+    plain, _ = _session()
+    link = plain.rounds[0][1].key
+    session, hosts = _session(bad_nics=[Endpoint("gpu0000", "mlx5_1")], bad_links=[link], factor=0.5)
+    findings, diagnosis = _judged(session, hosts)
+    slow = next(f for f in findings["gpu0000"] if f.check == NIC and f.subject == "mlx5_1")
+    measured = [m.gbps for m in diagnosis.measurements if Endpoint("gpu0000", "mlx5_1") in m.pair.ends]
+    assert slow.where is not None and (slow.where.node, slow.where.part) == ("gpu0000", "mlx5_1")
+    assert slow.measure is not None and slow.measure.unit == "Gb/s" and slow.measure.expected == 360.0
+    assert slow.measure.value == round(min(g for g in measured if g is not None), 2) < 360.0
+    assert slow.to_json()["measure"] == {"value": slow.measure.value, "unit": "Gb/s", "expected": 360.0}
+    bad_link = next(f for f in findings[link[0].host] if f.check == LINK)
+    assert bad_link.where is not None
+    ends = {f"{end.host}:{end.nic}" for end in link}
+    assert {f"{bad_link.where.node}:{bad_link.where.part}", bad_link.where.peer} == ends

@@ -16,8 +16,9 @@ its port findings (`mlx5_0/1`) name.
 
 Size rule: up to DETAIL_MAX_HOSTS hosts every host gets a full row (NIC, cable, switch and port names).
 Above that the picture is compact (one thin row per host, three squares per NIC: NIC, cable, port), and
-hosts whose every NIC, cable and port passes are folded into one count row; at most COMPACT_MAX_ROWS
-hosts that do not pass are drawn, the rest are counted in a last row (the failure table lists them all).
+hosts where nothing fails or errs (host, NICs, cables, ports) are folded into one count row, its squares
+green where every folded host passes that part; at most COMPACT_MAX_ROWS hosts that fail or err are drawn,
+the rest are counted in one row (the failure table lists every failure).
 """
 
 from __future__ import annotations
@@ -101,6 +102,13 @@ class HostRow:
     def passes(self) -> bool:
         return self.status is Status.PASS and all(cell.passes for cell in self.cells.values())
 
+    @property
+    def quiet(self) -> bool:
+        """Nothing of the host fails or errs: folded in the compact picture (a part may be unjudged,
+        e.g. every port when the switch stage did not run, or skipped)."""
+        bad = (Status.FAIL, Status.ERROR)
+        return self.status is Status.PASS and all(cell.status not in bad for cell in self.cells.values())
+
 
 @dataclass(frozen=True)
 class SwitchBox:
@@ -126,12 +134,14 @@ class Fabric:
 
 
 def split_end(end: str, names: Iterable[str] = ()) -> tuple[str, str] | None:
-    """`gpu01:mlx5_0` -> (`gpu01`, `mlx5_0`). A known node name that itself holds `:` wins (longest
-    first); otherwise the node is what comes before the first `:`."""
-    for name in sorted(names, key=len, reverse=True):
-        if end.startswith(f"{name}:") and len(end) > len(name) + 1:
-            return name, end[len(name) + 1 :]
+    """`gpu01:mlx5_0` -> (`gpu01`, `mlx5_0`). The node is what comes before the first `:`, unless a
+    known node name that itself holds `:` starts the text (the longest such name wins)."""
     node, colon, part = end.partition(":")
+    known = set(names)
+    if node not in known:
+        for name in sorted((n for n in known if ":" in n), key=len, reverse=True):
+            if end.startswith(f"{name}:") and len(end) > len(name) + 1:
+                return name, end[len(name) + 1 :]
     return (node, part) if colon and node and part else None
 
 
@@ -146,8 +156,22 @@ def link_ends(subject: str, hosts: Iterable[str] = (), switches: Iterable[str] =
     return LinkEnds(host[0], host[1], switch[0], switch[1])
 
 
-def cable_map(run: Run) -> dict[tuple[str, str], tuple[str, str]]:
-    """(host, NIC) -> (switch, port): the run's link details first, then the link findings' subjects."""
+@dataclass(frozen=True)
+class Cables:
+    """The cabling map as far as the run tells: (host, NIC) -> (switch, port), and back."""
+
+    by_nic: Mapping[tuple[str, str], tuple[str, str]]
+    by_port: Mapping[str, str]  # "leaf01:swp1" -> "gpu01:mlx5_0"
+    nics: Mapping[str, frozenset[str]]  # host -> its cabled NICs
+    hosts: frozenset[str]  # the run's host nodes
+    switches: frozenset[str]  # the run's switch nodes and every switch a cable names
+
+    def nics_of(self, host: str) -> frozenset[str]:
+        return self.nics.get(host, frozenset())
+
+
+def cable_map(run: Run) -> Cables:
+    """The run's link details first, then the link findings' subjects (`host:nic <-> switch:port`)."""
     hosts, switches = _names(run, NodeKind.HOST), _names(run, NodeKind.SWITCH)
     out: dict[tuple[str, str], tuple[str, str]] = {}
     for detail in run.links:
@@ -157,7 +181,13 @@ def cable_map(run: Run) -> dict[tuple[str, str], tuple[str, str]]:
             ends = link_ends(finding.subject, hosts, switches)
             if ends is not None:
                 out.setdefault((ends.host, ends.nic), (ends.switch, ends.port))
-    return out
+    back = {f"{s}:{p}": f"{h}:{n}" for (h, n), (s, p) in out.items()}
+    nics: dict[str, set[str]] = {}
+    for host, nic in out:
+        nics.setdefault(host, set()).add(nic)
+    named = {switch for switch, _ in out.values()}
+    frozen = {host: frozenset(names) for host, names in nics.items()}
+    return Cables(out, back, frozen, frozenset(hosts), frozenset(switches | named))
 
 
 def derived_links(run: Run) -> tuple[LinkDetail, ...]:
@@ -166,34 +196,28 @@ def derived_links(run: Run) -> tuple[LinkDetail, ...]:
     known = {(d.ends.host, d.ends.nic) for d in run.links}
     extra = [
         LinkDetail(LinkEnds(host, nic, switch, port))
-        for (host, nic), (switch, port) in cable_map(run).items()
+        for (host, nic), (switch, port) in cable_map(run).by_nic.items()
         if (host, nic) not in known
     ]
     return (*run.links, *extra)
 
 
-def where(
-    subject: Subject, finding: Finding, cables: Mapping[tuple[str, str], tuple[str, str]]
-) -> tuple[str, str]:
+def where(subject: Subject, finding: Finding, cables: Cables) -> tuple[str, str]:
     """(host NIC, switch port) a finding is about, as far as the cabling map tells; "" when unknown."""
-    by_port = {f"{s}:{p}": f"{h}:{n}" for (h, n), (s, p) in cables.items()}
     if finding.check.startswith(LINK_PREFIX):
-        hosts = {h for h, _ in cables}
-        switches = {s for s, _ in cables.values()}
-        ends = link_ends(finding.subject, hosts, switches)
+        ends = link_ends(finding.subject, cables.hosts, cables.switches)
         if ends is not None:
             return ends.host_end, ends.switch_end
-        if finding.subject in by_port:
-            return by_port[finding.subject], finding.subject
+        if finding.subject in cables.by_port:
+            return cables.by_port[finding.subject], finding.subject
     if subject.kind is NodeKind.SWITCH:
-        if finding.subject in by_port:
-            return by_port[finding.subject], finding.subject
+        if finding.subject in cables.by_port:
+            return cables.by_port[finding.subject], finding.subject
         return "", finding.subject if finding.subject.startswith(f"{subject.name}:") else ""
     if subject.kind is NodeKind.HOST:
-        nics = {n for h, n in cables if h == subject.name}
-        nic = _nic_of(subject.name, finding.subject, nics)
+        nic = _nic_of(subject.name, finding.subject, cables.nics_of(subject.name))
         if nic is not None:
-            cable = cables.get((subject.name, nic))
+            cable = cables.by_nic.get((subject.name, nic))
             return f"{subject.name}:{nic}", (f"{cable[0]}:{cable[1]}" if cable else "")
     return "", ""
 
@@ -203,9 +227,7 @@ def fabric(run: Run) -> Fabric:
     cables = cable_map(run)
     host_subjects = [s for s in run.subjects if s.kind is NodeKind.HOST]
     switch_subjects = [s for s in run.subjects if s.kind is NodeKind.SWITCH]
-    hosts = {s.name for s in host_subjects}
-    switch_names = {s.name for s in switch_subjects} | {s for s, _ in cables.values()}
-    links = _unique(f for _, f in run.findings() if f.check.startswith(LINK_PREFIX))
+    on_cable = link_findings_by_nic(run, cables)
     ports: dict[tuple[str, str], list[Finding]] = {}
     for switch in switch_subjects:
         for finding in switch.findings:
@@ -217,26 +239,50 @@ def fabric(run: Run) -> Fabric:
     rows = []
     for subject in host_subjects:
         nics = _host_nics(subject, cables)
+        about: dict[str, list[Finding]] = {}
+        for finding in subject.findings:
+            if not finding.check.startswith(LINK_PREFIX):
+                nic = _finding_nic(subject, finding, nics)
+                if nic is not None:
+                    about.setdefault(nic, []).append(finding)
         cells = {}
         for nic in nics:
-            switch, port = cables.get((subject.name, nic), ("", ""))
-            own = tuple(f for f in subject.findings if not f.check.startswith(LINK_PREFIX))
-            nic_findings = tuple(f for f in own if _about_nic(subject, f, nic, nics))
-            cable = tuple(f for f in links if _names_end(f.subject, f"{subject.name}:{nic}"))
+            switch, port = cables.by_nic.get((subject.name, nic), ("", ""))
+            cable = tuple(on_cable.get((subject.name, nic), ()))
             at_port = tuple(ports.get((switch, port), ())) if switch else ()
-            cells[nic] = Cell(subject.name, nic, switch, port, nic_findings, cable, at_port)
+            cells[nic] = Cell(subject.name, nic, switch, port, tuple(about.get(nic, ())), cable, at_port)
         rows.append(HostRow(subject.name, worst(subject.findings), cells, _counts(subject.findings)))
     columns = tuple(sorted({nic for row in rows for nic in row.cells}, key=_natural))
     used: dict[str, int] = {}
-    for switch, _port in cables.values():
+    for switch, _port in cables.by_nic.values():
         used[switch] = used.get(switch, 0) + 1
     by_name = {s.name: s for s in switch_subjects}
-    order = [s.name for s in switch_subjects] + sorted(switch_names - set(by_name) - hosts, key=_natural)
+    others = sorted(set(used) - set(by_name) - cables.hosts, key=_natural)
     boxes = tuple(
         SwitchBox(name, worst(by_name[name].findings) if name in by_name else None, used.get(name, 0))
-        for name in order
+        for name in [*by_name, *others]
     )
     return Fabric(columns, tuple(rows), boxes)
+
+
+def link_findings_by_nic(run: Run, cables: Cables) -> dict[tuple[str, str], list[Finding]]:
+    """Every `link.*` finding once, under the host NIC its subject names (`host:nic <-> switch:port`,
+    `host:nic` alone for a NIC no cable names, or the `switch:port` a cable of the map ends at). A
+    finding that names no host NIC is left out (the link table gives it a row of its own)."""
+    out: dict[tuple[str, str], list[Finding]] = {}
+    for finding in _unique(f for _, f in run.findings() if f.check.startswith(LINK_PREFIX)):
+        ends = link_ends(finding.subject, cables.hosts, cables.switches)
+        if ends is not None:
+            out.setdefault((ends.host, ends.nic), []).append(finding)
+            continue
+        end = split_end(finding.subject, cables.hosts)
+        if end is not None and end[0] in cables.hosts:
+            out.setdefault(end, []).append(finding)
+        elif finding.subject in cables.by_port:  # a switch end the map cables
+            host = split_end(cables.by_port[finding.subject], cables.hosts)
+            if host is not None:
+                out.setdefault(host, []).append(finding)
+    return out
 
 
 def _counts(findings: Iterable[Finding]) -> str:
@@ -253,16 +299,11 @@ def _unique(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     return tuple(dict.fromkeys(findings))
 
 
-def _names_end(subject: str, end: str) -> bool:
-    """`subject` names `end` as a whole word (`gpu01:mlx5_1` is not named by `gpu01:mlx5_10`)."""
-    return re.search(rf"(?<![\w.:-]){re.escape(end)}(?![\w.:-])", subject) is not None
-
-
 _PORT = re.compile(r"^(?P<nic>[^\s/:]+)/\d+$")
 
 
-def _host_nics(subject: Subject, cables: Mapping[tuple[str, str], tuple[str, str]]) -> list[str]:
-    nics = {nic for host, nic in cables if host == subject.name}
+def _host_nics(subject: Subject, cables: Cables) -> list[str]:
+    nics = set(cables.nics_of(subject.name))
     if subject.affinity is not None:
         nics |= set(subject.affinity.rails.values())
     for finding in subject.findings:
@@ -283,11 +324,14 @@ def _nic_of(host: str, subject: str, nics: Iterable[str]) -> str | None:
     return None
 
 
-def _about_nic(subject: Subject, finding: Finding, nic: str, nics: Sequence[str]) -> bool:
-    if finding.check == AFFINITY_CHECK and subject.affinity is not None:
+def _finding_nic(subject: Subject, finding: Finding, nics: Sequence[str]) -> str | None:
+    """The NIC a host finding is about; a GPU's affinity finding is about its rail NIC."""
+    if finding.check == AFFINITY_CHECK:
+        if subject.affinity is None:
+            return None
         rails = {f"GPU{index}": name for index, name in subject.affinity.rails.items()}
-        return rails.get(finding.subject) == nic
-    return _nic_of(subject.name, finding.subject, nics) == nic
+        return rails.get(finding.subject)
+    return _nic_of(subject.name, finding.subject, nics)
 
 
 def _natural(name: str) -> list[tuple[int, int | str]]:
@@ -320,9 +364,9 @@ def rule_note(run: Run) -> str:
         )
     return (
         f"{hosts} hosts: more than {DETAIL_MAX_HOSTS}, so one thin row per host (three squares per NIC: "
-        "NIC, cable, switch port); hosts whose every NIC, cable and port passes are folded into one "
-        f"count row, and at most {COMPACT_MAX_ROWS} hosts that do not pass are drawn (the failure table "
-        "lists every failure)."
+        "NIC, cable, switch port); hosts where nothing fails or errs are folded into one count row, "
+        f"and at most {COMPACT_MAX_ROWS} hosts that fail or err are drawn (the failure table lists "
+        "every failure)."
     )
 
 
@@ -334,17 +378,18 @@ def _draw(picture: Fabric, compact: bool) -> str:
     y = PAD + HEADER_H
     header = _header(picture.columns, label_w, cell_w, compact)
     if compact:
-        shown = [row for row in picture.rows if not row.passes]
-        folded = len(picture.rows) - len(shown)
+        shown = [row for row in picture.rows if not row.quiet]
+        quiet = [row for row in picture.rows if row.quiet]
+        folded = len(quiet)
         hidden = max(0, len(shown) - COMPACT_MAX_ROWS)
         for row in shown[:COMPACT_MAX_ROWS]:
             lines += _row(row, picture.columns, y, label_w, cell_w, row_h, compact)
             y += row_h
         if hidden:
-            lines.append(_note_row(y, f"... {hidden} more host(s) that do not pass: see the failures"))
+            lines.append(_note_row(y, f"... {hidden} more host(s) that fail or err: see the failures"))
             y += row_h
         if folded:
-            lines += _folded_row(folded, picture, y, label_w, cell_w, row_h)
+            lines += _folded_row(quiet, picture.columns, y, label_w, cell_w, row_h)
             y += row_h
     else:
         for row in picture.rows:
@@ -374,15 +419,33 @@ def _draw(picture: Fabric, compact: bool) -> str:
 
 
 def _header(columns: Sequence[str], label_w: int, cell_w: int, compact: bool) -> list[str]:
-    out = [_text(PAD, PAD + HEADER_H / 2, "host \\ NIC (rail)", weight="bold", anchor="start")]
+    """NIC names over the columns; compact columns are narrow, so they show what follows the prefix
+    every column shares (`mlx5_0` .. `mlx5_7`: `0` .. `7`, the corner says `mlx5_*`)."""
+    prefix = _shared_prefix(columns) if compact else ""
+    corner = f"host \\ NIC {prefix}*" if prefix else "host \\ NIC (rail)"
+    out = [_text(PAD, PAD + HEADER_H / 2, corner, weight="bold", anchor="start")]
     for index, nic in enumerate(columns):
         x = PAD + label_w + index * cell_w + cell_w / 2
-        shown = nic if not compact else _short(nic, 5)
+        shown = nic if not compact else _short(nic[len(prefix) :], 6)
         out.append(
             f'<text x="{x:g}" y="{PAD + HEADER_H / 2:g}" text-anchor="middle" dominant-baseline="central" '
             f'font-weight="bold" data-nic="{_e(nic)}"><title>{_e(nic)}</title>{_e(shown)}</text>'
         )
     return out
+
+
+def _shared_prefix(names: Sequence[str]) -> str:
+    """The longest start all names share, cut after its last non-digit (`mlx5_`, never `mlx5_1`)."""
+    if len(names) < 2:
+        return ""
+    first, last = min(names), max(names)
+    size = next(
+        (i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), min(len(first), len(last))
+    )
+    common = first[:size]
+    while common and common[-1].isdigit():
+        common = common[:-1]
+    return common if all(len(n) > len(common) for n in names) else ""
 
 
 def _row(
@@ -453,6 +516,7 @@ def _cell(cell: Cell, x: float, y: float) -> list[str]:
 
 
 def _mini_cell(cell: Cell, x: float, y: float) -> list[str]:
+    """Three squares: NIC, cable, port (two when the cabling map names no port)."""
     out = [_cell_group(cell)]
     parts = [("NIC", cell.nic_status), ("cable", cell.cable_status)]
     if cell.switch:
@@ -491,16 +555,39 @@ def _tip(cell: Cell, part: str) -> str:
     return f"{name}: {_said(status)} ({counted}{'; not passed: ' + ', '.join(bad) if bad else ''})"
 
 
-def _folded_row(count: int, picture: Fabric, y: float, label_w: int, cell_w: int, row_h: int) -> list[str]:
-    fill = SOLID[Status.PASS]
+def _folded_row(
+    rows: Sequence[HostRow], columns: Sequence[str], y: float, label_w: int, cell_w: int, row_h: int
+) -> list[str]:
+    """One row for the hosts where nothing fails or errs: per NIC column and part, pass when every
+    folded host's part passes, else not judged (or skip) with how many hosts it concerns."""
+    count, top = len(rows), y + (row_h - MINI) / 2
+    green = SOLID[Status.PASS]
     out = [
         f'<g class="folded" data-hosts="{count}">',
-        _rect(PAD, y + (row_h - MINI) / 2, label_w - 10, MINI, fill, f"{count} hosts pass everywhere"),
-        _text(PAD + 6, y + row_h / 2, f"{count} host(s) all pass", anchor="start", light=True, weight="bold"),
+        _rect(PAD, top, label_w - 10, MINI, green, f"{count} host(s): nothing fails, nothing errs"),
+        _text(
+            PAD + 6,
+            y + row_h / 2,
+            f"{count} hosts: no fail/error",
+            anchor="start",
+            light=True,
+            weight="bold",
+        ),
     ]
-    for index, _nic in enumerate(picture.columns):
+    for index, nic in enumerate(columns):
         x = PAD + label_w + index * cell_w
-        out.append(_rect(x + 4, y + (row_h - MINI) / 2, 3 * MINI + 4, MINI, fill, "every host: pass"))
+        cells = [row.cells[nic] for row in rows if nic in row.cells]
+        if not cells:
+            continue
+        parts = [("NIC", [c.nic_status for c in cells]), ("cable", [c.cable_status for c in cells])]
+        cabled = [c.port_status for c in cells if c.switch]
+        if cabled:
+            parts.append(("port", cabled))
+        for place, (part, statuses) in enumerate(parts):
+            passing = statuses.count(Status.PASS)
+            status = Status.PASS if passing == len(statuses) else (None if None in statuses else Status.SKIP)
+            tip = f"{nic} {part}: {passing} of {len(statuses)} folded host(s) pass"
+            out.append(_rect(x + 4 + place * (MINI + 2), top, MINI, MINI, _fill(status), tip))
     out.append("</g>")
     return out
 
@@ -510,14 +597,17 @@ def _note_row(y: float, text: str) -> str:
 
 
 def _switch_strip(switches: Sequence[SwitchBox], y: float, width: int) -> list[str]:
+    """One box a switch, the ones that fail or err first; what does not fit on the line is counted."""
     if not switches:
         return []
     out = [_text(PAD, y + SWITCH_H / 2 - 4, "switches", weight="bold", anchor="start")]
     x = PAD + LABEL_W
-    for box in switches:
+    ordered = sorted(switches, key=lambda b: _WORST.index(b.status) if b.status is not None else len(_WORST))
+    drawn = 0
+    for box in ordered:
         label = f"{_short(box.name, 16)} {_said(box.status)}"
         w = max(110, 8 * len(label) + 16)
-        if x + w > width - PAD:
+        if x + w > width - PAD - 150 and drawn < len(ordered) - 1:
             break
         tip = f"switch {box.name}: {_said(box.status)} (all its findings; {box.ports} cabled port(s))"
         out.append(f'<g class="switch" data-switch="{_e(box.name)}" data-status="{_said(box.status)}">')
@@ -525,6 +615,14 @@ def _switch_strip(switches: Sequence[SwitchBox], y: float, width: int) -> list[s
         out.append(_text(x + w / 2, y + (BOX_H + 4) / 2, label, light=box.status is not None, weight="bold"))
         out.append("</g>")
         x += w + 8
+        drawn += 1
+    rest = ordered[drawn:]
+    if rest:
+        said: dict[str, int] = {}
+        for box in rest:
+            said[_said(box.status)] = said.get(_said(box.status), 0) + 1
+        counts = ", ".join(f"{n} {word}" for word, n in said.items())
+        out.append(_text(x, y + (BOX_H + 4) / 2, f"+{len(rest)} more: {counts}", anchor="start"))
     return out
 
 

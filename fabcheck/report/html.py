@@ -19,8 +19,8 @@ from html import escape
 
 from fabcheck.checks.model import Finding, Status
 from fabcheck.report import affinity_svg, fabric_svg
-from fabcheck.report.links import link_findings, link_rows, link_table
-from fabcheck.report.model import NodeKind, Run, Subject, subjects_by_severity
+from fabcheck.report.links import LinkRow, link_findings, link_rows, link_table
+from fabcheck.report.model import NodeKind, Run, Subject, by_severity, subjects_by_severity
 from fabcheck.report.palette import TINT
 from fabcheck.report.text import summary
 from fabcheck.report.textsafe import xml_text
@@ -84,7 +84,7 @@ def render(run: Run) -> str:
         "everything asked was read and judged",
         fix="what to do",
     )
-    parts += _links_section(run)
+    parts += _links_section(run, cables)
     parts += _nodes_table(run)
     parts += _figures_section(run)
     parts += _affinity_section(run)
@@ -124,7 +124,7 @@ def _problem_section(
     title: str,
     findings: Sequence[tuple[Subject, Finding]],
     status: Status,
-    cables: dict[tuple[str, str], tuple[str, str]],
+    cables: fabric_svg.Cables,
     none: str,
     fix: str,
 ) -> list[str]:
@@ -145,8 +145,28 @@ def _problem_section(
     return [*out, _table(kind, header, rows)]
 
 
-def _links_section(run: Run) -> list[str]:
-    table = link_table(link_rows(link_findings(run), fabric_svg.derived_links(run)))
+def _link_rows(run: Run, cables: fabric_svg.Cables) -> list[LinkRow]:
+    """One row per cable the cabling map knows (the run's link details first, with their settings),
+    holding the `link.*` findings about its host NIC; findings about no known NIC get rows of their own,
+    as `links.link_rows` gives them. Indexed by NIC: `link_rows` compares every detail with every finding,
+    which at thousands of links is minutes."""
+    by_nic = fabric_svg.link_findings_by_nic(run, cables)
+    placed = {f for found in by_nic.values() for f in found}
+    settings = {(d.ends.host, d.ends.nic): d.settings for d in run.links}
+    rows = []
+    for detail in fabric_svg.derived_links(run):
+        ends = detail.ends
+        found = tuple(by_nic.get((ends.host, ends.nic), ()))
+        link = f"{ends.host_end} - {ends.switch_end}"
+        rows.append(
+            LinkRow(link, ends.host_end, ends.switch_end, settings.get((ends.host, ends.nic), ()), found)
+        )
+    loose = link_rows(f for f in link_findings(run) if f not in placed)
+    return by_severity([*rows, *loose], lambda row: row.verdict)
+
+
+def _links_section(run: Run, cables: fabric_svg.Cables) -> list[str]:
+    table = link_table(_link_rows(run, cables))
     out = ["<h2>Link coherence</h2>"]
     if not table.rows:
         return [*out, '<p class="note">no link checks in this run</p>']

@@ -85,3 +85,23 @@ def fabric_run() -> Run:
         LinkDetail(LinkEnds("gpu03", "mlx5_0", "leaf01", "swp3"), (LinkSetting("pfc", "3", "3"),)),
     )
     return Run("validate", (gpu01, gpu02, gpu03, gpu04), links, notes=("not checked: sm01",))
+
+
+def fleet(hosts: int, failing: set[int]) -> Run:
+    """`hosts` hosts of 8 NICs, 4 hosts a leaf, every NIC and link passing PFC except NIC mlx5_3 of
+    the hosts in `failing` (indexes); no switch was judged."""
+    subjects = []
+    for index in range(hosts):
+        name = f"gpu{index:03d}"
+        findings: list[Finding] = []
+        for nic in range(8):
+            subject = f"mlx5_{nic}"
+            bad = index in failing and nic == 3
+            if bad:
+                findings.append(failed("host.pfc", subject, "3", "none", "role roce_host"))
+            else:
+                findings.append(passed("host.pfc", subject, "3", "3"))
+            link = f"{name}:{subject} <-> leaf{index // 4:02d}:swp{index % 4 * 8 + nic + 1}"
+            findings.append(passed("link.pfc", link, "3", "3"))
+        subjects.append(Subject(name, NodeKind.HOST, tuple(findings)))
+    return Run("validate", tuple(subjects))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+import time
 from html.parser import HTMLParser
 
 from labrun import lab_run
-from reportdata import fabric_run
+from reportdata import fabric_run, fleet
 
 from fabcheck.checks.model import Status, failed
-from fabcheck.report import html
+from fabcheck.report import fabric_svg, html
+from fabcheck.report.links import link_findings, link_rows, link_table
 from fabcheck.report.model import NodeKind, Run, Subject
 
 VOID = {"meta", "br"}
@@ -130,3 +132,17 @@ def test_hostile_text_is_escaped_and_files_have_no_picture() -> None:
     assert "a &quot;quoted&quot; &amp; \\x00 hint" in page
     assert "GPU-NIC affinity" not in page
     assert "<h2>Link coherence</h2>" in page and "no link checks in this run" in page
+
+
+def test_link_rows_match_the_link_table_module_and_a_fleet_renders_fast() -> None:
+    """The report indexes link findings by NIC; `links.link_rows` compares every detail with every
+    finding (400 hosts x 8 NICs: 41 s measured). Same table, and the fleet in well under a second."""
+    for run in (fabric_run(), lab_run()):
+        indexed = link_table(html._link_rows(run, fabric_svg.cable_map(run)))
+        assert indexed == link_table(link_rows(link_findings(run), fabric_svg.derived_links(run)))
+    big = fleet(400, failing={3, 7, 120, 250})
+    started = time.perf_counter()
+    page = html.render(big)
+    assert time.perf_counter() - started < 5
+    assert page.count('class="nic"') == 4 * 8  # compact: the four failing hosts drawn, 396 folded
+    assert 'data-hosts="396"' in page

@@ -8,11 +8,8 @@ import sys
 from typing import Any
 
 from fabcheck.errors import IntentError
-from fabcheck.intent.fabric import Fabric, fabric_of
+from fabcheck.intent.fabric import GPU_HOSTS, SUBNET_MANAGERS, Fabric, fabric_of
 from fabcheck.intent.loader import Inventory, load_inventory
-
-GPU_HOSTS = "gpu_hosts"
-SUBNET_MANAGERS = "subnet_managers"
 
 CHECK_EPILOG = """\
 exit codes:

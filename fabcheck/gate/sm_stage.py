@@ -35,13 +35,12 @@ from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
 from fabcheck.errors import ParseError
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
-from fabcheck.intent.fabric import Fabric
+from fabcheck.intent.fabric import SUBNET_MANAGERS, Fabric
 from fabcheck.intent.loader import HostEntry
 from fabcheck.parsers.opensm_conf import parse_opensm_conf, parse_partitions_conf
 from fabcheck.parsers.sminfo import SmInfo, no_sm_answered, parse_sminfo
 from fabcheck.report.model import NodeKind
 
-SUBNET_MANAGERS = "subnet_managers"
 DEFAULT_SERVICE = "opensm"  # the opensm role's opensm_service default
 SERVICE_VARIABLE = "opensm_service"
 _PLAIN_UNIT = re.compile(r"[A-Za-z0-9_.@-]{1,64}", re.ASCII)

@@ -69,7 +69,7 @@ class IncastStage:
         fan_in = bounded_int(roce[0].variables, FAN_IN_VARIABLE, DEFAULT_FAN_IN, MAX_FAN_IN)
         duration = bounded_int(roce[0].variables, DURATION_VARIABLE, DEFAULT_DURATION_S, MAX_DURATION_S)
         limits = context.limits_left("the incast's host setup")
-        session = open_session(roce, limits, context.concurrency, FAST)
+        session = open_session(roce, limits, context.concurrency, FAST, context.plan.desired.perftest)
         for host, reason in session.left_out.items():
             findings[host].append(_stage_error(host, reason))
         fabric, leaves = _leaves(context)

@@ -67,7 +67,7 @@ class PerftestStage:
         entries = list(context.plan.hosts)
         mode = mode_of(entries)
         limits = context.limits_left("perftest's host setup")
-        session = open_session(entries, limits, context.concurrency, mode)
+        session = open_session(entries, limits, context.concurrency, mode, context.plan.desired.perftest)
         measure = within_deadline(session, context.limits_left, "perftest")
         diagnosis = localise(session.rounds, measure, session.judge_of, session.endpoints)
         path = stored.default_path(context.inventory.source)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from fabcheck.desired.nic import DesiredHost, DesiredNic, desired_host
+from fabcheck.desired.perftest import DesiredPerftest, desired_perftest
 from fabcheck.desired.switch import DesiredSwitch, desired_switch
 from fabcheck.errors import UsageError
 from fabcheck.gate.stages import Stage, all_stages, default_stage_names, stage_names
@@ -23,11 +24,13 @@ from fabcheck.intent.loader import HostEntry, Inventory
 @dataclass(frozen=True)
 class GateDesired:
     """The desired state of every planned node, by name; `nics` by (host, NIC) for every cabled NIC of
-    a planned host (a NIC outside the rails gets the host's shared settings, as the role sets it)."""
+    a planned host (a NIC outside the rails gets the host's shared settings, as the role sets it);
+    `perftest` each planned host's rails and bandwidth floors for the perftest and incast stages."""
 
     hosts: Mapping[str, DesiredHost] = field(default_factory=lambda: MappingProxyType({}))
     nics: Mapping[tuple[str, str], DesiredNic] = field(default_factory=lambda: MappingProxyType({}))
     switches: Mapping[str, DesiredSwitch] = field(default_factory=lambda: MappingProxyType({}))
+    perftest: Mapping[str, DesiredPerftest] = field(default_factory=lambda: MappingProxyType({}))
 
     def nic(self, host: str, device: str) -> DesiredNic:
         """A planned host's NIC: its cabled or rail record, else the host's shared settings."""
@@ -109,7 +112,13 @@ def desired_of(
     }
     planned = fabric if planned is None else planned
     switches = {s.name: desired_switch(inventory.intent, planned, s.name) for s in planned.switches}
-    return GateDesired(MappingProxyType(by_host), MappingProxyType(nics), MappingProxyType(switches))
+    floors = {entry.name: desired_perftest(entry.intent, entry.name) for entry in hosts}
+    return GateDesired(
+        MappingProxyType(by_host),
+        MappingProxyType(nics),
+        MappingProxyType(switches),
+        MappingProxyType(floors),
+    )
 
 
 def _is_switch(entry: HostEntry, fabric: Fabric) -> bool:

@@ -3,7 +3,7 @@ each host's setup probe showed, and the survey rounds. The gate stage and `fabch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
@@ -49,13 +49,21 @@ class Session:
         return self.runner
 
 
-def open_session(entries: Sequence[HostEntry], limits: TimeLimits, concurrency: int, mode: str) -> Session:
-    """Plan the hosts, probe each one (numactl, NUMA nodes), then the rounds over those that answered."""
+def open_session(
+    entries: Sequence[HostEntry],
+    limits: TimeLimits,
+    concurrency: int,
+    mode: str,
+    planned: Mapping[str, DesiredPerftest] | None = None,
+) -> Session:
+    """Plan the hosts, probe each one (numactl, NUMA nodes), then the rounds over those that answered.
+    `planned`: each host's perftest floors as the gate's plan derived them (None: derived here, for the
+    `fabcheck baseline` command that plans no gate)."""
     desired: dict[str, DesiredPerftest] = {}
     targets: dict[str, SshTarget] = {}
     left_out: dict[str, str] = {}
     for entry in entries:
-        want = desired_perftest(entry.intent, entry.name)
+        want = planned[entry.name] if planned is not None else desired_perftest(entry.intent, entry.name)
         if not want.nics:
             left_out[entry.name] = "the intent names no rail NIC (fabric_rails) to test"
             continue

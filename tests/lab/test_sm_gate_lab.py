@@ -24,6 +24,7 @@ from fabcheck.collect.backends.native import collect_host
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.gate import fabric, snapshot
 from fabcheck.gate.fabric import gate_report as gate_run
+from fabcheck.gate.stages import Reads
 from fabcheck.intent.loader import Inventory, load_inventory
 from fabcheck.lab import faults
 from fabcheck.lab.state import LabPaths
@@ -72,7 +73,7 @@ def recorded(inventory: Inventory, directory: Path) -> fabric.GateResult:
     planned = plan(inventory)
     recorder = snapshot.Recorder(collect_host)
     collectors = recorder.tap(planned.selected())
-    result = fabric.run_gate(inventory, planned, LIMITS, collector=recorder, stage_collectors=collectors)
+    result = fabric.run_gate(inventory, planned, LIMITS, reads=Reads(recorder), stage_collectors=collectors)
     snapshot.save(directory, recorder, result)
     return result
 
@@ -110,7 +111,9 @@ def test_the_converged_run_replays_offline_to_the_same_findings(gate: Gate) -> N
     hosts = snapshot.load(gate.snapshot, HOSTS, [])
     sms = snapshot.load_stages(gate.snapshot, snapshot.stage_nodes(planned))
     assert sorted(p.name for p in (gate.snapshot / "sm").iterdir()) == [f"{sm}.json" for sm in SMS]
-    again = fabric.run_gate(gate.inventory, planned, LIMITS, collector=hosts.collector, stage_collectors=sms)
+    again = fabric.run_gate(
+        gate.inventory, planned, LIMITS, reads=Reads(hosts.collector), stage_collectors=sms
+    )
     assert findings(again) == gate.findings
 
 

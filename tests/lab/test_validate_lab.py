@@ -72,6 +72,7 @@ def configure_to_intent(lab: Lab, node: str) -> None:
             f"echo 106 > /sys/class/infiniband/{link.dev}/tc/{link.port}/traffic_class",
             f"cma_roce_tos -d {link.dev} -p {link.port} -t 106 >/dev/null",
             f"ip link set dev {netdev} mtu 9000",
+            f"ethtool --set-tunable {netdev} pfc-prevention-tout 100",
         ]
     commands.append("modprobe nvidia_peermem")
     lab.ssh(node, " && ".join(commands))
@@ -101,7 +102,8 @@ def test_factory_host_fails_the_settings_the_roles_change(
     [result] = results
     assert result["host"] == FACTORY and result["verdict"] == "fail"
     nics = [f"mlx5_{i}" for i in range(8)]
-    expected = {(check, nic) for check in (checks.TRUST, checks.PFC, checks.NETDEV_MTU) for nic in nics}
+    per_nic = (checks.TRUST, checks.PFC, checks.NETDEV_MTU, checks.PFC_STORM_PREVENTION)
+    expected = {(check, nic) for check in per_nic for nic in nics}
     per_port = (checks.ROCE_TOS, checks.CMA_ROCE_TOS, checks.RDMA_MTU)
     expected |= {(check, f"{nic}/1") for check in per_port for nic in nics}
     expected.add((checks.PEERMEM, "host"))

@@ -28,6 +28,7 @@ from fabcheck.gate.stages import (
 )
 from fabcheck.gate.switches import SwitchResult
 from fabcheck.intent.loader import Inventory
+from fabcheck.report.links import details_of
 from fabcheck.report.model import Affinity, NodeKind, Run, Subject
 
 # The gate in two calls: plan_gate (what one run judges), then run_gate.
@@ -142,4 +143,5 @@ def gate_report(
             subjects.append(Subject(node.node, node.kind, tuple(node.findings), affinity=picture))
     notes = (*notes, *(note for outcome in result.stages for note in outcome.notes))
     figures = tuple(figure for outcome in result.stages for figure in outcome.figures)
-    return Run("validate", tuple(subjects), (), tuple(notes), figures=figures)
+    links = details_of(finding for node in result.nodes() for finding in node.findings)
+    return Run("validate", tuple(subjects), links, tuple(notes), figures=figures)

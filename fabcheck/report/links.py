@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fabcheck.checks.model import Finding, Status, verdict
-from fabcheck.report.model import LinkDetail, LinkSetting, Run, by_severity
+from fabcheck.report.model import LinkDetail, LinkEnds, LinkSetting, Run, by_severity
 
 LINK_CHECK_PREFIX = "link."
 
@@ -48,7 +48,7 @@ def link_rows(findings: Iterable[Finding], details: Iterable[LinkDetail] = ()) -
     claimed: set[int] = set()
     for detail in details:
         ends = detail.ends
-        mine = [i for i, f in enumerate(findings) if _names(f.subject, ends.host_end, ends.switch_end)]
+        mine = [i for i, f in enumerate(findings) if _about(f, ends.host_end, ends.switch_end)]
         claimed.update(mine)
         rows.append(
             LinkRow(
@@ -70,6 +70,28 @@ def link_rows(findings: Iterable[Finding], details: Iterable[LinkDetail] = ()) -
 def setting_names(rows: Iterable[LinkRow]) -> list[str]:
     """The settings shown as columns, in the order the details first name them."""
     return list(dict.fromkeys(s.name for row in rows for s in row.settings))
+
+
+def _about(finding: Finding, *ends: str) -> bool:
+    """Whether the finding is about a link with one of these ends: by its Where when the check gave one,
+    else by the ends its subject names (an analyzer's or an older snapshot's finding)."""
+    where = finding.where
+    if where is not None and where.peer:
+        return bool({f"{where.node}:{where.part}", where.peer} & set(ends))
+    return _names(finding.subject, *ends)
+
+
+def details_of(findings: Iterable[Finding]) -> tuple[LinkDetail, ...]:
+    """One link record per cable the `link.*` findings name by their Where (host NIC and switch port),
+    in the order the findings first name it."""
+    ends: dict[tuple[str, str, str, str], None] = {}
+    for finding in findings:
+        where = finding.where
+        if not finding.check.startswith(LINK_CHECK_PREFIX) or where is None or ":" not in where.peer:
+            continue
+        switch, port = where.peer.split(":", 1)
+        ends.setdefault((where.node, where.part, switch, port), None)
+    return tuple(LinkDetail(LinkEnds(*key)) for key in ends)
 
 
 def _names(subject: str, *ends: str) -> bool:

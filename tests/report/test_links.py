@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from reportdata import LINK_MTU_PASS, LINK_PFC_FAIL, fabric_run
 
-from fabcheck.checks.model import Status, failed, passed
-from fabcheck.report.links import link_findings, link_rows, link_table
+from fabcheck.checks.model import Status, Where, failed, passed
+from fabcheck.report.links import details_of, link_findings, link_rows, link_table
 from fabcheck.report.model import LinkDetail, LinkEnds
 
 
@@ -60,3 +62,19 @@ def test_an_end_matches_whole_names_only() -> None:
         ("gpu01:mlx5_1", Status.ERROR),
         ("gpu01:mlx5_10 <-> leaf01:swp10", Status.PASS),
     ]
+
+
+def test_link_records_come_from_the_findings_where_not_their_subject() -> None:
+    about = Where("gpu01", "mlx5_0", "leaf01:swp1")
+    pfc = replace(failed("link.pfc", "either end", "3", "none", "h"), where=about)
+    mtu = replace(passed("link.mtu", "written another way", "9000", "9216"), where=about)
+    other = replace(passed("link.mtu", "x", "9000", "9216"), where=Where("gpu02", "mlx5_0", "leaf01:swp2"))
+    details = details_of([pfc, mtu, other, passed("host.pfc", "mlx5_0", "3", "3")])
+    assert [d.ends for d in details] == [
+        LinkEnds("gpu01", "mlx5_0", "leaf01", "swp1"),
+        LinkEnds("gpu02", "mlx5_0", "leaf01", "swp2"),
+    ]
+    rows = {row.host_end: row for row in link_rows([pfc, mtu, other], details)}
+    assert rows["gpu01:mlx5_0"].switch_end == "leaf01:swp1"
+    assert rows["gpu01:mlx5_0"].findings == (pfc, mtu) and rows["gpu01:mlx5_0"].verdict is Status.FAIL
+    assert rows["gpu02:mlx5_0"].findings == (other,)

@@ -22,6 +22,9 @@ import pytest
 from labsupport import REPO, PlaybookRun, requires_lab, run_playbook, running_lab
 
 from fabcheck.checks import host as checks
+from fabcheck.desired import desired_host
+from fabcheck.intent.loader import load_inventory
+from fabcheck.intent.model import FabricIntent
 from fabcheck.lab import faults
 from fabcheck.lab.state import LabPaths
 
@@ -30,6 +33,8 @@ pytestmark = [pytest.mark.lab, requires_lab]
 HOSTS = ("gpu01", "gpu02")
 FAULTED = "gpu01"
 NICS = tuple(f"mlx5_{i}" for i in range(8))
+# PFC in the diff as the record's pfc_bitmap is written (`mlnx_qos --pfc`): off, then priority 3 only.
+PFC_OFF, PFC_ON_3 = "0,0,0,0,0,0,0,0", "0,0,0,1,0,0,0,0"
 
 
 @dataclass(frozen=True)
@@ -51,10 +56,26 @@ def run_site(paths: LabPaths, *options: str) -> PlaybookRun:
     return run_playbook(paths, *options)
 
 
-def run_roce_nic(paths: LabPaths, host: str, devices: list[str], **options: object) -> PlaybookRun:
+def desired_settings(
+    paths: LabPaths, host: str, devices: list[str], intent_changes: dict[str, dict] | None = None
+) -> dict:
+    """The module's one `settings` argument as the role builds it for `host` (roce_host_desired.roce_nic_args:
+    the lab intent with the host's rails, through fabcheck.desired), with `devices` in place of the
+    rails. `intent_changes` (intent section -> keys) change the intent first, so the record is derived
+    from it as for any intent (e.g. a CNP DSCP moves the DSCP -> priority entry too)."""
+    intent = load_inventory(paths.inventory.parent).host(host).intent
+    if intent_changes:
+        data = intent.model_dump()
+        for section, keys in intent_changes.items():
+            data[section] = {**data[section], **keys}
+        intent = FabricIntent.model_validate(data)
+    return desired_host(intent, host).roce_nic_args() | {"devices": devices}
+
+
+def run_roce_nic(paths: LabPaths, host: str, settings: dict, **options: object) -> PlaybookRun:
     """The module alone, ad hoc, as `ansible HOST -m roce_nic` would run it."""
     ansible = Path(sys.executable).parent / "ansible"
-    args = json.dumps({"devices": devices, **options})
+    args = json.dumps({"settings": settings, **options})
     argv = [str(ansible), "-i", str(paths.inventory.parent), host, "-m", "roce_nic", "-a", args]
     env = os.environ | {
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
@@ -81,8 +102,12 @@ def story() -> Iterator[Story]:
     story = Story()
     with running_lab(profile="roce", hosts=2, switches=0) as (paths, _state):
         story.runs["check"] = run_site(paths, "--check", "--diff", "--skip-tags", "gate")
-        story.adhoc["missing"] = run_roce_nic(paths, "gpu02", ["mlx5_0", "mlx5_9"])
-        story.adhoc["bad_name"] = run_roce_nic(paths, "gpu02", ["../mlx5_0"])
+        story.adhoc["missing"] = run_roce_nic(
+            paths, "gpu02", desired_settings(paths, "gpu02", ["mlx5_0", "mlx5_9"])
+        )
+        story.adhoc["bad_name"] = run_roce_nic(
+            paths, "gpu02", desired_settings(paths, "gpu02", ["../mlx5_0"])
+        )
         story.validations["after_check"] = validate(paths)
         story.runs["apply"] = run_site(paths)
         story.validations["after_apply"] = validate(paths)
@@ -112,7 +137,14 @@ class TestRoceLab:
         assert all(run.changed[host] >= 1 for host in HOSTS)
         # --diff shows before/after per NIC, with the NIC and its netdev in the header.
         assert "mlx5_0 (ens1np0)" in run.output
-        for line in ("-trust: pcp", "+trust: dscp", "-pfc: none", "+pfc: 3", "-mtu: 1500", "+mtu: 9000"):
+        for line in (
+            "-trust: pcp",
+            "+trust: dscp",
+            f"-pfc: {PFC_OFF}",
+            f"+pfc: {PFC_ON_3}",
+            "-mtu: 1500",
+            "+mtu: 9000",
+        ):
             assert re.search(rf"^{re.escape(line)}$", run.output, re.M), line
         after = story.validations["after_check"]
         assert after.rc == 1
@@ -156,7 +188,9 @@ class TestRoceLab:
         assert_ran_clean(run)
         assert run.changed[FAULTED] == 1
         assert all(count == 0 for host, count in run.changed.items() if host != FAULTED)
-        assert "+pfc: 3" in run.output.splitlines() and "-pfc: none" in run.output.splitlines()
+        assert (
+            f"+pfc: {PFC_ON_3}" in run.output.splitlines() and f"-pfc: {PFC_OFF}" in run.output.splitlines()
+        )
         assert "mlx5_1 (" not in run.output  # only the faulted NIC has a diff
         repaired = story.validations["repaired"]
         assert repaired.rc == 0, {host: failing(result) for host, result in repaired.results.items()}
@@ -184,9 +218,10 @@ TRAFFIC_CLASS = "/sys/class/infiniband/mlx5_0/tc/1/traffic_class"
 # A bind mount of the attribute onto itself, then read-only: root's write fails with EROFS, as a write
 # to an attribute the driver refuses fails on real sysfs.
 READ_ONLY = f"mount --bind {TRAFFIC_CLASS} {TRAFFIC_CLASS} && mount -o remount,bind,ro {TRAFFIC_CLASS}"
-# Writes the module makes on a factory NIC with these options, in order, before the traffic class:
-# mlnx_qos (trust, DSCP 46 -> 6, PFC), sysfs (NP off, CNP DSCP) and `ip link` (MTU).
-FAILING_OPTIONS = {"np_enable": False, "cnp_dscp": 46}
+# Writes the module makes on a factory NIC with the record of the lab intent changed so (CNP DSCP 46,
+# so its DSCP -> priority entry is 46 -> 6; NP off), in order, before the traffic class: mlnx_qos
+# (trust, DSCP 46 -> 6, PFC), sysfs (NP off, CNP DSCP) and `ip link` (MTU).
+FAILING_INTENT = {"cnp": {"dscp": 46}, "dcqcn": {"np_enable": False}}
 WRITES_BEFORE = ["trust", "dscp2prio", "pfc", "roce_np/enable/3", "roce_np/cnp_dscp", "mtu"]
 
 
@@ -226,8 +261,9 @@ def failed_write() -> Iterator[FailedWrite]:
             probe = on_node(paths, node, f"echo 106 > {TRAFFIC_CLASS}")
             assert probe.returncode != 0 and "Read-only file system" in probe.stderr, "the fault did not take"
             results, after = {}, {}
+            settings = desired_settings(paths, node, ["mlx5_0"], FAILING_INTENT)
             for label, rollback in (("rollback", True), ("no_rollback", False)):
-                run = run_roce_nic(paths, node, ["mlx5_0"], rollback_on_failure=rollback, **FAILING_OPTIONS)
+                run = run_roce_nic(paths, node, settings, rollback_on_failure=rollback)
                 assert run.rc != 0, run.output[-4000:]
                 results[label] = module_result(run, node)
                 after[label] = nic_state(paths, node)

@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 
 from fabcheck.checks.model import Finding, failed, passed, skipped
 from fabcheck.checks.nccl_ranks import check_busbw, check_host_ranks
-from fabcheck.desired.nccl import DEBUG_ENV, PROGRAM, DesiredNcclJob, desired_nccl_host, desired_nccl_job
+from fabcheck.desired.nccl import (
+    DEBUG_ENV,
+    PROGRAM,
+    DesiredNcclHost,
+    DesiredNcclJob,
+    desired_nccl_host,
+    desired_nccl_job,
+)
 from fabcheck.errors import DeadlinePassed, FabcheckError, ParseError
 from fabcheck.gate.nccl_figure import busbw_figure
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
@@ -149,6 +156,7 @@ def judge(
     job: DesiredNcclJob,
     topologies: Mapping[str, TopoMatrix | None],
     launcher: str,
+    desired: Mapping[str, DesiredNcclHost] | None = None,
 ) -> dict[str, list[Finding]]:
     """Pure: the launch's output -> findings per host. Rank r runs on host r // per_host, as the launchers
     place ranks (mpirun --map-by ppr:G:node over the hostfile in order, srun's block distribution)."""
@@ -159,10 +167,8 @@ def judge(
     for index, entry in enumerate(entries):
         expected_ranks = list(range(index * per_host, (index + 1) * per_host))
         mine: list[RankFacts] = [r for r in ranks if r.rank in expected_ranks]
-        desired = desired_nccl_host(entry.intent, entry.name)
-        rank_findings = check_host_ranks(
-            entry.name, mine, expected_ranks, desired, topologies.get(entry.name)
-        )
+        want = desired[entry.name] if desired is not None else desired_nccl_host(entry.intent, entry.name)
+        rank_findings = check_host_ranks(entry.name, mine, expected_ranks, want, topologies.get(entry.name))
         findings[entry.name] = [*job_findings, *rank_findings]
     return findings
 
@@ -204,7 +210,7 @@ class NcclStage:
                 f"the run's deadline (--deadline {context.deadline_s:g} s) ended the NCCL job after "
                 f"{result.seconds:.0f} s"
             )
-        findings = judge(entries, result, per_host, job, topologies, config.kind)
+        findings = judge(entries, result, per_host, job, topologies, config.kind, context.plan.desired.nccl)
         table = table_of(result)
         figure = busbw_figure(table, job.busbw_floor_gbytes, job.min_bytes) if table is not None else None
         nodes = tuple(NodeOutcome(e.name, NodeKind.HOST, tuple(findings[e.name])) for e in entries)

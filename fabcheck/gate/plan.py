@@ -12,8 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from fabcheck.desired.nccl import DesiredNcclHost, desired_nccl_host
 from fabcheck.desired.nic import DesiredHost, DesiredNic, desired_host
 from fabcheck.desired.perftest import DesiredPerftest, desired_perftest
+from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
 from fabcheck.desired.switch import DesiredSwitch, desired_switch
 from fabcheck.errors import UsageError
 from fabcheck.gate.stages import Stage, all_stages, default_stage_names, stage_names
@@ -25,12 +27,17 @@ from fabcheck.intent.loader import HostEntry, Inventory
 class GateDesired:
     """The desired state of every planned node, by name; `nics` by (host, NIC) for every cabled NIC of
     a planned host (a NIC outside the rails gets the host's shared settings, as the role sets it);
-    `perftest` each planned host's rails and bandwidth floors for the perftest and incast stages."""
+    `perftest` each planned host's rails and bandwidth floors for the perftest and incast stages, `nccl`
+    what each planned host's ranks must show."""
 
     hosts: Mapping[str, DesiredHost] = field(default_factory=lambda: MappingProxyType({}))
     nics: Mapping[tuple[str, str], DesiredNic] = field(default_factory=lambda: MappingProxyType({}))
     switches: Mapping[str, DesiredSwitch] = field(default_factory=lambda: MappingProxyType({}))
     perftest: Mapping[str, DesiredPerftest] = field(default_factory=lambda: MappingProxyType({}))
+    nccl: Mapping[str, DesiredNcclHost] = field(default_factory=lambda: MappingProxyType({}))
+    # The subnet-manager nodes the sm stage claims, and the intended master the checks judge against
+    # even when --limit leaves it out.
+    subnet_managers: Mapping[str, DesiredSubnetManager] = field(default_factory=lambda: MappingProxyType({}))
 
     def nic(self, host: str, device: str) -> DesiredNic:
         """A planned host's NIC: its cabled or rail record, else the host's shared settings."""
@@ -96,12 +103,16 @@ def plan_gate(
         raise UsageError(f"no GPU host (group {GPU_HOSTS}) or switch{scope} to check in {inventory.source}")
     cabled = frozenset((link.host, link.nic) for link in fabric.links)
     ordered = tuple(stage.name for stage in selected)
-    desired = desired_of(inventory, hosts, fabric, narrowed)
+    desired = desired_of(inventory, hosts, fabric, narrowed, claimed.get("sm", ()))
     return GatePlan(hosts, switches, narrowed, cabled, rest, ordered, tuple(chosen), desired)
 
 
 def desired_of(
-    inventory: Inventory, hosts: Sequence[HostEntry], fabric: Fabric, planned: Fabric | None = None
+    inventory: Inventory,
+    hosts: Sequence[HostEntry],
+    fabric: Fabric,
+    planned: Fabric | None = None,
+    subnet_managers: Sequence[HostEntry] = (),
 ) -> GateDesired:
     """Pure: the desired state of the planned hosts, of every cabled NIC of theirs in `fabric`, and of
     the switches of `planned` (the fabric narrowed to the run: a switch is judged on its planned ports)."""
@@ -113,12 +124,24 @@ def desired_of(
     planned = fabric if planned is None else planned
     switches = {s.name: desired_switch(inventory.intent, planned, s.name) for s in planned.switches}
     floors = {entry.name: desired_perftest(entry.intent, entry.name) for entry in hosts}
+    ranks = {entry.name: desired_nccl_host(entry.intent, entry.name) for entry in hosts}
     return GateDesired(
         MappingProxyType(by_host),
         MappingProxyType(nics),
         MappingProxyType(switches),
         MappingProxyType(floors),
+        MappingProxyType(ranks),
+        MappingProxyType(_subnet_managers(subnet_managers)),
     )
+
+
+def _subnet_managers(nodes: Sequence[HostEntry]) -> dict[str, DesiredSubnetManager]:
+    """Each SM node's desired state, and the intended master's from the first node's intent."""
+    desired = {entry.name: desired_subnet_manager(entry.intent, entry.name) for entry in nodes}
+    master = nodes[0].intent.subnet_manager.intended_master if nodes else None
+    if master is not None and master not in desired:
+        desired[master] = desired_subnet_manager(nodes[0].intent, master)
+    return desired
 
 
 def _is_switch(entry: HostEntry, fabric: Fabric) -> bool:

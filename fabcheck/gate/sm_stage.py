@@ -32,7 +32,7 @@ from fabcheck.collect.sm import (
     section_commands,
 )
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
-from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
+from fabcheck.desired.sm import DesiredSubnetManager
 from fabcheck.errors import ParseError
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
 from fabcheck.intent.fabric import SUBNET_MANAGERS, Fabric
@@ -131,10 +131,8 @@ class SmStage:
         nodes = [entry for entry in context.plan.chosen if self.claims(entry, context.plan.fabric)]
         if not nodes:
             return StageOutcome(self.name, ())
-        desired = {e.name: desired_subnet_manager(e.intent, e.name) for e in nodes}
+        desired = context.plan.desired.subnet_managers
         master = nodes[0].intent.subnet_manager.intended_master
-        if master is not None and master not in desired:
-            desired[master] = desired_subnet_manager(nodes[0].intent, master)
         collector = context.collector_of(self.name, self.collector)  # a snapshot's, or the live one
         workers = max(1, min(context.concurrency, len(nodes)))
         with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fabcheck.checks.model import Finding, errored, skipped
-from fabcheck.desired.switch import desired_switch
 from fabcheck.errors import FabcheckError
 from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
@@ -35,7 +34,7 @@ from fabcheck.incast.plan import (
     plan_by_leaf,
     plan_by_rail,
 )
-from fabcheck.intent.fabric import GPU_HOSTS, Fabric, fabric_of
+from fabcheck.intent.fabric import GPU_HOSTS, Fabric
 from fabcheck.intent.loader import HostEntry
 from fabcheck.pairs.localise import Measure
 from fabcheck.pairs.rounds import FAST, Endpoint, Pair
@@ -95,9 +94,7 @@ def _stage_error(host: str, reason: str) -> Finding:
 
 def _leaves(context: StageContext) -> tuple[Fabric, tuple[str, ...]]:
     """The inventory's fabric and the switches --limit leaves in (the incast reads them itself)."""
-    fabric = fabric_of(context.inventory)
-    chosen = {entry.name for entry in context.plan.chosen}
-    return fabric, tuple(s.name for s in fabric.switches if s.name in chosen)
+    return context.plan.whole, tuple(context.plan.desired.leaves)
 
 
 def _plan(session: Session, fabric: Fabric, leaves: Sequence[str], fan_in: int) -> IncastPlan:
@@ -114,7 +111,7 @@ def _incasted(context: StageContext, fabric: Fabric, incasts: Sequence[Incast]) 
     for incast in incasts:
         nics = {end: context.plan.desired.nic(end.host, end.nic) for end in incast.ends}
         shown = {end: netdevs.get(end) for end in incast.ends}
-        switch = desired_switch(context.inventory.intent, fabric, incast.switch) if incast.switch else None
+        switch = context.plan.desired.leaves[incast.switch] if incast.switch else None
         incasted.append(Incasted(incast, nics, shown, switch))
     return incasted
 

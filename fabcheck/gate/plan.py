@@ -38,6 +38,9 @@ class GateDesired:
     # The subnet-manager nodes the sm stage claims, and the intended master the checks judge against
     # even when --limit leaves it out.
     subnet_managers: Mapping[str, DesiredSubnetManager] = field(default_factory=lambda: MappingProxyType({}))
+    # Every switch --limit leaves in, against the whole cabling map: the incast stage reads its leaves
+    # itself, whether or not the switch stage runs.
+    leaves: Mapping[str, DesiredSwitch] = field(default_factory=lambda: MappingProxyType({}))
 
     def nic(self, host: str, device: str) -> DesiredNic:
         """A planned host's NIC: its cabled or rail record, else the host's shared settings."""
@@ -61,6 +64,7 @@ class GatePlan:
     stages: tuple[str, ...] = ("host", "switch", "link")  # the stages this run executes, in run order
     chosen: tuple[HostEntry, ...] = ()  # every node --limit selected (a stage picks its own)
     desired: GateDesired = field(default_factory=GateDesired)
+    whole: Fabric = field(default_factory=lambda: Fabric((), ()))  # the inventory's, not narrowed
 
     def selected(self) -> tuple[Stage, ...]:
         """The Stage of every name in `stages`, in run order."""
@@ -103,8 +107,9 @@ def plan_gate(
         raise UsageError(f"no GPU host (group {GPU_HOSTS}) or switch{scope} to check in {inventory.source}")
     cabled = frozenset((link.host, link.nic) for link in fabric.links)
     ordered = tuple(stage.name for stage in selected)
-    desired = desired_of(inventory, hosts, fabric, narrowed, claimed.get("sm", ()))
-    return GatePlan(hosts, switches, narrowed, cabled, rest, ordered, tuple(chosen), desired)
+    leaves = [s.name for s in fabric.switches if s.name in names] if "incast" in stages else []
+    desired = desired_of(inventory, hosts, fabric, narrowed, claimed.get("sm", ()), leaves)
+    return GatePlan(hosts, switches, narrowed, cabled, rest, ordered, tuple(chosen), desired, fabric)
 
 
 def desired_of(
@@ -113,6 +118,7 @@ def desired_of(
     fabric: Fabric,
     planned: Fabric | None = None,
     subnet_managers: Sequence[HostEntry] = (),
+    leaves: Sequence[str] = (),
 ) -> GateDesired:
     """Pure: the desired state of the planned hosts, of every cabled NIC of theirs in `fabric`, and of
     the switches of `planned` (the fabric narrowed to the run: a switch is judged on its planned ports)."""
@@ -132,6 +138,7 @@ def desired_of(
         MappingProxyType(floors),
         MappingProxyType(ranks),
         MappingProxyType(_subnet_managers(subnet_managers)),
+        MappingProxyType({name: desired_switch(inventory.intent, fabric, name) for name in leaves}),
     )
 
 

@@ -59,9 +59,9 @@ def _host_applies(kinds: Sequence[str], modes: Sequence[str] | None) -> str:
 def _host_entries() -> list[Entry]:
     entries = []
     for check in (*host.HOST_CHECK_DECLS, *host.FLEET_CHECK_DECLS):
-        modes = check.modes if isinstance(check, host.HostCheck) else None
-        per = _PER[check.scope] + ("" if isinstance(check, host.HostCheck) else ", across the hosts")
-        reads = ", ".join(f"`{PROBES_BY_NAME[name].command}`" for name in check.needs)
+        modes = check.modes if check.stage == "host" else None
+        per = _PER[check.scope] + ("" if check.stage == "host" else ", across the hosts")
+        reads = ", ".join(f"`{PROBES_BY_NAME[name].command}`" for name in check.reads)
         entries.append(
             Entry(
                 check.id,

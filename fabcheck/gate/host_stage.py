@@ -100,13 +100,15 @@ def validate(
         return []
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(hosts)))) as pool:
         results = list(pool.map(one, hosts))
-    return judge_fleet(results, {entry.name: entry.intent for entry in hosts})
+    return judge_fleet(results, {entry.name: entry.intent for entry in hosts}, desired)
 
 
-def judge_fleet(results: Sequence[HostResult], intents: Mapping[str, FabricIntent]) -> list[HostResult]:
+def judge_fleet(
+    results: Sequence[HostResult], intents: Mapping[str, FabricIntent], desired: Mapping[str, DesiredHost]
+) -> list[HostResult]:
     """Pure: the fleet checks over every host that was read, each host's findings appended to its result."""
     read = {r.host: r.evidence for r in results if r.evidence is not None}
-    fleet = check_fleet(read, intents)
+    fleet = check_fleet(read, desired, intents)
     return [
         dataclasses.replace(r, findings=r.findings + tuple(fleet[r.host])) if r.host in fleet else r
         for r in results
@@ -133,13 +135,13 @@ def _one_host(
             late = HostCollection(
                 entry.name, {}, False, _not_before_deadline(deadline_s), expired=ssh.COMMAND
             )
-            return judge(late, entry.intent)
+            return judge(late, entry.intent, desired)
         host_limits = limits.within(left)
     collection = collector(target, desired.template.ecn_priority, host_limits)
     if collection.expired and host_limits.cap_s is not None:
         reason = f"{_not_before_deadline(deadline_s)}: {collection.error or 'time limit expired'}"
         collection = dataclasses.replace(collection, error=reason)
-    return judge(collection, entry.intent)
+    return judge(collection, entry.intent, desired)
 
 
 def _not_before_deadline(deadline_s: float | None) -> str:
@@ -167,13 +169,15 @@ def _internal_error(host: str, err: Exception) -> Finding:
     )
 
 
-def judge(collection: HostCollection, intent: FabricIntent) -> HostResult:
-    """Pure: one host's collection + its intent -> its result. An unreachable host is one ERROR."""
+def judge(collection: HostCollection, intent: FabricIntent, desired: DesiredHost | None = None) -> HostResult:
+    """Pure: one host's collection + its intent and desired state -> its result. An unreachable host is
+    one ERROR. `desired` is the gate plan's for the host; None (one host judged alone, a replayed
+    snapshot) derives it here from the intent."""
     if not collection.sections:
         reason = collection.error or "the host printed nothing"
         return HostResult(collection.host, (_unreachable(collection, reason),))
     shown = evidence(collection)
-    findings = check_host(shown, intent)
+    findings = check_host(shown, desired or desired_host(intent, collection.host), intent)
     if collection.error:
         findings.insert(0, _unreachable(collection, f"{collection.error}; output incomplete"))
     unbounded = _unbounded(collection)

@@ -32,6 +32,7 @@ from fabcheck.checks.model import Finding, Status
 from fabcheck.collect import host as collect
 from fabcheck.collect.host import HostCollection, collection_script
 from fabcheck.collect.script import HostProbe, Section, split_sections
+from fabcheck.desired.nic import desired_host
 from fabcheck.gate import host_stage as validate
 from fabcheck.intent.loader import HostEntry
 from fabcheck.intent.model import FabricIntent
@@ -41,7 +42,7 @@ from fabcheck.parsers.show_gids import render_show_gids
 
 
 def test_every_probe_a_check_needs_is_declared_and_every_probe_is_needed() -> None:
-    needed = {name for check in (*checks.HOST_CHECK_DECLS, *checks.FLEET_CHECK_DECLS) for name in check.needs}
+    needed = {name for check in (*checks.HOST_CHECK_DECLS, *checks.FLEET_CHECK_DECLS) for name in check.reads}
     declared = {probe.name for probe in collect.HOST_PROBES}
     assert needed - declared == set()
     # rdma_link is also what the script loops over; time_limit is judged as the collection's own bound.
@@ -197,7 +198,9 @@ def fleet(changes: dict[str, dict[str, Section]], intent: FabricIntent = INTENT)
         )
         for host in hosts
     }
-    return checks.check_fleet(evidence, dict.fromkeys(hosts, intent))
+    return checks.check_fleet(
+        evidence, {host: desired_host(intent, host) for host in hosts}, dict.fromkeys(hosts, intent)
+    )
 
 
 def statuses(results: dict[str, list[Finding]], check: str) -> dict[tuple[str, str], Status]:
@@ -259,7 +262,7 @@ def test_a_driver_version_tie_fails_every_host_and_a_mixed_host_is_odd() -> None
 
 def test_one_host_has_nothing_to_compare_and_unread_versions_are_errors() -> None:
     evidence = {"gpu01": validate.evidence(HostCollection("gpu01", healthy_sections(), True))}
-    alone = checks.check_fleet(evidence, {"gpu01": INTENT})
+    alone = checks.check_fleet(evidence, {"gpu01": desired_host(INTENT, "gpu01")}, {"gpu01": INTENT})
     assert {f.status for f in alone["gpu01"] if f.check == checks.VERSIONS} == {Status.SKIP}
     results = fleet({"gpu02": {"driver:ens1np0": Section(71, "", "Cannot get driver information\n")}})
     errors = [f for f in results["gpu02"] if f.status is Status.ERROR]

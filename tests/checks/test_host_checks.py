@@ -28,7 +28,7 @@ from fabcheck.collect.host import (
 )
 from fabcheck.collect.script import Section, split_sections
 from fabcheck.collect.ssh import SshTarget, TimeLimits
-from fabcheck.desired.nic import PERSIST_PATHS
+from fabcheck.desired.nic import PERSIST_PATHS, DesiredHost, desired_host
 from fabcheck.errors import ParseError
 from fabcheck.gate import host_stage as validate
 from fabcheck.gate.fabric import GateResult, gate_report
@@ -168,7 +168,7 @@ def gids(v2_at_3: bool = True) -> list[GidEntry]:
 
 def persisted_sections(intent: FabricIntent = INTENT) -> dict[str, Section]:
     """The boot files role roce_host leaves: the settings file of the desired state, the unit enabled."""
-    settings = checks.desired_boot_settings(intent)
+    settings = checks.boot_settings(desired_host(intent, "gpu01"))
     boot_file = json.dumps({"format": CONFIG_FORMAT, "settings": settings}, indent=2, sort_keys=True)
     listing = "".join(PERSIST_PATHS[key] + "\n" for key in PERSIST_FILE_ORDER)
     return {
@@ -822,10 +822,12 @@ def test_a_parser_crash_is_unreadable_evidence_naming_the_section(monkeypatch: p
 def test_an_unexpected_error_judging_one_host_spares_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
     real_check_host = validate.check_host
 
-    def check_host(evidence: checks.HostEvidence, intent: FabricIntent) -> list[Finding]:
+    def check_host(
+        evidence: checks.HostEvidence, desired: DesiredHost, intent: FabricIntent
+    ) -> list[Finding]:
         if evidence.modules == frozenset({"boom"}):
             raise KeyError("boom")
-        return real_check_host(evidence, intent)
+        return real_check_host(evidence, desired, intent)
 
     monkeypatch.setattr(validate, "check_host", check_host)
 
@@ -988,9 +990,11 @@ def test_every_hint_command_quotes_hostile_names() -> None:
     for probe in ("ecn_np_enable", "ecn_rp_enable", "cnp_dscp", "cnp_802p_prio", *zero):
         records[(probe, HOSTILE_NETDEV)] = zero.get(probe, 0)
     intent = INTENT.model_copy(update={"rails": {}})  # no rails: the NICs judged are the ones the host shows
-    findings = checks.check_host(checks.HostEvidence(records), intent)
+    desired = desired_host(intent, "gpu01")
+    findings = checks.check_host(checks.HostEvidence(records), desired, intent)
     records[("mlnx_qos", HOSTILE_NETDEV)] = qos(trust="dscp", dscp2prio=DEFAULT_DSCP_MAP | {26: 0})
-    findings += checks.check_dscp2prio(HOSTILE_NIC, HOSTILE_NETDEV, checks.HostEvidence(records), intent)
+    shown = checks.HostEvidence(records)
+    findings += checks.check_dscp2prio(HOSTILE_NIC, HOSTILE_NETDEV, shown, desired.nic(HOSTILE_NIC))
     commands = [c for f in findings if f.status is Status.FAIL for c in f.hint.split("`")[1::2]]
     assert len(commands) >= 10, commands
     for command in commands:

@@ -12,6 +12,7 @@ from test_host_checks import INTENT, not_passing, ok, only, run_checks
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Status
 from fabcheck.collect.script import Section
+from fabcheck.desired.nic import desired_host
 from fabcheck.intent.model import FabricIntent
 
 
@@ -69,11 +70,16 @@ def test_the_intent_value_is_what_is_judged() -> None:
 
 def test_it_is_skipped_where_it_does_not_apply() -> None:
     decl = next(c for c in checks.HOST_CHECK_DECLS if c.id == checks.PFC_STORM_PREVENTION)
-    assert decl.not_applicable(FabricIntent(kind="ib")) == "RoCE-only check; fabric_intent.kind is ib"
+
+    def not_applicable(intent: FabricIntent) -> str | None:
+        return decl.not_applicable(intent, desired_host(intent, "gpu01"))
+
+    assert not_applicable(FabricIntent(kind="ib")) == "RoCE-only check; fabric_intent.kind is ib"
     lossy = FabricIntent(congestion_control="ecn_only", lossless={"pfc": False})
-    assert "lossless.pfc is false" in (decl.not_applicable(lossy) or "")
+    assert "lossless.pfc is false" in (not_applicable(lossy) or "")
     unmanaged = FabricIntent(lossless={"pfc_storm_prevention_ms": None})
-    assert "pfc_storm_prevention_ms is null" in (decl.not_applicable(unmanaged) or "")
-    assert decl.not_applicable(INTENT) is None
-    findings = checks.check_host(checks.HostEvidence(), FabricIntent(kind="ib"))
+    assert "pfc_storm_prevention_ms is null" in (not_applicable(unmanaged) or "")
+    assert not_applicable(INTENT) is None
+    ib = FabricIntent(kind="ib")
+    findings = checks.check_host(checks.HostEvidence(), desired_host(ib, "gpu01"), ib)
     assert only(findings, checks.PFC_STORM_PREVENTION, "host").status is Status.SKIP

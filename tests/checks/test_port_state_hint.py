@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from fabcheck.checks.host import PORT_STATE, _Nic, check_port_state
+from fabcheck.checks.declare import NO_INPUTS
+from fabcheck.checks.host import PORT_STATE, RailNic, check_port_state
 from fabcheck.checks.model import Status
+from fabcheck.desired.nic import desired_host
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.rdma_link import RdmaLink
 
 
 def judged(state: str, physical: str) -> tuple[Status, str]:
     link = RdmaLink("mlx5_0", 1, state, physical, netdev="ib0")
-    [finding] = check_port_state([_Nic("mlx5_0", (link,), ())], FabricIntent.model_validate({}))
+    desired = desired_host(FabricIntent.model_validate({}), "gpu01")
+    [finding] = check_port_state([RailNic("mlx5_0", (link,), ())], desired, NO_INPUTS)
     assert finding.check == PORT_STATE
     return finding.status, finding.hint
 

@@ -1,0 +1,152 @@
+"""What one host showed, as the host checks read it: the records of one collection round trip, keyed by
+(probe, subject), with named views; a record that could not be read is `Unreadable` and every check
+turns it into an ERROR naming the command, never a pass."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabcheck.checks.model import Finding, errored
+from fabcheck.collect import host as probes
+from fabcheck.collect.host import Unreadable, section_command
+from fabcheck.desired.nic import DesiredHost
+from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
+from fabcheck.parsers.mlnx_qos import MlnxQos
+from fabcheck.parsers.rdma_link import RdmaLink
+from fabcheck.parsers.topo import TopoMatrix
+
+__all__ = ["HostEvidence", "NetdevEvidence", "PersistEvidence", "RailNic", "Unreadable"]
+
+
+@dataclass(frozen=True)
+class NetdevEvidence:
+    """What the host showed for one RoCE netdev (the view the link stage reads)."""
+
+    qos: MlnxQos | Unreadable
+    mtu: int | Unreadable
+    np_enable: int | Unreadable  # roce_np/enable/<lossless priority>
+    rp_enable: int | Unreadable
+    cnp_dscp: int | Unreadable
+    cnp_prio: int | Unreadable
+
+
+@dataclass(frozen=True)
+class PersistEvidence:
+    """What the host keeps to re-apply its NIC settings at boot (role roce_host, tag persist)."""
+
+    settings: dict[str, Any] | Unreadable | None  # the boot file's settings; None: no boot file
+    unit_state: str | Unreadable  # `systemctl is-enabled`: enabled, disabled, ..., absent
+    present: frozenset[str] | Unreadable  # which of PERSIST_PATHS exist
+
+
+@dataclass(frozen=True)
+class HostEvidence:
+    """Every record one collection round trip showed: (probe, subject) -> record or Unreadable.
+
+    The subject is "" for a host probe, "mlx5_0/1" for a port probe, the netdev for a netdev probe
+    (collect.host.HOST_PROBES). The properties are the named views checks and later stages read."""
+
+    records: Mapping[tuple[str, str], Any] = field(default_factory=dict)
+    priority: int = 3  # the lossless priority the collection read ECN enables at
+
+    def record(self, probe: str, subject: str = "") -> Any:
+        if (probe, subject) in self.records:
+            return self.records[(probe, subject)]
+        name = f"{probe}:{subject}" if subject else probe
+        return Unreadable(section_command(name, self.priority), "not collected")
+
+    @property
+    def topo(self) -> TopoMatrix | Unreadable:
+        return self.record(probes.TOPO)  # type: ignore[no-any-return]
+
+    @property
+    def links(self) -> tuple[RdmaLink, ...] | Unreadable:
+        return self.record(probes.RDMA_LINK)  # type: ignore[no-any-return]
+
+    @property
+    def devices(self) -> tuple[IbvDevice, ...] | Unreadable:
+        return self.record(probes.IBV_DEVINFO)  # type: ignore[no-any-return]
+
+    @property
+    def modules(self) -> frozenset[str] | Unreadable:
+        return self.record(probes.LSMOD)  # type: ignore[no-any-return]
+
+    @property
+    def netdevs(self) -> dict[str, NetdevEvidence]:
+        names = sorted({subject for (probe, subject) in self.records if probe == probes.MLNX_QOS})
+        return {name: self.netdev(name) for name in names}
+
+    def netdev(self, name: str) -> NetdevEvidence:
+        return NetdevEvidence(
+            qos=self.record(probes.MLNX_QOS, name),
+            mtu=self.record(probes.NETDEV_MTU, name),
+            np_enable=self.record(probes.ECN_NP_ENABLE, name),
+            rp_enable=self.record(probes.ECN_RP_ENABLE, name),
+            cnp_dscp=self.record(probes.CNP_DSCP, name),
+            cnp_prio=self.record(probes.CNP_PRIO, name),
+        )
+
+    @property
+    def traffic_class(self) -> dict[str, int | Unreadable]:
+        """ "mlx5_0/1" -> the port's default TClass."""
+        return {s: v for (p, s), v in self.records.items() if p == probes.TRAFFIC_CLASS}
+
+    @property
+    def persistence(self) -> PersistEvidence:
+        return PersistEvidence(
+            settings=self.record(probes.PERSIST_CONFIG),
+            unit_state=self.record(probes.PERSIST_UNIT_STATE),
+            present=self.record(probes.PERSIST_FILES),
+        )
+
+
+@dataclass(frozen=True)
+class RailNic:
+    """One rail NIC as the host shows it: its ports in `rdma link` and `ibv_devinfo`."""
+
+    name: str
+    links: tuple[RdmaLink, ...]
+    ports: tuple[IbvPort, ...]
+
+    @property
+    def netdev(self) -> str | None:
+        return next((link.netdev for link in self.links if link.netdev), None)
+
+
+def rail_nics(evidence: HostEvidence, desired: DesiredHost) -> list[str]:
+    """The NICs to judge: the desired rails, else every RDMA device the host shows."""
+    if desired.rails:
+        return sorted(set(desired.rails.values()))
+    names: set[str] = set()
+    if not isinstance(evidence.links, Unreadable):
+        names |= {link.dev for link in evidence.links}
+    if not isinstance(evidence.devices, Unreadable):
+        names |= {device.hca_id for device in evidence.devices}
+    return sorted(names)
+
+
+def present_nics(evidence: HostEvidence, desired: DesiredHost) -> list[RailNic]:
+    """The rail NICs the host shows in both `rdma link` and `ibv_devinfo` (host.rdma_device judges
+    the others)."""
+    links = () if isinstance(evidence.links, Unreadable) else evidence.links
+    devices = () if isinstance(evidence.devices, Unreadable) else evidence.devices
+    nics = []
+    for name in rail_nics(evidence, desired):
+        nic_links = tuple(link for link in links if link.dev == name)
+        ports = tuple(p for d in devices if d.hca_id == name for p in d.ports)
+        if nic_links and ports:
+            nics.append(RailNic(name, nic_links, ports))
+    return nics
+
+
+def unreadable_error(check: str, subject: str, expected: str, missing: Unreadable) -> Finding:
+    """The ERROR of a check whose record could not be read: it names the command, never passes."""
+    return errored(
+        check,
+        subject,
+        expected,
+        f"could not read `{missing.command}`: {missing.reason}",
+        "fix collection first (tool installed? run as root?), then run validate again",
+    )

@@ -46,9 +46,22 @@ def link_rows(findings: Iterable[Finding], details: Iterable[LinkDetail] = ()) -
     findings = list(dict.fromkeys(findings))
     rows: list[LinkRow] = []
     claimed: set[int] = set()
+    # Findings that name their ends as fields are looked up by end; only the others (an analyzer's, an
+    # older snapshot's) are matched by the ends their subject names, so a fleet's table stays linear.
+    by_end: dict[str, list[int]] = {}
+    by_subject: list[int] = []
+    for index, finding in enumerate(findings):
+        where = finding.where
+        if where is not None and where.peer:
+            for end in (f"{where.node}:{where.part}", where.peer):
+                by_end.setdefault(end, []).append(index)
+        else:
+            by_subject.append(index)
     for detail in details:
         ends = detail.ends
-        mine = [i for i, f in enumerate(findings) if _about(f, ends.host_end, ends.switch_end)]
+        named = {*by_end.get(ends.host_end, ()), *by_end.get(ends.switch_end, ())}
+        named |= {i for i in by_subject if _names(findings[i].subject, ends.host_end, ends.switch_end)}
+        mine = sorted(named)
         claimed.update(mine)
         rows.append(
             LinkRow(
@@ -70,15 +83,6 @@ def link_rows(findings: Iterable[Finding], details: Iterable[LinkDetail] = ()) -
 def setting_names(rows: Iterable[LinkRow]) -> list[str]:
     """The settings shown as columns, in the order the details first name them."""
     return list(dict.fromkeys(s.name for row in rows for s in row.settings))
-
-
-def _about(finding: Finding, *ends: str) -> bool:
-    """Whether the finding is about a link with one of these ends: by its Where when the check gave one,
-    else by the ends its subject names (an analyzer's or an older snapshot's finding)."""
-    where = finding.where
-    if where is not None and where.peer:
-        return bool({f"{where.node}:{where.part}", where.peer} & set(ends))
-    return _names(finding.subject, *ends)
 
 
 def details_of(findings: Iterable[Finding]) -> tuple[LinkDetail, ...]:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from fabcheck.checks.declare import ROCE, Check
 from fabcheck.checks.model import Finding, errored, failed, passed, skipped
 from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
 from fabcheck.checks.switch import SwitchEvidence
@@ -30,8 +32,6 @@ DSCP = "link.dscp_map"
 MTU = "link.mtu"
 LLDP = "link.lldp"
 CABLED = "link.cabled"
-LINK_CHECKS = (TRUST, PFC, DSCP, MTU, LLDP, CABLED)
-TAGS = {TRUST: "dscp", PFC: "pfc", DSCP: "dscp", MTU: "mtu"}
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,11 @@ def check_links(
             if evidence is not None and evidence.unreachable:
                 side += f" ({evidence.unreachable})"
             findings += [
-                errored(check, subject, "both ends read", "not read", side) for check in LINK_CHECKS[:-1]
+                errored(check.id, subject, "both ends read", "not read", side) for check in CABLE_CHECK_DECLS
             ]
             continue
         ends = _Ends(link, nic, desired_nics[key], evidence, desired_switches[link.switch])
-        findings += [_trust(ends), _pfc(ends), _dscp(ends), _mtu(ends), _lldp(ends)]
+        findings += [_judge_cable(check, ends) for check in CABLE_CHECK_DECLS]
     findings += _uncabled(fabric, nics.keys())
     findings += _heard_off_the_map(fabric, {host for host, _nic in nics}, switches)
     return findings
@@ -120,7 +120,7 @@ def _uncabled(fabric: Fabric, read: Iterable[tuple[str, str]]) -> list[Finding]:
 
 
 def _hint(ends: _Ends, check: str, host_wrong: bool, switch_wrong: bool) -> str:
-    tag = TAGS[check]
+    tag = _DECLARED[check].tag
     parts = []
     if host_wrong:
         command = shlex.join(["ansible-playbook", "site.yml", "--limit", ends.link.host, "--tags", tag])
@@ -308,3 +308,50 @@ _KINDS: Mapping[str, type] = {"trust": Trust, "PFC": PfcPriorities, "DSCP map": 
 def _ids(values: Iterable[int]) -> str:
     ordered = sorted(values)
     return ",".join(map(str, ordered)) if ordered else "none"
+
+
+# ---- the declarations -----------------------------------------------------------------------------
+
+CableJudge = Callable[[_Ends], Finding]  # both ends of one cable -> its finding
+LINK_SCOPE = "cable"
+LINK_READS = ("the host and switch stages' records",)
+
+
+def _judge_cable(check: Check[CableJudge], ends: _Ends) -> Finding:
+    assert check.judge is not None  # every cable check is judged here
+    return check.judge(ends)
+
+
+def _cable_check(check_id: str, tag: str | None, summary: str, judge: CableJudge) -> Check[CableJudge]:
+    # The host side is fixed by role roce_host, the switch side by role switch_qos, both with `tag`;
+    # without a tag the fix is the cabling or fabric_links.
+    role = HOST_QOS_ROLE if tag else None
+    return Check(check_id, "link", LINK_SCOPE, LINK_READS, summary, role, tag, judge, kinds=ROCE)
+
+
+# Judged per cable of the map, in this order; link.cabled then judges the NICs no cable names.
+CABLE_CHECK_DECLS: tuple[Check[CableJudge], ...] = (
+    _cable_check(TRUST, "dscp", "host NIC and switch port trust the same field, the intent's", _trust),
+    _cable_check(PFC, "pfc", "host NIC and switch port run PFC on the same priorities, the intent's", _pfc),
+    _cable_check(
+        DSCP, "dscp", "host NIC and switch port classify the RoCE and CNP DSCPs alike, as the intent", _dscp
+    ),
+    _cable_check(MTU, "mtu", "the switch port MTU carries the host netdev MTU", _mtu),
+    _cable_check(
+        LLDP, None, "the switch port's LLDP neighbour is the host and NIC the map cables there", _lldp
+    ),
+)
+CABLED_CHECK: Check[Callable[[Fabric, Iterable[tuple[str, str]]], list[Finding]]] = Check(
+    CABLED,
+    "link",
+    "NIC",
+    LINK_READS,
+    "every RoCE NIC a host shows is cabled in fabric_links",
+    None,
+    None,
+    _uncabled,
+    kinds=ROCE,
+)
+LINK_CHECK_DECLS: tuple[Check[Any], ...] = (*CABLE_CHECK_DECLS, CABLED_CHECK)
+LINK_CHECKS = tuple(check.id for check in LINK_CHECK_DECLS)
+_DECLARED = {check.id: check for check in LINK_CHECK_DECLS}

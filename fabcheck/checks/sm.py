@@ -11,9 +11,11 @@ Check ids: sm.service, sm.state, sm.master, sm.routing_engine, sm.conf, sm.parti
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from fabcheck.checks.declare import Check
 from fabcheck.checks.host import Unreadable
 from fabcheck.checks.model import Finding, errored, failed, passed
 from fabcheck.checks.roles import SUBNET_MANAGER_ROLE
@@ -29,48 +31,6 @@ CONF = "sm.conf"
 PARTITIONS = "sm.partitions"
 SM_TAG, PARTITIONS_TAG = "sm", "partitions"  # the opensm role's tags
 
-
-@dataclass(frozen=True)
-class SmCheck:
-    """One SM check as the catalog and the README see it: what a finding judges, what it reads, which
-    tag of the opensm role fixes it, and what it expects."""
-
-    id: str
-    per: str
-    reads: str
-    tag: str
-    summary: str
-
-
-SM_CHECK_DECLS = (
-    SmCheck(
-        SERVICE, "SM node", "`systemctl is-enabled/is-active opensm`", SM_TAG, "the unit enabled and active"
-    ),
-    SmCheck(
-        STATE,
-        "SM node",
-        "`sminfo LID` of the node's own port",
-        SM_TAG,
-        "the intended master SMINFO_MASTER, every other SM SMINFO_STANDBY, each at its sm_priorities value",
-    ),
-    SmCheck(
-        MASTER_CHECK,
-        "subnet (on the intended master)",
-        "`sminfo` and `sminfo LID` of every SM node",
-        SM_TAG,
-        "exactly one master SM, the intended one at its priority, followed by every SM node's port",
-    ),
-    SmCheck(ROUTING_ENGINE, "SM node", "`cat opensm.conf`", SM_TAG, "routing_engine as intended"),
-    SmCheck(CONF, "SM node", "`cat opensm.conf`", SM_TAG, "every other opensm.conf key the role writes"),
-    SmCheck(
-        PARTITIONS,
-        "partition",
-        "`cat partitions.conf`",
-        PARTITIONS_TAG,
-        "one rule per intended partition (pkey, name, ipoib, mtu/sl, members) and no other",
-    ),
-)
-SM_CHECKS = tuple(check.id for check in SM_CHECK_DECLS)
 
 # What OpenSM runs with for a key opensm.conf leaves out (osm_subnet.c defaults), for the keys the
 # desired state writes; a missing key is judged by the value OpenSM then uses.
@@ -413,3 +373,68 @@ def _unreachable(check: str, shown: SmEvidence) -> Finding:
         shown.unreachable or "",
         "check that the node answers `ssh` with the inventory's connection variables",
     )
+
+
+# ---- the declarations -----------------------------------------------------------------------------
+# check_subnet runs the judges below in this order (sm.master on the intended master's node only).
+
+IB = ("ib",)
+
+
+def _sm_check(
+    check_id: str, scope: str, reads: str, tag: str, summary: str, judge: Callable[..., Any]
+) -> Check[Any]:
+    return Check(check_id, "sm", scope, (reads,), summary, SUBNET_MANAGER_ROLE, tag, judge, kinds=IB)
+
+
+SM_CHECK_DECLS: tuple[Check[Any], ...] = (
+    _sm_check(
+        SERVICE,
+        "SM node",
+        "`systemctl is-enabled/is-active opensm`",
+        SM_TAG,
+        "the unit enabled and active",
+        check_service,
+    ),
+    _sm_check(
+        STATE,
+        "SM node",
+        "`sminfo LID` of the node's own port",
+        SM_TAG,
+        "the intended master SMINFO_MASTER, every other SM SMINFO_STANDBY, each at its sm_priorities value",
+        check_state,
+    ),
+    _sm_check(
+        MASTER_CHECK,
+        "subnet (on the intended master)",
+        "`sminfo` and `sminfo LID` of every SM node",
+        SM_TAG,
+        "exactly one master SM, the intended one at its priority, followed by every SM node's port",
+        check_master,
+    ),
+    _sm_check(
+        ROUTING_ENGINE,
+        "SM node",
+        "`cat opensm.conf`",
+        SM_TAG,
+        "routing_engine as intended",
+        check_routing_engine,
+    ),
+    _sm_check(
+        CONF,
+        "SM node",
+        "`cat opensm.conf`",
+        SM_TAG,
+        "every other opensm.conf key the role writes",
+        check_conf,
+    ),
+    _sm_check(
+        PARTITIONS,
+        "partition",
+        "`cat partitions.conf`",
+        PARTITIONS_TAG,
+        "one rule per intended partition (pkey, name, ipoib, mtu/sl, members) and no other",
+        check_partitions,
+    ),
+)
+SM_CHECKS = tuple(check.id for check in SM_CHECK_DECLS)

@@ -1,7 +1,8 @@
 """Switch checks of the gate: what a switch shows (platform-neutral records) + its desired state -> findings.
 
-Pure. Each check is declared once in SWITCH_CHECKS: id, the switch_qos tag that fixes it, the record
-types it needs, when it applies, and a judge. A record a port has is judged per port (subject
+Pure. Each check is declared once in SWITCH_CHECKS (fabcheck.checks.declare.Check): id, the switch_qos
+tag that fixes it, the record types it needs, when it applies, its inputs, and a judge
+(SwitchJudge). A record a port has is judged per port (subject
 `leaf01:swp1`); a switch-wide record (NVUE's global profiles) is judged once for the switch. A record
 that could not be read is an ERROR naming the probe; a check the platform cannot answer, or one the
 intent makes moot, is a SKIP with the reason.
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from fabcheck.checks.declare import NO_INPUTS, Check, Inputs
 from fabcheck.checks.model import Finding, Status, errored, skipped
 from fabcheck.checks.roles import SWITCH_QOS_ROLE
 from fabcheck.desired.switch import DesiredSwitch, DesiredSwitchPort
@@ -31,9 +33,12 @@ from fabcheck.parsers.switch_records import (
     WatchdogStatus,
 )
 
-# Spectrum programs ECN thresholds in whole buffer cells and shows the programmed value on the port:
-# 150 000 B reads 153 KB or 156 KB (Spectrum-4/5). Up to 7 % above the intent is that rounding.
-ECN_ROUNDING_ABOVE = 0.07
+
+@dataclass(frozen=True)
+class EcnInputs(Inputs):
+    # Spectrum programs ECN thresholds in whole buffer cells and shows the programmed value on the port:
+    # 150 000 B reads 153 KB or 156 KB (Spectrum-4/5). Up to 7 % above the intent is that rounding.
+    rounding_above: float = 0.07
 
 
 @dataclass(frozen=True)
@@ -63,23 +68,27 @@ class SwitchEvidence:
 
 
 Verdict = tuple[Status, str]  # (PASS/FAIL/ERROR, actual)
-Judge = Callable[
-    [Record, str | None, DesiredSwitch, DesiredSwitchPort | None, Mapping[type, Record]], Verdict
+# the record, its port (None: switch-wide), the desired switch and port, the further records, the inputs
+Verdicts = Callable[
+    [Record, str | None, DesiredSwitch, DesiredSwitchPort | None, Mapping[type, Record], Inputs], Verdict
 ]
 
 
 @dataclass(frozen=True)
-class SwitchCheck:
-    id: str
-    tag: str  # the switch_qos tag (`--tags`) whose part of the config fixes it
+class SwitchJudge:
+    """How a switch check judges: the record type it needs, what it expects and the verdict on a record,
+    which ports it concerns, and why a platform that shows no such record cannot answer it."""
+
     needs: type  # the record judged
-    expected: Callable[[DesiredSwitch, DesiredSwitchPort | None], str]
-    judge: Judge
-    also: tuple[type, ...] = ()  # further records the judge reads when the platform provides them
-    applies: Callable[[DesiredSwitch], str | None] = lambda _desired: None  # None, or why it does not
+    expected: Callable[[DesiredSwitch, DesiredSwitchPort | None, Inputs], str]
+    verdict: Verdicts
+    also: tuple[type, ...] = ()  # further records the verdict reads when the platform provides them
     ports: Callable[[DesiredSwitchPort], bool] = lambda _port: True  # which ports it concerns
-    doc: str = ""
     not_shown: str = ""  # why a platform whose probes lack the record cannot answer it
+
+
+SwitchCheck = Check[SwitchJudge]
+SCOPE = "port (switch-wide where the platform keeps one)"
 
 
 def fix_hint(switch: str, tag: str, what: str) -> str:
@@ -98,22 +107,22 @@ def _ids(values: Sequence[int]) -> str:
     return ",".join(map(str, values)) if values else "none"
 
 
-def _want_trust(d: DesiredSwitch, p: DesiredSwitchPort | None) -> str:
+def _want_trust(d: DesiredSwitch, p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return p.trust if p else d.trust
 
 
 def _judge_trust(
-    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
 ) -> Verdict:
     assert isinstance(r, Trust)
-    return (Status.PASS if r.mode == _want_trust(d, p) else Status.FAIL), r.mode
+    return (Status.PASS if r.mode == _want_trust(d, p, NO_INPUTS) else Status.FAIL), r.mode
 
 
 def _wanted_dscp(d: DesiredSwitch, r: DscpMap) -> dict[int, int]:
     return d.dscp_to_switch_priority if r.target == "switch-priority" else d.dscp_to_traffic_class
 
 
-def _want_dscp(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+def _want_dscp(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return (
         f"DSCP->switch priority {_pairs(d.dscp_to_switch_priority)} "
         f"(DSCP->traffic class {_pairs(d.dscp_to_traffic_class)})"
@@ -121,7 +130,7 @@ def _want_dscp(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
 
 
 def _judge_dscp(
-    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
 ) -> Verdict:
     assert isinstance(r, DscpMap)
     have = r.mapping
@@ -131,12 +140,12 @@ def _judge_dscp(
     return (Status.PASS if ok else Status.FAIL), f"DSCP->{r.target} {shown}"
 
 
-def _want_priority_map(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+def _want_priority_map(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return _pairs(dict(enumerate(d.switch_priority_to_traffic_class)))
 
 
 def _judge_priority_map(
-    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
 ) -> Verdict:
     assert isinstance(r, PriorityMap)
     wanted = dict(enumerate(d.switch_priority_to_traffic_class))
@@ -145,12 +154,12 @@ def _judge_priority_map(
     return (Status.PASS if ok else Status.FAIL), _pairs(have)
 
 
-def _want_pfc(d: DesiredSwitch, p: DesiredSwitchPort | None) -> str:
+def _want_pfc(d: DesiredSwitch, p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return f"PFC on priorities {_ids(p.pfc_priorities if p else d.pfc_priorities)}"
 
 
 def _judge_pfc(
-    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
 ) -> Verdict:
     assert isinstance(r, PfcPriorities)
     wanted = p.pfc_priorities if p else d.pfc_priorities
@@ -158,14 +167,16 @@ def _judge_pfc(
     return (Status.PASS if ok else Status.FAIL), f"PFC on priorities {_ids(r.priorities)}"
 
 
-def _want_ecn(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+def _want_ecn(d: DesiredSwitch, _p: DesiredSwitchPort | None, inputs: Inputs) -> str:
+    assert isinstance(inputs, EcnInputs)
     queue = d.queue(d.lossless_traffic_class)
     tc = d.lossless_traffic_class
     if queue is None or not queue.ecn:
         return f"ECN off on traffic class {tc}"
     return (
         f"ECN on traffic class {tc}: min {queue.ecn_min_bytes} B, max {queue.ecn_max_bytes} B "
-        f"(up to {ECN_ROUNDING_ABOVE:.0%} more for hardware rounding), probability {queue.ecn_probability} %"
+        f"(up to {inputs.rounding_above:.0%} more for hardware rounding), "
+        f"probability {queue.ecn_probability} %"
     )
 
 
@@ -183,13 +194,14 @@ def _or_unknown(value: int | None) -> str:
     return "unknown" if value is None else str(value)
 
 
-def _rounded_from(actual: int, wanted: int) -> bool:
-    return wanted <= actual <= wanted * (1 + ECN_ROUNDING_ABOVE)
+def _rounded_from(actual: int, wanted: int, rounding_above: float) -> bool:
+    return wanted <= actual <= wanted * (1 + rounding_above)
 
 
 def _judge_ecn(
-    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, inputs: Inputs
 ) -> Verdict:
+    assert isinstance(inputs, EcnInputs)
     assert isinstance(r, EcnQueues)
     tc = d.lossless_traffic_class
     queue = d.queue(tc)
@@ -204,14 +216,14 @@ def _judge_ecn(
         return Status.ERROR, _shown_ecn(have) + " (the switch did not show its thresholds)"
     assert queue.ecn_min_bytes is not None and queue.ecn_max_bytes is not None
     ok = (
-        _rounded_from(have.min_bytes, queue.ecn_min_bytes)
-        and _rounded_from(have.max_bytes, queue.ecn_max_bytes)
+        _rounded_from(have.min_bytes, queue.ecn_min_bytes, inputs.rounding_above)
+        and _rounded_from(have.max_bytes, queue.ecn_max_bytes, inputs.rounding_above)
         and (have.probability is None or have.probability == queue.ecn_probability)
     )
     return (Status.PASS if ok else Status.FAIL), _shown_ecn(have)
 
 
-def _want_scheduler(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+def _want_scheduler(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return "; ".join(
         f"TC{q.traffic_class} {q.scheduler}" + (f" {q.weight_percent} %" if q.scheduler == "dwrr" else "")
         for q in d.queues
@@ -219,7 +231,7 @@ def _want_scheduler(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
 
 
 def _judge_scheduler(
-    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
 ) -> Verdict:
     assert isinstance(r, Schedulers)
     shown, ok = [], True
@@ -238,12 +250,17 @@ def _judge_scheduler(
     return (Status.PASS if ok else Status.FAIL), "; ".join(shown)
 
 
-def _want_watchdog(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+def _want_watchdog(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return "PFC watchdog enabled, no class stormed"
 
 
 def _judge_watchdog(
-    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, more: Mapping[type, Record]
+    r: Record,
+    port: str | None,
+    d: DesiredSwitch,
+    p: DesiredSwitchPort | None,
+    more: Mapping[type, Record],
+    _inputs: Inputs,
 ) -> Verdict:
     assert isinstance(r, WatchdogConfig)
     status = more.get(WatchdogStatus)
@@ -256,23 +273,23 @@ def _judge_watchdog(
     return (Status.PASS if r.enabled else Status.FAIL), f"PFC watchdog {state}, no class stormed"
 
 
-def _want_mtu(d: DesiredSwitch, p: DesiredSwitchPort | None) -> str:
+def _want_mtu(d: DesiredSwitch, p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return f"MTU {p.mtu if p else d.mtu}"
 
 
 def _judge_mtu(
-    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
 ) -> Verdict:
     assert isinstance(r, Mtu)
     return (Status.PASS if r.mtu == (p.mtu if p else d.mtu) else Status.FAIL), f"MTU {r.mtu}"
 
 
-def _want_drops(d: DesiredSwitch, _p: DesiredSwitchPort | None) -> str:
+def _want_drops(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return f"no drops on lossless traffic class {d.lossless_traffic_class} while the gate ran"
 
 
 def _judge_drops(
-    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _: object
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
 ) -> Verdict:
     assert isinstance(r, QueueDrops)
     drops = dict(r.by_queue).get(d.lossless_traffic_class, r.roce_class)
@@ -299,47 +316,91 @@ WATCHDOG = "switch.watchdog"
 MTU = "switch.mtu"
 LOSSLESS_DROPS = "switch.lossless_drops"
 
+
+def _switch_check(
+    check_id: str,
+    tag: str,
+    summary: str,
+    judge: SwitchJudge,
+    inputs: Inputs = NO_INPUTS,
+    applies: Callable[[DesiredSwitch], str | None] | None = None,
+) -> SwitchCheck:
+    """A switch check: role switch_qos fixes it, it reads the records its judge needs."""
+    return SwitchCheck(
+        check_id,
+        "switch",
+        SCOPE,
+        (judge.needs.__name__, *(kind.__name__ for kind in judge.also)),
+        summary,
+        SWITCH_QOS_ROLE,
+        tag,
+        judge,
+        inputs,
+        applies=applies or (lambda _desired: None),
+    )
+
+
 SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
-    SwitchCheck(TRUST, "dscp", Trust, _want_trust, _judge_trust, doc="classification trust (dscp)"),
-    SwitchCheck(
-        DSCP_MAP, "dscp", DscpMap, _want_dscp, _judge_dscp, doc="DSCP -> switch priority / traffic class"
+    _switch_check(
+        TRUST, "dscp", "classification trust (dscp)", SwitchJudge(Trust, _want_trust, _judge_trust)
     ),
-    SwitchCheck(
+    _switch_check(
+        DSCP_MAP,
+        "dscp",
+        "DSCP -> switch priority / traffic class",
+        SwitchJudge(DscpMap, _want_dscp, _judge_dscp),
+    ),
+    _switch_check(
         PRIORITY_MAP,
         "dscp",
-        PriorityMap,
-        _want_priority_map,
-        _judge_priority_map,
-        doc="switch priority -> traffic class",
-        not_shown="DSCP maps straight to traffic classes; there is no switch-priority stage to check",
+        "switch priority -> traffic class",
+        SwitchJudge(
+            PriorityMap,
+            _want_priority_map,
+            _judge_priority_map,
+            not_shown="DSCP maps straight to traffic classes; there is no switch-priority stage to check",
+        ),
     ),
-    SwitchCheck(PFC, "pfc", PfcPriorities, _want_pfc, _judge_pfc, doc="PFC priorities per port"),
-    SwitchCheck(ECN, "ecn", EcnQueues, _want_ecn, _judge_ecn, doc="ECN marking on the lossless queue"),
-    SwitchCheck(
-        SCHEDULER, "scheduler", Schedulers, _want_scheduler, _judge_scheduler, doc="egress scheduling"
+    _switch_check(PFC, "pfc", "PFC priorities per port", SwitchJudge(PfcPriorities, _want_pfc, _judge_pfc)),
+    _switch_check(
+        ECN,
+        "ecn",
+        "ECN marking on the lossless queue",
+        SwitchJudge(EcnQueues, _want_ecn, _judge_ecn),
+        EcnInputs(),
     ),
-    SwitchCheck(
+    _switch_check(
+        SCHEDULER,
+        "scheduler",
+        "egress scheduling",
+        SwitchJudge(Schedulers, _want_scheduler, _judge_scheduler),
+    ),
+    _switch_check(
         WATCHDOG,
         "watchdog",
-        WatchdogConfig,
-        _want_watchdog,
-        _judge_watchdog,
-        also=(WatchdogStatus,),
+        "PFC watchdog enabled and not stormed",
+        SwitchJudge(
+            WatchdogConfig,
+            _want_watchdog,
+            _judge_watchdog,
+            also=(WatchdogStatus,),
+            ports=lambda port: port.pfc_watchdog,
+        ),
         applies=_needs_watchdog,
-        ports=lambda port: port.pfc_watchdog,
-        doc="PFC watchdog enabled and not stormed",
     ),
-    SwitchCheck(MTU, "mtu", Mtu, _want_mtu, _judge_mtu, doc="port MTU"),
-    SwitchCheck(
+    _switch_check(MTU, "mtu", "port MTU", SwitchJudge(Mtu, _want_mtu, _judge_mtu)),
+    _switch_check(
         LOSSLESS_DROPS,
         "pfc",
-        QueueDrops,
-        _want_drops,
-        _judge_drops,
+        "no drops on the lossless queue during the run",
+        SwitchJudge(
+            QueueDrops,
+            _want_drops,
+            _judge_drops,
+            ports=lambda port: bool(port.pfc_priorities),
+            not_shown="queue drop counters are not read on this platform yet",
+        ),
         applies=_needs_pfc,
-        ports=lambda port: bool(port.pfc_priorities),
-        doc="no drops on the lossless queue during the run",
-        not_shown="queue drop counters are not read on this platform yet",
     ),
 )
 SWITCH_CHECK_IDS = tuple(check.id for check in SWITCH_CHECKS)
@@ -357,11 +418,14 @@ def check_switch(evidence: SwitchEvidence, desired: DesiredSwitch) -> list[Findi
 
 
 def run_check(check: SwitchCheck, evidence: SwitchEvidence, desired: DesiredSwitch) -> list[Finding]:
-    name = evidence.switch
+    assert check.judge is not None  # every switch check is judged here
+    judge, inputs, name = check.judge, check.inputs, evidence.switch
     if evidence.unreachable is not None:
-        return [errored(check.id, name, check.expected(desired, None), "not read", evidence.unreachable)]
-    if check.needs not in evidence.provided:
-        not_shown = check.not_shown or f"the gate reads no {check.needs.__name__} there"
+        return [
+            errored(check.id, name, judge.expected(desired, None, inputs), "not read", evidence.unreachable)
+        ]
+    if judge.needs not in evidence.provided:
+        not_shown = judge.not_shown or f"the gate reads no {judge.needs.__name__} there"
         reason = f"{evidence.platform}: {not_shown}"
         return [skipped(check.id, name, reason)]
     not_applicable = check.applies(desired)
@@ -369,33 +433,34 @@ def run_check(check: SwitchCheck, evidence: SwitchEvidence, desired: DesiredSwit
         return [skipped(check.id, name, not_applicable)]
     findings: list[Finding] = []
     judged_switch_wide = False
-    ports = [port for port in desired.ports if check.ports(port)]
+    ports = [port for port in desired.ports if judge.ports(port)]
     if not ports:
         return [skipped(check.id, name, "no port of this switch is concerned")]
     for port in ports:
-        record, own = evidence.get(check.needs, port.port)
+        record, own = evidence.get(judge.needs, port.port)
         if record is None:
-            reason, switch_wide = evidence.why_missing((check.needs,), port.port)
+            reason, switch_wide = evidence.why_missing((judge.needs,), port.port)
             if not (switch_wide and judged_switch_wide):
                 subject = name if switch_wide else f"{name}:{port.port}"
-                wanted = check.expected(desired, None if switch_wide else port)
+                wanted = judge.expected(desired, None if switch_wide else port, inputs)
                 findings.append(errored(check.id, subject, wanted, "not read", reason))
             judged_switch_wide = judged_switch_wide or switch_wide
             continue
         if not own and judged_switch_wide:
             continue
         subject = f"{name}:{port.port}" if own else name
-        wanted = check.expected(desired, port if own else None)
+        wanted = judge.expected(desired, port if own else None, inputs)
         judged_switch_wide = judged_switch_wide or not own
-        more = _also(check, evidence, port.port)
-        status, actual = check.judge(record, port.port if own else None, desired, port if own else None, more)
+        more = _also(judge, evidence, port.port)
+        at = port if own else None
+        status, actual = judge.verdict(record, port.port if own else None, desired, at, more, inputs)
         findings.append(_finding(check, status, subject, wanted, actual, name))
     return findings
 
 
-def _also(check: SwitchCheck, evidence: SwitchEvidence, port: str) -> dict[type, Record]:
+def _also(judge: SwitchJudge, evidence: SwitchEvidence, port: str) -> dict[type, Record]:
     found: dict[type, Record] = {}
-    for kind in check.also:
+    for kind in judge.also:
         record, _own = evidence.get(kind, port)
         if record is not None:
             found[kind] = record
@@ -412,19 +477,10 @@ def _finding(
             check.id, status, subject, expected, actual, "the switch's output cannot be judged as shown"
         )
     return Finding(
-        check.id, status, subject, expected, actual, fix_hint(switch, check.tag, f"{subject}: {check.doc}")
+        check.id,
+        status,
+        subject,
+        expected,
+        actual,
+        fix_hint(switch, check.tag or "", f"{subject}: {check.summary}"),
     )
-
-
-@dataclass(frozen=True)
-class CheckRow:
-    """One line of the README's check table, derived from the declarations."""
-
-    id: str
-    tag: str
-    needs: str
-    doc: str = field(default="")
-
-
-def check_table() -> list[CheckRow]:
-    return [CheckRow(c.id, c.tag, c.needs.__name__, c.doc) for c in SWITCH_CHECKS]

@@ -22,7 +22,7 @@ from functools import cache
 
 from fabcheck.checks import host, link, sm, switch
 from fabcheck.checks.model import Finding
-from fabcheck.checks.roles import HOST_QOS_ROLE, SUBNET_MANAGER_ROLE, SWITCH_QOS_ROLE
+from fabcheck.checks.roles import SWITCH_QOS_ROLE
 from fabcheck.collect.host import PROBES_BY_NAME
 from fabcheck.errors import UsageError
 from fabcheck.gate.stages import all_stages
@@ -79,11 +79,12 @@ def _host_entries() -> list[Entry]:
 def _switch_entries() -> list[Entry]:
     entries = []
     for check in switch.SWITCH_CHECKS:
+        assert check.judge is not None
         probes = [
             f"`{probe.name}`"
             for table in SWITCH_PROBES.values()
             for probe in table
-            if check.needs in probe.provides
+            if check.judge.needs in probe.provides
         ]
         entries.append(
             Entry(
@@ -93,39 +94,29 @@ def _switch_entries() -> list[Entry]:
                 "every switch platform" if len(probes) >= len(SWITCH_PROBES) else "platforms that show it",
                 ", ".join(probes),
                 _fixed_by(SWITCH_QOS_ROLE, check.tag),
-                check.doc,
+                check.summary,
             )
         )
     return entries
 
 
-_LINK_SUMMARIES = {
-    link.TRUST: "host NIC and switch port trust the same field, the intent's",
-    link.PFC: "host NIC and switch port run PFC on the same priorities, the intent's",
-    link.DSCP: "host NIC and switch port classify the RoCE and CNP DSCPs alike, as the intent",
-    link.MTU: "the switch port MTU carries the host netdev MTU",
-    "link.lldp": "the switch port's LLDP neighbour is the host and NIC the map cables there",
-    link.CABLED: "every RoCE NIC a host shows is cabled in fabric_links",
-}
-
-
 def _link_entries() -> list[Entry]:
     entries = []
-    for check_id in link.LINK_CHECKS:
-        tag = link.TAGS.get(check_id)
+    for check in link.LINK_CHECK_DECLS:
         fixed = (
-            f"`{HOST_QOS_ROLE}` / `{SWITCH_QOS_ROLE}` tag `{tag}`" if tag else "the cabling or fabric_links"
+            f"`{check.role}` / `{SWITCH_QOS_ROLE}` tag `{check.tag}`"
+            if check.role and check.tag
+            else "the cabling or fabric_links"
         )
-        per = "NIC" if check_id == link.CABLED else "cable"
         entries.append(
             Entry(
-                check_id,
+                check.id,
                 "link",
-                per,
-                "roce",
-                "the host and switch stages' records",
+                check.scope,
+                "/".join(check.kinds),
+                ", ".join(check.reads),
                 fixed,
-                _LINK_SUMMARIES[check_id],
+                check.summary,
             )
         )
     return entries
@@ -136,10 +127,10 @@ def _sm_entries() -> list[Entry]:
         Entry(
             check.id,
             "sm",
-            check.per,
-            "ib",
-            check.reads,
-            _fixed_by(SUBNET_MANAGER_ROLE, check.tag),
+            check.scope,
+            "/".join(check.kinds),
+            ", ".join(check.reads),
+            _fixed_by(check.role, check.tag),
             check.summary,
         )
         for check in sm.SM_CHECK_DECLS

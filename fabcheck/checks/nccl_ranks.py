@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
+from fabcheck.checks.declare import ROCE, Check
 from fabcheck.checks.model import Finding, errored, failed, passed, skipped
 from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
 from fabcheck.desired.nccl import DesiredNcclHost, DesiredNcclJob
@@ -369,3 +371,77 @@ def _span(numbers: Sequence[int]) -> str:
     if items and items == list(range(items[0], items[-1] + 1)) and len(items) > 2:
         return f"{items[0]}-{items[-1]}"
     return ", ".join(str(n) for n in items) or "none"
+
+
+# ---- the declarations: the nccl stage runs the job and these judges make its findings
+LAUNCH = "nccl.launch"  # the job started and exited 0 (fabcheck.gate.nccl_stage)
+_NCCL_RUN = ("the launched nccl-tests job's output (NCCL_DEBUG=INFO)",)
+
+NCCL_CHECK_DECLS: tuple[Check[Any], ...] = (
+    Check(LAUNCH, "nccl", "job", _NCCL_RUN, "the launcher starts the job and it exits 0", None, None),
+    Check(
+        RANKS,
+        "nccl",
+        "host",
+        _NCCL_RUN,
+        "every rank prints Init COMPLETE and no NCCL WARN",
+        None,
+        None,
+    ),
+    Check(
+        TRANSPORT,
+        "nccl",
+        "host",
+        _NCCL_RUN,
+        "every rank on the RDMA network, never Socket or a TCP plugin",
+        GPU_RDMA_ROLE,
+        None,
+    ),
+    Check(
+        GDR,
+        "nccl",
+        "host",
+        _NCCL_RUN,
+        "/GDRDMA on every inter-node (NET) channel",
+        GPU_RDMA_ROLE,
+        None,
+    ),
+    Check(
+        RAIL_HCA,
+        "nccl",
+        "host",
+        _NCCL_RUN,
+        "each GPU's NET channels on its affine rail NIC",
+        None,
+        None,
+    ),
+    Check(HCA_LIST, "nccl", "host", _NCCL_RUN, "NCCL_IB_HCA names the rail NICs", None, None),
+    Check(
+        GID_INDEX,
+        "nccl",
+        "host",
+        _NCCL_RUN,
+        "NCCL_IB_GID_INDEX as intended in every rank",
+        None,
+        None,
+    ),
+    Check(
+        TRAFFIC_CLASS,
+        "nccl",
+        "host",
+        _NCCL_RUN,
+        "NCCL_IB_TC as intended in every rank",
+        None,
+        None,
+        kinds=ROCE,
+    ),
+    Check(
+        BUSBW,
+        "nccl",
+        "job",
+        _NCCL_RUN,
+        "all_reduce busbw at the largest size at or above the intent's floor",
+        None,
+        None,
+    ),
+)

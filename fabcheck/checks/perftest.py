@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
+from fabcheck.checks.declare import Check, Inputs
 from fabcheck.checks.model import Finding, errored, failed, passed, skipped
 from fabcheck.checks.roles import HOST_QOS_ROLE
 from fabcheck.ibverbs import describe_wc_status
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.perftest import PerftestRun
 
-# Bandwidth is judged on large messages only: small ones are message-rate bound, not wire bound.
-LARGE_MESSAGE_BYTES = 65536
+
+@dataclass(frozen=True)
+class BandwidthInputs(Inputs):
+    # Bandwidth is judged on large messages only: small ones are message-rate bound, not wire bound.
+    large_message_bytes: int = 65536
+
+
+BANDWIDTH_INPUTS = BandwidthInputs()  # perftest.bandwidth (fabcheck analyze) and the perftest stage's pairs
 
 
 def check_perftest(
@@ -101,7 +110,7 @@ def _bandwidth(run: PerftestRun, intent: FabricIntent, line_rate: float) -> Find
             f"bandwidth {unreadable[0].bw_avg} is not a finite number",
             "the output is damaged or the run did not measure: rerun the test",
         )
-    large = [r for r in rows if r.bytes >= LARGE_MESSAGE_BYTES] or rows
+    large = [r for r in rows if r.bytes >= BANDWIDTH_INPUTS.large_message_bytes] or rows
     if not large:
         return failed(
             check, run.test or "perftest", expected, "no bandwidth rows", "the run produced no results"
@@ -127,3 +136,35 @@ def _bandwidth(run: PerftestRun, intent: FabricIntent, line_rate: float) -> Find
             "PFC pause storms and ECN marking on the path; the intent's link.speed_gbps must match the NIC",
         )
     return passed(check, f"{best.bytes} B", expected, actual)
+
+
+# ---- the perftest stage's checks: its pair rounds (fabcheck.gate.perftest_stage) make the findings
+NIC = "perftest.nic"
+HOST = "perftest.host"
+LINK = "perftest.link"
+DRIFT = "perftest.drift"
+_PAIRS = ("ib_write_bw between NIC pairs of the rail",)
+
+PAIR_CHECK_DECLS: tuple[Check[Any], ...] = (
+    Check(NIC, "perftest", "NIC", _PAIRS, "every NIC reaches the floor with its peers", None, None),
+    Check(HOST, "perftest", "host", _PAIRS, "no host slow with every known-good peer", None, None),
+    Check(
+        LINK,
+        "perftest",
+        "NIC pair",
+        _PAIRS,
+        "every pair reaches the floor",
+        None,
+        None,
+        inputs=BANDWIDTH_INPUTS,
+    ),
+    Check(
+        DRIFT,
+        "perftest",
+        "NIC pair",
+        ("the pair's recorded baseline (fabcheck baseline)",),
+        "within the allowed drop of the pair's baseline median",
+        None,
+        None,
+    ),
+)

@@ -1,10 +1,11 @@
 """Every check the gate declares, in one list: the README tables, `--checks`/`--skip` and the check list
 are derived from it, never written down a second time.
 
-The entries come from the declarations themselves: host and fleet checks from fabcheck.checks.host
-(HOST_CHECK_DECLS, FLEET_CHECK_DECLS, the commands from fabcheck.collect.host.HOST_PROBES), switch
-checks from fabcheck.checks.switch.SWITCH_CHECKS (the show commands from
-fabcheck.gate.switch_probes), link checks from fabcheck.checks.link.LINK_CHECKS.
+The entries come from one list of declarations, fabcheck.checks.declared.DECLARED (each a
+fabcheck.checks.declare.Check): host and fleet checks (their commands from
+fabcheck.collect.host.HOST_PROBES), switch checks (the show commands from fabcheck.collect.switch_probes),
+link and subnet-manager checks; the nccl, perftest and incast checks are declared there too and
+selected by their stage's prefix.
 
     python -m fabcheck.gate.catalog --markdown host    # the host check table of README.md
     python -m fabcheck.gate.catalog --markdown switch  # the switch and link check table
@@ -16,17 +17,20 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
-from fabcheck.checks import host, link, sm, switch
+from fabcheck.checks import switch
+from fabcheck.checks.declare import Check
+from fabcheck.checks.declared import DECLARED
 from fabcheck.checks.model import Finding
 from fabcheck.checks.roles import SWITCH_QOS_ROLE
 from fabcheck.collect.host import PROBES_BY_NAME
+from fabcheck.collect.switch_probes import PROBES as SWITCH_PROBES
 from fabcheck.errors import UsageError
 from fabcheck.gate.stages import all_stages
-from fabcheck.gate.switch_probes import PROBES as SWITCH_PROBES
 
 HOST_TABLE, SWITCH_TABLE = "host", "switch"
 _PER = {"host": "host", "nic": "rail NIC", "port": "port", "gpu": "GPU", "boot file": "boot file"}
@@ -56,9 +60,9 @@ def _host_applies(kinds: Sequence[str], modes: Sequence[str] | None) -> str:
     return text + (f"; {'/'.join(modes)}" if modes else "")
 
 
-def _host_entries() -> list[Entry]:
+def _host_entries(checks: Sequence[Check[Any]]) -> list[Entry]:
     entries = []
-    for check in (*host.HOST_CHECK_DECLS, *host.FLEET_CHECK_DECLS):
+    for check in checks:
         modes = check.modes if check.stage == "host" else None
         per = _PER[check.scope] + ("" if check.stage == "host" else ", across the hosts")
         reads = ", ".join(f"`{PROBES_BY_NAME[name].command}`" for name in check.reads)
@@ -76,10 +80,10 @@ def _host_entries() -> list[Entry]:
     return entries
 
 
-def _switch_entries() -> list[Entry]:
+def _switch_entries(checks: Sequence[Check[Any]]) -> list[Entry]:
     entries = []
-    for check in switch.SWITCH_CHECKS:
-        assert check.judge is not None
+    for check in checks:
+        assert isinstance(check.judge, switch.SwitchJudge)
         probes = [
             f"`{probe.name}`"
             for table in SWITCH_PROBES.values()
@@ -100,9 +104,9 @@ def _switch_entries() -> list[Entry]:
     return entries
 
 
-def _link_entries() -> list[Entry]:
+def _link_entries(checks: Sequence[Check[Any]]) -> list[Entry]:
     entries = []
-    for check in link.LINK_CHECK_DECLS:
+    for check in checks:
         fixed = (
             f"`{check.role}` / `{SWITCH_QOS_ROLE}` tag `{check.tag}`"
             if check.role and check.tag
@@ -122,7 +126,7 @@ def _link_entries() -> list[Entry]:
     return entries
 
 
-def _sm_entries() -> list[Entry]:
+def _sm_entries(checks: Sequence[Check[Any]]) -> list[Entry]:
     return [
         Entry(
             check.id,
@@ -133,14 +137,28 @@ def _sm_entries() -> list[Entry]:
             _fixed_by(check.role, check.tag),
             check.summary,
         )
-        for check in sm.SM_CHECK_DECLS
+        for check in checks
     ]
+
+
+# How each stage's declarations read in the catalog; fleet checks are the host stage's.
+_ENTRIES: dict[str, Callable[[Sequence[Check[Any]]], list[Entry]]] = {
+    "host": _host_entries,
+    "switch": _switch_entries,
+    "link": _link_entries,
+    "sm": _sm_entries,
+}
+_STAGE_OF = {"fleet": "host"}
 
 
 @cache
 def catalog() -> tuple[Entry, ...]:
-    """Every declared check, host stage first, in declaration order."""
-    return (*_host_entries(), *_switch_entries(), *_link_entries(), *_sm_entries())
+    """Every declared check of the stages listed one by one (host, switch, link, sm), in declaration
+    order; the traffic stages' checks (nccl, perftest, incast) are selected by their stage's prefix."""
+    entries: list[Entry] = []
+    for stage, build in _ENTRIES.items():
+        entries += build([c for c in DECLARED if _STAGE_OF.get(c.stage, c.stage) == stage])
+    return tuple(entries)
 
 
 @cache

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fabcheck.checks.model import Finding, failed, passed, skipped
-from fabcheck.checks.nccl_ranks import check_busbw, check_host_ranks
+from fabcheck.checks.nccl_ranks import LAUNCH, check_busbw, check_host_ranks
 from fabcheck.desired.nccl import (
     DEBUG_ENV,
     PROGRAM,
@@ -43,7 +43,6 @@ from fabcheck.parsers.nccl_tests import NcclTestsRun, parse_nccl_tests
 from fabcheck.parsers.topo import TopoMatrix
 from fabcheck.report.model import NodeKind
 
-LAUNCH = "nccl.launch"
 # NCCL_DEBUG levels that print INFO lines (NONE < VERSION < WARN < INFO < ABORT < TRACE).
 INFO_LEVELS = ("INFO", "ABORT", "TRACE")
 NEEDED_SUBSYSTEMS = ("INIT", "NET")

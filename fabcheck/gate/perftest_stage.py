@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fabcheck.checks.model import Finding, Measure, Status, Where, errored, failed, passed, skipped
+from fabcheck.checks.perftest import DRIFT, HOST, LINK, NIC
 from fabcheck.desired.perftest import DRIFT_MAX_DROP
 from fabcheck.errors import UsageError
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
@@ -26,13 +27,7 @@ from fabcheck.pairs.verdict import Measurement
 from fabcheck.report.model import NodeKind
 
 MODE_VARIABLE = "perftest_mode"
-NIC, HOST, LINK, DRIFT, STAGE_CHECK = (
-    "perftest.nic",
-    "perftest.host",
-    "perftest.link",
-    "perftest.drift",
-    "perftest.stage",
-)
+STAGE_CHECK = "perftest.stage"
 NIC_HINT = (
     "this NIC is slow with every peer: check its port speed and width (ibstat Rate), its PCIe link "
     "(lspci LnkSta), its cable and optics, and PFC pause storms on its port"

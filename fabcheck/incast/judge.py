@@ -17,6 +17,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fabcheck.checks.counters import ECN_COUNTERS, check_counters, counter_deltas, lossless_want
+from fabcheck.checks.incast import (
+    CHECK_DECLS,
+    COUNTERS,
+    ECN_ENGAGED,
+    HOST_DROPS,
+    LOSSLESS_TRAFFIC,
+    OUT_OF_SEQUENCE,
+    PAUSE,
+    PFC_ENGAGED,
+    SWITCH_DROPS,
+    SWITCH_ECN,
+    TRAFFIC,
+    WATCHDOG,
+)
 from fabcheck.checks.model import Finding, Status, errored, failed, passed, skipped
 from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
 from fabcheck.checks.switch import fix_hint
@@ -29,31 +43,8 @@ from fabcheck.pairs.rounds import Endpoint, Pair
 from fabcheck.pairs.verdict import Measurement
 from fabcheck.parsers.switch_records import QueueDrops, WatchdogStatus
 
-TRAFFIC = "incast.traffic"
-COUNTERS = "incast.counters"
-LOSSLESS_TRAFFIC = "incast.lossless_traffic"
-HOST_DROPS = "incast.host_drops"
-OUT_OF_SEQUENCE = "incast.out_of_sequence"
-ECN_ENGAGED = "incast.ecn_engaged"
-PAUSE = "incast.pause"
-PFC_ENGAGED = "incast.pfc_engaged"
-SWITCH_DROPS = "incast.switch_drops"
-SWITCH_ECN = "incast.switch_ecn"
-WATCHDOG = "incast.watchdog"
 STAGE_CHECK = "incast.stage"
-CHECK_IDS = (
-    TRAFFIC,
-    COUNTERS,
-    LOSSLESS_TRAFFIC,
-    HOST_DROPS,
-    OUT_OF_SEQUENCE,
-    ECN_ENGAGED,
-    PAUSE,
-    PFC_ENGAGED,
-    SWITCH_DROPS,
-    SWITCH_ECN,
-    WATCHDOG,
-)
+CHECK_IDS = tuple(check.id for check in CHECK_DECLS)  # declared in fabcheck.checks.incast
 # The NIC counter checks of fabcheck.checks.counters, as the incast names them.
 FROM_COUNTERS = {
     "counters.readable": COUNTERS,

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from fabcheck.checks.perftest import BANDWIDTH_INPUTS
 from fabcheck.collect.ssh import SshTarget, TimeLimits, run_command
 from fabcheck.desired.perftest import DesiredPerftest
 from fabcheck.errors import ParseError
@@ -34,7 +35,6 @@ SERVER_READY = "Waiting for client to connect"
 # What a perftest server prints when its port is taken (and what the kernel says under it).
 # Compared without case: perftest versions differ in capitals.
 PORT_TAKEN = ("couldn't listen to port", "address already in use", "couldn't bind")
-LARGE_MESSAGE_BYTES = 65536
 
 
 @dataclass
@@ -159,7 +159,8 @@ def measurement_of(pair: Pair, number: int, client: subprocess.CompletedProcess[
         )
     if run.errors:
         return Measurement(pair, None, number, error=f"client: {run.errors[0].message}")
-    rows = [r for r in run.rows if r.bytes >= LARGE_MESSAGE_BYTES and run.bw_gbps(r) is not None]
+    large = BANDWIDTH_INPUTS.large_message_bytes  # declared with perftest.link's inputs
+    rows = [r for r in run.rows if r.bytes >= large and run.bw_gbps(r) is not None]
     if client.returncode != 0 or not rows:
         return Measurement(
             pair, None, number, error=f"client: {_said(client.stdout, f'exit status {client.returncode}')}"

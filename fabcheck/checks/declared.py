@@ -1,0 +1,20 @@
+"""Every check the gate declares, in one list, in the order the stages run them: what the catalog
+(fabcheck.gate.catalog: README tables, `--checks`/`--skip`, the pytest plugin) reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fabcheck.checks import host, incast, link, nccl_ranks, perftest, sm, switch
+from fabcheck.checks.declare import Check
+
+DECLARED: tuple[Check[Any], ...] = (
+    *host.HOST_CHECK_DECLS,
+    *host.FLEET_CHECK_DECLS,
+    *switch.SWITCH_CHECKS,
+    *link.LINK_CHECK_DECLS,
+    *sm.SM_CHECK_DECLS,
+    *nccl_ranks.NCCL_CHECK_DECLS,
+    *perftest.PAIR_CHECK_DECLS,
+    *incast.CHECK_DECLS,
+)

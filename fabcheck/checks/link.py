@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fabcheck.checks.declare import ROCE, Check
-from fabcheck.checks.model import Finding, errored, failed, passed, skipped
+from fabcheck.checks.model import Finding, Where, errored, failed, passed, skipped
 from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
 from fabcheck.checks.switch import SwitchEvidence
 from fabcheck.desired.nic import DesiredNic
@@ -85,6 +85,7 @@ def check_links(
     for link in fabric.links:
         key = (link.host, link.nic)
         subject = f"{link.host}:{link.nic} <-> {link.switch_end}"
+        where = Where(link.host, link.nic, link.switch_end)
         nic, evidence = nics.get(key), switches.get(link.switch)
         if nic is None or evidence is None or evidence.unreachable is not None:
             side = (
@@ -94,12 +95,13 @@ def check_links(
             )
             if evidence is not None and evidence.unreachable:
                 side += f" ({evidence.unreachable})"
-            findings += [
+            unread = [
                 errored(check.id, subject, "both ends read", "not read", side) for check in CABLE_CHECK_DECLS
             ]
+            findings += [replace(finding, where=where) for finding in unread]
             continue
         ends = _Ends(link, nic, desired_nics[key], evidence, desired_switches[link.switch])
-        findings += [_judge_cable(check, ends) for check in CABLE_CHECK_DECLS]
+        findings += [replace(_judge_cable(check, ends), where=where) for check in CABLE_CHECK_DECLS]
     findings += _uncabled(fabric, nics.keys())
     findings += _heard_off_the_map(fabric, {host for host, _nic in nics}, switches)
     return findings

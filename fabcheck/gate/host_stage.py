@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabcheck.checks.host import HostEvidence, check_fleet, check_host
-from fabcheck.checks.model import Finding, Status, errored, verdict
+from fabcheck.checks.model import Finding, Status, Where, errored, verdict
 from fabcheck.collect import host as collect
 from fabcheck.collect import ssh
 from fabcheck.collect.backends import Collector, native
@@ -246,7 +246,23 @@ class HostStage:
             on_done=context.reads.on_host_done,
             desired=context.plan.desired.hosts,
         )
-        return StageOutcome(self.name, tuple(results))
+        cables = {(link.host, link.nic): link.switch_end for link in context.plan.whole.links}
+        return StageOutcome(self.name, tuple(located(result, cables) for result in results))
+
+
+def located(result: HostResult, cables: Mapping[tuple[str, str], str]) -> HostResult:
+    """The host's findings with their Where: the host, the part the check named (a NIC, `NIC/port`, a
+    netdev, a GPU; none for the host as a whole) and, for a rail NIC's part, the switch port its cable
+    goes to in the cabling map."""
+
+    def where(finding: Finding) -> Finding:
+        if finding.where is not None:
+            return finding
+        part = "" if finding.subject in ("host", result.host) else finding.subject
+        peer = cables.get((result.host, part.split("/", 1)[0]), "")
+        return dataclasses.replace(finding, where=Where(result.host, part, peer))
+
+    return dataclasses.replace(result, findings=tuple(where(f) for f in result.findings))
 
 
 STAGE = HostStage()

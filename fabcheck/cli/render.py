@@ -11,8 +11,9 @@ import sys
 
 from fabcheck.desired.switch import desired_switch
 from fabcheck.errors import UsageError
-from fabcheck.intent.fabric import SWITCH_PLATFORMS, fabric_of
+from fabcheck.intent.fabric import fabric_of
 from fabcheck.intent.loader import load_inventory
+from fabcheck.intent.platforms import PLATFORMS as SWITCH_PLATFORMS
 from fabcheck.switch.render import render_switch
 
 EPILOG = """\

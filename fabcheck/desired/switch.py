@@ -12,11 +12,10 @@ from typing import Any, Literal
 
 from fabcheck.intent.fabric import Fabric, Switch
 from fabcheck.intent.model import FabricIntent
+from fabcheck.intent.platforms import platform_named
 
 PRIORITY_COUNT = 8
 DEFAULT_TRAFFIC_CLASS = 0
-# EOS refuses an MTU above 9214 on routed ports; the others take the intent's 9216.
-PLATFORM_MAX_MTU = {"nvue": 9216, "sonic": 9216, "eos": 9214}
 # PFC watchdog: detection and restoration 200 ms, drop on a storm (SONiC start_default, close to the
 # Cumulus and EOS defaults); the intent enables it wherever PFC runs.
 WATCHDOG_DETECTION_MS = 200
@@ -117,7 +116,8 @@ def desired_switch(intent: FabricIntent, fabric: Fabric, name: str) -> DesiredSw
     )
     pfc = (lossless.priority,) if lossless.pfc else ()
     dscp_map = {dscp: lossless.priority for dscp in lossless.dscp} | {cnp.dscp: cnp.priority}
-    mtu = min(intent.mtu.switch, PLATFORM_MAX_MTU[switch.platform])
+    # A platform that caps the MTU below the intent's (EOS: 9214) gets its cap (its record's max_mtu).
+    mtu = min(intent.mtu.switch, platform_named(switch.platform).max_mtu)
     return DesiredSwitch(
         name=switch.name,
         platform=switch.platform,

@@ -26,7 +26,7 @@ from fabcheck.gate.stages import (
     StageContext,
     StageOutcome,
 )
-from fabcheck.gate.switches import SwitchResult
+from fabcheck.gate.switch_stage import SwitchResult
 from fabcheck.intent.loader import Inventory
 from fabcheck.report.links import details_of
 from fabcheck.report.model import Affinity, NodeKind, Run, Subject

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fabcheck.checks.model import Finding, errored, skipped
+from fabcheck.collect.switch import Connect, switch_login
 from fabcheck.errors import FabcheckError
 from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
-from fabcheck.gate.switches import Connect, switch_login
 from fabcheck.incast import capture
 from fabcheck.incast.figure import CounterTable
 from fabcheck.incast.judge import STAGE_CHECK, Captured, Incasted, judge_incasts

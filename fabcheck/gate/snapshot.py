@@ -69,7 +69,7 @@ def host_record(collection: HostCollection) -> dict[str, Any]:
 
 
 def switch_record(result: Any) -> dict[str, Any]:
-    """A fabcheck.gate.switches.SwitchResult as data: outputs in reading order, failed probes' reasons."""
+    """A fabcheck.gate.switch_stage.SwitchResult as data: outputs in reading order, failed probes' reasons."""
     evidence = result.evidence
     return {
         "switch": result.switch,
@@ -253,7 +253,7 @@ class Snapshot:
 def replay_login(entry: HostEntry, fabric: Fabric) -> SwitchLogin:
     """A switch login that needs no credentials: a replay opens no connection, so the inventory's
     secret (vault, lookup) is not resolved and a placeholder stands in for it."""
-    from fabcheck.gate.switches import PASSWORD_ENV, switch_login
+    from fabcheck.collect.switch import PASSWORD_ENV, switch_login
 
     return switch_login(fabric.switch(entry.name), {}, environ={PASSWORD_ENV: "not-used-by-a-replay"})
 

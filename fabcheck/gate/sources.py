@@ -18,11 +18,11 @@ from fabcheck.collect.backends import Collector
 from fabcheck.collect.backends import ansible as via_ansible
 from fabcheck.collect.backends import testinfra as backends
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
+from fabcheck.collect.switch import Connect
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
 from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.stages import Reads
-from fabcheck.gate.switches import Connect
 from fabcheck.intent.fabric import Fabric
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.switch.connect import SwitchLogin

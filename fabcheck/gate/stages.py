@@ -26,9 +26,10 @@ from fabcheck.report.model import Figure, NodeKind
 
 if TYPE_CHECKING:
     from fabcheck.collect.backends import Collector
+    from fabcheck.collect.switch import Connect
     from fabcheck.gate.host_stage import HostResult
     from fabcheck.gate.plan import GatePlan
-    from fabcheck.gate.switches import Connect, SwitchResult
+    from fabcheck.gate.switch_stage import SwitchResult
     from fabcheck.intent.fabric import Fabric
     from fabcheck.switch.connect import SwitchLogin
 
@@ -132,7 +133,7 @@ class StageContext:
     @property
     def switches(self) -> tuple[SwitchResult, ...]:
         """The switch stage's results, with the evidence each switch showed (empty: it did not run)."""
-        from fabcheck.gate.switches import SwitchResult
+        from fabcheck.gate.switch_stage import SwitchResult
 
         outcome = self.earlier.get("switch")
         return () if outcome is None else tuple(n for n in outcome.nodes if isinstance(n, SwitchResult))

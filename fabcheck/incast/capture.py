@@ -14,10 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
+from fabcheck.collect.probes import Collected, Probe
+from fabcheck.collect.switch import Connect, collect_switch
+from fabcheck.collect.switch_probes import PROBES
 from fabcheck.errors import ParseError
-from fabcheck.gate.probes import Collected, Probe
-from fabcheck.gate.switch_probes import PROBES
-from fabcheck.gate.switches import Connect, collect_switch
+from fabcheck.intent.platforms import PLATFORMS, Platform, UnknownPlatform
 from fabcheck.pairs.runner import SshRunner
 from fabcheck.parsers import switch_nvue
 from fabcheck.parsers.ethtool_stats import parse_ethtool_stats
@@ -93,27 +94,46 @@ def parse_nvue_roce_counters(text: str, port: str | None, source: str = "<text>"
     return [*placed, (port, counters)]  # type: ignore[list-item]
 
 
-def _gate_probe(platform: str, name: str) -> Probe:
-    """One of the gate's probes, read once per capture (the incast's two captures make the difference)."""
-    probe = next(p for p in PROBES[platform] if p.name == name)
+def _read_once(probe: Probe) -> Probe:
+    """A gate probe read once per capture: the incast's two captures make the difference."""
     return dataclasses.replace(probe, counter=False)
 
 
-NVUE_ROCE_COUNTERS = _gate_probe("nvue", "nvue.roce_counters")
-# Per platform: what the incast reads of each leaf. Only NVUE shows the RoCE class's pause and ECN mark
-# counters per port; on SONiC and EOS those checks are a skip that says so.
-INCAST_PROBES: Mapping[str, tuple[Probe, ...]] = {
-    "nvue": (
-        dataclasses.replace(
-            NVUE_ROCE_COUNTERS,
-            name="incast.nvue.roce_counters",
-            parse=parse_nvue_roce_counters,
-            provides=(QueueDrops, PortPauseEcn),
-        ),
-        _gate_probe("nvue", "nvue.watchdog"),
+def _gate_probe(platform: str, name: str) -> Probe:
+    return _read_once(next(p for p in PROBES[platform] if p.name == name))
+
+
+# The incast's own versions of gate probes, by the name a platform record's incast_probes gives them.
+INCAST_OWN_PROBES: Mapping[str, Probe] = {
+    "incast.nvue.roce_counters": dataclasses.replace(
+        _gate_probe("nvue", "nvue.roce_counters"),
+        name="incast.nvue.roce_counters",
+        parse=parse_nvue_roce_counters,
+        provides=(QueueDrops, PortPauseEcn),
     ),
-    "sonic": (_gate_probe("sonic", "sonic.queue_counters"), _gate_probe("sonic", "sonic.pfcwd_stats")),
-    "eos": (_gate_probe("eos", "eos.queue_drops"), _gate_probe("eos", "eos.watchdog_counters")),
+}
+
+
+def _incast_probes(record: Platform) -> tuple[Probe, ...]:
+    gate = {probe.name: probe for probe in PROBES[record.name]}
+    probes = []
+    for name in record.incast_probes:
+        if name in INCAST_OWN_PROBES:
+            probes.append(INCAST_OWN_PROBES[name])
+        elif name in gate:
+            probes.append(_read_once(gate[name]))
+        else:
+            raise UnknownPlatform(
+                f"platform {record.name}: incast probe {name!r} is neither the gate's nor ours"
+            )
+    return tuple(probes)
+
+
+# Per platform: what the incast reads of each leaf (its record's incast_probes). Where a platform does
+# not show the RoCE class's pause and ECN mark counters per port (SONiC, EOS), those checks are a skip
+# that says so.
+INCAST_PROBES: Mapping[str, tuple[Probe, ...]] = {
+    name: _incast_probes(record) for name, record in PLATFORMS.items()
 }
 
 

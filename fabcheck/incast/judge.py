@@ -34,9 +34,9 @@ from fabcheck.checks.incast import (
 from fabcheck.checks.model import Finding, Status, errored, failed, passed, skipped
 from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
 from fabcheck.checks.switch import fix_hint
+from fabcheck.collect.probes import Collected
 from fabcheck.desired.nic import DesiredNic
 from fabcheck.desired.switch import DesiredSwitch
-from fabcheck.gate.probes import Collected
 from fabcheck.incast.capture import HostCapture, PortPauseEcn, SwitchCapture, reads
 from fabcheck.incast.plan import Incast
 from fabcheck.pairs.rounds import Endpoint, Pair

@@ -1,37 +1,28 @@
 """The physical fabric from the inventory: switches (platform, address, ports) and the cabling map.
 
-Switches are inventory hosts of group `switches_nvue`, `switches_sonic` or `switches_eos` (or with a
-`switch_platform` variable). The cabling map is per GPU host, `fabric_links: {mlx5_0: leaf01:swp1}`:
-which switch port each NIC plugs into. The gate judges both ends of every link against each other
+Switches are inventory hosts of group `switches_<platform>` (or with a `switch_platform` variable),
+for a platform of fabcheck.intent.platforms, whose record says how that platform names its ports.
+The cabling map is per GPU host, `fabric_links: {mlx5_0: leaf01:swp1}`: which switch port each NIC
+plugs into. The gate judges both ends of every link against each other
 from it, and the switch roles configure exactly the ports it names, so every problem in it is an
 error naming the file, line and variable, never a silent default.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fabcheck.errors import IntentError
 from fabcheck.intent.model import NIC_NAME_PATTERN, FabricIntent, is_safe_nic_name
+from fabcheck.intent.platforms import PLATFORM_GROUP_PREFIX, PLATFORMS, Platform
 
 GPU_HOSTS = "gpu_hosts"
 SUBNET_MANAGERS = "subnet_managers"
 INTENT_VAR = "fabric_intent"
 LINKS_VAR = "fabric_links"
 
-# Platform -> the netmiko device_type that drives it. A platform is supported when it has templates
-# and a driver; adding one (NX-OS, Junos) starts here.
-SWITCH_PLATFORMS: Mapping[str, str] = {"nvue": "cumulus_linux", "sonic": "linux", "eos": "arista_eos"}
-PLATFORM_GROUP_PREFIX = "switches_"
-# Front-panel port names as each platform prints them (breakouts included).
-PORT_NAME: Mapping[str, re.Pattern[str]] = {
-    "nvue": re.compile(r"swp[0-9]+(s[0-9]+)?"),
-    "sonic": re.compile(r"Ethernet[0-9]+"),
-    "eos": re.compile(r"Ethernet[0-9]+(/[0-9]+){0,2}"),
-}
 DEFAULT_SSH_PORT = 22
 
 Where = Callable[[Any], str]  # a loaded value -> "file:line: " (or "" when unknown)
@@ -139,7 +130,8 @@ def _switch(node: InventoryNode, where: Where, problems: list[str], secrets_chec
 
     variables = node.variables
     platform = _platform(node, bad)
-    device_type = SWITCH_PLATFORMS.get(platform or "", "")
+    record = PLATFORMS.get(platform or "")
+    device_type = record.device_type if record is not None else ""
     given_type = variables.get("netmiko_device_type")
     if platform and given_type is not None and str(given_type) != device_type:
         bad("netmiko_device_type", given_type, f"platform {platform} is driven as {device_type}")
@@ -148,9 +140,8 @@ def _switch(node: InventoryNode, where: Where, problems: list[str], secrets_chec
     ssh_port = _ssh_port(variables.get("switch_port", DEFAULT_SSH_PORT), bad)
     if secrets_checked:
         _password_kept_secret(variables.get("switch_password"), bad)
-    style = PORT_NAME.get(platform or "")
-    host_ports = _ports(variables, "switch_ports", style, platform, bad, required=True)
-    uplinks = _ports(variables, "switch_uplinks", style, platform, bad, required=False)
+    host_ports = _ports(variables, "switch_ports", record, bad, required=True)
+    uplinks = _ports(variables, "switch_uplinks", record, bad, required=False)
     both = sorted(set(host_ports) & set(uplinks))
     if both:
         bad("switch_uplinks", variables.get("switch_uplinks"), f"{both} are also host-facing switch_ports")
@@ -174,14 +165,14 @@ def _switch(node: InventoryNode, where: Where, problems: list[str], secrets_chec
 
 
 def _platform(node: InventoryNode, bad: Callable[[str, Any, str], None]) -> str | None:
-    allowed = ", ".join(sorted(SWITCH_PLATFORMS))
+    allowed = ", ".join(sorted(PLATFORMS))
     from_groups = sorted(
         g.removeprefix(PLATFORM_GROUP_PREFIX) for g in node.groups if g.startswith(PLATFORM_GROUP_PREFIX)
     )
     declared = node.variables.get("switch_platform")
     if declared is not None:
         name = str(declared)
-        if name not in SWITCH_PLATFORMS:
+        if name not in PLATFORMS:
             bad("switch_platform", declared, f"no templates or driver for this platform; allowed: {allowed}")
             return None
         if from_groups and from_groups != [name]:
@@ -189,7 +180,7 @@ def _platform(node: InventoryNode, bad: Callable[[str, Any, str], None]) -> str 
             bad("switch_platform", declared, f"contradicts its group(s) {groups}")
             return None
         return name
-    if len(from_groups) != 1 or from_groups[0] not in SWITCH_PLATFORMS:
+    if len(from_groups) != 1 or from_groups[0] not in PLATFORMS:
         groups = ", ".join(PLATFORM_GROUP_PREFIX + g for g in from_groups)
         bad(
             "groups",
@@ -236,8 +227,7 @@ def _password_kept_secret(value: Any, bad: Callable[..., None]) -> None:
 def _ports(
     variables: Mapping[str, Any],
     var: str,
-    style: re.Pattern[str] | None,
-    platform: str | None,
+    record: Platform | None,
     bad: Callable[[str, Any, str], None],
     *,
     required: bool,
@@ -253,18 +243,14 @@ def _ports(
         )
         return ()
     ports = [str(p) for p in value]
-    if style is not None:
-        wrong = [p for p in ports if not style.fullmatch(p)]
+    if record is not None:
+        wrong = [p for p in ports if not record.port_name.fullmatch(p)]
         if wrong:
-            bad(var, value, f"{wrong} are not {platform} port names (like {_example(platform)})")
+            bad(var, value, f"{wrong} are not {record.name} port names (like {record.port_example})")
     twice = sorted({p for p in ports if ports.count(p) > 1})
     if twice:
         bad(var, value, f"{twice} listed more than once")
     return tuple(ports)
-
-
-def _example(platform: str | None) -> str:
-    return {"nvue": "swp1, swp1s0", "sonic": "Ethernet0", "eos": "Ethernet1/1"}.get(platform or "", "?")
 
 
 def _speeds(value: Any, known: set[str], bad: Callable[[str, Any, str], None]) -> dict[str, int]:

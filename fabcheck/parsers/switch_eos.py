@@ -1,10 +1,11 @@
 """Arista EOS show outputs -> switch records (pure).
 
-`show running-config` (the DSCP -> traffic-class map, read with the EOS driver's own config reader),
-`show priority-flow-control | json` (per port: PFC priorities, watchdog), `show qos interfaces | json`
-(per port: trust, tx-queue scheduling and ECN), `show interfaces | json` (per port: MTU),
-`show interfaces counters queue detail | json` (per port: unicast egress queue drops) and
-`show priority-flow-control counters watchdog | json` (per port: tx queues the PFC watchdog holds stuck).
+`show running-config` (the DSCP -> traffic-class map, read with fabcheck.parsers.eos_config, the
+driver's reader too), `show priority-flow-control | json` (per port: PFC priorities, watchdog),
+`show qos interfaces | json` (per port: trust, tx-queue scheduling and ECN), `show interfaces | json`
+(per port: MTU), `show interfaces counters queue detail | json` (per port: unicast egress queue
+drops) and `show priority-flow-control counters watchdog | json` (per port: tx queues the PFC
+watchdog holds stuck).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from fabcheck.errors import ParseError
 from fabcheck.parsers._text import split_checked_lines
+from fabcheck.parsers.eos_config import dscp_map, parse_config
 from fabcheck.parsers.switch_records import (
     DscpMap,
     EcnQueues,
@@ -34,7 +36,6 @@ from fabcheck.parsers.switch_records import (
     number,
     obj,
 )
-from fabcheck.switch.platforms.eos import dscp_map, parse_config
 
 TRUST_WORDS = {"dscp": "dscp", "cos": "pcp"}
 # ECN threshold units EOS prints that convert to bytes; segments and milliseconds do not.

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fabcheck.errors import FabcheckError
+from fabcheck.intent.platforms import UnknownPlatform, platform_named, resolve
 from fabcheck.switch.concerns import ALL_CONCERNS, chosen_concerns, describe
 from fabcheck.switch.render import RenderedConfig
 
@@ -45,8 +46,7 @@ class PushResult:
 class SwitchDriver(abc.ABC):
     """The platform-specific half of a push. `connection` is a netmiko connection (or a test fake)."""
 
-    platform: ClassVar[str]
-    device_type: ClassVar[str]  # netmiko device_type
+    platform: ClassVar[str]  # the name of its record in fabcheck.intent.platforms
 
     def __init__(self, connection: Any) -> None:
         self.connection = connection
@@ -86,23 +86,18 @@ class SwitchDriver(abc.ABC):
         return ""
 
 
-DRIVERS: dict[str, type[SwitchDriver]] = {}
-
-
-def register(driver: type[SwitchDriver]) -> type[SwitchDriver]:
-    """Class decorator: a platform is pushable once its driver is registered (and it has templates)."""
-    DRIVERS[driver.platform] = driver
-    return driver
-
-
 def driver_for(platform: str) -> type[SwitchDriver]:
-    from fabcheck.switch import platforms  # noqa: F401 - registers the built-in drivers
-
+    """The driver class its platform record names (imported now: only the drivers used are loaded)."""
     try:
-        return DRIVERS[platform]
-    except KeyError:
-        known = ", ".join(sorted(DRIVERS)) or "none"
-        raise PushError(f"no driver for platform {platform!r} (have: {known})", rolled_back=True) from None
+        driver = resolve(platform_named(platform).driver)
+    except UnknownPlatform as err:
+        raise PushError(f"no driver for platform {platform!r}: {err}", rolled_back=True) from None
+    if not (isinstance(driver, type) and issubclass(driver, SwitchDriver)) or driver.platform != platform:
+        raise PushError(
+            f"platform {platform!r}: {platform_named(platform).driver} is not the SwitchDriver of {platform}",
+            rolled_back=True,
+        )
+    return driver
 
 
 def push(

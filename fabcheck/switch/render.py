@@ -1,4 +1,5 @@
-"""Render a desired switch state with the Jinja2 templates of its platform (`templates/<platform>/`).
+"""Render a desired switch state with the Jinja2 templates of its platform (`templates/<folder>/`, the
+folder its record in fabcheck.intent.platforms names).
 
 The templates only spell the desired record in the platform's terms: every value comes from the
 record, none from a constant in a template. Undefined names are errors, never empty strings.
@@ -16,9 +17,10 @@ import jinja2
 
 from fabcheck.desired.switch import DesiredSwitch
 from fabcheck.errors import FabcheckError
+from fabcheck.intent.platforms import PLATFORMS, UnknownPlatform, platform_named
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
-ENTRY_TEMPLATE = "switch.j2"  # templates/<platform>/switch.j2 renders one whole switch
+ENTRY_TEMPLATE = "switch.j2"  # templates/<folder>/switch.j2 renders one whole switch
 
 
 class RenderError(FabcheckError):
@@ -38,19 +40,22 @@ class RenderedConfig:
         return [line for line in self.text.splitlines() if line.strip()]
 
 
-def template_platforms() -> tuple[str, ...]:
-    """Platforms with templates on disk (a platform also needs a driver to be pushed)."""
-    if not TEMPLATES.is_dir():
-        return ()
-    return tuple(sorted(p.name for p in TEMPLATES.iterdir() if (p / ENTRY_TEMPLATE).is_file()))
+def template_folder(platform: str) -> Path:
+    """templates/<folder>/ of the platform's record; a RenderError when it has no entry template."""
+    try:
+        folder = TEMPLATES / platform_named(platform).template_folder
+    except UnknownPlatform as err:
+        raise RenderError(str(err)) from None
+    if not (folder / ENTRY_TEMPLATE).is_file():
+        raise RenderError(
+            f"platform {platform}: no {ENTRY_TEMPLATE} in {folder} (platforms: {', '.join(PLATFORMS)})"
+        )
+    return folder
 
 
 @functools.cache
 def _environment(platform: str) -> jinja2.Environment:
-    folder = TEMPLATES / platform
-    if not (folder / ENTRY_TEMPLATE).is_file():
-        known = ", ".join(template_platforms()) or "none"
-        raise RenderError(f"no templates for platform {platform!r} in {TEMPLATES} (have: {known})")
+    folder = template_folder(platform)
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(folder)),
         undefined=jinja2.StrictUndefined,

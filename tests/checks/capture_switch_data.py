@@ -20,8 +20,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "switch")]
 from mockswitches import mock_switches  # noqa: E402
 from switchfabric import PORTS, SWITCHES, desired, snapshot_stem  # noqa: E402
 
-from fabcheck.gate.switch_probes import PROBES  # noqa: E402
-from fabcheck.gate.switches import read_switch  # noqa: E402
+from fabcheck.collect.switch_probes import PROBES  # noqa: E402
+from fabcheck.gate.switch_stage import read_switch  # noqa: E402
 from fabcheck.lab.mockswitch import heal_switch_fault, inject_switch_fault  # noqa: E402
 from fabcheck.switch.connect import connect  # noqa: E402
 from fabcheck.switch.driver import driver_for, push  # noqa: E402

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from fabcheck.checks.switch import SwitchEvidence
+from fabcheck.collect.probes import Probe, collect
+from fabcheck.collect.switch_probes import PROBES
 from fabcheck.desired.switch import DesiredSwitch, desired_switch
-from fabcheck.gate.probes import Probe, collect
-from fabcheck.gate.switch_probes import PROBES
-from fabcheck.gate.switches import evidence_of
+from fabcheck.gate.switch_stage import evidence_of
 from fabcheck.intent.fabric import Fabric, InventoryNode, read_fabric
 from fabcheck.intent.model import FabricIntent
 

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from fabcheck.checks.model import Finding, Status
+from fabcheck.collect.probes import Collected, ProbeError
 from fabcheck.desired.nic import DesiredNic, desired_host
 from fabcheck.desired.perftest import desired_perftest
 from fabcheck.errors import UsageError
 from fabcheck.gate import incast_stage
-from fabcheck.gate.probes import Collected, ProbeError
 from fabcheck.gate.stages import STAGE_MODULES, all_stages
 from fabcheck.incast import capture, judge
 from fabcheck.incast.figure import CounterTable

@@ -22,7 +22,7 @@ from fabcheck.collect.script import Section
 from fabcheck.errors import UsageError
 from fabcheck.gate import host_stage as validate
 from fabcheck.gate import snapshot
-from fabcheck.gate.switches import judge_switch
+from fabcheck.gate.switch_stage import judge_switch
 from fabcheck.intent.model import FabricIntent
 from fabcheck.switch.connect import ConnectError, SwitchLogin
 

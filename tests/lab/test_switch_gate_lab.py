@@ -19,8 +19,9 @@ from labsupport import REPO, requires_lab, running_lab
 
 from fabcheck.checks import switch as checks
 from fabcheck.checks.model import Finding, Status
+from fabcheck.collect.switch import logins_from_inventory
 from fabcheck.gate.plan import desired_of
-from fabcheck.gate.switches import collect_switches, logins_from_inventory
+from fabcheck.gate.switch_stage import collect_switches
 from fabcheck.intent.fabric import Fabric, inventory_nodes, read_fabric
 from fabcheck.intent.loader import load_inventory
 from fabcheck.lab import faults

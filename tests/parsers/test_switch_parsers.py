@@ -12,8 +12,8 @@ from hostile import hostile_text, mutated
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fabcheck.collect.switch_probes import PROBES
 from fabcheck.errors import ParseError
-from fabcheck.gate.switch_probes import PROBES
 from fabcheck.parsers import switch_eos, switch_nvue, switch_sonic
 from fabcheck.parsers.switch_records import (
     DscpMap,

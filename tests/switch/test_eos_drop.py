@@ -16,9 +16,10 @@ from mockswitches import MockSwitches, mock_switches
 from test_eos_templates import NON_DEFAULT, eos_desired
 
 from fabcheck.lab.mockswitch import arm_drop
+from fabcheck.parsers.eos_config import format_config, parse_config
 from fabcheck.switch.connect import connect
 from fabcheck.switch.driver import PushError, push
-from fabcheck.switch.platforms.eos import EosDriver, format_config, parse_config, session_lines
+from fabcheck.switch.platforms.eos import EosDriver, session_lines
 from fabcheck.switch.render import RenderedConfig, render_switch
 
 TRIALS = 20

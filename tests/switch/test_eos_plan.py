@@ -5,15 +5,8 @@ from __future__ import annotations
 import pytest
 from test_eos_templates import rendered
 
-from fabcheck.switch.platforms.eos import (
-    ConfigNode,
-    dscp_map,
-    format_config,
-    managed_view,
-    negation,
-    parse_config,
-    session_lines,
-)
+from fabcheck.parsers.eos_config import ConfigNode, dscp_map, format_config, parse_config
+from fabcheck.switch.platforms.eos import managed_view, negation, session_lines
 
 # A running config as EOS prints it: fabcheck's parts plus things it must leave alone, and the
 # leftovers of an older intent (DSCP 24 25 and 10 mapped, PFC on priority 4, queue 5, a polling timer).

@@ -17,10 +17,12 @@ from mockswitches import MockSwitches, mock_switches
 from test_eos_templates import NON_DEFAULT, eos_desired
 
 from fabcheck.desired.switch import DesiredSwitch
+from fabcheck.intent.platforms import PLATFORMS
 from fabcheck.lab.mockswitch import inject_switch_fault
+from fabcheck.parsers.eos_config import format_config, parse_config
 from fabcheck.switch.connect import ConnectError, connect
 from fabcheck.switch.driver import PushError, driver_for, push
-from fabcheck.switch.platforms.eos import EosDriver, format_config, parse_config
+from fabcheck.switch.platforms.eos import EosDriver
 from fabcheck.switch.render import RenderedConfig, render_switch
 
 NAMES = ("eos-converge", "eos-custom", "eos-pfc-fault", "eos-ecn-fault", "eos-reject", "eos-login")
@@ -138,8 +140,8 @@ def expected_read_back(desired: DesiredSwitch, all_ports: tuple[str, ...]) -> di
 # -- tests ------------------------------------------------------------------------------------------
 
 
-def test_the_eos_driver_is_registered() -> None:
-    assert driver_for("eos") is EosDriver and EosDriver.device_type == "arista_eos"
+def test_the_eos_record_names_the_eos_driver() -> None:
+    assert driver_for("eos") is EosDriver and PLATFORMS["eos"].device_type == "arista_eos"
 
 
 def test_converge_from_factory_then_rerun_changes_nothing(switches: MockSwitches) -> None:

@@ -16,7 +16,6 @@ class FakeSwitch(SwitchDriver):
     real platform; commit changes running only, save copies it to startup."""
 
     platform = "fake"
-    device_type = "fake"
 
     def __init__(
         self,

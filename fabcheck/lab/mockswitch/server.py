@@ -15,11 +15,9 @@ from typing import Any
 
 import asyncssh
 
+from fabcheck.intent.platforms import platform_named, resolve
 from fabcheck.lab.mockswitch.control import reachable_path
 from fabcheck.lab.mockswitch.device import SwitchDevice
-from fabcheck.lab.mockswitch.eos import EosDevice
-from fabcheck.lab.mockswitch.nvue import NvueDevice
-from fabcheck.lab.mockswitch.sonic import SonicDevice
 from fabcheck.lab.mockswitch.spec import (
     MockSwitchError,
     SwitchSpec,
@@ -34,13 +32,21 @@ from fabcheck.lab.mockswitch.spec import (
 from fabcheck.lab.mockswitch.terminal import LineReader
 from fabcheck.lab.mockswitch.wire import WireWriter, drain
 
-DEVICES: dict[str, type[SwitchDevice]] = {"nvue": NvueDevice, "sonic": SonicDevice, "eos": EosDevice}
 log = logging.getLogger("fabcheck.mockswitch")
+
+
+def device_class(platform: str) -> type[SwitchDevice]:
+    """The mock its platform record names."""
+    named = platform_named(platform).mock
+    device = resolve(named)
+    if not (isinstance(device, type) and issubclass(device, SwitchDevice)) or device.platform != platform:
+        raise MockSwitchError(f"platform {platform}: {named} is not the mock SwitchDevice of {platform}")
+    return device
 
 
 def make_device(spec: SwitchSpec, run_dir: Path) -> SwitchDevice:
     """A fresh device, or the one a previous server of this lab run left behind."""
-    device = DEVICES[spec.platform](spec)
+    device = device_class(spec.platform)(spec)
     previous = state_path(run_dir, spec.name)
     if previous.exists():
         with contextlib.suppress(ValueError, OSError):

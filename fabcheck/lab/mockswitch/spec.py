@@ -10,19 +10,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fabcheck.errors import FabcheckError
+from fabcheck.intent.platforms import DEVICE_TYPES, PLATFORMS
 
-# Mock platform name -> the netmiko device_type that drives it.
-SWITCH_PLATFORMS: Mapping[str, str] = {
-    "nvue": "cumulus_linux",
-    "sonic": "linux",
-    "eos": "arista_eos",
-}
-
-_PORT_STYLE = {
-    "nvue": re.compile(r"swp\d+(s\d+)?"),
-    "sonic": re.compile(r"Ethernet\d+"),
-    "eos": re.compile(r"Ethernet\d+(/\d+){0,2}"),
-}
+# Mocked platform name -> the netmiko device_type that drives it: every platform has a mock (its
+# record names the device class), and the lab drives each with the platform's own device type.
+SWITCH_PLATFORMS: Mapping[str, str] = DEVICE_TYPES
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,62}")
 
 
@@ -54,7 +46,7 @@ class SwitchSpec:
             raise MockSwitchError(f"switch {self.name}: TCP port {self.port} out of range")
         if not self.ports:
             raise MockSwitchError(f"switch {self.name}: no front-panel ports")
-        style = _PORT_STYLE[self.platform]
+        style = PLATFORMS[self.platform].port_name
         bad = [p for p in self.ports if not style.fullmatch(p)]
         if bad:
             raise MockSwitchError(f"switch {self.name}: port names {bad} do not match {self.platform} style")

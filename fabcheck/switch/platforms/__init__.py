@@ -1,5 +1,2 @@
-"""Built-in switch drivers; importing this package registers them (see fabcheck.switch.driver)."""
-
-from fabcheck.switch.platforms import eos, nvue, sonic
-
-__all__ = ["eos", "nvue", "sonic"]
+"""One driver module per switch platform; each platform's record (fabcheck.intent.platforms) names its
+driver class, which fabcheck.switch.driver.driver_for imports when a push needs it."""

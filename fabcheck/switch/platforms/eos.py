@@ -27,22 +27,21 @@ import re
 import secrets
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fabcheck.errors import FabcheckError
+from fabcheck.parsers.eos_config import DSCP_MAP_LINE, ConfigNode, dscp_map, format_config, parse_config
 from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.connect import READ_TIMEOUT_S
-from fabcheck.switch.driver import PushError, SwitchDriver, register
+from fabcheck.switch.driver import PushError, SwitchDriver
 from fabcheck.switch.render import RenderedConfig
 
 SESSION_PREFIX = "fabcheck-"
 SAVE_COMMAND = "copy running-config startup-config"
 SHOW_STARTUP = "show startup-config"
-INDENT = "   "  # EOS indents each config level by three spaces
 POLL_S = 0.005
 
-_DSCP_MAP = re.compile(r"qos map dscp ((?:\d+ )+)to traffic-class (\d+)")
 _WATCHDOG = "priority-flow-control pause watchdog"
 # What the attached profile carries: the port's trust, PFC, watchdog and tx-queues.
 _PROFILE_CONCERNS = frozenset({"dscp", "pfc", "watchdog", "scheduler", "ecn"})
@@ -96,53 +95,7 @@ class EosCommandRejected(PushError):
     """EOS answered a line with `% ...` (invalid, incomplete, ambiguous, refused)."""
 
 
-# -- the config as a tree of lines (pure) -----------------------------------------------------------
-
-
-@dataclass(frozen=True, order=True)
-class ConfigNode:
-    """One config line and the lines indented under it (`interface X` -> `mtu 9214`, ...)."""
-
-    line: str
-    children: tuple[ConfigNode, ...] = ()
-
-
-def parse_config(text: str) -> tuple[ConfigNode, ...]:
-    """EOS config text (rendered or `show running-config`) -> its tree; comments and `end` dropped."""
-    root = _Draft(-1, "")
-    open_blocks = [root]  # the chain of blocks the next line may belong to, outermost first
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        body = line.lstrip(" ")
-        if not body or body.startswith("!") or (body == "end" and body == line):
-            continue
-        depth = len(line) - len(body)
-        while open_blocks[-1].depth >= depth:
-            open_blocks.pop()
-        draft = _Draft(depth, body)
-        open_blocks[-1].children.append(draft)
-        open_blocks.append(draft)
-    return root.freeze().children
-
-
-@dataclass
-class _Draft:
-    depth: int
-    line: str
-    children: list[_Draft] = field(default_factory=list)
-
-    def freeze(self) -> ConfigNode:
-        return ConfigNode(self.line, tuple(child.freeze() for child in self.children))
-
-
-def format_config(nodes: Iterable[ConfigNode], depth: int = 0) -> str:
-    """The tree back as EOS-indented text, one line per setting."""
-    lines: list[str] = []
-    for node in nodes:
-        lines.append(INDENT * depth + node.line)
-        if node.children:
-            lines.append(format_config(node.children, depth + 1))
-    return "\n".join(lines)
+# -- planning a session against the config tree (pure) ---------------------------------------------
 
 
 def _owned(line: str) -> OwnedLine | None:
@@ -162,7 +115,7 @@ def concerns_of(node: ConfigNode) -> frozenset[str]:
     concern, so only a whole push touches it; rendered lines are all placed (`_check_placed`)."""
     if node.children:
         return frozenset().union(*(concerns_of(child) for child in node.children))
-    if _DSCP_MAP.fullmatch(node.line):
+    if DSCP_MAP_LINE.fullmatch(node.line):
         return frozenset({"dscp"})
     owned = _owned(node.line)
     if owned is None:
@@ -175,7 +128,7 @@ def _check_placed(nodes: Iterable[ConfigNode]) -> None:
     for node in nodes:
         if node.children:
             _check_placed(node.children)
-        elif not _DSCP_MAP.fullmatch(node.line) and _owned(node.line) is None:
+        elif not DSCP_MAP_LINE.fullmatch(node.line) and _owned(node.line) is None:
             raise FabcheckError(
                 f"rendered EOS line {node.line!r} belongs to no concern (_LINES in {__name__})"
             )
@@ -224,17 +177,6 @@ def managed_view(nodes: Iterable[ConfigNode]) -> tuple[ConfigNode, ...]:
             if owned:
                 kept.append(ConfigNode(node.line, owned))
     return tuple(kept)
-
-
-def dscp_map(nodes: Iterable[ConfigNode]) -> dict[int, int]:
-    """DSCP -> traffic class from the top-level `qos map dscp ... to traffic-class N` lines."""
-    mapping: dict[int, int] = {}
-    for node in nodes:
-        found = _DSCP_MAP.fullmatch(node.line)
-        if found:
-            for dscp in found.group(1).split():
-                mapping[int(dscp)] = int(found.group(2))
-    return mapping
 
 
 def session_lines(rendered: str, running: str, concerns: frozenset[str] = ALL_CONCERNS) -> list[str]:
@@ -306,10 +248,8 @@ def _stale_lines(block: ConfigNode, concerns: frozenset[str]) -> list[str]:
 # -- the driver (I/O) -------------------------------------------------------------------------------
 
 
-@register
 class EosDriver(SwitchDriver):
     platform = "eos"
-    device_type = "arista_eos"
 
     def __init__(self, connection: Any, *, switch: str = "") -> None:
         super().__init__(connection)

@@ -38,7 +38,7 @@ import yaml
 
 from fabcheck.errors import FabcheckError
 from fabcheck.switch.concerns import ALL_CONCERNS
-from fabcheck.switch.driver import PushError, SwitchDriver, register
+from fabcheck.switch.driver import PushError, SwitchDriver
 from fabcheck.switch.render import RenderedConfig
 
 APPLY = "nv config apply -y"  # -y: NVUE asks "Are you sure? [y/N]" when an apply has warnings
@@ -233,10 +233,8 @@ def _int_keys(value: Any) -> set[int]:
     return {int(key) for key in _mapping(value) if str(key).isdigit()}
 
 
-@register
 class NvueDriver(SwitchDriver):
     platform = "nvue"
-    device_type = "cumulus_linux"
 
     def __init__(self, connection: Any) -> None:
         super().__init__(connection)

@@ -33,7 +33,7 @@ from typing import Any
 from fabcheck.errors import FabcheckError
 from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.connect import READ_TIMEOUT_S
-from fabcheck.switch.driver import PushError, SwitchDriver, register
+from fabcheck.switch.driver import PushError, SwitchDriver
 from fabcheck.switch.render import RenderedConfig
 
 ConfigDb = dict[str, dict[str, dict[str, str]]]
@@ -354,10 +354,8 @@ def _lost_errors() -> tuple[type[BaseException], ...]:
     return (ConnectionLost, OSError, EOFError, SSHException, NetmikoBaseException)
 
 
-@register
 class SonicDriver(SwitchDriver):
     platform = "sonic"
-    device_type = "linux"
 
     def __init__(self, connection: Any) -> None:
         super().__init__(connection)

@@ -15,6 +15,20 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 
+# fabcheck is imported before the argument spec is built: the platform choices are its records.
+try:
+    from fabcheck.intent.platforms import PLATFORMS, platform_named
+    from fabcheck.switch.concerns import CONCERNS, ConcernError, chosen_concerns
+    from fabcheck.switch.connect import ConnectError, SwitchLogin, connect
+    from fabcheck.switch.driver import PushError, driver_for, push
+    from fabcheck.switch.render import RenderedConfig
+except ImportError as err:
+    FABCHECK_IMPORT_ERROR: ImportError | None = err
+    PLATFORM_CHOICES: list[str] | None = None
+else:
+    FABCHECK_IMPORT_ERROR = None
+    PLATFORM_CHOICES = sorted(PLATFORMS)
+
 DOCUMENTATION = r"""
 module: switch_config
 short_description: Push a fabcheck-rendered QoS config to a switch, atomically, through netmiko
@@ -27,7 +41,12 @@ description:
     with rolled_back false; the next run sees the startup config lag and saves (changed).
 options:
   name: {description: Switch name (inventory hostname)., type: str, required: true}
-  platform: {description: fabcheck platform., type: str, required: true, choices: [nvue, sonic, eos]}
+  platform:
+    description:
+      - A fabcheck switch platform. The choices are the platform records of fabcheck.intent.platforms
+        (PLATFORMS), read when the module runs.
+    type: str
+    required: true
   address: {description: Management address., type: str, required: true}
   port: {description: SSH port., type: int, default: 22}
   username: {description: Login user., type: str, required: true}
@@ -81,7 +100,7 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "name": {"type": "str", "required": True},
-            "platform": {"type": "str", "required": True, "choices": ["nvue", "sonic", "eos"]},
+            "platform": {"type": "str", "required": True, "choices": PLATFORM_CHOICES},
             "address": {"type": "str", "required": True},
             "port": {"type": "int", "default": 22},
             "username": {"type": "str", "required": True},
@@ -94,14 +113,10 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
-    try:
-        from fabcheck.switch.concerns import CONCERNS, ConcernError, chosen_concerns
-        from fabcheck.switch.connect import ConnectError, SwitchLogin, connect
-        from fabcheck.switch.driver import PushError, driver_for, push
-        from fabcheck.switch.render import RenderedConfig
-    except ImportError as err:
+    if FABCHECK_IMPORT_ERROR is not None:
         module.fail_json(
-            msg=f"fabcheck is not importable on the controller ({err}); use ansible_playbook_python"
+            msg=f"fabcheck is not importable on the controller ({FABCHECK_IMPORT_ERROR}); "
+            "use ansible_playbook_python"
         )
         return
     params = module.params
@@ -110,10 +125,14 @@ def main() -> None:
     except ConcernError as err:
         module.fail_json(msg=f"concerns: {err}", changed=False, rolled_back=True)
         return
-    driver_class = driver_for(params["platform"])
+    try:
+        driver_class = driver_for(params["platform"])
+    except PushError as err:
+        module.fail_json(msg=str(err), changed=False, rolled_back=True)
+        return
     login = SwitchLogin(
         name=params["name"],
-        device_type=driver_class.device_type,
+        device_type=platform_named(params["platform"]).device_type,
         address=params["address"],
         port=params["port"],
         username=params["username"],

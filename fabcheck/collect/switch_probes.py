@@ -1,15 +1,19 @@
-"""The read-only show commands the gate sends to each switch platform, declared once per platform.
+"""The read-only show commands the gate sends to each switch platform, one table per platform.
 
-A record type a platform's table does not provide is one the platform does not report (EOS has no
-separate switch-priority map); a check that needs it is skipped there with that reason. Every
-command is a `show`: nothing here changes a switch.
+Each platform's record (fabcheck.intent.platforms) names its table here; `PROBES` is keyed by the
+records, so a record that names no table here fails at import. A record type a platform's table
+does not provide is one the platform does not report (EOS has no separate switch-priority map); a
+check that needs it is skipped there with that reason. Every command is a `show`: nothing here
+changes a switch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
-from fabcheck.gate.probes import Probe
+from fabcheck.collect.probes import Probe
+from fabcheck.intent.platforms import PLATFORMS, Platform, UnknownPlatform, resolve
 from fabcheck.parsers import switch_eos, switch_lldp, switch_nvue, switch_sonic
 from fabcheck.parsers.switch_records import (
     DscpMap,
@@ -136,7 +140,18 @@ SONIC_PROBES = (
     Probe("sonic.lldp", "switch", "show lldp table", switch_lldp.parse_sonic_lldp, (LldpNeighbor,)),
 )
 
-PROBES: Mapping[str, tuple[Probe, ...]] = {"nvue": NVUE_PROBES, "eos": EOS_PROBES, "sonic": SONIC_PROBES}
+
+def _table(record: Platform) -> tuple[Probe, ...]:
+    table = resolve(record.probes)
+    if not isinstance(table, tuple) or not table or not all(isinstance(p, Probe) for p in table):
+        raise UnknownPlatform(f"platform {record.name}: {record.probes} is not a tuple of probes")
+    return table
+
+
+# The tables above are defined before this line, so a record naming one of them resolves here.
+PROBES: Mapping[str, tuple[Probe, ...]] = MappingProxyType(
+    {name: _table(record) for name, record in PLATFORMS.items()}
+)
 
 
 def provided(platform: str) -> frozenset[type]:

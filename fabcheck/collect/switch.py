@@ -1,36 +1,27 @@
-"""Reading the switches for the gate (gate/switch_stage.py) and incast: each once, bounded concurrency,
-judged against its desired state.
+"""One read-only session to a switch: connect, prepare, the probes over the ports, disconnect.
 
-Per switch: one netmiko session, the platform's declared show commands (fabcheck.gate.switch_probes),
-each bounded by the login's read timeout; the session closes when they are done. A switch that cannot
-be reached, or whose session dies, is an ERROR for that switch's checks only; the others finish.
-Credentials come as the switch_qos role gets them (switch_password from ansible-vault or a lookup,
-else FABCHECK_SWITCH_PASSWORD) and appear in no message.
+The gate's switch stage (fabcheck.gate.switch_stage) and the incast captures both read switches
+through `collect_switch`: the platform's probes (fabcheck.collect.switch_probes), each bounded by the
+login's read timeout; after a timeout or a lost channel no further command is sent. Logins come from
+the inventory as the switch_qos role gets them (switch_password from ansible-vault or a lookup, else
+FABCHECK_SWITCH_PASSWORD); the password appears in no message. Nothing here judges what it reads.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fabcheck.checks.model import Finding
-from fabcheck.checks.switch import SwitchEvidence, check_switch
-from fabcheck.desired.switch import DesiredSwitch
+from fabcheck.collect.probes import Collected, Probe, collect
 from fabcheck.errors import FabcheckError, IntentError
-from fabcheck.gate.probes import Collected, Output, Probe, collect
-from fabcheck.gate.switch_probes import PROBES, provided
 from fabcheck.intent import ansible_session
 from fabcheck.intent.fabric import Fabric, Switch
-from fabcheck.report.model import NodeKind
+from fabcheck.intent.platforms import platform_named
 from fabcheck.switch.connect import ConnectError, SwitchLogin
-from fabcheck.switch.connect import connect as netmiko_connect
 
 PASSWORD_ENV = "FABCHECK_SWITCH_PASSWORD"  # the switch_qos role's fallback, read the same way here
-DEFAULT_CONCURRENCY = 8
 GATE_CONNECT_TIMEOUT_S = 10.0
 GATE_READ_TIMEOUT_S = 20.0  # one show command; a healthy switch answers in well under a second
 
@@ -39,65 +30,7 @@ class SessionLost(FabcheckError):
     """A show command timed out or the channel closed; the session's remaining probes are not sent."""
 
 
-@dataclass(frozen=True)
-class SwitchResult:
-    switch: str
-    evidence: SwitchEvidence
-    outputs: tuple[Output, ...]  # every raw output with the probe that produced it (snapshots)
-    findings: tuple[Finding, ...]
-
-    @property
-    def node(self) -> str:
-        return self.switch
-
-    @property
-    def kind(self) -> NodeKind:
-        return NodeKind.SWITCH
-
-
 Connect = Callable[[SwitchLogin], Any]
-
-
-def collect_switches(
-    desired: Mapping[str, DesiredSwitch],
-    logins: Mapping[str, SwitchLogin],
-    *,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    connect: Connect = netmiko_connect,
-    switches: Sequence[str] | None = None,
-) -> list[SwitchResult]:
-    """Read and judge the switches (`desired`'s, or those of `switches`), at most `concurrency`
-    sessions open at once."""
-    if concurrency < 1:
-        raise FabcheckError(f"concurrency {concurrency}: expected at least 1")
-    names = list(switches) if switches is not None else list(desired)
-    missing = [name for name in names if name not in logins]
-    if missing:
-        raise FabcheckError(f"no login for switch(es) {', '.join(missing)}")
-    with ThreadPoolExecutor(max_workers=min(concurrency, max(1, len(names)))) as pool:
-        futures = [pool.submit(judge_switch, logins[name], desired[name], connect) for name in names]
-        return [future.result() for future in futures]
-
-
-def judge_switch(
-    login: SwitchLogin, desired: DesiredSwitch, connect: Connect = netmiko_connect
-) -> SwitchResult:
-    """One session to the switch, its probes, then the pure checks."""
-    ports = [port.port for port in desired.ports]
-    evidence, outputs = read_switch(login, desired.platform, ports, connect)
-    return SwitchResult(desired.name, evidence, outputs, tuple(check_switch(evidence, desired)))
-
-
-def read_switch(
-    login: SwitchLogin, platform: str, ports: Sequence[str], connect: Connect = netmiko_connect
-) -> tuple[SwitchEvidence, tuple[Output, ...]]:
-    probes = PROBES.get(platform)
-    if probes is None:
-        raise FabcheckError(f"switch {login.name}: no gate probes for platform {platform!r}")
-    collected = collect_switch(login, platform, probes, ports, connect)
-    if isinstance(collected, str):
-        return SwitchEvidence(login.name, platform, {}, provided(platform), unreachable=collected), ()
-    return evidence_of(login.name, platform, collected), tuple(collected.outputs)
 
 
 def collect_switch(
@@ -112,19 +45,12 @@ def collect_switch(
     try:
         runner = _Runner(connection, login)
         try:
-            runner.prepare(platform)
+            runner.prepare(platform_named(platform).needs_enable)
         except SessionLost as err:
             return str(err)
         return collect(runner.run, probes, ports, f"switch {login.name}")
     finally:
         _disconnect(connection)
-
-
-def evidence_of(switch: str, platform: str, collected: Collected) -> SwitchEvidence:
-    missing = tuple(
-        (error.provides, error.port, f"`{error.command}`: {error.reason}") for error in collected.errors
-    )
-    return SwitchEvidence(switch, platform, dict(collected.records), provided(platform), missing)
 
 
 class _Runner:
@@ -135,8 +61,9 @@ class _Runner:
         self.login = login
         self.lost: str | None = None
 
-    def prepare(self, platform: str) -> None:
-        if platform == "eos":  # `show running-config` is a privileged command
+    def prepare(self, needs_enable: bool) -> None:
+        """Privileged mode first where the platform's shows need it (its record's needs_enable)."""
+        if needs_enable:
             self._guard("enable", self.connection.enable)
 
     def run(self, command: str) -> str:

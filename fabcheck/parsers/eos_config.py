@@ -1,0 +1,74 @@
+"""Arista EOS config text (rendered, `show running-config` or `show startup-config`) as a tree (pure).
+
+EOS nests a block's lines by indentation (three spaces a level): `interface Ethernet1/1` holds its
+`mtu 9214`, a `qos profile` its `tx-queue 3`, which holds its `random-detect ecn ...`. The gate reads
+the DSCP map from this tree (fabcheck.parsers.switch_eos) and the EOS driver plans a push against it
+(fabcheck.switch.platforms.eos): one reader of EOS config for both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+INDENT = "   "  # EOS indents each config level by three spaces
+# `qos map dscp 24 26 to traffic-class 3`: the DSCPs, then their class.
+DSCP_MAP_LINE = re.compile(r"qos map dscp ((?:\d+ )+)to traffic-class (\d+)")
+
+
+@dataclass(frozen=True, order=True)
+class ConfigNode:
+    """One config line and the lines indented under it (`interface X` -> `mtu 9214`, ...)."""
+
+    line: str
+    children: tuple[ConfigNode, ...] = ()
+
+
+def parse_config(text: str) -> tuple[ConfigNode, ...]:
+    """EOS config text -> its tree; comments (`!`) and the closing `end` dropped."""
+    root = _Draft(-1, "")
+    open_blocks = [root]  # the chain of blocks the next line may belong to, outermost first
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        body = line.lstrip(" ")
+        if not body or body.startswith("!") or (body == "end" and body == line):
+            continue
+        depth = len(line) - len(body)
+        while open_blocks[-1].depth >= depth:
+            open_blocks.pop()
+        draft = _Draft(depth, body)
+        open_blocks[-1].children.append(draft)
+        open_blocks.append(draft)
+    return root.freeze().children
+
+
+@dataclass
+class _Draft:
+    depth: int
+    line: str
+    children: list[_Draft] = field(default_factory=list)
+
+    def freeze(self) -> ConfigNode:
+        return ConfigNode(self.line, tuple(child.freeze() for child in self.children))
+
+
+def format_config(nodes: Iterable[ConfigNode], depth: int = 0) -> str:
+    """The tree back as EOS-indented text, one line per setting."""
+    lines: list[str] = []
+    for node in nodes:
+        lines.append(INDENT * depth + node.line)
+        if node.children:
+            lines.append(format_config(node.children, depth + 1))
+    return "\n".join(lines)
+
+
+def dscp_map(nodes: Iterable[ConfigNode]) -> dict[int, int]:
+    """DSCP -> traffic class from the top-level `qos map dscp ... to traffic-class N` lines."""
+    mapping: dict[int, int] = {}
+    for node in nodes:
+        found = DSCP_MAP_LINE.fullmatch(node.line)
+        if found:
+            for dscp in found.group(1).split():
+                mapping[int(dscp)] = int(found.group(2))
+    return mapping

@@ -1,4 +1,5 @@
-"""The codebase stays ruff clean and the Ansible content ansible-lint clean (production profile)."""
+"""The codebase stays ruff clean, its import layers hold (import-linter, pyproject.toml), and the Ansible
+content stays ansible-lint clean (production profile)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ def test_ruff_clean() -> None:
         [str(BIN / "ruff"), "format", "--check", "."], cwd=REPO, capture_output=True, text=True, timeout=120
     )
     assert formatted.returncode == 0, formatted.stdout + formatted.stderr
+
+
+def test_import_layers_hold() -> None:
+    result = subprocess.run(
+        [str(BIN / "lint-imports"), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ansible_lint_clean() -> None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fabcheck.checks.declare import NO_INPUTS, Check, Inputs
-from fabcheck.checks.model import Finding, Status, errored, skipped
+from fabcheck.checks.model import Finding, Status, Where, errored, skipped
 from fabcheck.checks.roles import SWITCH_QOS_ROLE
 from fabcheck.desired.switch import DesiredSwitch, DesiredSwitchPort
 from fabcheck.parsers.switch_records import (
@@ -443,7 +443,8 @@ def run_check(check: SwitchCheck, evidence: SwitchEvidence, desired: DesiredSwit
             if not (switch_wide and judged_switch_wide):
                 subject = name if switch_wide else f"{name}:{port.port}"
                 wanted = judge.expected(desired, None if switch_wide else port, inputs)
-                findings.append(errored(check.id, subject, wanted, "not read", reason))
+                unread = errored(check.id, subject, wanted, "not read", reason)
+                findings.append(replace(unread, where=_where(name, None if switch_wide else port)))
             judged_switch_wide = judged_switch_wide or switch_wide
             continue
         if not own and judged_switch_wide:
@@ -454,8 +455,16 @@ def run_check(check: SwitchCheck, evidence: SwitchEvidence, desired: DesiredSwit
         more = _also(judge, evidence, port.port)
         at = port if own else None
         status, actual = judge.verdict(record, port.port if own else None, desired, at, more, inputs)
-        findings.append(_finding(check, status, subject, wanted, actual, name))
+        found = _finding(check, status, subject, wanted, actual, name)
+        findings.append(replace(found, where=_where(name, at)))
     return findings
+
+
+def _where(switch: str, port: DesiredSwitchPort | None) -> Where:
+    """The switch, the port a per-port finding judges, and the host NIC the cabling map puts there."""
+    if port is None:
+        return Where(switch)
+    return Where(switch, port.port, port.peer or "")
 
 
 def _also(judge: SwitchJudge, evidence: SwitchEvidence, port: str) -> dict[type, Record]:

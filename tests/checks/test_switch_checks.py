@@ -147,3 +147,15 @@ def test_switch_wide_records_are_judged_once_for_the_switch() -> None:
         if f.check in (checks.TRUST, checks.DSCP_MAP, checks.SCHEDULER)
     ]
     assert [f.subject for f in findings] == ["leaf01", "leaf01", "leaf01"]
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+def test_per_port_findings_name_switch_port_and_cabled_nic_as_fields(name: str) -> None:
+    findings = judged("switch-pfc-prio", name)
+    pfc = next(f for f in findings if f.check == checks.PFC and f.status is Status.FAIL)
+    port = next(p for p in desired(name).ports if f"{name}:{p.port}" == pfc.subject)
+    assert pfc.where is not None and (pfc.where.node, pfc.where.part) == (name, port.port)
+    assert pfc.where.peer == (port.peer or "")
+    assert pfc.to_json()["where"]["node"] == name
+    whole = [f for f in findings if f.subject == name]
+    assert whole and all(f.where is None or f.where.part == "" for f in whole)

@@ -30,4 +30,3 @@ def test_each_finding_gets_its_host_part_and_cable_end() -> None:
         Where("gpu01", "mlx5_1", "kept"),  # a check's own Where is never replaced
     ]
     assert located(result, cables).findings[2].to_json()["where"] == {"node": "gpu01"}
-

@@ -7,12 +7,14 @@ all pass gets one passing finding per check. Pure: no I/O, so the tests are reco
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from fabcheck.checks.declare import ROCE, Check
-from fabcheck.checks.model import Finding, errored, failed, passed, skipped
+from fabcheck.checks.model import Finding, Measure, errored, failed, passed, skipped
 from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
 from fabcheck.desired.nccl import DesiredNcclHost, DesiredNcclJob
 from fabcheck.parsers.nccl_ranks import NetChannel, Quote, RankFacts
@@ -351,10 +353,13 @@ def check_busbw(run: NcclTestsRun | None, job: DesiredNcclJob, subject: str) -> 
     largest = max(run.rows, key=lambda row: row.bytes)
     busbw = max(largest.oop_busbw, largest.ip_busbw or 0.0)
     actual = f"{busbw:.2f} GB/s at {largest.bytes} B"
+    figure = Measure(round(busbw, 2), "GB/s", round(job.busbw_floor_gbytes, 2))
     if largest.bytes < job.min_bytes:
-        return failed(BUSBW, subject, expected, f"largest size {largest.bytes} B", "run up to min_bytes (-e)")
-    if not busbw >= job.busbw_floor_gbytes:  # also catches nan
-        return failed(
+        found = failed(
+            BUSBW, subject, expected, f"largest size {largest.bytes} B", "run up to min_bytes (-e)"
+        )
+    elif not busbw >= job.busbw_floor_gbytes:  # also catches nan
+        found = failed(
             BUSBW,
             subject,
             expected,
@@ -362,7 +367,9 @@ def check_busbw(run: NcclTestsRun | None, job: DesiredNcclJob, subject: str) -> 
             "below the floor: read this stage's transport, GDR and rail findings, then per-NIC perftest and "
             "the PFC/ECN counters",
         )
-    return passed(BUSBW, subject, expected, actual)
+    else:
+        found = passed(BUSBW, subject, expected, actual)
+    return replace(found, measure=figure) if math.isfinite(busbw) else found
 
 
 def _span(numbers: Sequence[int]) -> str:

@@ -283,6 +283,11 @@ def test_the_stage_launches_one_rank_per_gpu_and_judges_what_came_back(
     assert all(f.status is Status.PASS for n in outcome.nodes for f in n.findings)
     (figure,) = outcome.figures
     assert figure.svg().startswith("<svg") and "floor" in figure.svg()
+    # The measured busbw is a figure of the finding (and its JSON), against the floor.
+    busbw = next(f for f in outcome.nodes[0].findings if f.check == checks.BUSBW)
+    assert busbw.measure is not None and busbw.measure.unit == "GB/s"
+    assert busbw.measure.expected == 340.0  # 85 % of 8 NICs x 400 Gb/s, in GB/s
+    assert busbw.measure.value >= busbw.measure.expected and f"{busbw.measure.value:.2f} GB/s" in busbw.actual
 
 
 def test_one_host_has_no_inter_node_path_to_prove(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabcheck.checks.counters import check_counters, counter_deltas, lossless_want
+from fabcheck.checks.evidence import deselect, unjudged
 from fabcheck.checks.model import Finding, errored, verdict
 from fabcheck.checks.nccl_log import check_nccl_log
 from fabcheck.checks.nccl_tests import check_nccl_tests
@@ -26,6 +27,8 @@ class Options:
     """Per-run overrides for facts the output itself cannot tell."""
 
     line_rate_gbps: float | None = None
+    # Checks the user left out (--skip-check): reported as skipped, so they neither fail nor block a pass.
+    excluded_checks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -39,12 +42,18 @@ class Analysis:
     def verdict(self) -> str:
         return verdict(self.findings).value
 
+    @property
+    def not_judged(self) -> list[str]:
+        """Applicable checks that found no evidence: why a run with nothing failed is `error`."""
+        return unjudged(self.findings)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "file": self.source,
             "kind": self.kind,
             **self.facts,
             "verdict": self.verdict,
+            "not_judged": self.not_judged,
             "findings": [f.to_json() for f in self.findings],
         }
 
@@ -161,11 +170,19 @@ def analyze(
     A result holding a number that is not finite is refused too: such a number is unreadable
     evidence, and it has no strict JSON form.
     """
-    result = ANALYZERS[kind](lines, source, intent, options or Options())
+    options = options or Options()
+    result = ANALYZERS[kind](lines, source, intent, options)
     bad = _non_finite_path(result.facts, kind)
     if bad is not None:
         raise ParseError(f"{bad} is not a finite number", source=source)
-    return result
+    return with_selection(result, options.excluded_checks)
+
+
+def with_selection(result: Analysis, excluded: tuple[str, ...]) -> Analysis:
+    """The user's check selection applied: left-out checks become skips (fabcheck.checks.evidence)."""
+    if not excluded:
+        return result
+    return Analysis(result.source, result.kind, result.facts, deselect(result.findings, excluded))
 
 
 def _non_finite_path(value: Any, path: str) -> str | None:

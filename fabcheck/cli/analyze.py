@@ -11,7 +11,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TextIO
 
-from fabcheck.analyze import ANALYZERS, PAIR_KINDS, Analysis, Options, analyze, analyze_counters
+from fabcheck.analyze import (
+    ANALYZERS,
+    PAIR_KINDS,
+    Analysis,
+    Options,
+    analyze,
+    analyze_counters,
+    with_selection,
+)
 from fabcheck.checks.model import errored
 from fabcheck.errors import ParseError, UsageError
 from fabcheck.intent.loader import load_inventory
@@ -36,7 +44,7 @@ def analysis_subject(analysis: Analysis) -> Subject:
         NodeKind.FILE,
         tuple(analysis.findings),
         label=analysis.kind,
-        facts=MappingProxyType(dict(analysis.facts)),
+        facts=MappingProxyType({**analysis.facts, "not_judged": analysis.not_judged}),
     )
 
 
@@ -113,6 +121,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="GBPS",
         help="perftest: NIC line rate in Gb/s, above 0 (default: the intent's link.speed_gbps)",
     )
+    parser.add_argument(
+        "--skip-check",
+        action="append",
+        default=[],
+        metavar="CHECK",
+        help="leave a check out (its name, e.g. nccl.link_layer, or a prefix ending in '.'); repeatable. "
+        "Otherwise a check that applies but finds no evidence makes the verdict error ('not judged', exit 3)",
+    )
     add_output_arguments(parser, json_help="one JSON object per file, one per line")
     parser.set_defaults(func=run)
 
@@ -133,7 +149,7 @@ def positive_gbps(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     check_report_paths(args)
     intent = _intent(args)
-    options = Options(line_rate_gbps=args.line_rate_gbps)
+    options = Options(line_rate_gbps=args.line_rate_gbps, excluded_checks=tuple(args.skip_check))
     expected = f"expected {KIND_EXPECTS.get(args.kind, args.kind)}"
     if args.kind in PAIR_KINDS:
         return emit(analyze_run([_counters(args, intent, expected)]), args)
@@ -169,7 +185,8 @@ def _counters(args: argparse.Namespace, intent: FabricIntent, expected: str) -> 
         except OSError as err:
             return _unreadable(args, name, f"cannot open: {err.strerror or err}; {expected}")
     try:
-        return analysis_subject(analyze_counters(texts[0], texts[1], intent, args.host))
+        result = analyze_counters(texts[0], texts[1], intent, args.host)
+        return analysis_subject(with_selection(result, tuple(args.skip_check)))
     except ParseError as err:
         return _unreadable(args, err.source, f"cannot read it as ethtool -S: {err.message}", line=err.line)
 

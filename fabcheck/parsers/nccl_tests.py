@@ -51,6 +51,20 @@ _OPS = (
     "sendrecv", "scatter", "gather", "hypercube",
 )  # fmt: skip
 _BINARY = re.compile(r"\b(?P<op>" + "|".join(_OPS) + r")_perf(?:_mpi)?\b", re.ASCII)
+# nccl-tests' CUDACHECK/NCCLCHECK/TESTCHECK print these when the test aborts ('host: Test NCCL failure
+# common.cu:959 'internal error'', ' .. host pid 1: Test failure common.cu:844'; before 2.0 'NCCL failure
+# all_reduce.cu:95'): a run that printed one did not complete, whatever rows came before.
+_FAILURE = re.compile(r"\b(?:Test (?:NCCL |CUDA )?failure|NCCL failure)\s+\S+:[0-9]+", re.ASCII)
+# The op named in a file name ('all_reduce-2node.txt', 'allreduce_perf.log', 'all-gather.txt').
+_NAME_OPS = {
+    "allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+    "alltoall": "alltoall", "broadcast": "broadcast", "sendrecv": "sendrecv",
+}  # fmt: skip
+_NAME_OP = re.compile(
+    r"(?<![a-z])(all[_-]?reduce|all[_-]?gather|reduce[_-]?scatter|all[_-]?to[_-]?all|"
+    r"broadcast|send[_-]?recv)(?![a-z])",
+    re.IGNORECASE,
+)
 _REDUCING_OPS = {"sum", "prod", "min", "max", "avg", "mulsum", "premulsum"}
 _TIME_COLUMNS = {"time", "cputime"}
 _WRONG_COLUMNS = {"#wrong", "error"}
@@ -89,6 +103,16 @@ class NcclTestsRun:
     wrong_total: int
     nccl_version: str | None
     params: Mapping[str, str] = field(default_factory=dict)
+    failures: tuple[str, ...] = ()  # 'Test NCCL failure ...' lines: the run aborted
+    op_basis: str | None = None  # how op was told: banner, command line, busbw/algbw, file name
+
+    @property
+    def scope(self) -> str | None:
+        """'intra-node' when every rank ran on one host (NVLink/PCIe, not the NICs), 'inter-node' for
+        more hosts, None when the output has no '# Rank' lines to tell."""
+        if not self.hosts:
+            return None
+        return "intra-node" if len(self.hosts) == 1 else "inter-node"
 
 
 @dataclass(frozen=True)
@@ -114,6 +138,7 @@ class _State:
     nccl_version: str | None = None
     library_code: int | None = None
     params: dict[str, str] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
 
 
 def parse_nccl_tests(text: str, source: str = "<text>") -> NcclTestsRun:
@@ -123,7 +148,7 @@ def parse_nccl_tests(text: str, source: str = "<text>") -> NcclTestsRun:
     state = _State(source=source)
     for number, raw in enumerate(lines, start=1):
         _consume(state, number, _unwrap(raw, prefix))
-    if state.layout is None:
+    if state.layout is None and not state.failures:
         raise ParseError("no nccl-tests result table (the '#  size  count  type ...' header)", source=source)
     return _freeze(state)
 
@@ -158,6 +183,10 @@ def _unwrap(raw: str, prefix: str) -> str:
 
 
 def _consume(state: _State, number: int, line: str) -> None:
+    if (failure := _FAILURE.search(line)) is not None:
+        state.failures.append(line[max(0, failure.start() - 80) :].strip()[:300])
+        state.table_open = False
+        return
     if state.table_open and _looks_like_row(line):
         state.rows.append(_parse_row(state, number, line))
     elif _COLUMN_HEADER.match(line):
@@ -331,12 +360,18 @@ def _wrong_count(value: float | int | None) -> int | None:
 
 def _freeze(state: _State) -> NcclTestsRun:
     ranks = [state.ranks[r] for r in sorted(state.ranks)]
-    nranks = len(ranks) or None
+    # A cut banner ('# Rank 71 ...' alone) still says there were at least 72 ranks; the host list is
+    # only complete when every rank from 0 was printed.
+    nranks = max(state.ranks) + 1 if state.ranks else None
+    complete = sorted(state.ranks) == list(range(len(state.ranks)))
     rows = tuple(state.rows)
+    op, basis = _choose_op(state, rows, nranks)
     return NcclTestsRun(
-        op=_choose_op(state, rows, nranks),
+        op=op,
+        op_basis=basis,
+        failures=tuple(state.failures),
         nranks=nranks,
-        hosts=tuple(dict.fromkeys(host for host, _ in ranks)),
+        hosts=tuple(dict.fromkeys(host for host, _ in ranks)) if complete else (),
         gpus=tuple(gpu for _, gpu in ranks),
         rows=rows,
         avg_busbw=state.avg_busbw,
@@ -347,14 +382,57 @@ def _freeze(state: _State) -> NcclTestsRun:
     )
 
 
-def _choose_op(state: _State, rows: tuple[NcclTestsRow, ...], nranks: int | None) -> str | None:
-    """The test's own banner first; a binary name from a command line only if the table agrees."""
+def _choose_op(
+    state: _State, rows: tuple[NcclTestsRow, ...], nranks: int | None
+) -> tuple[str | None, str | None]:
+    """The test's own banner first; then a binary name on a command line if the table's busbw/algbw
+    ratio agrees; then the ratio alone; then the file name, if the ratio allows it."""
     if state.started_op is not None:
-        return state.started_op
+        return state.started_op, "banner"
+    if state.binary_op is not None and _ratio_allows(rows, state.binary_op, nranks):
+        return state.binary_op, "command line"
     inferred = _infer_op(rows, nranks)
-    if state.binary_op is None:
-        return inferred
-    return state.binary_op if inferred in (None, state.binary_op) else None
+    if inferred is not None:
+        return inferred, "busbw/algbw"
+    named = _op_from_name(state.source)
+    if named is not None and _ratio_allows(rows, named, nranks):
+        return named, "file name"
+    return None, None
+
+
+def _op_from_name(source: str) -> str | None:
+    match = _NAME_OP.search(source.rsplit("/", 1)[-1])
+    return _NAME_OPS[re.sub(r"[_-]", "", match[1].lower())] if match else None
+
+
+def _ratio_allows(rows: tuple[NcclTestsRow, ...], op: str, nranks: int | None) -> bool:
+    """Whether the printed busbw/algbw ratio can belong to `op` (no rows with bandwidth: no objection)."""
+    sample = max(rows, key=lambda r: r.oop_algbw, default=None)
+    if sample is None or sample.oop_algbw <= 0:
+        return True
+    ratio = sample.oop_busbw / sample.oop_algbw
+    tolerance = 0.01 + 0.01 / sample.oop_algbw  # two printed decimals on both values
+    if nranks is not None and nranks >= 1:
+        factor = _OP_FACTORS.get(op)
+        return factor is None or abs(ratio - factor(nranks)) <= tolerance
+    if op == "all_reduce":
+        return ratio >= 1 - tolerance  # 2(n-1)/n >= 1 for every n >= 2
+    if op in ("all_gather", "reduce_scatter", "alltoall"):
+        return ratio < 1  # (n-1)/n < 1
+    if op in ("broadcast", "reduce", "sendrecv"):
+        return abs(ratio - 1) <= tolerance
+    return True
+
+
+_OP_FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+}
 
 
 def _version_from_code(code: int | None) -> str | None:
@@ -375,8 +453,10 @@ def _infer_op(rows: tuple[NcclTestsRow, ...], nranks: int | None) -> str | None:
     #wrong is 'N/A' while the out-of-place one is a number. Anything still ambiguous stays None.
     """
     sample = max(rows, key=lambda r: r.oop_algbw, default=None)
-    if sample is None or nranks is None or nranks < 2 or sample.oop_algbw <= 0:
+    if sample is None or sample.oop_algbw <= 0 or (nranks is not None and nranks < 2):
         return None
+    if nranks is None:
+        return _infer_op_from_ratio(sample, rows)
     reducing = sample.redop in _REDUCING_OPS
     rooted = sample.root is not None and sample.root >= 0
     factors = _matching_factors(sample, nranks)
@@ -384,6 +464,11 @@ def _infer_op(rows: tuple[NcclTestsRow, ...], nranks: int | None) -> str | None:
         return ("reduce" if reducing else "broadcast") if "one" in factors else None
     inplace_checked = any(r.ip_wrong is not None for r in rows)
     inplace_unchecked = any(r.oop_wrong is not None and r.ip_wrong is None for r in rows)
+    if not inplace_checked and not inplace_unchecked:
+        # Validation off (-c 0): every #wrong is N/A, so only the factor and redop tell.
+        if reducing and factors == {"all_reduce"}:
+            return "all_reduce"
+        return None
     candidates = set()
     if inplace_checked and reducing and "all_reduce" in factors:
         candidates.add("all_reduce")
@@ -396,6 +481,28 @@ def _infer_op(rows: tuple[NcclTestsRow, ...], nranks: int | None) -> str | None:
     if inplace_unchecked and "one" in factors:
         candidates.add("sendrecv")
     return candidates.pop() if len(candidates) == 1 else None
+
+
+def _infer_op_from_ratio(sample: NcclTestsRow, rows: tuple[NcclTestsRow, ...]) -> str | None:
+    """Without '# Rank' lines the rank count is unknown, but the ratio still tells: only all_reduce has a
+    factor above 1 (2(n-1)/n for n > 2); below 1 is the (n-1)/n family, split by redop and by which side
+    is validated, as in _infer_op. Exactly 1 (all_reduce on 2 ranks, broadcast, reduce, sendrecv) stays
+    open unless the root column names a rooted test."""
+    ratio = sample.oop_busbw / sample.oop_algbw
+    tolerance = 0.01 + 0.01 / sample.oop_algbw
+    reducing = sample.redop in _REDUCING_OPS
+    if ratio > 1 + tolerance:
+        return "all_reduce" if reducing or sample.redop is None else None
+    if abs(ratio - 1) <= tolerance:
+        if sample.root is not None and sample.root >= 0:
+            return "reduce" if reducing else "broadcast"
+        return None
+    inplace_unchecked = any(r.oop_wrong is not None and r.ip_wrong is None for r in rows)
+    if reducing:
+        return "reduce_scatter"
+    if inplace_unchecked:
+        return "alltoall"
+    return "all_gather" if any(r.ip_wrong is not None for r in rows) else None
 
 
 def _matching_factors(row: NcclTestsRow, nranks: int) -> set[str]:
@@ -422,7 +529,16 @@ def nccl_tests_facts(run: NcclTestsRun) -> dict:
             "ip_algbw": last.ip_algbw,
             "ip_busbw": last.ip_busbw,
         }
-    return {"op": run.op, "rows": len(run.rows), "last_row": last_row, "avg_busbw": run.avg_busbw}
+    return {
+        "op": run.op,
+        "op_basis": run.op_basis,
+        "rows": len(run.rows),
+        "last_row": last_row,
+        "avg_busbw": run.avg_busbw,
+        "scope": run.scope,
+        "hosts": len(run.hosts) or None,
+        "failures": list(run.failures),
+    }
 
 
 def nccl_tests_rows(run: NcclTestsRun) -> list[dict]:

@@ -182,7 +182,43 @@ def test_op_stays_unknown_without_ranks() -> None:
     header = "\n".join(line for line in HEADER.splitlines() if "Rank" not in line) + "\n"
     rows = _row("1048576 262144 float sum -1 50.00 20.97 31.46 0 50.00 20.97 31.46 0")
     run = parse_nccl_tests(_table(rows, header=header))
-    assert (run.op, run.nranks) == (None, None)
+    # busbw/algbw = 1.5 > 1: only all_reduce's factor 2(n-1)/n exceeds 1 (here n = 4).
+    assert (run.op, run.op_basis, run.nranks) == ("all_reduce", "busbw/algbw", None)
+
+
+def test_ratio_one_without_ranks_stays_unknown() -> None:
+    header = "\n".join(line for line in HEADER.splitlines() if "Rank" not in line) + "\n"
+    rows = _row("1048576 262144 float sum -1 50.00 20.97 20.97 0 50.00 20.97 20.97 0")
+    # 1.0: all_reduce on 2 ranks, or a test with factor 1: not told apart.
+    assert parse_nccl_tests(_table(rows, header=header)).op is None
+
+
+def test_ratio_below_one_without_ranks_names_all_gather() -> None:
+    header = "\n".join(line for line in HEADER.splitlines() if "Rank" not in line) + "\n"
+    rows = _row("1048576 16384 float none -1 50.00 20.97 19.66 0 50.00 20.97 19.66 0")
+    assert parse_nccl_tests(_table(rows, header=header)).op == "all_gather"
+
+
+def test_validation_off_all_reduce_named_by_ratio() -> None:
+    rows = _row("1048576 262144 float sum -1 50.00 20.97 31.46 N/A 50.00 20.97 31.46 N/A")
+    run = parse_nccl_tests(_table(rows))
+    assert (run.op, run.op_basis) == ("all_reduce", "busbw/algbw")
+
+
+def test_file_name_names_op_when_ratio_agrees() -> None:
+    header = "\n".join(line for line in HEADER.splitlines() if "Rank" not in line) + "\n"
+    rows = _row("1048576 262144 float sum -1 50.00 20.97 20.97 N/A 50.00 20.97 20.97 N/A")
+    run = parse_nccl_tests(_table(rows, header=header), source="logs/allreduce-2node.txt")
+    assert (run.op, run.op_basis) == ("all_reduce", "file name")
+    assert parse_nccl_tests(_table(rows, header=header), source="logs/all_gather.txt").op is None
+
+
+def test_failure_lines_are_recorded_and_end_the_table() -> None:
+    text = HEADER + "gpu01: Test NCCL failure common.cu:959 'internal error'\n"
+    text += " .. gpu01 pid 7: Test failure common.cu:844\n"
+    run = parse_nccl_tests(text)
+    assert run.rows == () and len(run.failures) == 2
+    assert run.failures[0].startswith("gpu01: Test NCCL failure common.cu:959")
 
 
 def test_op_stays_unknown_when_factor_fits_nothing() -> None:
@@ -201,7 +237,9 @@ def test_binary_name_contradicted_by_table_is_not_trusted() -> None:
     text = "for t in all_reduce_perf all_gather_perf; do mpirun ./$t; done\n" + _table(
         _row("1048576 262144 float sum -1 50.00 20.97 31.46 0 50.00 20.97 31.46 0")
     )
-    assert parse_nccl_tests(text).op is None
+    # all_gather_perf printed last, but 31.46/20.97 = 1.5 is all_reduce's 2(n-1)/n on 4 ranks.
+    run = parse_nccl_tests(text)
+    assert (run.op, run.op_basis) == ("all_reduce", "busbw/algbw")
 
 
 def test_old_layout_without_root_and_error_column() -> None:

@@ -1,0 +1,68 @@
+"""The rule: pass only when every applicable check judged evidence; a check skipped for lack of evidence
+makes the run `error` ("not judged: ...", exit 3) unless the user's --skip-check leaves it out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fabcheck.analyze import Options, analyze
+from fabcheck.checks.evidence import NOT_JUDGED
+from fabcheck.cli.analyze import analysis_subject, analyze_run
+from fabcheck.intent.model import default_intent
+from fabcheck.report.model import exit_code
+
+CORPUS = Path(__file__).resolve().parents[1] / "data/corpus"
+
+
+def _analyze(kind: str, name: str, *skip: str):
+    path = CORPUS / kind / name
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    return analyze(kind, lines, path.name, default_intent(), Options(excluded_checks=skip))
+
+
+def test_unnamed_op_is_not_judged_and_exits_3() -> None:
+    result = _analyze("nccl-tests", "nccl-tests-128-2node-no-banner-no-ranks-small-sizes.txt")
+    assert result.verdict == "error"
+    assert result.not_judged and result.not_judged[0].startswith("nccl_tests.busbw: the collective")
+    assert exit_code(analyze_run([analysis_subject(result)])) == 3
+
+
+def test_skip_check_leaves_the_unjudged_check_out() -> None:
+    result = _analyze(
+        "nccl-tests", "nccl-tests-128-2node-no-banner-no-ranks-small-sizes.txt", "nccl_tests.busbw"
+    )
+    assert result.verdict == "pass" and result.not_judged == []
+    busbw = next(f for f in result.findings if f.check == "nccl_tests.busbw")
+    assert (busbw.status.value, busbw.actual) == ("skip", "left out by --skip-check")
+
+
+def test_skip_check_prefix_and_a_failure_still_fails() -> None:
+    result = _analyze(
+        "nccl-tests", "all_reduce-219-2node-a6000-c0-test-nccl-failure-no-table.txt", "nccl_tests.c"
+    )
+    # 'nccl_tests.c' is no prefix (no trailing dot): nothing is left out, the aborted run fails.
+    assert result.verdict == "fail"
+    left = _analyze(
+        "nccl-tests", "all_reduce-219-2node-a6000-c0-test-nccl-failure-no-table.txt", "nccl_tests."
+    )
+    assert {f.status.value for f in left.findings} == {"skip"} and left.verdict == "error"
+
+
+def test_zero_rows_with_failure_lines_fail_never_pass() -> None:
+    for name in (
+        "all_reduce-219-2node-a6000-c0-test-nccl-failure-no-table.txt",
+        "all_reduce-5-nccl1-p100-old-header-nccl-failure-zero-rows.txt",
+    ):
+        result = _analyze("nccl-tests", name)
+        completed = next(f for f in result.findings if f.check == "nccl_tests.completed")
+        assert completed.status.value == "fail" and "failure" in completed.actual
+        assert all(
+            f.actual.startswith(NOT_JUDGED) for f in result.findings if f.check != "nccl_tests.completed"
+        )
+
+
+def test_single_host_run_is_intra_node_not_fabric_proof() -> None:
+    result = _analyze("nccl-tests", "all_gather-dranet-b200-1node-2gpu-elided.txt")
+    assert result.facts["scope"] == "intra-node"
+    busbw = next(f for f in result.findings if f.check == "nccl_tests.busbw")
+    assert busbw.status.value == "skip" and "no fabric proof" in busbw.actual

@@ -40,6 +40,7 @@ examples:
   fabcheck validate -i inventory/lab --backend paramiko --save-snapshot evidence/
   fabcheck validate -i inventory/lab --from-snapshot evidence/
   fabcheck validate -i inventory/lab --via ansible --extra-checks my_checks/
+  fabcheck validate -i inventory/lab --via slurm --partition batch --json
 """
 
 

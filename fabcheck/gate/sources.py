@@ -1,7 +1,8 @@
 """Where the gate reads its nodes from: the command-line flags and the collector they choose.
 
 Hosts: the native ssh round trip (default), a pytest-testinfra backend (`--backend`, `--hosts URL,...`),
-one Ansible play (`--via ansible`), or a snapshot (`--from-snapshot DIR`, which replays switches too).
+one Ansible play (`--via ansible`), one Slurm step (`--via slurm`, `--partition`, `--account`,
+`--reservation`), or a snapshot (`--from-snapshot DIR`, which replays switches too).
 `--save-snapshot DIR` records whatever was read. Exactly one source per run; the choice is checked
 before anything connects.
 """
@@ -9,6 +10,7 @@ before anything connects.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 
 from fabcheck.collect.backends import Collector
 from fabcheck.collect.backends import ansible as via_ansible
+from fabcheck.collect.backends import slurm as via_slurm
 from fabcheck.collect.backends import testinfra as backends
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.collect.switch import Connect
@@ -27,7 +30,8 @@ from fabcheck.intent.fabric import Fabric
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.switch.connect import SwitchLogin
 
-VIA = ("ssh", "ansible")
+VIA = ("ssh", "ansible", "slurm")
+SLURM_OPTIONS = ("partition", "account", "reservation")
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,8 +56,16 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
         choices=VIA,
         default="ssh",
         help="ansible: run the collection on every host through one Ansible play (ansible-runner, "
-        "with your inventory, ansible.cfg, forks and ssh settings); ssh: one connection per host (default)",
+        "with your inventory, ansible.cfg, forks and ssh settings); slurm: as ONE srun step, a task per "
+        f"node (Slurm node name: inventory variable {via_slurm.NODE_VAR}, default the host's name; "
+        "inside an allocation, SLURM_JOB_ID set, in it); ssh: one connection per host (default)",
     )
+    for option in SLURM_OPTIONS:
+        group.add_argument(
+            f"--{option}",
+            metavar="NAME",
+            help=f"--via slurm: srun --{option}=NAME for the step's allocation (not inside an allocation)",
+        )
     group.add_argument(
         "--save-snapshot",
         type=Path,
@@ -110,8 +122,11 @@ def choose_source(
         raise UsageError(
             "--from-snapshot reads no node: leave out --backend, --hosts, --via, --save-snapshot"
         )
-    if args.via == "ansible" and testinfra:
-        raise UsageError("--via ansible reaches hosts through Ansible: leave out --backend and --hosts")
+    if args.via in ("ansible", "slurm") and testinfra:
+        raise UsageError(f"--via {args.via} reaches hosts itself: leave out --backend and --hosts")
+    given = [f"--{option}" for option in SLURM_OPTIONS if getattr(args, option, None)]
+    if given and args.via != "slurm":
+        raise UsageError(f"{', '.join(given)} allocate a Slurm step: only with --via slurm")
     if replaying:
         saved = snapshot.load(args.from_snapshot, [h.name for h in hosts], list(switches))
         source = Source(saved.collector, saved.connect, snapshot.replay_login)
@@ -134,10 +149,25 @@ def _live_collector(
 ) -> Collector | None:
     if args.via == "ansible":
         return via_ansible.AnsibleBundles(via_ansible.collect_via_ansible(inventory.source, hosts, limits))
+    if args.via == "slurm":
+        return _slurm_step(args, hosts, limits)
     if args.backend == backends.NATIVE and not args.hosts:
         return None
     urls = backends.assign_urls(args.hosts or (), reachable_targets(hosts))
     return backends.TestinfraCollector(args.backend, urls, inventory.source)
+
+
+def _slurm_step(args: argparse.Namespace, hosts: Sequence[HostEntry], limits: TimeLimits) -> Collector:
+    """One srun step for every host; the run's deadline bounds the step too."""
+    options = via_slurm.SlurmOptions(**{option: getattr(args, option, None) for option in SLURM_OPTIONS})
+    inside = os.environ.get("SLURM_JOB_ID")
+    given = [f"--{option}" for option in SLURM_OPTIONS if getattr(args, option, None)]
+    if inside and given:
+        raise UsageError(
+            f"inside allocation {inside} (SLURM_JOB_ID) the step runs in it: leave out {', '.join(given)}"
+        )
+    deadline = getattr(args, "deadline", None)
+    return via_slurm.SlurmStep(hosts, limits if deadline is None else limits.within(deadline), options)
 
 
 def reachable_targets(hosts: Sequence[HostEntry]) -> list[SshTarget]:

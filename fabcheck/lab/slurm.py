@@ -50,7 +50,10 @@ PARTITION = "lab"
 MUNGE_KEY_BYTES = 1024
 UP_TIMEOUT_S = 60.0  # every slurmd registered and idle; seconds on a loaded 2-core machine
 CLIENT_TIMEOUT_S = 15.0  # one sinfo call; Slurm's own MessageTimeout is 10 s
-NSENTER = ("nsenter", "--mount", "--uts", "--pid")  # a node's network namespace is the controller's (lo)
+# A node's network namespace is the controller's (lo). `--root`: the node's own / (its private /dev/shm,
+# its /sys/class and its tools in /usr/local/bin), so a task sees what an ssh login to the node sees;
+# without it slurmd kept the controller's / inside the node's mount namespace.
+NSENTER = ("nsenter", "--mount", "--uts", "--pid", "--root", "--wd")
 # Where each program is: daemons in sbin (not on a non-root PATH), clients on PATH.
 DAEMONS = {"munged": "/usr/sbin/munged", "slurmctld": "/usr/sbin/slurmctld", "slurmd": "/usr/sbin/slurmd"}
 CLIENTS = ("srun", "sinfo")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fabcheck.checks.declare import Check, Inputs
-from fabcheck.checks.model import Finding, errored, failed, passed, skipped
+from fabcheck.checks.evidence import not_judged
+from fabcheck.checks.model import Finding, Measure, errored, failed, passed, skipped
 from fabcheck.checks.roles import HOST_QOS_ROLE
 from fabcheck.ibverbs import describe_wc_status
 from fabcheck.intent.model import FabricIntent
@@ -55,7 +56,13 @@ def _completion(run: PerftestRun) -> list[Finding]:
 def _link_layer(run: PerftestRun, intent: FabricIntent) -> Finding:
     check, want = "perftest.link_layer", ("Ethernet" if intent.kind == "roce" else "IB")
     if run.link_layer is None:
-        return skipped(check, run.test or "perftest", "the output has no 'Link type' header line")
+        return not_judged(
+            check,
+            run.test or "perftest",
+            f"Link type {want}",
+            "the output has no 'Link type' header line",
+            "keep perftest's whole header in the capture, or leave the check out (--skip-check)",
+        )
     if run.link_layer != want:
         return failed(
             check,
@@ -70,7 +77,13 @@ def _link_layer(run: PerftestRun, intent: FabricIntent) -> Finding:
 def _mtu(run: PerftestRun, intent: FabricIntent) -> Finding:
     check, expected = "perftest.mtu", f"MTU {intent.mtu.rdma}"
     if run.mtu is None:
-        return skipped(check, run.test or "perftest", "the output has no 'Mtu' header line")
+        return not_judged(
+            check,
+            run.test or "perftest",
+            expected,
+            "the output has no 'Mtu' header line",
+            "keep perftest's whole header in the capture, or leave the check out (--skip-check)",
+        )
     if run.mtu < intent.mtu.rdma:
         return failed(
             check,
@@ -85,8 +98,26 @@ def _mtu(run: PerftestRun, intent: FabricIntent) -> Finding:
 
 def _bandwidth(run: PerftestRun, intent: FabricIntent, line_rate: float) -> Finding:
     check = "perftest.bandwidth"
-    if run.lat_unit is not None or run.bw_unit is None:
+    if run.lat_unit is not None and run.bw_unit is None:
         return skipped(check, run.test or "perftest", "latency test: the intent sets no latency bound")
+    if run.bw_unit is None or not run.rows:
+        return not_judged(
+            check,
+            run.test or "perftest",
+            "a bandwidth result table",
+            "the output has no result row" + (" (the run failed)" if run.errors else ""),
+            "rerun the test to completion and keep its result table",
+        )
+    rate = message_rate_run(run)
+    if rate is not None:
+        # Small messages are bound by the NIC's packet rate, not the wire: a bandwidth floor would fail a
+        # healthy NIC. The figure that such a run measures is the message rate.
+        best_rate = max((r.msg_rate for r in run.rows if r.msg_rate is not None), default=None)
+        shown = f"; {best_rate:g} Mpps" if best_rate is not None else ""
+        finding = skipped(
+            check, run.test or "perftest", f"message-rate run ({rate}): bandwidth is not its measure{shown}"
+        )
+        return replace(finding, measure=Measure(best_rate, "Mpps")) if best_rate is not None else finding
     if not math.isfinite(line_rate) or line_rate <= 0:
         # A zero or nan line rate would make every floor pass.
         return errored(
@@ -124,8 +155,13 @@ def _bandwidth(run: PerftestRun, intent: FabricIntent, line_rate: float) -> Find
             "rerun with --report_gbits, or report the unit so it can be read",
         )
     best = max(large, key=lambda r: run.bw_gbps(r) or 0.0)
-    gbps = run.bw_gbps(best) or 0.0
+    gbps = per_direction_gbps(run, run.bw_gbps(best) or 0.0)
     actual = f"{gbps:.2f} Gb/sec average at {best.bytes} B ({best.bw_avg} {run.bw_unit})"
+    if run.bidirectional:
+        actual = (
+            f"{gbps:.2f} Gb/sec per direction at {best.bytes} B "
+            f"(bidirectional sum {best.bw_avg} {run.bw_unit})"
+        )
     if gbps < floor:
         return failed(
             check,
@@ -136,6 +172,27 @@ def _bandwidth(run: PerftestRun, intent: FabricIntent, line_rate: float) -> Find
             "PFC pause storms and ECN marking on the path; the intent's link.speed_gbps must match the NIC",
         )
     return passed(check, f"{best.bytes} B", expected, actual)
+
+
+def per_direction_gbps(run: PerftestRun, gbps: float) -> float:
+    """perftest's bidirectional report (-b) adds both directions: each direction carries half."""
+    return gbps / 2 if run.bidirectional else gbps
+
+
+MESSAGE_RATE_MAX_BYTES = 1024  # a sweep that never goes above this measures packets, not the wire
+
+
+def message_rate_run(run: PerftestRun) -> str | None:
+    """Why this run measures message rate rather than bandwidth (None: it measures bandwidth)."""
+    if run.test == "ib_atomic_bw":
+        return "ib_atomic_bw: 8-byte atomics"
+    post_list = run.settings.get("post list")
+    if post_list is not None and post_list.strip() not in ("", "1"):
+        return f"--post_list {post_list.strip()}"
+    biggest = max((r.bytes for r in run.rows), default=0)
+    if 0 < biggest <= MESSAGE_RATE_MAX_BYTES:
+        return f"only messages up to {biggest} B"
+    return None
 
 
 # ---- the perftest stage's checks: its pair rounds (fabcheck.gate.perftest_stage) make the findings

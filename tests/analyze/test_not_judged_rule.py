@@ -66,3 +66,33 @@ def test_single_host_run_is_intra_node_not_fabric_proof() -> None:
     assert result.facts["scope"] == "intra-node"
     busbw = next(f for f in result.findings if f.check == "nccl_tests.busbw")
     assert busbw.status.value == "skip" and "no fabric proof" in busbw.actual
+
+
+def _finding(result, check: str):
+    return next(f for f in result.findings if f.check == check)
+
+
+def test_bidirectional_sum_is_judged_per_direction() -> None:
+    gdr = _analyze("perftest", "ib_write_bw-bidir-ionic-rocm-gdr-400g-698-sum-349-per-direction.txt")
+    bandwidth = _finding(gdr, "perftest.bandwidth")
+    # 697.97 Gb/s summed would pass the 360 Gb/s floor of 400G; each direction carries 348.99.
+    assert bandwidth.status.value == "fail" and bandwidth.actual.startswith("348.99 Gb/sec per direction")
+    host = _analyze("perftest", "ib_write_bw-bidir-ionic-host-mem-400g-779-sum-390-per-direction.txt")
+    assert _finding(host, "perftest.bandwidth").actual.startswith("389.61 Gb/sec per direction")
+
+
+def test_message_rate_run_is_not_judged_as_bandwidth() -> None:
+    result = _analyze("perftest", "ib_write_bw-post-list-128-8b-msgrate-273.txt")
+    bandwidth = _finding(result, "perftest.bandwidth")
+    assert bandwidth.status.value == "skip" and "--post_list 128" in bandwidth.actual
+    assert bandwidth.measure is not None and (bandwidth.measure.value, bandwidth.measure.unit) == (
+        7.498617,
+        "Mpps",
+    )
+
+
+def test_failed_run_without_table_is_not_called_a_latency_test() -> None:
+    result = _analyze("perftest", "ib_write_bw-bidir-cuda-fail-status4-syndrom51.txt")
+    bandwidth = _finding(result, "perftest.bandwidth")
+    assert "latency" not in bandwidth.actual and bandwidth.actual.startswith(NOT_JUDGED)
+    assert result.verdict == "fail"  # the completion error outranks what could not be judged

@@ -30,6 +30,7 @@ from fabcheck.parsers.switch_records import (
     Schedulers,
     Trust,
     WatchdogConfig,
+    WatchdogSettings,
     WatchdogStatus,
 )
 
@@ -220,7 +221,23 @@ def _judge_ecn(
         and _rounded_from(have.max_bytes, queue.ecn_max_bytes, inputs.rounding_above)
         and (have.probability is None or have.probability == queue.ecn_probability)
     )
-    return (Status.PASS if ok else Status.FAIL), _shown_ecn(have)
+    # Colours a platform keeps apart (SONiC's WRED yellow and red) carry the same curve as green.
+    wanted = (True, queue.ecn_min_bytes, queue.ecn_max_bytes, queue.ecn_probability)
+    off = [
+        _shown_colour(colour, on, low, high, chance)
+        for colour, on, low, high, chance in have.colours
+        if (on, low, high, chance) != wanted
+    ]
+    shown = _shown_ecn(have) + (f"; {'; '.join(off)}" if off else "")
+    return (Status.PASS if ok and not off else Status.FAIL), shown
+
+
+def _shown_colour(colour: str, on: bool, low: int | None, high: int | None, chance: int | None) -> str:
+    if not on:
+        return f"{colour} not marked"
+    return (
+        f"{colour} min {_or_unknown(low)} B, max {_or_unknown(high)} B, probability {_or_unknown(chance)} %"
+    )
 
 
 def _want_scheduler(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
@@ -273,6 +290,34 @@ def _judge_watchdog(
     return (Status.PASS if r.enabled else Status.FAIL), f"PFC watchdog {state}, no class stormed"
 
 
+def _settings_text(settings: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"{key} {value}" for key, value in settings) or "none set"
+
+
+def _want_watchdog_settings(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
+    return f"PFC watchdog {_settings_text(d.watchdog.settings(d.platform))}"
+
+
+def _judge_watchdog_settings(
+    r: Record,
+    port: str | None,
+    d: DesiredSwitch,
+    p: DesiredSwitchPort | None,
+    more: Mapping[type, Record],
+    _inputs: Inputs,
+) -> Verdict:
+    assert isinstance(r, WatchdogSettings)
+    config = more.get(WatchdogConfig)
+    if port is not None and isinstance(config, WatchdogConfig) and not config.enabled:
+        return Status.SKIP, f"the PFC watchdog is off on {port} ({WATCHDOG} fails it); its settings are moot"
+    wanted = d.watchdog.settings(d.platform)
+    have = r.mapping
+    shown = [(key, have.get(key, "unset")) for key, _value in wanted]
+    return (
+        Status.PASS if dict(shown) == dict(wanted) else Status.FAIL
+    ), f"PFC watchdog {_settings_text(shown)}"
+
+
 def _want_mtu(d: DesiredSwitch, p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return f"MTU {p.mtu if p else d.mtu}"
 
@@ -313,6 +358,7 @@ PFC = "switch.pfc"
 ECN = "switch.ecn"
 SCHEDULER = "switch.scheduler"
 WATCHDOG = "switch.watchdog"
+WATCHDOG_SETTINGS = "switch.watchdog_settings"
 MTU = "switch.mtu"
 LOSSLESS_DROPS = "switch.lossless_drops"
 
@@ -385,6 +431,20 @@ SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
             _judge_watchdog,
             also=(WatchdogStatus,),
             ports=lambda port: port.pfc_watchdog,
+        ),
+        applies=_needs_watchdog,
+    ),
+    _switch_check(
+        WATCHDOG_SETTINGS,
+        "watchdog",
+        "PFC watchdog timers and storm action",
+        SwitchJudge(
+            WatchdogSettings,
+            _want_watchdog_settings,
+            _judge_watchdog_settings,
+            also=(WatchdogConfig,),
+            ports=lambda port: port.pfc_watchdog,
+            not_shown="the gate reads no PFC watchdog settings there",
         ),
         applies=_needs_watchdog,
     ),
@@ -481,6 +541,8 @@ def _finding(
 ) -> Finding:
     if status is Status.PASS:
         return Finding(check.id, status, subject, expected, actual)
+    if status is Status.SKIP:
+        return skipped(check.id, subject, actual)
     if status is Status.ERROR:
         return Finding(
             check.id, status, subject, expected, actual, "the switch's output cannot be judged as shown"

@@ -26,6 +26,7 @@ from fabcheck.parsers.switch_records import (
     Schedulers,
     Trust,
     WatchdogConfig,
+    WatchdogSettings,
     WatchdogStatus,
 )
 
@@ -50,6 +51,13 @@ NVUE_PROBES = (
         "nv show qos egress-scheduler default-global -o json",
         switch_nvue.parse_scheduler,
         (Schedulers,),
+    ),
+    Probe(
+        "nvue.watchdog_settings",
+        "switch",
+        "nv show qos pfc-watchdog -o json",
+        switch_nvue.parse_watchdog_global,
+        (WatchdogSettings,),
     ),
     Probe(
         "nvue.roce_status",
@@ -84,7 +92,13 @@ NVUE_PROBES = (
 )
 
 EOS_PROBES = (
-    Probe("eos.running_config", "switch", "show running-config", switch_eos.parse_running_config, (DscpMap,)),
+    Probe(
+        "eos.running_config",
+        "switch",
+        "show running-config",
+        switch_eos.parse_running_config,
+        (DscpMap, WatchdogSettings),
+    ),
     Probe(
         "eos.pfc",
         "switch",
@@ -124,7 +138,7 @@ SONIC_PROBES = (
         "switch",
         "show runningconfiguration all",
         switch_sonic.parse_config_db,
-        (Trust, DscpMap, PfcPriorities, EcnQueues, Schedulers, WatchdogConfig, Mtu),
+        (Trust, DscpMap, PfcPriorities, EcnQueues, Schedulers, WatchdogConfig, WatchdogSettings, Mtu),
     ),
     Probe(
         "sonic.pfcwd_stats", "switch", "show pfcwd stats", switch_sonic.parse_pfcwd_stats, (WatchdogStatus,)

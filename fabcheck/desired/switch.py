@@ -21,6 +21,11 @@ DEFAULT_TRAFFIC_CLASS = 0
 WATCHDOG_DETECTION_MS = 200
 WATCHDOG_RESTORATION_MS = 200
 WATCHDOG_ACTION = "drop"
+# Lossless buffer where the platform makes it explicit (NVUE): PFC pauses nothing while 100 % of
+# the buffer is in the lossy pool, so half moves to the lossless pool (NVIDIA's Flow Control Buffers
+# example), and the PFC headroom is sized for 100 m cables (the value NVIDIA's RoCE preset uses).
+LOSSLESS_POOL_PERCENT = 50
+PFC_CABLE_LENGTH_M = 100
 
 
 @dataclass(frozen=True)
@@ -37,12 +42,36 @@ class DesiredQueue:
     ecn_probability: int | None
 
 
+# NVUE polls the PFC watchdog at a 100 ms step and detects (and restores) after `robustness` polls;
+# EOS takes its timers in seconds and calls forwarding on a storm `no-drop`.
+NVUE_WATCHDOG_POLL_MS = 100
+EOS_WATCHDOG_ACTIONS = {"drop": "drop", "forward": "no-drop"}
+
+
 @dataclass(frozen=True)
 class PfcWatchdog:
     enabled: bool
     detection_ms: int
     restoration_ms: int
     action: str
+
+    def settings(self, platform: str) -> tuple[tuple[str, str], ...]:
+        """The watchdog settings in the platform's own names and units, as its show prints them (the
+        gate's switch.watchdog_settings compares these; fabcheck.parsers.switch_* read them)."""
+        if platform == "nvue":
+            robustness = self.detection_ms // NVUE_WATCHDOG_POLL_MS
+            return (("polling-interval", str(NVUE_WATCHDOG_POLL_MS)), ("robustness", str(robustness)))
+        if platform == "eos":
+            return (
+                ("action", EOS_WATCHDOG_ACTIONS.get(self.action, self.action)),
+                ("recovery-time", f"{self.restoration_ms / 1000:g}"),
+                ("timeout", f"{self.detection_ms / 1000:g}"),
+            )
+        return (
+            ("action", self.action),
+            ("detection_time", str(self.detection_ms)),
+            ("restoration_time", str(self.restoration_ms)),
+        )
 
 
 @dataclass(frozen=True)
@@ -72,6 +101,8 @@ class DesiredSwitch:
     watchdog: PfcWatchdog
     mtu: int
     ports: tuple[DesiredSwitchPort, ...]
+    lossless_pool_percent: int = LOSSLESS_POOL_PERCENT  # of the switch's shared buffer; 0 = no PFC
+    pfc_cable_length_m: int = PFC_CABLE_LENGTH_M
 
     @property
     def dscp_to_switch_priority(self) -> dict[int, int]:

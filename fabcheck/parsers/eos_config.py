@@ -63,6 +63,32 @@ def format_config(nodes: Iterable[ConfigNode], depth: int = 0) -> str:
     return "\n".join(lines)
 
 
+# EOS's default DSCP -> traffic class map (Arista EOS User Manual, QoS chapter, Trident/Tomahawk
+# platforms: DSCP maps to CoS DSCP/8 and CoS to traffic class with CoS 0 -> TC 1 and CoS 1 -> TC 0):
+# a DSCP without a `qos map dscp` line rides this class, and `no qos map dscp N ...` returns N to it.
+DEFAULT_DSCP_TO_TC = {dscp: {0: 1, 1: 0}.get(dscp >> 3, dscp >> 3) for dscp in range(64)}
+# `priority-flow-control pause watchdog default timeout 0.2` / `... action drop`: setting, value.
+WATCHDOG_LINE = re.compile(
+    r"priority-flow-control pause watchdog "
+    r"(?:default (timeout|recovery-time|polling-interval)|(action)) (\S+)"
+)
+
+
+def effective_dscp_map(nodes: Iterable[ConfigNode]) -> dict[int, int]:
+    """Every DSCP's traffic class: the explicit `qos map dscp` lines over EOS's default map."""
+    return DEFAULT_DSCP_TO_TC | dscp_map(nodes)
+
+
+def watchdog_settings(nodes: Iterable[ConfigNode]) -> dict[str, str]:
+    """The switch-wide PFC watchdog lines: timeout, recovery-time, polling-interval (seconds), action."""
+    found: dict[str, str] = {}
+    for node in nodes:
+        match = WATCHDOG_LINE.fullmatch(node.line)
+        if match:
+            found[match.group(1) or match.group(2)] = match.group(3)
+    return found
+
+
 def dscp_map(nodes: Iterable[ConfigNode]) -> dict[int, int]:
     """DSCP -> traffic class from the top-level `qos map dscp ... to traffic-class N` lines."""
     mapping: dict[int, int] = {}

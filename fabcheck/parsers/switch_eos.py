@@ -1,7 +1,8 @@
 """Arista EOS show outputs -> switch records (pure).
 
-`show running-config` (the DSCP -> traffic-class map, read with fabcheck.parsers.eos_config, the
-driver's reader too), `show priority-flow-control | json` (per port: PFC priorities, watchdog),
+`show running-config` (the DSCP -> traffic-class map over EOS's default map, and the PFC watchdog
+settings, read with fabcheck.parsers.eos_config, the driver's reader too),
+`show priority-flow-control | json` (per port: PFC priorities, watchdog),
 `show qos interfaces | json` (per port: trust, tx-queue scheduling and ECN), `show interfaces | json`
 (per port: MTU), `show interfaces counters queue detail | json` (per port: unicast egress queue
 drops) and `show priority-flow-control counters watchdog | json` (per port: tx queues the PFC
@@ -15,7 +16,7 @@ from typing import Any
 
 from fabcheck.errors import ParseError
 from fabcheck.parsers._text import split_checked_lines
-from fabcheck.parsers.eos_config import dscp_map, parse_config
+from fabcheck.parsers.eos_config import effective_dscp_map, parse_config, watchdog_settings
 from fabcheck.parsers.switch_records import (
     DscpMap,
     EcnQueues,
@@ -28,6 +29,7 @@ from fabcheck.parsers.switch_records import (
     Schedulers,
     Trust,
     WatchdogConfig,
+    WatchdogSettings,
     WatchdogStatus,
     class_number,
     entries,
@@ -57,14 +59,36 @@ def parse_running_config(text: str, port: str | None = None, source: str = "<tex
             raise ParseError(
                 "show running-config: non-ASCII characters in a qos map line", source=source, line=number_
             )
+    tree = parse_config("\n".join(lines))
     try:
-        mapping = dscp_map(parse_config("\n".join(lines)))
+        mapping = effective_dscp_map(tree)
     except ValueError as err:
         raise ParseError(f"show running-config: unreadable qos map line ({err})", source=source) from None
     bad = sorted(d for d, tc in mapping.items() if not (0 <= d <= 63 and 0 <= tc <= 7))
     if bad:
         raise ParseError(f"show running-config: qos map dscp {bad[0]} out of range", source=source)
-    return [(None, DscpMap("traffic-class", tuple(sorted(mapping.items()))))]
+    settings = {key: _watchdog_value(key, value, source) for key, value in watchdog_settings(tree).items()}
+    return [
+        (None, DscpMap("traffic-class", tuple(sorted(mapping.items())))),
+        (None, WatchdogSettings(tuple(sorted(settings.items())))),
+    ]
+
+
+def _watchdog_value(key: str, value: str, source: str) -> str:
+    """Seconds as `%g` (0.20 and 0.2 are one timeout); the action word as EOS prints it."""
+    if key == "action":
+        if not value.isascii() or len(value) > 20:
+            raise ParseError(f"show running-config: watchdog action {value[:40]!r}", source=source)
+        return value
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ParseError(
+            f"show running-config: watchdog {key} {value[:40]!r} is not a number of seconds", source=source
+        ) from None
+    if not 0 <= seconds <= 3600:
+        raise ParseError(f"show running-config: watchdog {key} {seconds} s is out of range", source=source)
+    return f"{seconds:g}"
 
 
 def parse_pfc_status(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:

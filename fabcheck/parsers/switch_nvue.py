@@ -2,7 +2,8 @@
 
 Switch-wide: `nv show qos mapping default-global` (trust, DSCP -> switch priority),
 `nv show qos egress-queue-mapping default-global` (switch priority -> traffic class),
-`nv show qos egress-scheduler default-global` (per traffic class). Per port:
+`nv show qos egress-scheduler default-global` (per traffic class), `nv show qos pfc-watchdog`
+(polling-interval, robustness). Per port:
 `nv show interface P qos roce status` (PFC priorities, ECN as the ASIC programmed it: thresholds in
 whole buffer cells, so 150 000 B reads 150 528 B or more), `... qos pfc-watchdog` (state and per-class
 OK/DEADLOCK), `... link` (MTU), `... qos roce counters` (RoCE drops).
@@ -27,6 +28,7 @@ from fabcheck.parsers.switch_records import (
     Schedulers,
     Trust,
     WatchdogConfig,
+    WatchdogSettings,
     WatchdogStatus,
     class_number,
     dscp_number,
@@ -150,6 +152,21 @@ def parse_port_watchdog(text: str, port: str | None, source: str = "<text>") -> 
         if status != "OK":
             stormed.append(tc)
     return [(port, WatchdogConfig(state == "enabled")), (port, WatchdogStatus(tuple(sorted(stormed))))]
+
+
+WATCHDOG_SETTINGS = ("polling-interval", "robustness")
+
+
+def parse_watchdog_global(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    """The switch-wide PFC watchdog timers: `{"polling-interval": 100, "robustness": 3}` (ms, polls)."""
+    what = "nv show qos pfc-watchdog -o json"
+    tree = obj(load_json(text, source, what), source, what)
+    settings = tuple(
+        (key, str(number(tree[key], source, f"{what} {key}", low=1, high=1_000_000)))
+        for key in WATCHDOG_SETTINGS
+        if key in tree
+    )
+    return [(None, WatchdogSettings(settings))]
 
 
 def parse_port_link(text: str, port: str | None, source: str = "<text>") -> list[Placed]:

@@ -70,6 +70,9 @@ class QueueEcn:
     max_bytes: int | None
     probability: int | None
     unit: str = "bytes"  # thresholds in another unit (EOS segments, milliseconds) are not comparable
+    # Further drop-precedence colours the platform keeps apart (SONiC WRED yellow, red), each as
+    # (colour, enabled, min bytes, max bytes, probability); the fields above are the green one.
+    colours: tuple[tuple[str, bool, int | None, int | None, int | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,19 @@ class Schedulers:
 @dataclass(frozen=True)
 class WatchdogConfig:
     enabled: bool
+
+
+@dataclass(frozen=True)
+class WatchdogSettings:
+    """The PFC watchdog's settings in the platform's own names and units, as its show prints them:
+    NVUE `polling-interval` / `robustness`, SONiC PFC_WD `action` / `detection_time` /
+    `restoration_time`, EOS `action` / `timeout` / `recovery-time`; an unset one is absent."""
+
+    settings: tuple[tuple[str, str], ...]
+
+    @property
+    def mapping(self) -> dict[str, str]:
+        return dict(self.settings)
 
 
 @dataclass(frozen=True)
@@ -151,6 +167,7 @@ Record = (
     | EcnQueues
     | Schedulers
     | WatchdogConfig
+    | WatchdogSettings
     | WatchdogStatus
     | Mtu
     | QueueDrops

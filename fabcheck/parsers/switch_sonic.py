@@ -26,6 +26,7 @@ from fabcheck.parsers.switch_records import (
     Schedulers,
     Trust,
     WatchdogConfig,
+    WatchdogSettings,
     WatchdogStatus,
     class_number,
     dscp_number,
@@ -40,7 +41,25 @@ SCHEDULER_TYPES = {"DWRR": "dwrr", "WRR": "dwrr", "STRICT": "strict"}
 _QUEUE_KEY = re.compile(r"(?P<port>[^|]+)\|(?P<first>[0-9])(?:-(?P<last>[0-9]))?", re.ASCII)
 _UNICAST_QUEUE = re.compile(r"UC(?P<queue>[0-9])", re.ASCII)
 _PFCWD_ROW = re.compile(r"(?P<port>Ethernet[0-9]{1,4}):(?P<queue>[0-9])\s+(?P<status>\S+)(?:\s|$)", re.ASCII)
+# sonic-wred-profile.yang's ecn modes: which colours are ECN-marked.
+ECN_MODES = frozenset(
+    (
+        "ecn_none",
+        "ecn_green",
+        "ecn_yellow",
+        "ecn_red",
+        "ecn_green_yellow",
+        "ecn_green_red",
+        "ecn_yellow_red",
+        "ecn_all",
+    )
+)
 PFCWD_STATUSES = ("operational", "stormed")
+WATCHDOG_SETTINGS = (
+    "action",
+    "detection_time",
+    "restoration_time",
+)  # PFC_WD|<port>, as `config pfcwd` writes
 
 
 def parse_config_db(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
@@ -83,6 +102,13 @@ def _port_records(
     watched = id_list(qos.get("pfcwd_sw_enable", ""), source, f"{where} pfcwd_sw_enable")
     watchdog = port in tables.get("PFC_WD", {}) and bool(watched)
     placed += [(port, PfcPriorities(pfc)), (port, WatchdogConfig(watchdog))]
+    wd = obj(tables.get("PFC_WD", {}).get(port, {}), source, f"{what} PFC_WD|{port}")
+    settings = tuple(
+        (key, _setting(wd[key], source, f"{what} PFC_WD|{port} {key}"))
+        for key in WATCHDOG_SETTINGS
+        if key in wd
+    )
+    placed.append((port, WatchdogSettings(settings)))
     ecn, schedulers = [], []
     for tc, fields in sorted(queues.items()):
         ecn.append(
@@ -93,6 +119,12 @@ def _port_records(
         )
     placed += [(port, EcnQueues(tuple(ecn))), (port, Schedulers(tuple(s for s in schedulers if s)))]
     return placed
+
+
+def _setting(value: Any, source: str, what: str) -> str:
+    if not isinstance(value, str) or not value.isascii() or not 0 < len(value) <= 20:
+        raise ParseError(f"{what}: expected a short string, got {str(value)[:40]!r}", source=source)
+    return value
 
 
 def _dscp_map(tables: Mapping[str, Mapping[str, Any]], name: Any, source: str, what: str) -> DscpMap:
@@ -136,15 +168,34 @@ def _queue_ecn(
     if not isinstance(name, str) or name not in profiles:
         raise ParseError(f"{where}: wred_profile {str(name)[:40]!r} does not exist", source=source)
     profile = obj(profiles[name], source, f"{where} WRED_PROFILE|{name}")
-    if profile.get("ecn", "ecn_none") == "ecn_none":
+    mode = profile.get("ecn", "ecn_none")
+    if mode not in ECN_MODES:
+        raise ParseError(f"{where}: ecn {str(mode)[:40]!r} is not one of {sorted(ECN_MODES)}", source=source)
+    green = _colour(profile, "green", mode, source, where)
+    if not green[1]:
         return QueueEcn(tc, False, None, None, None)
-    values = [
+    others = tuple(_colour(profile, colour, mode, source, where) for colour in ("yellow", "red"))
+    return QueueEcn(tc, True, green[2], green[3], green[4], colours=others)
+
+
+def _colour(
+    profile: Mapping[str, Any], colour: str, mode: str, source: str, where: str
+) -> tuple[str, bool, int | None, int | None, int | None]:
+    """One colour of a WRED profile: marked when the ecn mode names it (ecn_all names all three)."""
+    marked = mode == "ecn_all" or colour in mode.removeprefix("ecn_").split("_")
+    if colour != "green":
+        marked = marked and profile.get(f"wred_{colour}_enable") == "true"
+    low, high = (
         number(profile[key], source, f"{where} {key}", high=2**40) if key in profile else None
-        for key in ("green_min_threshold", "green_max_threshold")
-    ]
-    probability = profile.get("green_drop_probability")
-    chance = None if probability is None else number(probability, source, f"{where} probability", high=100)
-    return QueueEcn(tc, True, values[0], values[1], chance)
+        for key in (f"{colour}_min_threshold", f"{colour}_max_threshold")
+    )
+    probability = profile.get(f"{colour}_drop_probability")
+    chance = (
+        None
+        if probability is None
+        else number(probability, source, f"{where} {colour} probability", high=100)
+    )
+    return colour, marked, low, high, chance
 
 
 def _scheduler(

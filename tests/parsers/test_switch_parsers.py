@@ -27,6 +27,7 @@ from fabcheck.parsers.switch_records import (
     Schedulers,
     Trust,
     WatchdogConfig,
+    WatchdogSettings,
     WatchdogStatus,
     id_list,
 )
@@ -69,6 +70,9 @@ def test_nvue_converged_outputs() -> None:
         (WatchdogStatus, "swp1"): WatchdogStatus(()),
     }
     assert records("converged", "leaf01", "nvue.link@swp2", "swp2") == {(Mtu, "swp2"): Mtu(9216)}
+    assert records("converged", "leaf01", "nvue.watchdog_settings")[(WatchdogSettings, None)] == (
+        WatchdogSettings((("polling-interval", "100"), ("robustness", "2")))
+    )
     drops = records("switch-pfc-prio", "leaf01", "nvue.roce_counters@swp1", "swp1")[(QueueDrops, "swp1")]
     assert drops.roce_class and drops.roce_class > 0  # type: ignore[attr-defined]
     scheduler = records("converged", "leaf01", "nvue.scheduler")[(Schedulers, None)]
@@ -76,7 +80,13 @@ def test_nvue_converged_outputs() -> None:
 
 
 def test_eos_converged_outputs() -> None:
-    assert dict(records("converged", "leaf03", "eos.running_config")[(DscpMap, None)].pairs) == {26: 3, 48: 6}  # type: ignore[attr-defined]
+    config = records("converged", "leaf03", "eos.running_config")
+    mapping = dict(config[(DscpMap, None)].pairs)  # type: ignore[attr-defined]
+    # the explicit lines over EOS's default map (DSCP/8, classes 0 and 1 swapped)
+    assert (mapping[26], mapping[48], mapping[0], mapping[8], mapping[25]) == (3, 6, 1, 0, 3)
+    assert config[(WatchdogSettings, None)] == WatchdogSettings(
+        (("action", "drop"), ("recovery-time", "0.2"), ("timeout", "0.2"))
+    )
     pfc = records("switch-pfc-prio", "leaf03", "eos.pfc")
     assert pfc[(PfcPriorities, "Ethernet1")] == PfcPriorities((4,))
     assert pfc[(PfcPriorities, "Ethernet2")] == PfcPriorities((3,))
@@ -90,7 +100,13 @@ def test_sonic_converged_outputs() -> None:
     db = records("converged", "leaf02", "sonic.config_db")
     assert db[(PfcPriorities, "Ethernet0")] == PfcPriorities((3,))
     assert dict(db[(DscpMap, "Ethernet0")].pairs)[48] == 6  # type: ignore[attr-defined]
-    assert db[(EcnQueues, "Ethernet4")].queue(3) == QueueEcn(3, True, 150000, 1500000, 100)  # type: ignore[attr-defined]
+    same = (150000, 1500000, 100)
+    assert db[(EcnQueues, "Ethernet4")].queue(3) == QueueEcn(  # type: ignore[attr-defined]
+        3, True, *same, colours=(("yellow", True, *same), ("red", True, *same))
+    )
+    assert db[(WatchdogSettings, "Ethernet0")] == WatchdogSettings(
+        (("action", "drop"), ("detection_time", "200"), ("restoration_time", "200"))
+    )
     assert db[(Mtu, "Ethernet12")] == Mtu(9216) and db[(WatchdogConfig, "Ethernet0")] == WatchdogConfig(True)
     factory = records("factory", "leaf02", "sonic.config_db")
     assert factory[(PfcPriorities, "Ethernet0")] == PfcPriorities((3, 4))

@@ -13,6 +13,7 @@ round trip the client gave up on. The subnet-manager stage's script speaks the s
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -167,9 +168,15 @@ _LINKS = r"""links=$(trap stop TERM INT HUP PIPE; bound rdma link 2>"$err" </dev
 links_rc=$? links_err=
 [ ! -s "$err" ] || links_err=$(cat "$err")
 recorded rdma_link "$links_rc" "$links" "$links_err"
+ports=0
 printf '%s\n' "$links" | while trap stop TERM INT HUP PIPE && IFS= read -r line; do
     set -- $line
     [ "$1" = link ] || continue
+    ports=$((ports + 1))
+    if [ "$ports" -gt @MAX_PORTS@ ]; then
+        recorded port_limit 1 "" "fabcheck: more than @MAX_PORTS@ ports listed; the rest are not read"
+        break
+    fi
     dev=${2%/*} port=${2#*/}
     netdev=
     while [ $# -gt 1 ]; do
@@ -244,7 +251,8 @@ def collection_script(probes: Iterable[HostProbe]) -> str:
     and, when the port has a plain netdev name, that netdev's probes."""
     probes = tuple(probes)
     by_scope = {scope: [p for p in probes if p.scope == scope and not p.builtin] for scope in _SCOPES}
-    script = _PROLOGUE + "".join(_section_line(p) for p in by_scope["host"]) + _LINKS
+    links = _LINKS.replace("@MAX_PORTS@", str(MAX_PORTS))
+    script = _PROLOGUE + "".join(_section_line(p) for p in by_scope["host"]) + links
     script += _batch_lines(by_scope["port"], by_scope["netdev"], "    ")
     script += "".join(_section_line(p, "    ") for p in by_scope["port"])
     script += '    plain_name "$netdev" || continue\n'
@@ -265,12 +273,75 @@ command -v timeout >/dev/null 2>&1 && exec timeout -k 3 "$total" sh -c "$@"
 exec sh -c "$@"
 """
 
+# Around a launcher line ($1) when the client holds ssh's stdin open (fabcheck.collect.ssh.round_trip
+# with watch_stdin): stdin closing means the client is gone (killed, even with -9), so the collection is
+# stopped at once instead of at the host's own limit. `exec` keeps one process, the launcher's
+# `timeout`, which passes the TERM on to the script, and the script to its running tool.
+STDIN_WATCHER = r"""
+exec 3<&0 </dev/null
+sh -c "exec $1" &
+child=$!
+{ cat <&3 >/dev/null 2>&1; kill -TERM "$child" 2>/dev/null; } >/dev/null 2>&1 &
+watcher=$!
+exec 3<&-
+wait "$child"
+rc=$?
+kill "$watcher" 2>/dev/null
+exit "$rc"
+"""
+
+
+def watched(launcher_line: str) -> str:
+    """The remote command line `launcher_line` under STDIN_WATCHER."""
+    return shlex.join(["sh", "-c", STDIN_WATCHER, "fabcheck-watch", launcher_line])
+
+
 _MARKER = re.compile(r"<<<fabcheck ([0-9a-f]+) (begin|stderr|end|complete)(?: (\S+?))?(?: rc=(\d+))?>>>")
+
+# ---- bounds on what one node may send back --------------------------------------------------------
+
+MIB = 2**20
+# One section's stdout and stderr together: real sections are far smaller (`ibv_devinfo -v` of 16 NICs
+# is about 100 KiB, `rdma link` of 256 ports about 30 KiB).
+SECTION_CAP_BYTES = 4 * MIB
+# Everything one round trip sends, kept or not: a tool that prints without end is cut here, not at its
+# time limit. Real round trips of 16 NICs are under 1 MiB.
+ROUND_TRIP_CAP_BYTES = 16 * MIB
+# `rdma link` ports read per host (each has at most one netdev): beyond it the host is an error and
+# only the first MAX_PORTS ports are read and judged.
+MAX_PORTS = 256
+PORT_LIMIT = "port_limit"  # the section the script prints when `rdma link` lists more than MAX_PORTS
+# How each cap names itself in a node's error (the gate's hint keys on them).
+CAP_NAMES = ("(the section cap)", "(the round trip cap)", "(the port cap)")
+_LINKS_SECTION = "rdma_link"
+_MARKER_LINE_MAX = 200  # a marker line is about 60 bytes; a longer line is data
+
+
+@dataclass(frozen=True)
+class OutputCaps:
+    """How much of one node's output the controller keeps (per section) and reads (per round trip)."""
+
+    section_bytes: int = SECTION_CAP_BYTES
+    round_trip_bytes: int = ROUND_TRIP_CAP_BYTES
+    max_ports: int = MAX_PORTS
+
+    def __post_init__(self) -> None:
+        if min(self.section_bytes, self.round_trip_bytes, self.max_ports) < 1:
+            raise ValueError(f"output caps must be positive: {self}")
+
+
+def size_text(count: int) -> str:
+    """Bytes as people say them: 4 MiB, 512 KiB, 300 bytes."""
+    for unit, size in (("MiB", MIB), ("KiB", 1024)):
+        if count >= size and count % size == 0:
+            return f"{count // size} {unit}"
+    return f"{count} bytes"
 
 
 @dataclass(frozen=True)
 class Section:
-    """One command's output. ``rc`` is None when the output stops before the section's end marker."""
+    """One command's output. ``rc`` is None when the output stops before the section's end marker, or
+    when it went over the section cap (then nothing of it is kept: a cut output is never parsed)."""
 
     rc: int | None
     stdout: str
@@ -283,51 +354,200 @@ class Section:
 
 @dataclass(frozen=True)
 class Sections:
-    """Every section the script printed, and whether it ran to the end."""
+    """Every section the script printed, whether it ran to the end, and each cap it hit (a sentence
+    naming the cap and the section: the node's error says it)."""
 
     sections: Mapping[str, Section] = field(default_factory=dict)
     complete: bool = False
+    over_caps: tuple[str, ...] = ()
+    round_trip_cut: bool = False  # the round trip cap ended the reading
 
 
-def split_sections(text: str, token: str) -> Sections:
-    """Split the script's output into sections. Pure; lines that are not this run's markers are data.
+class SectionReader:
+    """The script's output read incrementally: `feed` chunks as they arrive, then `finish`.
 
-    A section whose end marker never came (truncated output) is kept with ``rc=None``.
+    Each section's bytes are kept up to the section cap and decoded once, at its end marker; bytes
+    outside sections and beyond a cap are counted and dropped, so nothing is held twice and no more
+    than the caps is held at all. `feed` says False once the round trip cap is reached: stop reading.
     """
-    sections: dict[str, Section] = {}
-    current: str | None = None
-    part = "stdout"
-    buffers: dict[str, list[str]] = {"stdout": [], "stderr": []}
-    complete = False
-    for line in text.splitlines(keepends=True):
-        marker = _MARKER.fullmatch(line.rstrip("\n"))
-        if marker is None or marker.group(1) != token:
-            if current is not None:
-                buffers[part].append(line)
-            continue
+
+    def __init__(self, token: str, caps: OutputCaps | None = None) -> None:
+        self.token = token
+        self.caps = caps or OutputCaps()
+        self._prefix = f"<<<fabcheck {token} ".encode()
+        self._pending = bytearray()
+        self._line_start = True  # the next pending byte starts a line
+        self._received = 0
+        self._current: str | None = None
+        self._part = 0  # 0 stdout, 1 stderr
+        self._parts = (bytearray(), bytearray())
+        self._over = False  # the current section went over the section cap
+        self._sections: dict[str, Section] = {}
+        self._over_caps: list[str] = []
+        self._complete = False
+        self._cut = False
+        self._last: str | None = None  # the last section begun (where a cut round trip stopped)
+
+    @property
+    def received(self) -> int:
+        return self._received
+
+    def feed(self, data: bytes) -> bool:
+        if self._cut:
+            return False
+        room = self.caps.round_trip_bytes - self._received
+        self._received += len(data)
+        if len(data) > room:
+            data = data[: max(0, room)]
+            self._cut = True
+        self._pending += data
+        self._scan(final=False)
+        return not self._cut
+
+    def finish(self) -> Sections:
+        self._scan(final=True)
+        if self._current is not None:
+            self._close(None)
+        if self._cut:
+            where = f"in section {self._last}" if self._last else "before any section"
+            self._over_caps.append(
+                f"the round trip sent more than {size_text(self.caps.round_trip_bytes)} "
+                f"(the round trip cap); reading stopped {where}"
+            )
+        sections = self._capped_ports(self._sections)
+        return Sections(sections, self._complete and not self._cut, tuple(self._over_caps), self._cut)
+
+    # -- scanning ------------------------------------------------------------------------------------
+    def _scan(self, final: bool) -> None:
+        """Hand the pending bytes on: data to the current section, marker lines to `_marker`. A marker
+        is a line of its own that starts with this run's prefix; a line cut at the chunk's end waits."""
+        pending = self._pending
+        start = 0
+        while start < len(pending):
+            at = self._marker_start(start)
+            if at < 0:
+                # A tail that may be the start of a marker split across chunks waits for the next one.
+                keep = 0 if final else min(len(pending) - start, len(self._prefix) - 1)
+                self._data(start, len(pending) - keep)
+                start = len(pending) - keep
+                break
+            self._data(start, at)
+            end = pending.find(b"\n", at)
+            if end < 0:
+                if not final and len(pending) - at <= _MARKER_LINE_MAX:
+                    start = at  # the rest of the marker line is still to come
+                    break
+                stop = len(pending) if final else at + _MARKER_LINE_MAX
+                self._data(at, stop)  # too long for a marker line: data
+                start = stop
+                continue
+            if self._marker(bytes(pending[at:end])):
+                self._line_start = True
+            else:
+                self._data(at, end + 1)
+            start = end + 1
+        del pending[:start]
+
+    def _marker_start(self, start: int) -> int:
+        pending = self._pending
+        at = pending.find(self._prefix, start)
+        while at >= 0:
+            if self._line_start if at == start else pending[at - 1] == 0x0A:
+                return at
+            at = pending.find(self._prefix, at + 1)
+        return -1
+
+    def _data(self, start: int, end: int) -> None:
+        pending = self._pending
+        if end <= start:
+            return
+        self._line_start = pending[end - 1] == 0x0A
+        if self._current is None or self._over:
+            return
+        kept = len(self._parts[0]) + len(self._parts[1])
+        if kept + (end - start) > self.caps.section_bytes:
+            self._over = True
+            self._parts[0].clear()
+            self._parts[1].clear()
+            self._over_caps.append(
+                f"section {self._current} printed more than {size_text(self.caps.section_bytes)} "
+                "(the section cap); it was not read"
+            )
+            return
+        self._parts[self._part].extend(memoryview(pending)[start:end])
+
+    def _marker(self, line: bytes) -> bool:
+        try:
+            marker = _MARKER.fullmatch(line.decode("ascii"))
+        except UnicodeDecodeError:
+            return False
+        if marker is None or marker.group(1) != self.token:
+            return False  # another run's marker, or none: data
         kind, name, rc = marker.group(2), marker.group(3), marker.group(4)
         if kind == COMPLETE:
-            complete = current is None
-            continue
+            self._complete = self._current is None
+            return True
         if kind == "begin" and name:
-            if current is not None:
-                sections[current] = _truncated(buffers)
-            current, part, buffers = name, "stdout", {"stdout": [], "stderr": []}
-        elif kind == "stderr" and name == current:
-            part = "stderr"
-        elif kind == "end" and name == current and rc is not None:
-            sections[current] = Section(int(rc), _joined(buffers["stdout"]), _joined(buffers["stderr"]))
-            current = None
-    if current is not None:
-        sections[current] = _truncated(buffers)
-    return Sections(sections, complete)
+            if self._current is not None:
+                self._close(None)
+            self._current, self._part, self._over, self._last = name, 0, False, name
+        elif kind == "stderr" and name == self._current:
+            self._part = 1
+        elif kind == "end" and name == self._current and rc is not None:
+            self._close(int(rc))
+        return True  # this run's marker, even one out of place, is never data
+
+    def _close(self, rc: int | None) -> None:
+        assert self._current is not None
+        stdout, stderr = self._parts
+        if self._over:
+            section = Section(None, "", "")
+        elif rc is None:
+            section = Section(None, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"))
+        else:
+            section = Section(rc, _decoded(stdout), _decoded(stderr))
+        self._sections[self._current] = section
+        self._current, self._parts, self._over = None, (bytearray(), bytearray()), False
+
+    def _capped_ports(self, sections: dict[str, Section]) -> dict[str, Section]:
+        """The `rdma link` listing cut to its first `max_ports` ports when it lists more, with the node's
+        error saying so: the rest are never read (the script stops there too, section PORT_LIMIT)."""
+        links = sections.get(_LINKS_SECTION)
+        limit = self.caps.max_ports
+        if links is None:
+            return sections
+        listed = sum(1 for line in links.stdout.splitlines() if line.startswith("link "))
+        if listed <= limit and PORT_LIMIT not in sections:
+            return sections
+        kept: list[str] = []
+        seen = 0
+        for line in links.stdout.splitlines(keepends=True):
+            seen += line.startswith("link ")
+            if not (line.startswith("link ") and seen > limit):
+                kept.append(line)
+        self._over_caps.append(
+            f"`rdma link` lists {listed} ports, more than {limit} (the port cap); only the first {limit} "
+            "ports and their netdevs were read"
+        )
+        return sections | {_LINKS_SECTION: Section(links.rc, "".join(kept).rstrip("\n"), links.stderr)}
 
 
-def _joined(lines: list[str]) -> str:
+def _decoded(data: bytearray) -> str:
     # The script prints one newline before each marker so a last line without one stays whole.
-    text = "".join(lines)
+    text = data.decode("utf-8", "replace")
     return text[:-1] if text.endswith("\n") else text
 
 
-def _truncated(buffers: dict[str, list[str]]) -> Section:
-    return Section(None, "".join(buffers["stdout"]), "".join(buffers["stderr"]))
+def split_sections(text: str, token: str, caps: OutputCaps | None = None) -> Sections:
+    """Split the script's whole output into sections (pure), under the same caps as a streamed read.
+
+    Lines that are not this run's markers are data. A section whose end marker never came (truncated
+    output) is kept with ``rc=None``.
+    """
+    reader = SectionReader(token, caps)
+    data = text.encode("utf-8", "surrogatepass")
+    step = 1 << 20
+    for offset in range(0, len(data), step):
+        if not reader.feed(data[offset : offset + step]):
+            break
+    return reader.finish()

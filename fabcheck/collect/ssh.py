@@ -6,14 +6,17 @@ subnet-manager and the perftest collections share.
 from __future__ import annotations
 
 import math
+import os
 import re
+import selectors
 import shlex
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fabcheck.collect.script import Sections, split_sections
+from fabcheck.collect.script import OutputCaps, SectionReader, Sections
 from fabcheck.parsers.numbers import is_int_token
 
 
@@ -151,9 +154,10 @@ class SshTarget:
             extra_options=tuple(_ssh_args(variables)),
         )
 
-    def argv(self, remote_command: str, connect_timeout_s: int) -> list[str]:
-        """ssh argv; host-key checking stays as configured (ssh_config / the inventory's options)."""
-        argv = ["ssh", "-n", "-o", "BatchMode=yes"]
+    def argv(self, remote_command: str, connect_timeout_s: int, *, stdin: bool = False) -> list[str]:
+        """ssh argv; host-key checking stays as configured (ssh_config / the inventory's options).
+        With ``stdin`` ssh passes its standard input on (no -n): the remote side sees it close."""
+        argv = ["ssh", "-o", "BatchMode=yes"] if stdin else ["ssh", "-n", "-o", "BatchMode=yes"]
         if self.port:
             argv += ["-p", str(self.port)]
         if self.user:
@@ -242,32 +246,89 @@ class RoundTrip:
     """What one ssh round trip of a marked-section script brought back (fabcheck.collect.script)."""
 
     parsed: Sections
-    rc: int | None  # None: the client gave up, or ssh could not start
+    rc: int | None  # None: the client gave up (time or output cap), or ssh could not start
     stderr: str
     timed_out: bool = False  # the client's limit (TimeLimits.client_s) ended it
     error: str | None = None  # ssh could not start at all
 
 
-def round_trip(target: SshTarget, remote: str, token: str, limits: TimeLimits) -> RoundTrip:
+STDERR_KEEP_BYTES = 64 * 1024  # ssh's own words are in its last lines; a flood before them is dropped
+_READ_BYTES = 256 * 1024
+
+
+def round_trip(
+    target: SshTarget,
+    remote: str,
+    token: str,
+    limits: TimeLimits,
+    caps: OutputCaps | None = None,
+    *,
+    watch_stdin: bool = False,
+) -> RoundTrip:
     """Run `remote` (a launcher line from fabcheck.collect.script) on the target over ssh, once, within
-    the client's limit; never raises for an unreachable node."""
-    argv = target.argv(remote, limits.ssh_connect_timeout)
+    the client's limit; never raises for an unreachable node.
+
+    The output is read as it arrives (fabcheck.collect.script.SectionReader, under `caps`): ssh is
+    stopped once the round trip cap is reached, so a node that prints without end costs the controller
+    at most the caps. With `watch_stdin` ssh's standard input is a pipe this process holds open and never
+    writes: when this process dies, however, it closes, and the remote command can see that
+    (script.STDIN_WATCHER)."""
+    argv = target.argv(remote, limits.ssh_connect_timeout, stdin=watch_stdin)
+    reader = SectionReader(token, caps)
     try:
-        done = subprocess.run(
+        process = subprocess.Popen(
             argv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=limits.client_s,
-            check=False,
+            stdin=subprocess.PIPE if watch_stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
-    except subprocess.TimeoutExpired as expired:
-        parsed = split_sections(text_of(expired.stdout), token)
-        return RoundTrip(parsed, None, text_of(expired.stderr), timed_out=True)
     except OSError as err:
         return RoundTrip(Sections(), None, "", error=f"cannot run ssh: {err.strerror or err}")
-    return RoundTrip(split_sections(done.stdout, token), done.returncode, done.stderr)
+    stderr = bytearray()
+    ends_at = time.monotonic() + limits.client_s
+    try:
+        timed_out, cut = _read_until_closed(process, reader, stderr, ends_at)
+        stopped = timed_out or cut
+        if not stopped:
+            try:
+                process.wait(timeout=max(0.0, ends_at - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = stopped = True
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    text = text_of(bytes(stderr))
+    rc = None if stopped else process.returncode
+    return RoundTrip(reader.finish(), rc, text, timed_out=timed_out)
+
+
+def _read_until_closed(
+    process: subprocess.Popen[bytes], reader: SectionReader, stderr: bytearray, ends_at: float
+) -> tuple[bool, bool]:
+    """Read ssh's stdout into the reader and the tail of its stderr until both close; (timed out,
+    round trip cap reached)."""
+    assert process.stdout is not None and process.stderr is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ, "stdout")
+        selector.register(process.stderr, selectors.EVENT_READ, "stderr")
+        while selector.get_map():
+            left = ends_at - time.monotonic()
+            if left <= 0:
+                return True, False
+            for key, _events in selector.select(left):
+                data = os.read(key.fd, _READ_BYTES)
+                if not data:
+                    selector.unregister(key.fileobj)
+                elif key.data == "stderr":
+                    stderr += data
+                    del stderr[:-STDERR_KEEP_BYTES]
+                elif not reader.feed(data):
+                    return False, True
+    return False, False
 
 
 def run_command(

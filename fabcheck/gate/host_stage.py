@@ -20,6 +20,7 @@ from fabcheck.collect import host as collect
 from fabcheck.collect import ssh
 from fabcheck.collect.backends import Collector, native
 from fabcheck.collect.host import HostCollection, last_line
+from fabcheck.collect.script import CAP_NAMES
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.nic import DesiredHost, desired_host
 from fabcheck.gate.stages import StageContext, StageOutcome
@@ -194,7 +195,18 @@ _HINTS = {
 }
 
 
+_CAP_HINT = (
+    "the host printed more than fabcheck reads of one node (a tool printing without end, or far more "
+    "RDMA ports than a GPU host has): see the section named; README 'Bounds' states the section cap, "
+    "the round trip cap and the port cap"
+)
+
+
 def _unreachable(collection: HostCollection, reason: str) -> Finding:
+    if any(cap in reason for cap in CAP_NAMES):
+        return errored(
+            COLLECTION_CHECK, collection.host, "one ssh round trip within the caps", reason, _CAP_HINT
+        )
     hint = _HINTS.get(
         collection.expired or "",
         "check that the host answers `ssh` with the inventory's connection variables "

@@ -22,7 +22,7 @@ from fabcheck.collect import host as collect
 from fabcheck.collect import ssh
 from fabcheck.collect.backends.native import collect_host
 from fabcheck.collect.host import remote_command
-from fabcheck.collect.script import split_sections
+from fabcheck.collect.script import split_sections, watched
 from fabcheck.collect.ssh import SshTarget, TimeLimits
 
 TOKEN = "00c0ffee"
@@ -127,6 +127,35 @@ def test_nothing_outlives_a_client_that_went_away(host: Path) -> None:
             os.killpg(remote.pid, signal.SIGKILL)
     assert not any(alive(pid) for pid in started(pids))
     assert len(started(pids)) == 1  # it stopped at the first write after the hung tool, not later
+
+
+def test_the_collection_ends_soon_after_the_clients_stdin_closes(host: Path) -> None:
+    """The native round trip holds ssh's stdin open and never writes it: when the controller dies (kill
+    -9 included) it closes, and the host stops the collection then, not at its own limit (300 s here:
+    the per-tool limit of 200 s cannot fire before the test's bound either)."""
+    pids = hang(host, "nvidia-smi")
+    remote = subprocess.Popen(
+        ["sh", "-c", watched(remote_command(TOKEN, 3, TimeLimits(command_s=300, per_tool_s=200)))],
+        env={"PATH": str(host)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        give_up = time.monotonic() + 120
+        while not started(pids) and time.monotonic() < give_up:
+            time.sleep(0.05)
+        assert started(pids), "the hung tool never started"
+        assert remote.stdin is not None and remote.stdout is not None
+        remote.stdin.close()  # the client is gone
+        out = remote.stdout.read()  # ends when every process holding it has ended
+        assert remote.wait(timeout=120) == 143
+    finally:
+        if remote.poll() is None:
+            os.killpg(remote.pid, signal.SIGKILL)
+    assert not any(alive(pid) for pid in started(pids))
+    assert b"begin topo" in out and b"complete" not in out
 
 
 # ---- the client side: which limit expired, and ssh's own words -----------------------------------

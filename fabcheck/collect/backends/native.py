@@ -10,25 +10,37 @@ from __future__ import annotations
 import secrets
 
 from fabcheck.collect.host import HostCollection, remote_command, section_command
-from fabcheck.collect.script import Sections
+from fabcheck.collect.script import OutputCaps, Sections, watched
 from fabcheck.collect.ssh import COMMAND, CONNECT, SshTarget, TimeLimits, round_trip, ssh_said
 
 
-def collect_host(target: SshTarget, priority: int, limits: TimeLimits | None = None) -> HostCollection:
-    """Run the collection script on one host over ssh; never raises for an unreachable host."""
+def collect_host(
+    target: SshTarget, priority: int, limits: TimeLimits | None = None, caps: OutputCaps | None = None
+) -> HostCollection:
+    """Run the collection script on one host over ssh; never raises for an unreachable host. Output
+    beyond `caps` (collect.script.OutputCaps) is not kept, and the host's error names the cap and the
+    section that went over it."""
     limits = limits or TimeLimits()
     token = secrets.token_hex(8)
-    done = round_trip(target, remote_command(token, priority, limits), token, limits)
+    remote = watched(remote_command(token, priority, limits))
+    done = round_trip(target, remote, token, limits, caps, watch_stdin=True)
     parsed = done.parsed
     if done.error is not None:
         return HostCollection(target.name, {}, False, done.error, priority)
+    capped = "; ".join(parsed.over_caps) or None
+    if parsed.round_trip_cut:
+        return HostCollection(target.name, parsed.sections, False, capped, priority)
     if done.timed_out:
-        error = _gave_up(parsed, done.stderr, limits)
+        error = _joined(capped, _gave_up(parsed, done.stderr, limits))
         return HostCollection(target.name, parsed.sections, False, error, priority, COMMAND)
     if parsed.complete:
-        return HostCollection(target.name, parsed.sections, True, None, priority)
+        return HostCollection(target.name, parsed.sections, not capped, capped, priority)
     error, expired_part = _failure(done.rc or 0, done.stderr, parsed, target, limits)
-    return HostCollection(target.name, parsed.sections, False, error, priority, expired_part)
+    return HostCollection(target.name, parsed.sections, False, _joined(capped, error), priority, expired_part)
+
+
+def _joined(*reasons: str | None) -> str:
+    return "; ".join(reason for reason in reasons if reason)
 
 
 def _stopped_in(parsed: Sections) -> str:

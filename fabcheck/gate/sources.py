@@ -133,8 +133,10 @@ def choose_source(
     else:
         source = Source(collector=_live_collector(args, inventory, hosts, limits))
         source.save_to = args.save_snapshot
-    # Every run keeps its raw collections: --save-snapshot writes them, --extra-checks shares them.
-    source.recorder = snapshot.Recorder(source.collector or _native)
+    # Raw collections are kept only for a run that uses them (--save-snapshot writes them, --extra-checks
+    # shares them): otherwise each host's raw output is dropped once judged, so memory stays per host.
+    if args.save_snapshot is not None or getattr(args, "extra_checks", None) is not None:
+        source.recorder = snapshot.Recorder(source.collector or _native)
     return source
 
 

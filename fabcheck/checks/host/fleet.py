@@ -34,6 +34,9 @@ FleetCheck = Check[FleetJudge]
 @dataclass(frozen=True)
 class FleetInputs(Inputs):
     named_hosts: int = 5  # hosts named per odd value; a larger group is counted, so a hint stays readable
+    # Odd values listed; the rest are counted. Every host's finding quotes the spread: bounded, the
+    # fleet's findings stay O(N) in size however many values 16,384 hosts show.
+    named_values: int = 5
 
 
 def _fleet_value(readings: Mapping[str, str], plausible: Callable[[str], bool]) -> str | None:
@@ -45,17 +48,22 @@ def _fleet_value(readings: Mapping[str, str], plausible: Callable[[str], bool]) 
     return ranked[0][0]
 
 
-def _spread(readings: Mapping[str, str], common: str | None, named_hosts: int) -> str:
-    """ "a on 6 host(s); b on gpu03": the fleet's value counted, every other value with its hosts."""
+def _spread(readings: Mapping[str, str], common: str | None, inputs: FleetInputs) -> str:
+    """ "a on 6 host(s); b on gpu03": the fleet's value counted, the other values (the most common
+    first, at most `named_values`, then counted) with their hosts. O(N log N) in the hosts."""
     by_value: dict[str, list[str]] = {}
     for host, value in sorted(readings.items()):
         by_value.setdefault(value, []).append(host)
     parts = [] if common is None else [f"{common} on {len(by_value.pop(common))} host(s)"]
-    for value, hosts in sorted(by_value.items()):
-        named = ", ".join(hosts[:named_hosts]) + (
-            f" and {len(hosts) - named_hosts} more" if len(hosts) > named_hosts else ""
+    odd = sorted(by_value.items(), key=lambda item: (-len(item[1]), item[0]))
+    for value, hosts in odd[: inputs.named_values]:
+        named = ", ".join(hosts[: inputs.named_hosts]) + (
+            f" and {len(hosts) - inputs.named_hosts} more" if len(hosts) > inputs.named_hosts else ""
         )
         parts.append(f"{value} on {named}")
+    rest = odd[inputs.named_values :]
+    if rest:
+        parts.append(f"{len(rest)} other value(s) on {sum(len(hosts) for _, hosts in rest)} host(s)")
     return "; ".join(parts)
 
 
@@ -83,7 +91,7 @@ def _compare(
         return findings
     common = _fleet_value(read, plausible)
     expected = f"one {what} on every host" if common is None else f"{what} {common}, as on the other hosts"
-    spread = _spread(read, common, inputs.named_hosts)
+    spread = _spread(read, common, inputs)
     for host, value in read.items():
         if value == common:
             findings[host] = passed(check_id, subject, expected, f"{value} ({spread})")

@@ -1,0 +1,65 @@
+"""At fleet scale the controller holds per host only what it judged: no raw output is kept unless a flag
+uses it, a --via slurm bundle is handed over once, and a fleet check's findings stay bounded in size
+however many values 16,384 hosts show (sizes asserted, never times)."""
+
+from __future__ import annotations
+
+import argparse
+from types import SimpleNamespace
+
+from fabcheck.checks.host import fleet
+from fabcheck.checks.model import Status
+from fabcheck.collect.host import HostCollection
+from fabcheck.collect.ssh import TimeLimits
+from fabcheck.gate import sources
+
+
+def namespace(**given: object) -> argparse.Namespace:
+    defaults = dict(
+        from_snapshot=None, backend="native", hosts=None, via="ssh", save_snapshot=None, extra_checks=None,
+        partition=None, account=None, reservation=None, deadline=None,
+    )  # fmt: skip
+    return argparse.Namespace(**{**defaults, **given})
+
+
+def test_raw_outputs_are_kept_only_when_a_flag_uses_them(tmp_path: object) -> None:
+    inventory = SimpleNamespace(source="inv")
+    plain = sources.choose_source(namespace(), inventory, [], [], TimeLimits())  # type: ignore[arg-type]
+    assert plain.recorder is None and plain.collector is None  # native, nothing held after judging
+    saving = sources.choose_source(namespace(save_snapshot=tmp_path), inventory, [], [], TimeLimits())  # type: ignore[arg-type]
+    assert saving.recorder is not None
+
+
+def test_a_slurm_bundle_is_handed_over_once() -> None:
+    from fabcheck.collect.backends import slurm
+
+    host = SimpleNamespace(
+        name="gpu01", variables={}, intent=SimpleNamespace(lossless=SimpleNamespace(priority=3))
+    )
+    step = slurm.SlurmStep([host], TimeLimits(), environ={})  # type: ignore[list-item]
+    step._started = True  # the step "ran": deliver as its reader thread does
+    step._deliver(HostCollection("gpu01", {}, True))
+    assert step(SimpleNamespace(name="gpu01"), 3, TimeLimits()).complete  # type: ignore[arg-type]
+    assert step._bundles == {}
+
+
+def test_a_fleet_spread_stays_bounded_at_16384_hosts() -> None:
+    hosts = [f"gpu{i:05d}" for i in range(16384)]
+    # 16,000 hosts agree; 384 show 384 different versions (the worst case for a spread).
+    readings: dict[str, str] = {h: "28.39.1002" for h in hosts[:16000]}
+    readings |= {h: f"28.40.{i}" for i, h in enumerate(hosts[16000:])}
+    findings = fleet._compare(
+        fleet.VERSIONS, "firmware", readings, "firmware version", lambda _h, _c: "hint", fleet.FleetInputs()
+    )
+    assert len(findings) == 16384
+    assert {f.status for h, f in findings.items() if h in hosts[:16000]} == {Status.PASS}
+    odd = findings[hosts[-1]]
+    assert odd.status is Status.FAIL and odd.actual.startswith("28.40.383 (28.39.1002 on 16000 host(s); ")
+    assert odd.actual.endswith("; 379 other value(s) on 379 host(s))"), odd.actual[-200:]
+    assert max(len(f.actual) for f in findings.values()) < 400
+
+
+def test_the_most_common_odd_values_are_named_first() -> None:
+    readings = {"a1": "x", "a2": "x", "a3": "x", "b1": "y", "c1": "z", "c2": "z"}
+    findings = fleet._compare(fleet.VERSIONS, "s", readings, "v", lambda _h, _c: "", fleet.FleetInputs())
+    assert findings["b1"].actual == "y (x on 3 host(s); z on c1, c2; y on b1)"

@@ -8,21 +8,35 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 
 from fabcheck.desired.switch import desired_switch
 from fabcheck.errors import UsageError
 from fabcheck.intent.fabric import fabric_of
 from fabcheck.intent.loader import load_inventory
 from fabcheck.intent.platforms import PLATFORMS as SWITCH_PLATFORMS
-from fabcheck.switch.render import render_switch
+from fabcheck.intent.platforms import SONIC
+from fabcheck.switch.platforms.sonic import SonicError, parse_fragment
+from fabcheck.switch.render import RenderedConfig, render_switch
+from fabcheck.switch.sonic_yang import SonicYangError, validate_config_db
 
 EPILOG = """\
 examples:
   fabcheck render -i inventory/example
   fabcheck render -i inventory/lab --limit leaf01
   fabcheck render -i inventory/lab --platform eos --json
+  fabcheck render -i inventory/lab --platform sonic --validate
 
-exit codes: 0 rendered, 2 usage error, invalid intent or inventory
+--validate judges each render with its platform's own schema: a SONiC render is translated to YANG
+instance data and validated by yanglint against sonic-buildimage's models (vendor/sonic-yang/).
+fabcheck holds no schema of NVUE or EOS: their renders are reported as NOT validated (exit 3).
+
+exit codes:
+  0  rendered (with --validate: every render validated and valid)
+  1  --validate: a render was refused (yanglint's message is printed)
+  2  usage error, invalid intent or inventory
+  3  --validate: nothing was refused, but a render could not be validated (a platform without a
+     schema, or yanglint missing: scripts/setup installs Debian's libyang-tools)
 """
 
 
@@ -39,6 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--platform", choices=sorted(SWITCH_PLATFORMS), help="only switches of this platform")
     parser.add_argument(
         "--json", action="store_true", help="one JSON object per switch (desired state + config)"
+    )
+    parser.add_argument(
+        "--validate",
+        action="store_true",
+        help="validate each render with its platform's schema (SONiC: YANG via yanglint; "
+        "NVUE/EOS: reported as not available)",
     )
     parser.set_defaults(func=run)
 
@@ -59,22 +79,66 @@ def run(args: argparse.Namespace) -> int:
     ]
     if not chosen:
         raise UsageError(f"no switch to render in {args.inventory}")
+    outcomes: list[Validation] = []
     for switch in chosen:
         desired = desired_switch(inventory.intent, fabric, switch.name)
         rendered = render_switch(desired)
+        validation = validate_render(rendered) if args.validate else None
         if args.json:
-            print(
-                json.dumps(
-                    {
-                        "switch": switch.name,
-                        "platform": switch.platform,
-                        "desired": desired.to_json(),
-                        "config": rendered.text,
-                    },
-                    allow_nan=False,
-                )
-            )
+            record = {
+                "switch": switch.name,
+                "platform": switch.platform,
+                "desired": desired.to_json(),
+                "config": rendered.text,
+            }
+            if validation is not None:
+                record["validation"] = validation.to_json()
+            print(json.dumps(record, allow_nan=False))
         else:
             print(f"# {switch.name} ({switch.platform}, {switch.device_type})")
             sys.stdout.write(rendered.text if rendered.text.endswith("\n") else rendered.text + "\n")
+        if validation is not None:
+            outcomes.append(validation)
+            sys.stdout.flush()
+            print(f"fabcheck: {switch.name}: {validation.summary}", file=sys.stderr)
+            for message in validation.messages:
+                print(f"  {message}", file=sys.stderr)
+    if any(o.status == REFUSED for o in outcomes):
+        return 1
+    if any(o.status != VALID for o in outcomes):
+        return 3
     return 0
+
+
+VALID, REFUSED, NOT_VALIDATED = "valid", "refused", "not_validated"
+
+
+@dataclass(frozen=True)
+class Validation:
+    """One render judged by its platform's schema, or why it could not be."""
+
+    status: str  # VALID, REFUSED or NOT_VALIDATED
+    summary: str
+    messages: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"status": self.status, "summary": self.summary, "messages": list(self.messages)}
+
+
+def validate_render(rendered: RenderedConfig) -> Validation:
+    """SONiC: the fragment through yanglint and SONiC's YANG; other platforms: not validated, said so."""
+    if rendered.platform != SONIC.name:
+        return Validation(
+            NOT_VALIDATED,
+            f"validation is not available for platform {rendered.platform} (fabcheck holds SONiC's "
+            f"YANG models only, vendor/sonic-yang/): NOT validated",
+        )
+    try:
+        fragment = parse_fragment(rendered)
+    except SonicError as err:  # not a CONFIG_DB fragment at all: refused before any schema
+        return Validation(REFUSED, f"REFUSED: {err}")
+    try:
+        verdict = validate_config_db(fragment, fragment=True)
+    except SonicYangError as err:  # no yanglint, a too old one: the render was not judged
+        return Validation(NOT_VALIDATED, f"NOT validated: {err}")
+    return Validation(VALID if verdict.valid else REFUSED, verdict.summary(), verdict.messages)

@@ -690,7 +690,7 @@ def test_ssh_argv_from_ansible_host_vars_keeps_host_key_checking() -> None:
     bare = SshTarget.from_host_vars("gpu02", {}).argv("true", 5)
     assert bare == [
         "ssh", "-n", "-o", "BatchMode=yes", "-o", "ControlPersist=no", "-o", "ConnectTimeout=5",
-        "--", "gpu02", "true",
+        "-o", "KexAlgorithms=^curve25519-sha256", "--", "gpu02", "true",
     ]  # fmt: skip
 
 

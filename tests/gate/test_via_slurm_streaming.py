@@ -5,6 +5,7 @@ however many values 16,384 hosts show (sizes asserted, never times)."""
 from __future__ import annotations
 
 import argparse
+import subprocess
 from types import SimpleNamespace
 
 from fabcheck.checks.host import fleet
@@ -63,3 +64,19 @@ def test_the_most_common_odd_values_are_named_first() -> None:
     readings = {"a1": "x", "a2": "x", "a3": "x", "b1": "y", "c1": "z", "c2": "z"}
     findings = fleet._compare(fleet.VERSIONS, "s", readings, "v", lambda _h, _c: "", fleet.FleetInputs())
     assert findings["b1"].actual == "y (x on 3 host(s); z on c1, c2; y on b1)"
+
+
+def test_the_fast_key_exchange_is_offered_after_the_inventorys_own() -> None:
+    from fabcheck.collect.ssh import FAST_KEX, SshTarget, fast_kex_known
+
+    assert fast_kex_known()  # Debian 12's OpenSSH 9.2 takes a `^` list
+    mine = SshTarget.from_host_vars(
+        "gpu01", {"ansible_ssh_common_args": "-o KexAlgorithms=ecdh-sha2-nistp256"}
+    )
+    kex = [w for w in mine.argv("true", 5) if w.startswith("KexAlgorithms=")]
+    assert kex == ["KexAlgorithms=ecdh-sha2-nistp256", f"KexAlgorithms={FAST_KEX}"]  # ssh keeps the first
+    done = subprocess.run(
+        ["ssh", "-G", "-o", f"KexAlgorithms={FAST_KEX}", "x"], capture_output=True, text=True
+    )
+    offered = next(line for line in done.stdout.splitlines() if line.startswith("kexalgorithms "))
+    assert offered.split()[1].split(",")[0] == "curve25519-sha256" and "sntrup761x25519-sha512" in offered

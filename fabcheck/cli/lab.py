@@ -4,12 +4,13 @@ hosts and switches."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fabcheck.lab.state import MAX_HOST_NODES, MAX_SWITCHES, PASSWORD_ENV, LabPaths, project_root
+from fabcheck.lab.state import MAX_HOST_NODES, MAX_SWITCHES, PASSWORD_ENV, LabError, LabPaths, project_root
 
 if TYPE_CHECKING:
     from fabcheck.lab.lifecycle import LabStatus
@@ -126,7 +127,18 @@ def register(subparsers: Any) -> None:
     slurm_status.set_defaults(func=_slurm_status)
 
 
+# What `fabcheck lab` imports beyond the product's own dependencies: the extra fabcheck[lab] installs them.
+LAB_EXTRA_MODULES = ("asyncssh", "cryptography")
+
+
+def require_lab_extra() -> None:
+    """One line naming the extra when a module only the lab needs is missing, never an ImportError."""
+    if any(importlib.util.find_spec(name) is None for name in LAB_EXTRA_MODULES):
+        raise LabError("fabcheck lab needs fabcheck[lab]: pip install 'fabcheck[lab]'")
+
+
 def _paths() -> LabPaths:
+    require_lab_extra()
     return LabPaths.for_project(project_root())
 
 
@@ -223,6 +235,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _faults(_args: argparse.Namespace) -> int:
+    require_lab_extra()
     from fabcheck.lab import faults
 
     listing = faults.catalog()

@@ -10,6 +10,7 @@ the driver, against the running state (fabcheck.switch.concerns), never here.
 from __future__ import annotations
 
 import functools
+import importlib.resources
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,17 @@ from fabcheck.desired.switch import DesiredSwitch
 from fabcheck.errors import FabcheckError
 from fabcheck.intent.platforms import PLATFORMS, UnknownPlatform, platform_named
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+def _templates_dir() -> Path:
+    """The switch templates: inside the installed package (the wheel ships the top-level templates/ as
+    fabcheck/templates), else the checkout's templates/ next to the package (editable installs, tests)."""
+    packaged = importlib.resources.files("fabcheck") / "templates"
+    if isinstance(packaged, Path) and packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "templates"
+
+
+TEMPLATES = _templates_dir()
 ENTRY_TEMPLATE = "switch.j2"  # templates/<folder>/switch.j2 renders one whole switch
 
 

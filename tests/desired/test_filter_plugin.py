@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 from fabcheck.desired import desired_host
 from fabcheck.intent.model import FabricIntent
 
-PLUGIN = Path(__file__).resolve().parents[2] / "playbooks" / "filter_plugins" / "fabcheck_desired.py"
+PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "filter" / "fabcheck_desired.py"
 
 
 def load_plugin() -> ModuleType:

@@ -100,13 +100,14 @@ def test_the_role_passes_the_desired_record_as_one_argument() -> None:
     defaults = yaml.safe_load(role)
     assert "fabcheck_desired_host" in defaults["roce_host_desired"]
     assert "fabric_intent" not in "".join(str(v) for k, v in defaults.items() if k != "roce_host_desired")
-    task = yaml.safe_load(ROLE.joinpath("tasks/main.yml").read_text())[0]["roce_nic"]
+    task = yaml.safe_load(ROLE.joinpath("tasks/main.yml").read_text())[0]["fabcheck.fabric.roce_nic"]
     assert task["settings"] == "{{ roce_host_desired.roce_nic_args | combine(roce_host_settings_override) }}"
 
 
 def test_an_override_replaces_one_field_and_derives_nothing() -> None:
     """The documented override, rendered by Ansible's templar as the role would."""
-    raw = yaml.safe_load(ROLE.joinpath("tasks/main.yml").read_text())[0]["roce_nic"]["settings"]
+    task = yaml.safe_load(ROLE.joinpath("tasks/main.yml").read_text())[0]["fabcheck.fabric.roce_nic"]
+    raw = task["settings"]
     record = desired_host(FabricIntent(), "gpu01").roce_nic_args()
     variables = {"roce_host_desired": {"roce_nic_args": record}, "roce_host_settings_override": {"mtu": 4200}}
     templar = Templar(loader=DataLoader(), variables=variables)

@@ -15,7 +15,7 @@ from fabcheck.desired.sm import desired_ib_host, desired_subnet_manager
 from fabcheck.intent.model import FabricIntent
 
 REPO = Path(__file__).resolve().parents[2]
-PLUGIN = REPO / "playbooks" / "filter_plugins" / "fabcheck_sm.py"
+PLUGIN = REPO / "plugins" / "filter" / "fabcheck_sm.py"
 INTENT = {
     "kind": "ib",
     "roce_tos": 104,

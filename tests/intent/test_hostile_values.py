@@ -44,7 +44,7 @@ BAD_NAMES = [
 def roce_nic() -> ModuleType:
     """The role's name rule lives in its module_utils (shared by the roce_nic module and the boot applier)."""
     name = "ansible.module_utils.roce_nic_apply"
-    path = REPO / "roles/roce_host/module_utils/roce_nic_apply.py"
+    path = REPO / "plugins/module_utils/roce_nic_apply.py"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

@@ -73,15 +73,12 @@ def desired_settings(
 
 
 def run_roce_nic(paths: LabPaths, host: str, settings: dict, **options: object) -> PlaybookRun:
-    """The module alone, ad hoc, as `ansible HOST -m roce_nic` would run it."""
+    """The module alone, ad hoc, as `ansible HOST -m fabcheck.fabric.roce_nic` would run it."""
     ansible = Path(sys.executable).parent / "ansible"
     args = json.dumps({"settings": settings, **options})
-    argv = [str(ansible), "-i", str(paths.inventory.parent), host, "-m", "roce_nic", "-a", args]
-    env = os.environ | {
-        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-        "ANSIBLE_LIBRARY": str(REPO / "roles" / "roce_host" / "library"),
-        "ANSIBLE_NOCOLOR": "1",
-    }
+    module = "fabcheck.fabric.roce_nic"
+    argv = [str(ansible), "-i", str(paths.inventory.parent), host, "-m", module, "-a", args]
+    env = os.environ | {"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=False)
     return PlaybookRun(rc=done.returncode, output=done.stdout + done.stderr, changed={}, failed={})
 

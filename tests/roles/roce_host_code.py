@@ -1,8 +1,8 @@
-"""Load role roce_host's Python (the roce_nic module and its module_utils) the way Ansible does, in tests.
+"""Load the roce_nic module and its module_utils the way Ansible does, in tests.
 
-The module imports its shared code as ``ansible.module_utils.roce_nic_apply`` / ``roce_nic_persist``;
-Ansible bundles those files from the role's module_utils/. Here they are loaded from the same files and
-registered under those names first.
+The module imports its shared code from the collection (``ansible_collections.fabcheck.fabric.plugins.
+module_utils.roce_nic_apply`` / ``roce_nic_persist``); Ansible bundles those files from the collection's
+plugins/module_utils/. Here they are loaded from the same files and registered under those names first.
 """
 
 from __future__ import annotations
@@ -12,7 +12,11 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-ROLE = Path(__file__).resolve().parents[2] / "roles" / "roce_host"
+REPO = Path(__file__).resolve().parents[2]
+ROLE = REPO / "roles" / "roce_host"
+MODULE_UTILS = REPO / "plugins" / "module_utils"
+MODULES = REPO / "plugins" / "modules"
+UTILS_PACKAGE = "ansible_collections.fabcheck.fabric.plugins.module_utils"
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -26,15 +30,15 @@ def _load(name: str, path: Path) -> ModuleType:
 
 def apply_code() -> ModuleType:
     """module_utils/roce_nic_apply.py: the apply logic, also the applier installed on hosts."""
-    return _load("ansible.module_utils.roce_nic_apply", ROLE / "module_utils" / "roce_nic_apply.py")
+    return _load(f"{UTILS_PACKAGE}.roce_nic_apply", MODULE_UTILS / "roce_nic_apply.py")
 
 
 def persist_code() -> ModuleType:
     apply_code()
-    return _load("ansible.module_utils.roce_nic_persist", ROLE / "module_utils" / "roce_nic_persist.py")
+    return _load(f"{UTILS_PACKAGE}.roce_nic_persist", MODULE_UTILS / "roce_nic_persist.py")
 
 
 def module_code() -> ModuleType:
-    """library/roce_nic.py, with its module_utils registered."""
+    """plugins/modules/roce_nic.py, with its module_utils registered."""
     persist_code()
-    return _load("roce_nic", ROLE / "library" / "roce_nic.py")
+    return _load("roce_nic", MODULES / "roce_nic.py")

@@ -16,7 +16,7 @@ from types import ModuleType
 
 import pytest
 
-MODULE = Path(__file__).resolve().parents[2] / "roles" / "gpu_rdma" / "library" / "boot_kernel_module.py"
+MODULE = Path(__file__).resolve().parents[2] / "plugins" / "modules" / "boot_kernel_module.py"
 LSMOD_HEADER = "Module                  Size  Used by\n"
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the boot file is owned by root (CI runs as root)")

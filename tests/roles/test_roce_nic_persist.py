@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 import yaml
-from roce_host_code import ROLE, apply_code, persist_code
+from roce_host_code import MODULE_UTILS, ROLE, apply_code, persist_code
 from test_roce_nic import NICS, FakeHost
 
 from fabcheck.desired import desired_host
@@ -83,8 +83,8 @@ def test_a_wrong_value_in_the_settings_file_names_its_key(code: ModuleType, key:
 
 def test_the_applier_is_the_module_code_and_stdlib_only() -> None:
     defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
-    assert "/module_utils/roce_nic_apply.py'" in defaults["roce_host_applier_source"]
-    tree = ast.parse((ROLE / "module_utils" / "roce_nic_apply.py").read_text())
+    assert "/../../plugins/module_utils/roce_nic_apply.py'" in defaults["roce_host_applier_source"]
+    tree = ast.parse((MODULE_UTILS / "roce_nic_apply.py").read_text())
     imported = {
         alias.name.split(".")[0]
         for node in ast.walk(tree)
@@ -177,7 +177,7 @@ def test_boot_files_are_written_once_enabled_and_then_left_alone(tmp_path: Path)
     persistence = persist_code()
     params = persist_params(tmp_path, desired_host(INTENT, "gpu01").roce_nic_args())
     systemctl = Systemctl()
-    source = (ROLE / "module_utils" / "roce_nic_apply.py").read_text()
+    source = (MODULE_UTILS / "roce_nic_apply.py").read_text()
     checked = persistence.persist(systemctl, params, True, source, "/usr/bin/python3")
     assert checked["changed"] == ["config", "applier", "unit", "rule", "enabled"]
     assert not (tmp_path / "etc").exists() and systemctl.calls == [

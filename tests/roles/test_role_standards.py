@@ -56,7 +56,7 @@ def test_roce_nic_spec_documentation_and_task_agree() -> None:
         assert settings[name]["required"] is option["required"], name
         assert settings[name]["description"] == module.SETTINGS[name].description, name
     task = yaml.safe_load((REPO / "roles/roce_host/tasks/main.yml").read_text())[0]
-    passed = task["roce_nic"]
+    passed = task["fabcheck.fabric.roce_nic"]
     assert set(passed) == set(module.ARGUMENT_SPEC), "the task must pass every option"
     # The desired record is one argument; the other options are the role's non-intent knobs.
     assert passed.pop("settings") == (

@@ -20,7 +20,20 @@ REPO = Path(__file__).resolve().parents[2]
 # What setup and demo need from the system besides the tools they check for (sshd, ip, tc, unshare,
 # chromium, mpirun, Slurm's).
 SLURM_TOOLS = ("slurmctld", "slurmd", "srun", "munged")
-BASE_TOOLS = ("bash", "cat", "cut", "dirname", "grep", "id", "mkdir", "rm", "sha256sum", "env")
+BASE_TOOLS = (
+    "bash",
+    "cat",
+    "cut",
+    "dirname",
+    "grep",
+    "id",
+    "ln",
+    "mkdir",
+    "readlink",
+    "rm",
+    "sha256sum",
+    "env",
+)
 
 RECORDER = """#!/bin/bash
 printf '%s\\n' "$*" >> "{log}"
@@ -49,7 +62,16 @@ class Checkout:
         self,
         root: Path,
         *,
-        system_tools: tuple[str, ...] = ("sshd", "ip", "tc", "unshare", "chromium", "mpirun", *SLURM_TOOLS),
+        system_tools: tuple[str, ...] = (
+            "sshd",
+            "ip",
+            "tc",
+            "unshare",
+            "chromium",
+            "mpirun",
+            "yanglint",
+            *SLURM_TOOLS,
+        ),
     ) -> None:
         self.root = root / "checkout"
         (self.root / "scripts").mkdir(parents=True)
@@ -143,7 +165,9 @@ def test_an_install_that_is_not_this_checkout_fails_and_leaves_no_stamp(checkout
 
 def test_missing_system_packages_wait_for_the_dpkg_lock(tmp_path: Path) -> None:
     # No ip, no tc.
-    checkout = Checkout(tmp_path, system_tools=("sshd", "unshare", "chromium", "mpirun", *SLURM_TOOLS))
+    checkout = Checkout(
+        tmp_path, system_tools=("sshd", "unshare", "chromium", "mpirun", "yanglint", *SLURM_TOOLS)
+    )
     done = checkout.run("setup")
     assert done.returncode == 0, done.stderr
     if os.geteuid() != 0:
@@ -176,7 +200,9 @@ def test_demo_runs_setup_once_outside_the_wrapper(checkout: Checkout) -> None:
 
 def test_missing_chromium_is_installed_from_debian_for_the_html_report_test(tmp_path: Path) -> None:
     # No chromium.
-    checkout = Checkout(tmp_path, system_tools=("sshd", "ip", "tc", "unshare", "mpirun", *SLURM_TOOLS))
+    checkout = Checkout(
+        tmp_path, system_tools=("sshd", "ip", "tc", "unshare", "mpirun", "yanglint", *SLURM_TOOLS)
+    )
     done = checkout.run("setup")
     assert done.returncode == 0, done.stderr
     if os.geteuid() != 0:

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python
 """Ansible module roce_nic: apply the desired record of a host's RoCE NICs (one `settings` argument),
 writing only what differs, and install what re-applies the same settings at boot and on driver reload.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.roce_nic_apply import (
+from ansible_collections.fabcheck.fabric.plugins.module_utils.roce_nic_apply import (
     NIC_CONCERNS,
     PERSIST,
     SETTINGS,
@@ -21,7 +21,7 @@ from ansible.module_utils.roce_nic_apply import (
     converge,
     selected_concerns,
 )
-from ansible.module_utils.roce_nic_persist import persist
+from ansible_collections.fabcheck.fabric.plugins.module_utils.roce_nic_persist import persist
 
 DOCUMENTATION = r"""
 module: roce_nic

@@ -14,7 +14,11 @@ import os
 import tempfile
 from dataclasses import dataclass
 
-from ansible.module_utils.roce_nic_apply import NicError, Runner, config_text
+from ansible_collections.fabcheck.fabric.plugins.module_utils.roce_nic_apply import (
+    NicError,
+    Runner,
+    config_text,
+)
 
 MANAGED = "# Managed by fabcheck role roce_host (tag persist): edits are overwritten by the next run."
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from fabcheck.checks.declare import NO_INPUTS, Check, Inputs
 from fabcheck.checks.model import Finding, Status, Where, errored, skipped
@@ -464,6 +465,99 @@ SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
     ),
 )
 SWITCH_CHECK_IDS = tuple(check.id for check in SWITCH_CHECKS)
+
+
+# -- the fields the switch role owns, and the check that judges each ---------------------------------
+
+
+@dataclass(frozen=True)
+class OwnedField:
+    """One setting role switch_qos pushes, in the platform's own terms, and the check that judges it
+    (None: no gate check reads it yet; `why` says so). `scope` port: the field is per port and the
+    check fails on that port only; switch: it fails once for the switch or on every port it feeds."""
+
+    platform: str
+    field: str
+    scope: Literal["port", "switch"]
+    check: str | None
+    why: str = ""
+
+
+OWNED_FIELDS: tuple[OwnedField, ...] = (
+    OwnedField("nvue", "qos mapping default-global trust", "switch", TRUST),
+    OwnedField("nvue", "qos mapping default-global dscp <d> switch-priority", "switch", DSCP_MAP),
+    OwnedField(
+        "nvue",
+        "qos egress-queue-mapping default-global switch-priority <p> traffic-class",
+        "switch",
+        PRIORITY_MAP,
+    ),
+    OwnedField("nvue", "qos pfc default-global switch-priority", "switch", PFC),
+    OwnedField("nvue", "interface <port> qos pfc profile", "port", PFC),
+    OwnedField(
+        "nvue", "qos congestion-control default-global traffic-class <tc> min-threshold", "switch", ECN
+    ),
+    OwnedField("nvue", "qos congestion-control default-global traffic-class <tc> ecn", "switch", ECN),
+    OwnedField(
+        "nvue", "qos egress-scheduler default-global traffic-class <tc> bw-percent", "switch", SCHEDULER
+    ),
+    OwnedField("nvue", "qos egress-scheduler default-global traffic-class <tc> mode", "switch", SCHEDULER),
+    OwnedField("nvue", "interface <port> qos pfc-watchdog state", "port", WATCHDOG),
+    OwnedField("nvue", "qos pfc-watchdog polling-interval", "switch", WATCHDOG_SETTINGS),
+    OwnedField("nvue", "qos pfc-watchdog robustness", "switch", WATCHDOG_SETTINGS),
+    OwnedField("nvue", "interface <port> link mtu", "port", MTU),
+    OwnedField(
+        "nvue",
+        "qos traffic-pool <pool> memory-percent",
+        "switch",
+        None,
+        "the lossless buffer split: no gate check reads NVUE's traffic pools yet (role switch_qos owns it)",
+    ),
+    OwnedField("sonic", "PORT_QOS_MAP|<port> pfc_enable", "port", PFC),
+    OwnedField("sonic", "PORT_QOS_MAP|<port> pfcwd_sw_enable", "port", WATCHDOG),
+    OwnedField("sonic", "DSCP_TO_TC_MAP|FABCHECK <d>", "switch", DSCP_MAP),
+    OwnedField("sonic", "QUEUE|<port>|<tc> wred_profile", "port", ECN),
+    OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> green_min_threshold", "switch", ECN),
+    OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> yellow_max_threshold", "switch", ECN),
+    OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> red_min_threshold", "switch", ECN),
+    OwnedField("sonic", "SCHEDULER|FABCHECK_TC<tc> weight", "switch", SCHEDULER),
+    OwnedField("sonic", "PFC_WD|<port> action", "port", WATCHDOG_SETTINGS),
+    OwnedField("sonic", "PFC_WD|<port> detection_time", "port", WATCHDOG_SETTINGS),
+    OwnedField("sonic", "PFC_WD|<port> restoration_time", "port", WATCHDOG_SETTINGS),
+    OwnedField("sonic", "PORT|<port> mtu", "port", MTU),
+    OwnedField(
+        "sonic",
+        "BUFFER_PG|<port>|<pg> profile",
+        "port",
+        None,
+        "lossless priority-group buffers: no gate check reads BUFFER_PG yet (role switch_qos owns it)",
+    ),
+    OwnedField("eos", "qos map dscp <d> to traffic-class <tc>", "switch", DSCP_MAP),
+    OwnedField("eos", "qos profile FABCHECK-ROCE: qos trust", "switch", TRUST),
+    OwnedField("eos", "qos profile FABCHECK-ROCE: priority-flow-control priority <p> no-drop", "switch", PFC),
+    OwnedField("eos", "qos profile FABCHECK-ROCE: priority-flow-control pause watchdog", "switch", WATCHDOG),
+    OwnedField("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> random-detect ecn", "switch", ECN),
+    OwnedField("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth percent", "switch", SCHEDULER),
+    OwnedField("eos", "priority-flow-control pause watchdog default timeout", "switch", WATCHDOG_SETTINGS),
+    OwnedField(
+        "eos", "priority-flow-control pause watchdog default recovery-time", "switch", WATCHDOG_SETTINGS
+    ),
+    OwnedField("eos", "priority-flow-control pause watchdog action", "switch", WATCHDOG_SETTINGS),
+    OwnedField("eos", "interface <port>: mtu", "port", MTU),
+)
+
+
+def owned_fields_markdown(tests: Mapping[tuple[str, str], str]) -> str:
+    """README's owned-field table: each field, its concern tag, its check and the test that drifts it
+    (`tests` maps (platform, field) to a test id)."""
+    tags = {check.id: check.tag for check in SWITCH_CHECKS}
+    rows = ["| platform | field | scope | concern tag | check | test |", "|---|---|---|---|---|---|"]
+    for owned in OWNED_FIELDS:
+        check = f"`{owned.check}`" if owned.check else f"none: {owned.why}"
+        tag = f"`{tags[owned.check]}`" if owned.check else "-"
+        test = tests.get((owned.platform, owned.field), "none")
+        rows.append(f"| {owned.platform} | `{owned.field}` | {owned.scope} | {tag} | {check} | {test} |")
+    return "\n".join(rows)
 
 
 # -- running the declarations -----------------------------------------------------------------------

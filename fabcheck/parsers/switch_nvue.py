@@ -95,7 +95,10 @@ def parse_scheduler(text: str, port: str | None = None, source: str = "<text>") 
 
 
 def parse_roce_status(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
-    """PFC priorities and ECN of one port; thresholds belong to the RoCE traffic class only."""
+    """PFC priorities and ECN of one port. The view shows ONE congestion-control setting for the
+    port's `enabled-tc` list (a real CL 5.x capture: `enabled-tc 0,3`, one min/max/probability), so
+    each enabled class carries those thresholds; reading them as the RoCE class's only would leave the
+    lossless class without thresholds whenever trust moves the RoCE row to another class."""
     what = f"nv show interface {port} qos roce status -o json"
     tree = obj(load_json(text, source, what), source, what)
     pfc = obj(field(tree, "pfc", source, what), source, f"{what} pfc")
@@ -104,24 +107,17 @@ def parse_roce_status(text: str, port: str | None, source: str = "<text>") -> li
         priorities = ()  # listed but neither sent nor honoured: PFC is off on the port
     ecn = obj(field(tree, "congestion-control", source, what), source, f"{what} congestion-control")
     enabled = set(id_list(field(ecn, "enabled-tc", source, what), source, f"{what} enabled-tc"))
-    roce_tc = _roce_traffic_class(tree, source, what)
+    _roce_traffic_class(tree, source, what)  # the view must name the RoCE row (a real view does)
     thresholds = tuple(
         _optional(ecn.get(k), source, f"{what} {k}") for k in ("min-threshold", "max-threshold")
     )
     probability = _optional(ecn.get("probability"), source, f"{what} probability", high=100)
-    queues = []
-    for tc in PRIORITIES:
-        on = tc in enabled
-        shown = on and tc == roce_tc
-        queues.append(
-            QueueEcn(
-                tc,
-                on,
-                thresholds[0] if shown else None,
-                thresholds[1] if shown else None,
-                probability if shown else None,
-            )
-        )
+    queues = [
+        QueueEcn(tc, True, thresholds[0], thresholds[1], probability)
+        if tc in enabled
+        else QueueEcn(tc, False, None, None, None)
+        for tc in PRIORITIES
+    ]
     return [(port, PfcPriorities(priorities)), (port, EcnQueues(tuple(queues)))]
 
 

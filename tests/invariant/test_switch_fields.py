@@ -1,0 +1,218 @@
+"""The invariant, gate side: every field role switch_qos owns (fabcheck.checks.switch.OWNED_FIELDS),
+drifted alone in an in-process mock switch's running state, fails exactly the check that owns it on
+exactly its port (a per-port field) or on the switch / every port it feeds (a switch-wide one), and
+nothing else; a field no check reads yet leaves the gate silent (its declaration says so).
+
+The converged mock switches themselves pass every check (tests/invariant/harness.py builds them from
+the rendered desired config). One drift per field, in the platform's own running state: the shape
+of the mock's config tree (NVUE's `nv set` tree, SONiC's CONFIG_DB, EOS's config model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from fabcheck.checks.switch import LOSSLESS_DROPS, OWNED_FIELDS, PFC, OwnedField, owned_fields_markdown
+from tests.invariant.harness import NAMES, PORTS, converged, judged, not_passing
+
+DRIFTED = {platform: ports[1] for platform, ports in PORTS.items()}  # a host port, not the cabled one
+Drift = Callable[[dict[str, Any], str], None]
+
+
+def _nvue_global(path: list[str], value: Any) -> Drift:
+    def drift(tree: dict[str, Any], _port: str) -> None:
+        node = tree
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+
+    return drift
+
+
+def _nvue_port(path: list[str], value: Any) -> Drift:
+    def drift(tree: dict[str, Any], port: str) -> None:
+        node = tree["interface"][port]
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        if value is None:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = value
+
+    return drift
+
+
+def _nvue_port_profile(kind: str, profile: dict[str, Any]) -> Drift:
+    """An operator's own profile bound to one managed port (`nv set qos <kind> drift ...` and
+    `nv set interface <port> qos <kind> profile drift`): the port's effective state changes."""
+
+    def drift(tree: dict[str, Any], port: str) -> None:
+        tree["qos"].setdefault(kind, {})["drift"] = profile
+        tree["interface"][port].setdefault("qos", {})[kind] = {"profile": "drift"}
+
+    return drift
+
+
+def _sonic(table: str, key: str, field: str, value: str | None) -> Drift:
+    def drift(db: dict[str, Any], port: str) -> None:
+        entry = db[table][key.replace("<port>", port)]
+        if value is None:
+            del entry[field]
+        else:
+            entry[field] = value
+
+    return drift
+
+
+def _eos_profile(path: list[str], value: Any) -> Drift:
+    def drift(tree: dict[str, Any], _port: str) -> None:
+        node = tree["qos_profiles"]["FABCHECK-ROCE"]
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return drift
+
+
+def _eos_set(path: list[str], value: Any) -> Drift:
+    def drift(tree: dict[str, Any], port: str) -> None:
+        node = tree
+        for key in path[:-1]:
+            node = node[key.replace("<port>", port)]
+        node[path[-1]] = value
+
+    return drift
+
+
+NVUE_CC = ["qos", "congestion-control", "default-global", "traffic-class", "3"]
+NVUE_SCHED = ["qos", "egress-scheduler", "default-global", "traffic-class"]
+DRIFTS: dict[tuple[str, str], Drift] = {
+    ("nvue", "qos mapping default-global trust"): _nvue_global(
+        ["qos", "mapping", "default-global", "trust"], "l2"
+    ),
+    ("nvue", "qos mapping default-global dscp <d> switch-priority"): _nvue_global(
+        ["qos", "mapping", "default-global", "dscp", "26", "switch-priority"], 0
+    ),
+    ("nvue", "qos egress-queue-mapping default-global switch-priority <p> traffic-class"): _nvue_global(
+        ["qos", "egress-queue-mapping", "default-global", "switch-priority", "6", "traffic-class"], 0
+    ),
+    ("nvue", "qos pfc default-global switch-priority"): _nvue_global(
+        ["qos", "pfc", "default-global", "switch-priority"], {"4": {}}
+    ),
+    ("nvue", "interface <port> qos pfc profile"): _nvue_port_profile("pfc", {"switch-priority": {"4": {}}}),
+    ("nvue", "qos congestion-control default-global traffic-class <tc> min-threshold"): _nvue_global(
+        [*NVUE_CC, "min-threshold"], 300000
+    ),
+    ("nvue", "qos congestion-control default-global traffic-class <tc> ecn"): _nvue_global(
+        [*NVUE_CC, "ecn"], "disable"
+    ),
+    ("nvue", "qos egress-scheduler default-global traffic-class <tc> bw-percent"): _nvue_global(
+        [*NVUE_SCHED, "3", "bw-percent"], 30
+    ),
+    ("nvue", "qos egress-scheduler default-global traffic-class <tc> mode"): _nvue_global(
+        [*NVUE_SCHED, "6"], {"mode": "dwrr", "bw-percent": 10}
+    ),
+    ("nvue", "interface <port> qos pfc-watchdog state"): _nvue_port(
+        ["qos", "pfc-watchdog", "state"], "disable"
+    ),
+    ("nvue", "qos pfc-watchdog polling-interval"): _nvue_global(
+        ["qos", "pfc-watchdog", "polling-interval"], 5000
+    ),
+    ("nvue", "qos pfc-watchdog robustness"): _nvue_global(["qos", "pfc-watchdog", "robustness"], 1000),
+    ("nvue", "interface <port> link mtu"): _nvue_port(["link", "mtu"], 1500),
+    ("nvue", "qos traffic-pool <pool> memory-percent"): _nvue_global(
+        ["qos", "traffic-pool", "default-lossless", "memory-percent"], 10
+    ),
+    ("sonic", "PORT_QOS_MAP|<port> pfc_enable"): _sonic("PORT_QOS_MAP", "<port>", "pfc_enable", "3,4"),
+    ("sonic", "PORT_QOS_MAP|<port> pfcwd_sw_enable"): _sonic("PORT_QOS_MAP", "<port>", "pfcwd_sw_enable", ""),
+    ("sonic", "DSCP_TO_TC_MAP|FABCHECK <d>"): _sonic("DSCP_TO_TC_MAP", "FABCHECK", "26", "0"),
+    ("sonic", "QUEUE|<port>|<tc> wred_profile"): _sonic("QUEUE", "<port>|3", "wred_profile", None),
+    ("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> green_min_threshold"): _sonic(
+        "WRED_PROFILE", "FABCHECK_ECN_TC3", "green_min_threshold", "300000"
+    ),
+    ("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> yellow_max_threshold"): _sonic(
+        "WRED_PROFILE", "FABCHECK_ECN_TC3", "yellow_max_threshold", "3000000"
+    ),
+    ("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> red_min_threshold"): _sonic(
+        "WRED_PROFILE", "FABCHECK_ECN_TC3", "red_min_threshold", "300000"
+    ),
+    ("sonic", "SCHEDULER|FABCHECK_TC<tc> weight"): _sonic("SCHEDULER", "FABCHECK_TC3", "weight", "30"),
+    ("sonic", "PFC_WD|<port> action"): _sonic("PFC_WD", "<port>", "action", "alert"),
+    ("sonic", "PFC_WD|<port> detection_time"): _sonic("PFC_WD", "<port>", "detection_time", "5000"),
+    ("sonic", "PFC_WD|<port> restoration_time"): _sonic("PFC_WD", "<port>", "restoration_time", "5000"),
+    ("sonic", "PORT|<port> mtu"): _sonic("PORT", "<port>", "mtu", "1500"),
+    ("sonic", "BUFFER_PG|<port>|<pg> profile"): _sonic(
+        "BUFFER_PG", "<port>|3", "profile", "ingress_lossy_profile"
+    ),
+    ("eos", "qos map dscp <d> to traffic-class <tc>"): _eos_set(["qos", "dscp_map", "26"], 1),
+    ("eos", "qos profile FABCHECK-ROCE: qos trust"): _eos_profile(["trust"], "cos"),
+    ("eos", "qos profile FABCHECK-ROCE: priority-flow-control priority <p> no-drop"): _eos_profile(
+        ["pfc_priorities"], {"4": "no-drop"}
+    ),
+    ("eos", "qos profile FABCHECK-ROCE: priority-flow-control pause watchdog"): _eos_profile(
+        ["pfc_watchdog"], False
+    ),
+    ("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> random-detect ecn"): _eos_profile(
+        ["tx_queues", "3", "ecn", "min"], 300000
+    ),
+    ("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth percent"): _eos_profile(
+        ["tx_queues", "3", "bandwidth_percent"], 30
+    ),
+    ("eos", "priority-flow-control pause watchdog default timeout"): _eos_set(
+        ["pfc_watchdog", "timeout"], "10"
+    ),
+    ("eos", "priority-flow-control pause watchdog default recovery-time"): _eos_set(
+        ["pfc_watchdog", "recovery-time"], "10"
+    ),
+    ("eos", "priority-flow-control pause watchdog action"): _eos_set(["pfc_watchdog", "action"], "no-drop"),
+    ("eos", "interface <port>: mtu"): _eos_set(["interfaces", "<port>", "mtu"], 1500),
+}
+# A PFC drift lets the mock's traffic model drop on the lossless queue: that consequence is measured.
+CONSEQUENCES = {PFC: {LOSSLESS_DROPS}}
+
+
+def test_every_owned_field_has_a_drift_and_every_drift_a_field() -> None:
+    assert set(DRIFTS) == {(owned.platform, owned.field) for owned in OWNED_FIELDS}
+
+
+@pytest.mark.parametrize("platform", ["nvue", "sonic", "eos"])
+def test_the_converged_mock_switch_passes_every_check(platform: str) -> None:
+    assert not_passing(judged(platform, converged(platform))) == set()
+
+
+def _expected_subjects(owned: OwnedField) -> list[set[str]]:
+    name, ports = NAMES[owned.platform], PORTS[owned.platform]
+    if owned.scope == "port":
+        return [{f"{name}:{DRIFTED[owned.platform]}"}]
+    return [{name}, {f"{name}:{port}" for port in ports}]
+
+
+@pytest.mark.parametrize("owned", OWNED_FIELDS, ids=lambda owned: f"{owned.platform}:{owned.field}")
+def test_one_drifted_field_fails_exactly_its_check_where_it_is(owned: OwnedField) -> None:
+    device = converged(owned.platform)
+    DRIFTS[(owned.platform, owned.field)](device.running, DRIFTED[owned.platform])
+    failing = not_passing(judged(owned.platform, device))
+    if owned.check is None:
+        assert failing == set(), f"{owned.field} is declared unjudged ({owned.why}) but the gate judged it"
+        return
+    allowed = {owned.check} | CONSEQUENCES.get(owned.check, set())
+    assert {check for check, _subject, _status in failing} - allowed == set(), failing
+    own = {subject for check, subject, status in failing if check == owned.check and status == "fail"}
+    assert own in _expected_subjects(owned), failing
+    assert all(status == "fail" for _check, _subject, status in failing), failing
+
+
+def test_readme_lists_every_owned_field_with_its_check_and_test() -> None:
+    from pathlib import Path
+
+    tests = {
+        (owned.platform, owned.field): "`tests/invariant/test_switch_fields.py`" for owned in OWNED_FIELDS
+    }
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = "<!-- owned-fields (generated: fabcheck.checks.switch.owned_fields_markdown) -->\n"
+    assert start in readme, "README lacks the owned-field table"
+    table = readme.split(start, 1)[1].split("\n<!-- /owned-fields -->", 1)[0]
+    assert table == owned_fields_markdown(tests)

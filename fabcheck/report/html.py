@@ -2,8 +2,11 @@
 
 Order, what a person needs first at the top:
 1. the run's verdict, its counts and notes;
-2. the fabric picture (fabric_svg): hosts x NICs, each NIC, its cable and its switch port coloured;
-3. failures, with node, host NIC and switch port (from the cabling map), expected, actual and the fix;
+2. above FOLD_NODES nodes, the aggregate first: per check, how many nodes fail and could not be checked,
+   the first AGGREGATE_NAMED of them named (the picture and the tables below hold each one);
+2b. the fabric picture (fabric_svg): hosts x NICs, each NIC, its cable and its switch port coloured;
+3. failures, with node, host NIC and switch port (from the cabling map), expected, actual and the fix
+   (every row; a table over FOLD_PROBLEM_ROWS rows starts folded under its count);
 4. what could not be checked (errors), the same columns;
 5. the link-coherence table (both ends of every cable), links that do not pass first, passing ones folded;
 6. the node table (folded above FOLD_NODES nodes), the stages' figures, the GPU-NIC affinity pictures
@@ -28,6 +31,8 @@ from fabcheck.report.textsafe import xml_text
 FOLD_NODES = 32  # a longer node table starts folded
 FOLD_ROWS = 500  # rows inside one folded check
 AFFINITY_MAX = 32  # GPU-NIC pictures drawn at most
+AGGREGATE_NAMED = 5  # nodes named per check in the aggregate view
+FOLD_PROBLEM_ROWS = 200  # a longer failure or error table starts folded (all its rows still inside)
 
 _TINT_CSS = "".join(
     f"td.v-{status.value}, span.v-{status.value}, summary.v-{status.value} {{ background: {tint}; }}\n"
@@ -71,6 +76,8 @@ def render(run: Run) -> str:
         f"<p>{_e(summary(run))}</p>",
     ]
     parts += [f'<p class="note">{_e(note)}</p>' for note in run.notes]
+    if len(run.subjects) > FOLD_NODES:
+        parts += _aggregate_section(findings)
     parts += _fabric_section(run)
     parts += _problem_section(
         "failures", "Failures", findings, Status.FAIL, cables, "nothing failed", fix="fix"
@@ -142,7 +149,51 @@ def _problem_section(
             + [_td(c) for c in cells[1:]]
             + [_td(finding.expected), _td(finding.actual), _td(finding.hint, "fix")]
         )
+    if len(rows) > FOLD_PROBLEM_ROWS:
+        return [
+            *out,
+            f'<details class="{kind}-table"><summary class="v-{status.value}"><span class="count">'
+            f"{len(rows)}</span> row(s), by check in the aggregate above</summary>"
+            f"{_table(kind, header, rows)}</details>",
+        ]
     return [*out, _table(kind, header, rows)]
+
+
+def _aggregate_section(findings: Sequence[tuple[Subject, Finding]]) -> list[str]:
+    """Per check id, the nodes it fails and could not check (O(findings)): what a fleet's reader needs
+    before any row; checks that fail or error on the most nodes first, passing checks counted."""
+    failing: dict[str, dict[Status, dict[str, None]]] = {}
+    passing: set[str] = set()
+    for subject, finding in findings:
+        if finding.status in (Status.FAIL, Status.ERROR):
+            nodes = failing.setdefault(finding.check, {Status.FAIL: {}, Status.ERROR: {}})
+            nodes[finding.status][subject.name] = None
+        elif finding.status is Status.PASS:
+            passing.add(finding.check)
+    out = ['<h2 id="aggregate">By check</h2>']
+    if not failing:
+        return [
+            *out,
+            f'<p class="note">every check passes or does not apply ({len(passing)} check(s) judged)</p>',
+        ]
+    ranked = sorted(
+        failing.items(), key=lambda item: (-len(item[1][Status.FAIL]) - len(item[1][Status.ERROR]), item[0])
+    )
+    rows = []
+    for check, nodes in ranked:
+        cells = [_td(check)]
+        for status in (Status.FAIL, Status.ERROR):
+            names = list(nodes[status])
+            named = ", ".join(names[:AGGREGATE_NAMED]) + (
+                f" and {len(names) - AGGREGATE_NAMED} more" if len(names) > AGGREGATE_NAMED else ""
+            )
+            count = f'<td class="n{" v-" + status.value if names else ""}">{len(names)}</td>'
+            cells += [count, _td(named or "-")]
+        rows.append(cells)
+    header = ["check", "nodes failing", "first failing", "nodes not checked", "first not checked"]
+    clean = len(passing - failing.keys())
+    note = f'<p class="note">{clean} more check(s) pass on every node they judged</p>' if clean else ""
+    return [*out, _table("aggregate", header, rows), note]
 
 
 def _link_rows(run: Run, cables: fabric_svg.Cables) -> list[LinkRow]:

@@ -80,3 +80,35 @@ def test_the_fast_key_exchange_is_offered_after_the_inventorys_own() -> None:
     )
     offered = next(line for line in done.stdout.splitlines() if line.startswith("kexalgorithms "))
     assert offered.split()[1].split(",")[0] == "curve25519-sha256" and "sntrup761x25519-sha512" in offered
+
+
+def test_the_html_of_1024_hosts_leads_with_the_aggregate_and_renders_in_seconds() -> None:
+    import time
+
+    from fabcheck.checks.model import failed, passed
+    from fabcheck.gate.fabric import GateResult, gate_report
+    from fabcheck.gate.host_stage import HostResult
+    from fabcheck.gate.stages import StageOutcome
+    from fabcheck.report import html
+
+    def host(i: int) -> HostResult:
+        name = f"gpu{i:04d}"
+        checks = [passed(f"host.check{k}", "mlx5_0", "x", "x") for k in range(40)]
+        if i % 4 == 0:  # a quarter of the fleet fails one check, every host shows its MTU wrong
+            checks.append(failed("host.pfc", "mlx5_0", "3", "none", "set PFC"))
+        checks.append(failed("host.mtu", "ens1np0", "9000", "1500", "set the MTU"))
+        return HostResult(name, tuple(checks))
+
+    run = gate_report(GateResult((StageOutcome("host", tuple(host(i) for i in range(1024))),)))
+    began = time.perf_counter()
+    page = html.render(run)
+    assert time.perf_counter() - began < 30  # generous: ~0.3 s on the loaded 2-core CI machine
+    order = [page.index(mark) for mark in ('id="aggregate"', "<h2>Fabric</h2>", 'id="failures"')]
+    assert order == sorted(order)
+    aggregate = page[order[0] : order[1]]
+    assert aggregate.index(">host.mtu<") < aggregate.index(">host.pfc<")  # most nodes first
+    assert '<td class="n v-fail">1024</td>' in aggregate and '<td class="n v-fail">256</td>' in aggregate
+    assert "gpu0000, gpu0004, gpu0008, gpu0012, gpu0016 and 251 more" in aggregate
+    assert "40 more check(s) pass on every node they judged" in aggregate
+    failures = page[order[2] : page.index('id="errors"')]
+    assert '<details class="failures-table">' in failures and failures.count("<tr>") == 1280 + 1

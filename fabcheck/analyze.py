@@ -89,6 +89,8 @@ def _nccl_log(lines: Iterable[str], source: str, intent: FabricIntent, _: Option
     facts["ranks"] = [
         {"host": r.host, "rank": r.rank, "network": r.network, "gdr": r.gdr} for r in summary.ranks
     ]
+    facts["init_complete"] = summary.init_complete
+    facts["failed_plugins"] = list(summary.failed_plugins)
     return Analysis(source, "nccl-log", facts, tuple(check_nccl_log(summary, intent)))
 
 

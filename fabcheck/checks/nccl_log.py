@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from fabcheck.checks.model import Finding, errored, failed, passed, skipped
+from fabcheck.checks.evidence import not_judged
+from fabcheck.checks.model import Finding, failed, passed, skipped
 from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
 from fabcheck.ibverbs import describe_wc_status
 from fabcheck.intent.model import FabricIntent
@@ -20,8 +21,23 @@ def check_nccl_log(log: NcclLogSummary, intent: FabricIntent) -> list[Finding]:
         _transport(log, intent),
         _link_layers(log, intent),
         _gdr(log, intent),
+        _init(log),
         *_errors(log),
     ]
+
+
+def _init(log: NcclLogSummary) -> Finding:
+    check, expected = "nccl.init", "every communicator reaches 'Init COMPLETE'"
+    if log.init_complete:
+        return passed(check, "NCCL", expected, "Init COMPLETE")
+    return not_judged(
+        check,
+        "NCCL",
+        expected,
+        "no 'Init COMPLETE' line: NCCL init did not finish (a hang) or the log was cut before it",
+        "a hang in init: a rank waits on a peer it cannot reach (bootstrap interface, firewall, a down "
+        "link); otherwise keep the log up to 'Init COMPLETE' or leave the check out (--skip-check nccl.init)",
+    )
 
 
 def _transport(log: NcclLogSummary, intent: FabricIntent) -> Finding:
@@ -44,17 +60,25 @@ def _transport(log: NcclLogSummary, intent: FabricIntent) -> Finding:
             f"roles {GPU_RDMA_ROLE}, {HOST_QOS_ROLE}",
         )
     if log.rdma is False or log.socket_fallback:
+        why = f"network {network} (no RDMA)"
+        if log.ib_missing:
+            failed_ib = [p for p in log.failed_plugins if p in ("IB", "IBext")]
+            why += "; " + (
+                f"'Failed to initialize NET plugin {failed_ib[0]}'"
+                if failed_ib
+                else "'NET/IB : No device found.'"
+            )
         return failed(
             check,
             "NCCL",
             expected,
-            f"network {network} (no RDMA)",
+            why,
             "NCCL fell back to sockets: RDMA devices missing or unusable (ibv_devinfo, rdma link), "
             f"NCCL_IB_HCA / NCCL_NET wrong, or the net plugin failed to load; roles {GPU_RDMA_ROLE}, "
             f"{HOST_QOS_ROLE}",
         )
     if log.rdma is None:
-        return errored(
+        return not_judged(
             check,
             "NCCL",
             expected,
@@ -68,7 +92,14 @@ def _link_layers(log: NcclLogSummary, intent: FabricIntent) -> Finding:
     check, want = "nccl.link_layer", _LINK_LAYER_NAMES[intent.kind]
     expected = f"every NCCL HCA on {want}"
     if not log.link_layers:
-        return skipped(check, "NCCL", "the log has no NET/IB Using line listing HCAs")
+        return not_judged(
+            check,
+            "NCCL",
+            expected,
+            "the log has no NET/IB Using line listing HCAs",
+            "keep the 'NET/IB : Using [0]...' lines (NCCL_DEBUG_SUBSYS=INIT,NET), or leave the check out "
+            "(--skip-check nccl.link_layer) for a plugin that does not list its devices",
+        )
     actual = f"{', '.join(log.hcas)} on {'/'.join(log.link_layers)}"
     if set(log.link_layers) != {want}:
         return failed(
@@ -108,7 +139,7 @@ def _gdr(log: NcclLogSummary, intent: FabricIntent) -> Finding:
             f"load nvidia_peermem (or use DMA-BUF), check NCCL_NET_GDR_LEVEL and that the NIC is "
             f"within the GPU's PCIe switch; role {GPU_RDMA_ROLE}",
         )
-    return errored(
+    return not_judged(
         check,
         "NCCL",
         expected,

@@ -52,9 +52,18 @@ _MAX_CACHED_KEY = 512  # longer lines are handled every time instead of being re
 
 # Every line worth a look (besides NET channel lines) holds a match, which runs to the line end.
 _MARKED = re.compile(
-    r"NCCL(?: (?:INFO (?:Using network |NET/|GPU Direct RDMA |P2P plugin IB"
-    r"|NCCL_(?:IB_DISABLE|IB_HCA|NET) set)|WARN |version \d|error)|\(SeqNum)[^\n]*"
+    r"NCCL(?: (?:INFO (?:Using network |NET/|GPU Direct RDMA |P2P plugin IB|Failed to initialize NET plugin "
+    r"|NCCL_(?:IB_DISABLE|IB_HCA|NET) set|.{0,400}?Init COMPLETE)|WARN |version \d|error)|\(SeqNum)[^\n]*"
 )
+# Lines quoted without NCCL's 'host:pid:tid [d] NCCL INFO' prefix (pasted into docs or issues) that open
+# with one of the messages the proof reads: they get the marker back, so one scanner reads both forms.
+_BARE = re.compile(
+    r"^(?P<lead>[ \t]*)(?=(?:NET/\S+ ?: ?(?:Using \[|No device found|GPU Direct RDMA |Selected [Pp]rovider )"
+    r"|Using network |GPU Direct RDMA |Channel \d+/\d+ ?: |CollNet \d+/\d+ ?: "
+    r"|Failed to initialize NET plugin |comm 0x[0-9a-f]+ rank |ncclComm\w* comm 0x))",
+    re.MULTILINE,
+)
+_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]")
 # Lines that must be read in order with their prefix and line number: failures.
 _IN_ORDER = re.compile(r"NCCL(?: (?:WARN |error)|\(SeqNum)")
 _IN_ORDER_MARKERS = ("NCCL WARN ", "NCCL error", "NCCL(SeqNum")
@@ -66,6 +75,7 @@ _TORCH_RANK = re.compile(r"\[[Rr]ank ?(\d{1,9})\]", re.ASCII)
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)", re.ASCII)
 _CITE = re.compile(r"\[cite_start\]| ?\[cite:[\d, ]*\]")
 _NET_MESSAGE = re.compile(r"NET/([^\s:]{1,200})(?=[\s:]|$)\s*:?\s*(.*)$")
+_LISTED_DEVICE = re.compile(r"\[\d+\]\S", re.ASCII)
 _HCA_ENTRY = re.compile(r"\]\s*([A-Za-z0-9_.\-]{1,64}):\d+/(IB|RoCE)\b", re.ASCII)
 _CHANNEL_TAIL = re.compile(r"(.+?)/(\d+)(?:\(\d+\))?((?:/[A-Za-z]+)*)$", re.ASCII)
 _STATUS_NUMBER = re.compile(r"(?:\bwith error\s+|\bstatus\s*=\s*(?:[A-Za-z_][\w ]*?\()?)(\d{1,9})", re.ASCII)
@@ -75,9 +85,15 @@ _TORCH_ERROR_NAME = re.compile(r"nccl[A-Z]\w*Error\b", re.ASCII)
 _WRAPPED_START = re.compile(r"[0-9a-z,.;:)/\-]", re.ASCII)
 _BENIGN_WARN = re.compile(
     r"libnccl-(?:net|tuner|profiler)|No plugin found|Failed to find nccl\w*Plugin|dlerror|libibverbs"
-    r"|GID table change|Could not find:? libnccl",
+    r"|GID table change|Could not find:? libnccl"
+    # graph/search.cc: the topology search found no faster order and uses the simple one; NCCL goes on.
+    r"|Could not find a path for pattern \d+, falling back to simple order"
+    # SHARP/CollNet notices: CollNet is an optional accelerator; NCCL continues point-to-point.
+    r"|Cannot initialize CollNet, using point-to-point network instead|SHARP coll init error",
     re.IGNORECASE,
 )
+_GDR_LINE = re.compile(r"GPU Direct RDMA (?:\([^)]{1,40}\) )?(enabled|disabled)", re.IGNORECASE)
+_COLLNET_TAIL = re.compile(r"via COLLNET/([^/\s]{1,200})/\d+((?:/[A-Za-z]+)*)", re.ASCII)
 _SOCKET_NAME = re.compile(r"socket", re.IGNORECASE)
 _RDMA_NAME = re.compile(r"IB|RDMA|RoCE|verbs", re.ASCII)
 _OFI_NAME = re.compile(r"Libfabric|OFI", re.IGNORECASE)
@@ -162,6 +178,9 @@ class NcclLogSummary:
     socket_fallback: bool
     lines: int
     error_count: int = 0  # every error seen; ``errors`` keeps the first MAX_ERRORS
+    init_complete: bool = False  # some communicator printed 'Init COMPLETE'
+    failed_plugins: tuple[str, ...] = ()  # 'Failed to initialize NET plugin X'
+    ib_missing: bool = False  # 'NET/IB : No device found.' or the IB plugin failed to initialise
 
 
 def completion_status(message: str) -> tuple[int | None, int | None]:
@@ -191,6 +210,8 @@ def _clean(line: str) -> str:
         text = strip_ansi(text)
     if "[cite" in text:
         text = _CITE.sub("", text)
+    if "[repeated " in text:
+        text = _RAY_REPEATED.sub("", text)
     return text
 
 
@@ -207,7 +228,7 @@ def _rdma_from_name(name: str, ofi_provider: str | None) -> bool | None:
         return True
     if _OFI_NAME.search(name) and ofi_provider:
         provider = ofi_provider.lower()
-        if "efa" in provider or "verbs" in provider:
+        if "efa" in provider or "verbs" in provider or "cxi" in provider:
             return True
         if "tcp" in provider or "sockets" in provider:
             return False
@@ -331,6 +352,9 @@ class _Facts:
         self.verbs_evidence = False
         self.ib_sought = False
         self.socket_chosen = False
+        self.init_complete = False
+        self.failed_plugins: list[str] = []
+        self.ib_missing = False
         self.ranks: dict[tuple[str, int], _RankState] = {}
 
     def rank(self, host: str | None, rank: int | None) -> _RankState | None:
@@ -380,12 +404,20 @@ class _Facts:
             self.link_layers.add(link_layer)
         if entries:
             self.verbs_evidence = self.ib_sought = True
-        self.device_network = self.device_network or name
+        if entries or _LISTED_DEVICE.search(devices):
+            self.device_network = self.device_network or name
+        elif _RDMA_NAME.search(name):
+            # An empty list ('NET/IB : Using [RO]; OOB ...') names no device: it is no network choice.
+            self.ib_sought = True
 
     def note_gdr_line(self, message: str) -> None:
-        if "GPU Direct RDMA Enabled" in message:
+        """'GPU Direct RDMA Enabled/Disabled', '(DMABUF) enabled', '(nvidia-peermem) enabled', any case."""
+        match = _GDR_LINE.search(message)
+        if match is None:
+            return
+        if match.group(1).lower() == "enabled":
             self.gdr_on = True
-        elif "GPU Direct RDMA Disabled" in message:
+        else:
             self.gdr_off = True
 
     def summary(self, lines: int, errors: list[NcclError], error_count: int) -> NcclLogSummary:
@@ -393,6 +425,12 @@ class _Facts:
         rdma = _rdma_from_name(network, self.ofi_provider) if network else None
         if rdma is None and self.verbs_evidence:
             rdma = True
+        if rdma is None and network and _OFI_NAME.search(network) and self.gdr_on:
+            # A libfabric channel with GDRDMA (CXI, EFA without a provider line): NCCL's TCP transport
+            # never registers GPU memory, so GDR on a Libfabric channel is RDMA.
+            rdma = True
+        if rdma is None and self.ib_missing and not self.verbs_evidence:
+            rdma = False  # 'NET/IB : No device found.': NCCL falls back to sockets
         socket_like = network is not None and _SOCKET_NAME.search(network) is not None
         return NcclLogSummary(
             nccl_version=self.version or self.reported_version,
@@ -406,6 +444,9 @@ class _Facts:
             socket_fallback=socket_like and self.ib_sought and not self.socket_chosen,
             lines=lines,
             error_count=error_count,
+            init_complete=self.init_complete,
+            failed_plugins=tuple(self.failed_plugins),
+            ib_missing=self.ib_missing,
         )
 
 
@@ -474,8 +515,13 @@ class NcclLogParser:
         self._block, self._cursor, self._counted_pos = block, 0, 0
         self._counted_line = self._lines + 1
         self._lines += block.count("\n")
+        if _BARE.search(block) is not None:
+            block = _BARE.sub(r"\g<lead>NCCL INFO ", block)
+            self._block = block
         if not self._facts.seen_nccl and ("NCCL INFO" in block or "NCCL WARN" in block):
             self._facts.seen_nccl = True
+        if "via COLLNET/" in block:
+            self._scan_collnet(block)
         if "via NET/" in block:
             self._scan_channels(block)
         in_order, using = self._scan_marked(block)
@@ -566,6 +612,27 @@ class NcclLogParser:
             if marker and _first_sighting(self._seen_channels, key, len(prefix) + len(tail)):
                 self._note_channel(prefix, tail, sending)
 
+    def _scan_collnet(self, block: str) -> None:
+        """``CollNet 05/0 : 5 [receive] via COLLNET/SHARP/5/GDRDMA``: a CollNet (SHARP) channel; its
+        /GDRDMA says GPUDirect as a NET channel's does. It names no network: SHARP rides the IB NICs."""
+        for line in block.splitlines():
+            if "via COLLNET/" not in line:
+                continue
+            text = _clean(line)
+            match = _COLLNET_TAIL.search(text)
+            if match is None:
+                continue
+            host, rank, _ = self._prefix_fields(text[: match.start()])
+            state = self._facts.rank(host, rank)
+            gdr = "/GDRDMA" in match.group(2)
+            for target in (self._facts, state):
+                if target is None:
+                    continue
+                if gdr:
+                    target.gdr_on = True
+                else:
+                    target.gdr_off = True
+
     def _note_channel(self, prefix: str, tail: str, sending: bool = False) -> None:
         tail = _clean(tail)
         match = _CHANNEL_TAIL.match(tail) if len(tail) <= _MAX_NAME_CHARS else None
@@ -641,6 +708,13 @@ class NcclLogParser:
             facts.socket_chosen |= message.rstrip(".").endswith(" 1")
         elif message.startswith("NCCL_NET set by environment to "):
             facts.socket_chosen |= _SOCKET_NAME.search(message[31:]) is not None
+        elif message.startswith("Failed to initialize NET plugin "):
+            name = message[32:].strip()[:_MAX_NAME_CHARS]
+            if name and name not in facts.failed_plugins and len(facts.failed_plugins) < 64:
+                facts.failed_plugins.append(name)
+            facts.ib_missing |= name in ("IB", "IBext")
+        if "Init COMPLETE" in message:
+            facts.init_complete = True
 
     def _handle_failure(self, line: str) -> None:
         """A WARN line, or a PyTorch report line outside the NCCL prefix format."""
@@ -665,11 +739,16 @@ class NcclLogParser:
         if rest.startswith("Using ["):
             facts.note_devices(name, rest)
         elif rest.startswith("No device found"):
-            facts.ib_sought |= _RDMA_NAME.search(name) is not None
+            rdma_name = _RDMA_NAME.search(name) is not None
+            facts.ib_sought |= rdma_name
+            facts.ib_missing |= rdma_name
         elif "GPU Direct RDMA " in rest:
             facts.note_gdr_line(rest)
-        elif name == "OFI" and rest.startswith("Selected Provider is "):
-            facts.ofi_provider = facts.ofi_provider or rest[21 : 21 + _MAX_NAME_CHARS]
+        elif name == "OFI" and rest.lower().startswith("selected provider is "):
+            # 'Selected Provider is efa (found 4 nics)' and newer 'Selected provider is efa, fabric is
+            # efa-direct (found 32 nics)': the provider is the first word.
+            provider = rest[21 : 21 + _MAX_NAME_CHARS].split(",")[0].split(" ")[0]
+            facts.ofi_provider = facts.ofi_provider or provider
 
     def _handle_warn(self, prefix: str, message: str) -> None:
         host, rank, source = self._prefix_fields(prefix)

@@ -21,6 +21,7 @@ def test_roce_plugin_with_gdr_passes() -> None:
         "nccl.transport": Status.PASS,
         "nccl.link_layer": Status.PASS,
         "nccl.gpudirect_rdma": Status.PASS,
+        "nccl.init": Status.PASS,
         "nccl.errors": Status.PASS,
     }
 

@@ -731,3 +731,88 @@ def test_a_line_of_many_megabytes_is_cut_not_kept() -> None:
     parser.feed_chunk("\nhost:1:1 [0] NCCL INFO Using network IB\n")
     summary = parser.result()
     assert (summary.network, summary.hcas, summary.lines) == ("IB", ("mlx5_0",), 3)
+
+
+# ---- formats of issue 24. Each string is the shape a real source prints (cited per test); where the
+# ---- line is taken from NCCL / aws-ofi-nccl source or docs rather than a captured log, the test says so.
+
+
+def _parse(*lines: str):
+    return parse_nccl_log([line + "\n" for line in lines], "t")
+
+
+def test_ray_repeated_suffix_is_not_part_of_the_name() -> None:
+    # SYNTHESISED (no captured Ray log found): Ray's log deduplication appends ' [repeated Nx across
+    # cluster]' to a line repeated by several workers; the NCCL lines are the standard INFO shapes.
+    summary = _parse(
+        "(RayWorkerWrapper pid=1234, ip=10.0.0.2) node2:1234:1300 [0] NCCL INFO Using network IB "
+        "[repeated 7x across cluster]",
+        "(RayWorkerWrapper pid=1234, ip=10.0.0.2) node2:1234:1300 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] "
+        "[receive] via NET/IB/0/GDRDMA [repeated 3x across cluster]",
+    )
+    assert (summary.network, summary.rdma, summary.gdr) == ("IB", True, True)
+
+
+def test_ofi_lowercase_provider_with_fabric_is_read() -> None:
+    # Newer aws-ofi-nccl, as quoted in public EFA notes: 'NET/OFI Selected provider is efa, fabric is
+    # efa-direct (found 32 nics)' (older: 'Selected Provider is efa (found 4 nics)').
+    summary = _parse(
+        "ip-10-1-2-3:79:90 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct "
+        "(found 32 nics)",
+        "ip-10-1-2-3:79:90 [0] NCCL INFO Using network Libfabric",
+    )
+    assert (summary.network, summary.rdma) == ("Libfabric", True)
+
+
+def test_libfabric_gdrdma_channel_without_provider_line_is_rdma() -> None:
+    # Public EFA notes quote only the channels: '[send] via NET/Libfabric/3/GDRDMA' (CXI likewise).
+    summary = _parse(
+        "nid001:5:6 [0] NCCL INFO Channel 00/0 : 3[3] -> 14[6] [send] via NET/Libfabric/3/GDRDMA"
+    )
+    assert (summary.network, summary.rdma, summary.gdr) == ("Libfabric", True, True)
+
+
+def test_no_device_found_is_socket_fallback_evidence() -> None:
+    summary = _parse("h:1:2 [0] NCCL INFO NET/IB : No device found.", "h:1:2 [0] NCCL INFO Init COMPLETE")
+    assert summary.rdma is False and summary.ib_missing
+
+
+def test_empty_ib_device_list_is_no_network_choice() -> None:
+    summary = _parse(
+        "h:1:2 [0] NCCL INFO NET/IB : Using [RO]; OOB enp3s0:192.168.1.2<0>",
+        "h:1:2 [0] NCCL INFO Failed to initialize NET plugin IB",
+    )
+    assert summary.network is None and summary.rdma is False
+    assert summary.failed_plugins == ("IB",)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # NCCL graph/search.cc WARN (2.x): the search falls back and NCCL goes on.
+        "Could not find a path for pattern 4, falling back to simple order",
+        # NVIDIA/nccl#1050: SHARP not available, CollNet off, point-to-point used.
+        "NET/IB : SHARP coll init error: Cannot create SHARP job(-11)",
+        "Cannot initialize CollNet, using point-to-point network instead",
+    ],
+)
+def test_benign_graph_and_sharp_warns_are_not_errors(message: str) -> None:
+    assert _parse(f"h:1:2 [7] transport.cc:323 NCCL WARN {message}").errors == ()
+
+
+def test_dmabuf_gdr_line_in_any_case() -> None:
+    for line in (
+        "GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0",
+        "GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
+    ):
+        assert _parse(f"h:1:2 [0] NCCL INFO NET/IB : {line}").gdr is True
+
+
+def test_collnet_sharp_channel_counts_as_gdr() -> None:
+    summary = _parse("node:176:4360 [5] NCCL INFO CollNet 05/0 : 5 [receive] via COLLNET/SHARP/5/GDRDMA")
+    assert summary.gdr is True and summary.ranks[0].gdr is True
+
+
+def test_init_complete_is_recorded() -> None:
+    line = "h:1:2 [0] NCCL INFO comm 0x55f0 rank 0 nranks 2 cudaDev 0 busId 30 commId 0x43 - Init COMPLETE"
+    assert _parse(line).init_complete and not _parse("h:1:2 [0] NCCL INFO Using network IB").init_complete

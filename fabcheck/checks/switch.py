@@ -494,6 +494,15 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
     ),
     OwnedField("nvue", "qos pfc default-global switch-priority", "switch", PFC),
     OwnedField("nvue", "interface <port> qos pfc profile", "port", PFC),
+    OwnedField("nvue", "interface <port> qos mapping profile", "port", TRUST),
+    OwnedField("nvue", "interface <port> qos congestion-control profile", "port", ECN),
+    OwnedField(
+        "nvue",
+        "interface <port> qos egress-scheduler profile",
+        "port",
+        None,
+        "a per-port egress-scheduler profile: the gate reads default-global's scheduler only",
+    ),
     OwnedField(
         "nvue", "qos congestion-control default-global traffic-class <tc> min-threshold", "switch", ECN
     ),

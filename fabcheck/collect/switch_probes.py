@@ -64,7 +64,7 @@ NVUE_PROBES = (
         "switch-port",
         "nv show interface {port} qos roce status -o json",
         switch_nvue.parse_roce_status,
-        (PfcPriorities, EcnQueues),
+        (PfcPriorities, EcnQueues, Trust),
     ),
     Probe(
         "nvue.watchdog",

@@ -42,6 +42,9 @@ from fabcheck.parsers.switch_records import (
 
 # NVUE's mapping trust words -> the intent's terms ("both": PCP for tagged L2, DSCP for IP).
 TRUST_WORDS = {"l3": "dscp", "l2": "pcp", "both": "pcp,dscp", "port": "port"}
+# The port's roce status names its effective trust (its own mapping profile or default-global) as
+# `trust-mode`: a real CL 5.x capture shows `pcp,dscp` under the RoCE preset.
+PORT_TRUST_WORDS = {"dscp": "dscp", "pcp": "pcp", "pcp,dscp": "pcp,dscp", "port": "port"}
 MAX_MTU = 65535
 
 
@@ -95,7 +98,8 @@ def parse_scheduler(text: str, port: str | None = None, source: str = "<text>") 
 
 
 def parse_roce_status(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
-    """PFC priorities and ECN of one port. The view shows ONE congestion-control setting for the
+    """PFC priorities, ECN and trust of one port, as the port runs them (its own mapping and
+    congestion-control profiles, else default-global). The view shows ONE congestion-control setting for the
     port's `enabled-tc` list (a real CL 5.x capture: `enabled-tc 0,3`, one min/max/probability), so
     each enabled class carries those thresholds; reading them as the RoCE class's only would leave the
     lossless class without thresholds whenever trust moves the RoCE row to another class."""
@@ -118,7 +122,17 @@ def parse_roce_status(text: str, port: str | None, source: str = "<text>") -> li
         else QueueEcn(tc, False, None, None, None)
         for tc in PRIORITIES
     ]
-    return [(port, PfcPriorities(priorities)), (port, EcnQueues(tuple(queues)))]
+    trust = obj(field(tree, "trust", source, what), source, f"{what} trust")
+    mode = field(trust, "trust-mode", source, f"{what} trust")
+    if mode not in PORT_TRUST_WORDS:
+        raise ParseError(
+            f"{what}: trust-mode {str(mode)[:40]!r} is not one of {sorted(PORT_TRUST_WORDS)}", source=source
+        )
+    return [
+        (port, PfcPriorities(priorities)),
+        (port, EcnQueues(tuple(queues))),
+        (port, Trust(PORT_TRUST_WORDS[mode])),
+    ]
 
 
 def _roce_traffic_class(tree: dict[str, Any] | Any, source: str, what: str) -> int:

@@ -141,12 +141,12 @@ def test_ecn_in_segments_cannot_be_judged_and_is_an_error() -> None:
 
 
 def test_switch_wide_records_are_judged_once_for_the_switch() -> None:
-    findings = [
-        f
-        for f in judged("converged", "leaf01")
-        if f.check in (checks.TRUST, checks.DSCP_MAP, checks.SCHEDULER)
-    ]
-    assert [f.subject for f in findings] == ["leaf01", "leaf01", "leaf01"]
+    findings = [f for f in judged("converged", "leaf01") if f.check in (checks.DSCP_MAP, checks.SCHEDULER)]
+    assert [f.subject for f in findings] == ["leaf01", "leaf01"]
+    # NVUE's trust is judged per port: the port's roce status shows what its own mapping profile (or
+    # default-global) makes it trust.
+    trust = [f.subject for f in judged("converged", "leaf01") if f.check == checks.TRUST]
+    assert trust == ["leaf01:swp1", "leaf01:swp2", "leaf01:swp3", "leaf01:swp4"]
 
 
 @pytest.mark.parametrize("name", SWITCHES)

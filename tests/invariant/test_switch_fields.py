@@ -103,6 +103,13 @@ DRIFTS: dict[tuple[str, str], Drift] = {
         ["qos", "pfc", "default-global", "switch-priority"], {"4": {}}
     ),
     ("nvue", "interface <port> qos pfc profile"): _nvue_port_profile("pfc", {"switch-priority": {"4": {}}}),
+    ("nvue", "interface <port> qos mapping profile"): _nvue_port_profile("mapping", {"trust": "l2"}),
+    ("nvue", "interface <port> qos congestion-control profile"): _nvue_port_profile(
+        "congestion-control", {"traffic-class": {"3": {"ecn": "disable"}}}
+    ),
+    ("nvue", "interface <port> qos egress-scheduler profile"): _nvue_port_profile(
+        "egress-scheduler", {"traffic-class": {"3": {"mode": "dwrr", "bw-percent": 10}}}
+    ),
     ("nvue", "qos congestion-control default-global traffic-class <tc> min-threshold"): _nvue_global(
         [*NVUE_CC, "min-threshold"], 300000
     ),

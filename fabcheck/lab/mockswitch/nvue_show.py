@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -11,6 +12,8 @@ from fabcheck.lab.mockswitch.nvue_model import (
     CNP_PRIORITY,
     ROCE_PRIORITY,
     NvueQos,
+    _overlay_ecn,
+    _overlay_mapping,
     effective_qos,
     port_mtu,
     port_pfc_profile,
@@ -191,8 +194,42 @@ def _cells(value: int | None) -> int | None:
     return None if value is None else math.ceil(value / CELL_BYTES) * CELL_BYTES
 
 
-def show_port_roce_status(config: Mapping[str, Any], port: str) -> Shown:
+def _bound_profile(config: Mapping[str, Any], port: str, feature: str) -> Mapping[str, Any] | None:
+    name = config.get("interface", {}).get(port, {}).get("qos", {}).get(feature, {}).get("profile")
+    if not name or name == "default-global":
+        return None
+    return config.get("qos", {}).get(feature, {}).get(name, {})
+
+
+def port_view(config: Mapping[str, Any], port: str) -> NvueQos:
+    """The QoS one port runs: default-global under the mapping, congestion-control and
+    egress-scheduler profiles bound to it (`nv set interface P qos <feature> profile NAME`, CL 5.4+,
+    NVUE command reference). A profile of its own starts from NVUE's defaults, not from
+    default-global: a mapping profile trusts l2 with the identity PCP/DSCP maps, a congestion-control
+    profile marks nothing until a class is enabled, an egress-scheduler profile is the stock one."""
     q = effective_qos(config)
+    mapping = _bound_profile(config, port, "mapping")
+    congestion = _bound_profile(config, port, "congestion-control")
+    scheduler = _bound_profile(config, port, "egress-scheduler")
+    if mapping is None and congestion is None and scheduler is None:
+        return q
+    own = copy.deepcopy(q)
+    if mapping is not None:
+        own.trust, own.dscp_to_sp, own.pcp_to_sp = "l2", [d >> 3 for d in range(64)], list(range(8))
+        _overlay_mapping(own, mapping)
+    if congestion is not None:
+        own.ecn = {}
+        _overlay_ecn(own, congestion.get("traffic-class", {}))
+    if scheduler is not None:
+        own.scheduler = dict(NvueQos().scheduler)
+        for tc, entry in scheduler.get("traffic-class", {}).items():
+            mode, bw = own.scheduler.get(int(tc), ("dwrr", 0))
+            own.scheduler[int(tc)] = (entry.get("mode", mode), entry.get("bw-percent", bw))
+    return own
+
+
+def show_port_roce_status(config: Mapping[str, Any], port: str) -> Shown:
+    q = port_view(config, port)
     pfc = port_pfc_profile(config, q, port)
     ecn = _ecn_view(q)
     sp = roce_priority(q)

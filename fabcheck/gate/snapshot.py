@@ -16,11 +16,21 @@ verdicts are the ones of the run that saved them. A planned node without its fil
 not what this module wrote, is one UsageError naming the file. A stage without a format (NCCL, perftest,
 incast: they measure live traffic) cannot be replayed: naming it with --from-snapshot is a UsageError.
 Snapshots from before the stages were recorded still load; their manifest lists no "stages".
+
+A node's file name is its inventory name encoded (node_file_name): letters, digits, '.', '_' and '-'
+stay as they are, every other byte is %XX and a leading '.' is %2E, so a name such as `../../tmp/x`
+is one file inside its folder and `--save-snapshot` never writes, nor `--from-snapshot` reads, outside
+DIR (a file there that is a symlink is refused as well).
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
+import os
+import re
+import stat
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -49,6 +59,31 @@ HOSTS_DIR = "hosts"
 SWITCHES_DIR = "switches"
 # Stages whose reads are the host and switch files, and the link stage that judges only those.
 READ_STAGES = ("host", "switch", "link")
+_KEPT_BYTES = re.compile(rb"[A-Za-z0-9._-]")
+# Below the 255 bytes a Linux file name may hold, with room for ".json"; longer names are cut and end
+# in a hash of the whole name, so two long names never share a file.
+_NAME_BYTES = 200
+
+
+def node_file_name(node: str) -> str:
+    """Pure: the file name of a node's record, `<encoded name>.json`, never a path: '/' and NUL are
+    %2F and %00, a leading '.' is %2E ('.', '..' and hidden files cannot occur)."""
+    encoded = "".join(
+        chr(byte) if _KEPT_BYTES.fullmatch(bytes([byte])) else f"%{byte:02X}" for byte in node.encode()
+    )
+    if encoded.startswith("."):
+        encoded = "%2E" + encoded[1:]
+    if len(encoded) > _NAME_BYTES:
+        digest = hashlib.sha256(node.encode()).hexdigest()[:16]
+        encoded = f"{encoded[: _NAME_BYTES - 17]}~{digest}"
+    return f"{encoded}.json"
+
+
+def node_path(folder: Path, node: str) -> Path:
+    """The record of a node inside `folder`; its name is one path component by construction."""
+    path = folder / node_file_name(node)
+    assert path.parent == folder, path  # node_file_name never yields a separator
+    return path
 
 
 # -- what a run read, as plain data ------------------------------------------------------------------
@@ -186,9 +221,9 @@ def save(directory: Path, recorder: Recorder, result: Any) -> None:
         switches_dir.mkdir(parents=True, exist_ok=True)
         for host in result.hosts:
             collection = recorder.collections.get(host.host) or _never_collected(host)
-            _write(hosts_dir / f"{host.host}.json", host_record(collection))
+            _write(node_path(hosts_dir, host.host), host_record(collection))
         for switch in result.switches:
-            _write(switches_dir / f"{switch.switch}.json", switch_record(switch))
+            _write(node_path(switches_dir, switch.switch), switch_record(switch))
         stages = _save_stages(directory, recorder, getattr(result, "stages", ()))
         manifest = {
             "format": FORMAT,
@@ -213,7 +248,7 @@ def _save_stages(directory: Path, recorder: Recorder, outcomes: Sequence[Any]) -
         for node in outcome.nodes:
             reason = next((f.actual for f in node.findings), "not collected")
             record = stage.records.get(node.node) or stage.format.unread(node.node, reason)
-            _write(directory / outcome.stage / f"{node.node}.json", record)
+            _write(node_path(directory / outcome.stage, node.node), record)
         saved[outcome.stage] = [node.node for node in outcome.nodes]
     return saved
 
@@ -226,7 +261,11 @@ def _never_collected(host: Any) -> HostCollection:
 
 
 def _write(path: Path, data: Mapping[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    """Write the file itself: a symlink planted where it goes is refused (ELOOP), not followed."""
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(path, flags, 0o644), "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 # -- replay -------------------------------------------------------------------------------------------
@@ -335,7 +374,7 @@ def load_stages(directory: Path, nodes: Mapping[str, Sequence[str]]) -> dict[str
 
 
 def _stage_node(directory: Path, stage: str, node: str, recorded: bool) -> Any:
-    path = directory / stage / f"{node}.json"
+    path = node_path(directory / stage, node)
     if not recorded and not path.exists():
         raise UsageError(
             f"--from-snapshot: {path} is missing: this snapshot records no {stage} stage (saved by an "
@@ -353,23 +392,45 @@ def _stage_node(directory: Path, stage: str, node: str, recorded: bool) -> Any:
 def load(directory: Path, hosts: Sequence[str], switches: Sequence[str]) -> Snapshot:
     """Read the files of every planned node. UsageError naming the file that is missing or corrupt."""
     _manifest(directory)
-    collections = {name: _host(directory / HOSTS_DIR / f"{name}.json", name) for name in hosts}
-    switch_records = {name: _switch(directory / SWITCHES_DIR / f"{name}.json", name) for name in switches}
+    collections = {name: _host(node_path(directory / HOSTS_DIR, name), name) for name in hosts}
+    switch_records = {name: _switch(node_path(directory / SWITCHES_DIR, name), name) for name in switches}
     return Snapshot(directory, collections, switch_records)
 
 
 def _read_json(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_regular(path)
     except FileNotFoundError:
         why = "is missing (was this node in the run that saved it?)"
         raise UsageError(f"--from-snapshot: {path} {why}") from None
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
+        raise UsageError(f"--from-snapshot: {path}: cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
         raise UsageError(f"--from-snapshot: {path}: cannot read: {err}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise UsageError(f"--from-snapshot: {path}:{err.lineno}: not JSON ({err.msg})") from None
+    except RecursionError:  # json.loads recurses once per [ or {
+        raise UsageError(
+            f"--from-snapshot: {path}: JSON nested too deep to read; expected a file --save-snapshot "
+            "wrote (5 levels deep)"
+        ) from None
+
+
+def _read_regular(path: Path) -> str:
+    """The text of a regular file; a symlink is refused, not followed, and a FIFO or device is not
+    waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise OSError(err.errno, "a symlink, not the file --save-snapshot wrote") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return handle.read().decode("utf-8")
 
 
 def _corrupt(path: Path, what: str) -> UsageError:

@@ -22,13 +22,44 @@ def physical_limit_gbytes(nics_per_node: int, speed_gbps: float) -> float:
     return nics_per_node * speed_gbps / 8
 
 
+def node_nics(intent: FabricIntent) -> int:
+    """The fabric NICs one node drives: performance.nics_per_node when set, else the distinct rail NICs of
+    the host's fabric_rails (8 GPUs on 2 NICs is 2), else 8."""
+    return intent.performance.nics_per_node or len(set(intent.rails.values())) or 8
+
+
 def busbw_floor(intent: FabricIntent) -> tuple[float, str]:
     """The intent's all_reduce BusBW floor in GB/s, and how it was computed (for a finding's expected)."""
     perf = intent.performance
-    limit = physical_limit_gbytes(intent.nics_per_node, intent.link.speed_gbps)
-    nics, speed = intent.nics_per_node, intent.link.speed_gbps
-    basis = f"{perf.nccl_busbw_min_fraction:.0%} of {nics} NICs x {speed} Gb/s"
-    return perf.nccl_busbw_min_fraction * limit, basis
+    nics, speed = node_nics(intent), intent.link.speed_gbps
+    basis = f"{perf.nccl_busbw_min_fraction:.0%} of {nics} NICs x {speed:g} Gb/s"
+    return perf.nccl_busbw_min_fraction * physical_limit_gbytes(nics, speed), basis
+
+
+@dataclass(frozen=True)
+class NodeLimit:
+    """What one node of a job carries into the fabric at line rate."""
+
+    host: str
+    nics: int
+    speed_gbps: float
+
+    @property
+    def gbytes(self) -> float:
+        return physical_limit_gbytes(self.nics, self.speed_gbps)
+
+
+def job_busbw_floor(intents: Sequence[tuple[str, FabricIntent]]) -> tuple[float, str, str]:
+    """(floor GB/s, basis, bounding host) of one job: a ring or tree all_reduce runs at the pace of its
+    slowest node, so the floor is the fraction of the smallest per-node aggregate among the job's hosts
+    (ties: the first host in job order)."""
+    limits = [NodeLimit(host, node_nics(intent), intent.link.speed_gbps) for host, intent in intents]
+    slowest = min(limits, key=lambda limit: limit.gbytes)
+    fraction = intents[0][1].performance.nccl_busbw_min_fraction
+    basis = f"{fraction:.0%} of {slowest.nics} NICs x {slowest.speed_gbps:g} Gb/s"
+    if len({limit.gbytes for limit in limits}) > 1:
+        basis += f" on {slowest.host}, the job's slowest node"
+    return fraction * slowest.gbytes, basis, slowest.host
 
 
 @dataclass(frozen=True)
@@ -66,6 +97,7 @@ class DesiredNcclJob:
     min_bytes: int
     busbw_floor_gbytes: float
     floor_basis: str  # how the floor was computed, for the finding's "expected"
+    bounding_host: str = ""  # the node whose NICs set the floor (the slowest one)
 
     @property
     def env(self) -> dict[str, str]:
@@ -86,7 +118,7 @@ def desired_nccl_job(intents: Sequence[tuple[str, FabricIntent]]) -> DesiredNccl
                     "passes one value to every rank"
                 )
     perf = first.performance
-    floor, basis = busbw_floor(first)
+    floor, basis, bounding = job_busbw_floor(intents)
     env = list(DEBUG_ENV)
     desired = desired_nccl_host(first, first_host)
     if desired.gid_index is not None:
@@ -108,6 +140,7 @@ def desired_nccl_job(intents: Sequence[tuple[str, FabricIntent]]) -> DesiredNccl
         min_bytes=perf.nccl_min_bytes,
         busbw_floor_gbytes=floor,
         floor_basis=basis,
+        bounding_host=bounding,
     )
 
 
@@ -122,6 +155,4 @@ def _job_keys(a: FabricIntent, b: FabricIntent) -> list[tuple[str, object, objec
             a.performance.nccl_busbw_min_fraction,
             b.performance.nccl_busbw_min_fraction,
         ),
-        ("nics_per_node", a.nics_per_node, b.nics_per_node),
-        ("link.speed_gbps", a.link.speed_gbps, b.link.speed_gbps),
-    ]
+    ]  # NIC count and link speed may differ per host: the floor follows the slowest (job_busbw_floor)

@@ -15,8 +15,9 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fabcheck.checks.model import Finding, failed, passed, skipped
-from fabcheck.checks.nccl_ranks import LAUNCH, check_busbw, check_host_ranks
+from fabcheck.checks.evidence import not_judged
+from fabcheck.checks.model import Finding, failed, passed
+from fabcheck.checks.nccl_ranks import BUSBW, LAUNCH, check_busbw, check_host_ranks
 from fabcheck.desired.nccl import (
     DEBUG_ENV,
     PROGRAM,
@@ -161,7 +162,7 @@ def judge(
     place ranks (mpirun --map-by ppr:G:node over the hostfile in order, srun's block distribution)."""
     ranks = parse_nccl_ranks(result.merged)
     subject = f"all_reduce_perf on {len(entries)} hosts x {per_host} ranks"
-    job_findings = [launch_finding(result, subject, launcher), check_busbw(table_of(result), job, subject)]
+    job_findings = [launch_finding(result, subject, launcher), fabric_busbw(table_of(result), job, subject)]
     findings: dict[str, list[Finding]] = {}
     for index, entry in enumerate(entries):
         expected_ranks = list(range(index * per_host, (index + 1) * per_host))
@@ -170,6 +171,21 @@ def judge(
         rank_findings = check_host_ranks(entry.name, mine, expected_ranks, want, topologies.get(entry.name))
         findings[entry.name] = [*job_findings, *rank_findings]
     return findings
+
+
+def fabric_busbw(table: NcclTestsRun | None, job: DesiredNcclJob, subject: str) -> Finding:
+    """The busbw floor, but never from a table whose ranks all ran on one host: such a run measured
+    NVLink/NVLS, not the NICs, and is no fabric proof however fast it was."""
+    finding = check_busbw(table, job, subject)
+    if table is not None and table.scope == "intra-node":
+        return failed(
+            BUSBW,
+            subject,
+            finding.expected,
+            f"every rank ran on {table.hosts[0]}: an intra-node result (NVLink/NVLS/PCIe), no fabric proof",
+            "the launcher placed all ranks on one host: check the hostfile / srun node list and -np",
+        )
+    return finding  # a floor set by one slow node names it in `expected` (job_busbw_floor)
 
 
 @dataclass(frozen=True)
@@ -187,9 +203,22 @@ class NcclStage:
     def run(self, context: StageContext) -> StageOutcome:
         entries = [entry for entry in context.plan.hosts if self.claims(entry, context.plan.fabric)]
         if len(entries) < 2:
-            reason = "one GPU host planned: NCCL's inter-node path needs two (--limit)"
+            # The stage was asked for but cannot prove the inter-node path: not judged, never a pass.
             nodes = tuple(
-                NodeOutcome(e.name, NodeKind.HOST, (skipped(LAUNCH, e.name, reason),)) for e in entries
+                NodeOutcome(
+                    e.name,
+                    NodeKind.HOST,
+                    (
+                        not_judged(
+                            LAUNCH,
+                            e.name,
+                            "an all_reduce across at least two GPU hosts",
+                            "one GPU host planned: NCCL's inter-node path needs two",
+                            "plan two or more GPU hosts (--limit), or leave the nccl stage out of --stages",
+                        ),
+                    ),
+                )
+                for e in entries
             )
             return StageOutcome(self.name, nodes)
         topologies = topologies_of(context)
@@ -218,6 +247,8 @@ class NcclStage:
         notes = [
             f"nccl: {PROGRAM} through {config.kind} on {len(entries)} hosts x {per_host} ranks, "
             f"{result.seconds:.1f} s: {' '.join(result.argv)}",
+            f"nccl: busbw floor {job.busbw_floor_gbytes:.2f} GB/s ({job.floor_basis}), bound by "
+            f"{job.bounding_host}",
             *lowered_debug(user),
             *(
                 f"nccl: {name}={user[name]} comes from your environment, not the intent"

@@ -298,7 +298,12 @@ def test_one_host_has_no_inter_node_path_to_prove(tmp_path: Path) -> None:
     plan = fabric.plan_gate(inventory, stages=["host", "nccl"])
     outcome = NcclStage().run(StageContext(inventory, plan, TimeLimits(), 4, None))
     ((finding,),) = [n.findings for n in outcome.nodes]
-    assert finding.status is Status.SKIP and "needs two" in finding.actual
+    # Asked for and not provable: not judged (error), never a skip that reads as nothing wrong.
+    assert (
+        finding.status is Status.ERROR
+        and finding.actual.startswith("not judged:")
+        and "needs two" in finding.actual
+    )
 
 
 def test_a_job_the_run_s_deadline_ended_is_deadline_passed_not_a_hung_collective(

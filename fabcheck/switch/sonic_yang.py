@@ -24,6 +24,7 @@ themselves through `yanglint -f info` (the compiled schema, typedefs resolved), 
 from __future__ import annotations
 
 import functools
+import importlib.resources
 import json
 import re
 import shutil
@@ -36,7 +37,17 @@ from typing import Any
 
 from fabcheck.errors import FabcheckError
 
-VENDOR = Path(__file__).resolve().parents[2] / "vendor" / "sonic-yang"
+
+def _vendor_dir() -> Path:
+    """Inside the installed package (the wheel ships vendor/sonic-yang as fabcheck/vendor/sonic-yang),
+    else the checkout's vendor/sonic-yang next to the package (editable installs, tests)."""
+    packaged = importlib.resources.files("fabcheck") / "vendor" / "sonic-yang"
+    if isinstance(packaged, Path) and packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "vendor" / "sonic-yang"
+
+
+VENDOR = _vendor_dir()
 MODELS = VENDOR / "yang-models"
 # fabcheck's own deviation module, for a rendered fragment validated without the switch's PORT facts.
 FRAGMENT_MODULE = VENDOR / "fabcheck-fragment.yang"

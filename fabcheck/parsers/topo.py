@@ -42,6 +42,8 @@ _GPU_LABEL = re.compile(r"GPU[0-9]+")
 _NIC_LABEL = re.compile(r"NIC[0-9]+|[a-z][a-z0-9_-]*[0-9]")
 _AFFINITY_HEADER = re.compile(r"CPU\s+Affinity|NUMA\s+Affinity|GPU\s+NUMA\s+ID")
 # CPU list or NUMA node list ("0-63,128-191", "0"), or N/A; GPU NUMA ID is a single node number.
+# Colour codes whose ESC byte a paste dropped: '[4m' ... '[0m' literally around header labels.
+_LOST_ESC_SGR = re.compile(r"\[(?:[0-9]{1,3}(?:;[0-9]{1,3})*)?m", re.ASCII)
 _AFFINITY_VALUE = re.compile(r"N/A|[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*")
 _NIC_LEGEND_TITLE = re.compile(r"NIC\s+Legend\s*:")
 _NIC_LEGEND_ENTRY = re.compile(r"(NIC[0-9]+)\s*:\s*(\S+)")
@@ -142,7 +144,7 @@ class _Row:
 
 def parse_topo(text: str, source: str = "<text>") -> TopoMatrix:
     """Parse the output of ``nvidia-smi topo -m``. Raises ParseError on a damaged or missing matrix."""
-    lines = [strip_ansi(line).rstrip("\r") for line in text.split("\n")]
+    lines = [_LOST_ESC_SGR.sub("", strip_ansi(line)).rstrip("\r") for line in text.split("\n")]
     check_line_lengths(lines, source, "nvidia-smi topo")
     header = _find_header(lines, source)
     rows, end = _read_rows(lines, header, source)
@@ -269,7 +271,9 @@ def _parse_row(line: str, label: str, header: _Header, where: _Where) -> _Row:
         raise where.error(
             f"{label} row has {len(link_cells)} link cells, the header has {len(columns)} columns"
         )
-    extra = [word for cell in cells[1 + len(columns) :] for word in cell.split()]
+    tail = cells[1 + len(columns) :]
+    extra = [word for cell in tail for word in cell.split()]
+    extra = _with_empty_affinity(extra, tail, "\t" in line, label, header)
     _check_affinity_cells(extra, label, header, where)
     _check_self_cells(label, link_cells, columns, where)
     return _Row(label, tuple(link_cells), tuple(extra))
@@ -286,6 +290,29 @@ def _check_link_cell(cell: str, label: str, column: str, where: _Where) -> None:
     raise where.error(f"{at}: unknown link token {cell!r}")
 
 
+def _with_empty_affinity(
+    words: list[str], tail: list[str], tabbed: bool, label: str, header: _Header
+) -> list[str]:
+    """A GPU row whose affinity cells are partly empty (a cgroup-limited job: nvidia-smi leaves CPU or
+    NUMA affinity blank) gets "" in their place, so the rest still lands in its own column.
+
+    Tabbed rows keep their empty cells: nvidia-smi prints one structural empty cell before GPU NUMA ID
+    (".. 0-61\t0\t\tN/A"), which is dropped; any other empty cell is a blank value. A row whose tabs a
+    paste turned into spaces cannot show which cell is blank, so it stays refused as damaged."""
+    expected = len(header.affinity_columns)
+    if label in header.nic_labels or not words or len(words) >= expected:
+        return words
+    if tabbed:
+        cells = list(tail)
+        if GPU_NUMA_ID in header.affinity_columns and len(cells) == expected + 1:
+            structural = header.affinity_columns.index(GPU_NUMA_ID)
+            if not cells[structural]:
+                del cells[structural]
+        if len(cells) == expected and all(len(cell.split()) <= 1 for cell in cells):
+            return [cell.strip() for cell in cells]
+    return words
+
+
 def _check_affinity_cells(extra: list[str], label: str, header: _Header, where: _Where) -> None:
     expected = len(header.affinity_columns)
     if extra and _is_cell_token(extra[0]):
@@ -295,7 +322,7 @@ def _check_affinity_cells(extra: list[str], label: str, header: _Header, where: 
         named = ", ".join(header.affinity_columns) or "none"
         raise where.error(f"{label} row has {len(extra)} affinity cells, header has {expected} ({named})")
     for column, value in zip(header.affinity_columns, extra, strict=False):
-        if not _AFFINITY_VALUE.fullmatch(value):
+        if value and not _AFFINITY_VALUE.fullmatch(value):
             raise where.error(f"{label} row, {column} column: {value!r} is not a CPU/NUMA list or N/A")
 
 
@@ -403,7 +430,7 @@ def _build_matrix(header: _Header, rows: list[_Row], names: tuple[str, ...]) -> 
     def column(name: str) -> Mapping[str, str | None]:
         values = {gpu: affinity[gpu].get(name) for gpu in header.gpus}
         return MappingProxyType(
-            {gpu: None if value in (None, "N/A") else value for gpu, value in values.items()}
+            {gpu: None if value in (None, "", "N/A") else value for gpu, value in values.items()}
         )
 
     return TopoMatrix(

@@ -537,3 +537,15 @@ def test_line_over_the_cap_is_refused_with_its_number() -> None:
     with pytest.raises(ParseError, match="longer than 64 KiB") as caught:
         parse_topo("\tGPU0\tCPU Affinity\nGPU0\t X \t0-3\n" + "x" * 70_000 + "\n")
     assert caught.value.line == 3
+
+
+def test_colour_codes_without_esc_and_blank_affinity_cells_are_read() -> None:
+    # SYNTHESISED variant of the GKE A3 sample (see INDEX.tsv): '[4m'/'[0m' lost their ESC byte in a
+    # paste, and a cgroup-limited job leaves the CPU Affinity cell blank.
+    sample = (
+        Path(__file__).parents[1] / "data/corpus/topo/gke-a3-h100-SYNTHESISED-esc-lost-empty-cpu-affinity.txt"
+    )
+    matrix = parse_topo(sample.read_text())
+    assert matrix.gpus[0] == "GPU0" and len(matrix.gpus) == 8
+    assert set(matrix.cpu_affinity.values()) == {None}
+    assert matrix.numa_affinity["GPU4"] == "1"

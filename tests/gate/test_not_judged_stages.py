@@ -90,3 +90,9 @@ def test_perftest_host_left_out_is_an_error_never_a_pass() -> None:
     assert verdict(findings[hosts[-1]]) is Status.ERROR
     assert any(f.check == STAGE_CHECK for f in findings[hosts[-1]])
     assert all(verdict(findings[h]) is Status.PASS for h in hosts[:-1])
+
+
+def test_a_host_allowed_a_far_gpu_nic_class_gets_the_gdr_level_that_covers_it() -> None:
+    pcie = PCIE2.model_copy(update={"max_gpu_nic_link": "NODE"})
+    assert desired_nccl_job([("gpu01", RAIL8), ("gpu04", pcie)]).env["NCCL_NET_GDR_LEVEL"] == "PHB"
+    assert "NCCL_NET_GDR_LEVEL" not in desired_nccl_job([("gpu01", RAIL8), ("gpu02", RAIL8)]).env

@@ -9,12 +9,23 @@ A push may be scoped to some concerns (fabcheck.switch.concerns): the driver the
 operations of those concerns, so every other concern stays exactly as it runs, stale entries
 included. Where the platform does not persist on commit, a push whose save was lost is finished by
 the next one: running already holds the config, the startup config does not, so it saves.
+
+A push holds a lock ON the switch for its whole run (`SwitchLock`: a directory created with
+`mkdir`, atomic on the switch's own filesystem), so two pushes at one switch never interleave: the
+second refuses, naming the run that holds it, and reports that failure (never success). Staged work
+that is not this push's own (an operator's pending NVUE revision, EOS config session) is never
+discarded: the driver stops with a message naming it.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
+import os
+import re
+import secrets
+import socket
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -26,12 +37,119 @@ from fabcheck.switch.render import RenderedConfig
 
 
 class PushError(FabcheckError):
-    """A push that did not complete. `rolled_back` says whether the switch is on its previous config."""
+    """A push that did not complete. `rolled_back` says whether the switch is on its previous config;
+    `unknown` that nobody knows yet (a commit still running or cut off): read the switch back."""
 
-    def __init__(self, message: str, *, rolled_back: bool, diff: str = "") -> None:
-        self.rolled_back = rolled_back
+    def __init__(self, message: str, *, rolled_back: bool, diff: str = "", unknown: bool = False) -> None:
+        self.rolled_back = rolled_back and not unknown
+        self.unknown = unknown
         self.diff = diff
         super().__init__(message)
+
+
+class SwitchLocked(PushError):
+    """Another run holds the switch's push lock; nothing was touched."""
+
+
+class ForeignWork(PushError):
+    """Staged work on the switch that is not this push's (an operator's pending revision or
+    session): left exactly as found, the push stops naming it and how to proceed."""
+
+
+LOCK_DIR = "/tmp/fabcheck-push.lock"  # tmpfs on the switches fabcheck drives: a reboot frees it
+NOTE_PREFIX = "staged-"
+LOCK_TTL_S = 1800  # a lock older than this is a push that died holding it (SIGKILL, lost power)
+_OWNER = re.compile(
+    r"^(?P<run>[A-Za-z0-9_-]+)@(?P<host>[A-Za-z0-9_-]+)\.pid-(?P<pid>\d+)\.until-(?P<until>\d+)$"
+)
+
+
+@dataclass
+class SwitchLock:
+    """The push lock on one switch: `mkdir LOCK_DIR` succeeds for exactly one caller; the owner is
+    recorded as a subdirectory `<run>@<host>.pid-<shell pid>.until-<epoch>` (readable by `ls`, no
+    quoting needed). A lock whose shell is gone (`ls -d /proc/PID` fails: the SSH session that held
+    it dropped, so its shell was hung up) or whose time ran out is stale and taken over.
+
+    `shell` runs one plain shell command on the switch and returns its output; `pid_command` prints
+    the process id that lives as long as this login (`echo $$` in a login shell)."""
+
+    shell: Callable[[str], str]
+    switch: str
+    run: str
+    host: str = ""
+    pid_command: str = "echo $$"
+    # Notes a push left in the lock (`note`): what a dead push had staged, for the one taking over.
+    inherited: tuple[str, ...] = ()
+
+    @classmethod
+    def new(cls, shell: Callable[[str], str], switch: str, pid_command: str = "echo $$") -> SwitchLock:
+        host = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "controller"
+        return cls(shell, switch, f"{os.getpid()}-{secrets.token_hex(3)}", host, pid_command)
+
+    def owner_entry(self, pid: str, now: float) -> str:
+        return f"{self.run}@{self.host}.pid-{pid}.until-{int(now + LOCK_TTL_S)}"
+
+    def acquire(self) -> None:
+        pid = self.shell(self.pid_command).strip()
+        if not pid.isdigit():
+            raise PushError(
+                f"{self.switch}: `{self.pid_command}` printed {pid[:80]!r}, not a process id",
+                rolled_back=True,
+            )
+        for _attempt in range(2):
+            output = self.shell(f"mkdir {LOCK_DIR}")
+            if not output.strip():
+                self.shell(f"mkdir {LOCK_DIR}/{self.owner_entry(pid, time.time())}")
+                return
+            if "File exists" not in output:
+                raise PushError(
+                    f"{self.switch}: could not take the push lock ({LOCK_DIR}): {output.strip()[:200]}",
+                    rolled_back=True,
+                )
+            holder = self.holder()
+            if holder is not None and holder[1] > time.time() and self._alive(holder[2]):
+                run, until, _pid = holder
+                raise SwitchLocked(
+                    f"{self.switch}: another push ({run}) holds the switch's push lock {LOCK_DIR} until "
+                    f"{time.strftime('%H:%M:%S UTC', time.gmtime(until))}; nothing was changed. Rerun "
+                    f"when it has finished (if no push is running, remove the lock: rm -r {LOCK_DIR})",
+                    rolled_back=True,
+                )
+            if holder is None and _attempt == 0:
+                time.sleep(1.0)  # the owner may be between its two mkdir; look once more
+                continue
+            # Expired, its shell gone, or never owned: a push that died holding it.
+            self.inherited = tuple(
+                entry for entry in self.shell(f"ls {LOCK_DIR}").split() if entry.startswith(NOTE_PREFIX)
+            )
+            self.shell(f"rm -r {LOCK_DIR}")
+        raise SwitchLocked(
+            f"{self.switch}: the push lock {LOCK_DIR} was taken again while an expired one was cleared; "
+            "another push is starting: rerun when it has finished",
+            rolled_back=True,
+        )
+
+    def holder(self) -> tuple[str, float, str] | None:
+        """(run, expiry epoch, shell pid) of the lock's owner; None when it is not (yet) recorded."""
+        for entry in self.shell(f"ls {LOCK_DIR}").split():
+            if found := _OWNER.match(entry):
+                return f"{found['run']} on {found['host']}", float(found["until"]), found["pid"]
+        return None
+
+    def note(self, tag: str) -> None:
+        """Record `tag` (letters, digits, dashes) in the lock: what this push has staged, so a push
+        that takes the lock over after this one died knows that staged work is fabcheck's."""
+        self.shell(f"mkdir {LOCK_DIR}/{NOTE_PREFIX}{tag}")
+
+    def _alive(self, pid: str) -> bool:
+        return "No such file" not in self.shell(f"ls -d /proc/{pid}")
+
+    def release(self) -> None:
+        holder = self.holder()
+        if holder is None or not holder[0].startswith(f"{self.run} "):
+            return  # not ours any more (expired and taken over): leave it to its owner
+        self.shell(f"rm -r {LOCK_DIR}")
 
 
 @dataclass(frozen=True)
@@ -47,9 +165,14 @@ class SwitchDriver(abc.ABC):
     """The platform-specific half of a push. `connection` is a netmiko connection (or a test fake)."""
 
     platform: ClassVar[str]  # the name of its record in fabcheck.intent.platforms
+    locks: ClassVar[bool] = False  # takes the push lock on the switch (`lock_shell`); fakes do not
+    lock_pid_command: ClassVar[str] = "echo $$"  # prints the pid that lives as long as the login
 
     def __init__(self, connection: Any) -> None:
         self.connection = connection
+        # Progress of a long step (SONiC's per-change apply); push() points it at its on_step.
+        self.on_progress: Callable[[str], None] = lambda _step: None
+        self.lock: SwitchLock | None = None  # the push lock while push() holds it
 
     @abc.abstractmethod
     def running(self) -> str:
@@ -82,8 +205,13 @@ class SwitchDriver(abc.ABC):
     def startup_lag(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
         """'' when the startup config holds what running holds of `concerns`; else what lags, as a
         diff line for the report. Asked only when running already matches `config` and
-        `needs_save()`: then a previous push committed and lost its save."""
+        `needs_save()`: then a previous push committed and lost its save. The gate may ask it too
+        (read-only): a switch whose startup lags would revert on reboot."""
         return ""
+
+    def lock_shell(self, command: str) -> str:
+        """Run one plain shell command on the switch for the push lock (only where `locks`)."""
+        raise NotImplementedError(f"{type(self).__name__} takes no push lock")
 
 
 def driver_for(platform: str) -> type[SwitchDriver]:
@@ -116,10 +244,51 @@ def push(
     and whether startup was saved. `changed` is true when the running or startup config changed.
     """
     chosen = chosen_concerns(concerns)  # a bad name fails before the switch is touched
+    lock = _take_lock(driver, config.switch, on_step)
+    unknown = False
+    try:
+        return _push_locked(driver, config, check=check, chosen=chosen, on_step=on_step)
+    except PushError as err:
+        unknown = err.unknown
+        raise
+    finally:
+        # An outcome still unknown (a commit that may still run on the switch) keeps the lock until
+        # it expires, so no other push starts over it.
+        if lock is not None and not unknown:
+            with contextlib.suppress(Exception):
+                lock.release()
+
+
+def _take_lock(driver: SwitchDriver, switch: str, on_step: Callable[[str], None]) -> SwitchLock | None:
+    if not driver.locks:
+        return None
+    on_step("lock")
+    lock = SwitchLock.new(driver.lock_shell, switch, driver.lock_pid_command)
+    driver.lock = lock
+    try:
+        lock.acquire()
+    except PushError:
+        raise
+    except Exception as err:
+        raise PushError(f"{switch}: could not take the push lock: {_reason(err)}", rolled_back=True) from err
+    return lock
+
+
+def _push_locked(
+    driver: SwitchDriver,
+    config: RenderedConfig,
+    *,
+    check: bool,
+    chosen: frozenset[str],
+    on_step: Callable[[str], None],
+) -> PushResult:
+    driver.on_progress = on_step
     before = driver.running()
     on_step("stage")
     try:
         diff = driver.stage(config, chosen)
+    except ForeignWork:
+        raise  # the driver never staged anything of its own: nothing to discard, theirs stays
     except Exception as err:
         _discard_quietly(driver)
         raise PushError(
@@ -136,9 +305,11 @@ def push(
     on_step("commit")
     try:
         driver.commit()
-    except PushError:
-        # The driver knows better than a generic message whether its rollback held.
-        _discard_quietly(driver)
+    except PushError as err:
+        # The driver knows better than a generic message whether its rollback held. An unknown
+        # outcome keeps everything (SONiC's checkpoint) until the switch is read back.
+        if not err.unknown:
+            _discard_quietly(driver)
         raise
     except Exception as err:
         _discard_quietly(driver)

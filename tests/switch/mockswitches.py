@@ -71,9 +71,12 @@ def mock_switches(
     names: dict[str, str],
     first_address: int = 100,
     neighbors: dict[str, tuple[tuple[str, str, str], ...]] | None = None,
+    releases: dict[str, str] | None = None,
+    models: dict[str, str] | None = None,
 ) -> Iterator[MockSwitches]:
     """names: switch name -> platform. Addresses 127.0.3.<first_address + i>, free ports. neighbors:
-    switch -> (port, host, interface) that LLDP hears there."""
+    switch -> (port, host, interface) that LLDP hears there. releases / models: what a switch
+    reports as its software release and hardware model (else the platform mock's default)."""
     specs = {}
     for index, (name, platform) in enumerate(names.items()):
         address = f"127.0.3.{first_address + index}"
@@ -86,6 +89,8 @@ def mock_switches(
             PASSWORDS[platform],
             PORTS[platform],
             (neighbors or {}).get(name, ()),
+            (releases or {}).get(name, ""),
+            (models or {}).get(name, ""),
         )
     write_spec(run_dir, list(specs.values()))
     server = subprocess.Popen(

@@ -110,10 +110,10 @@ def assert_holds(drv: NvueDriver, want: DesiredSwitch) -> None:
     )
     for traffic_class in range(8):
         queue = want.queue(traffic_class)
+        if queue is None:
+            continue  # no switch priority reaches it: left as the switch runs it (no bw-percent 0)
         expected = (
-            {"mode": "dwrr", "bw-percent": 0}
-            if queue is None
-            else {"mode": "strict"}
+            {"mode": "strict"}
             if queue.scheduler == "strict"
             else {"mode": "dwrr", "bw-percent": queue.weight_percent}
         )
@@ -235,12 +235,17 @@ def test_non_default_intent_over_the_default_one(lab: MockSwitches) -> None:
     assert result.changed
     unset = next(doc["unset"] for doc in diff_document(result) if "unset" in doc)
     # PFC priority 3, DSCPs 26 and 48 (sent to the old lossless and CNP classes), ECN on the now
-    # unused queue 3, the bandwidth share of queue 5, now strict
+    # unused queue 3, and the scheduling of the old RoCE and CNP classes 3 and 6, which no switch
+    # priority reaches now: back to NVUE's default (never `bw-percent 0`)
     assert unset == {
         "qos": {
             "pfc": {"default-global": {"switch-priority": {3: {}}}},
             "mapping": {"default-global": {"dscp": {26: {"switch-priority": 3}, 48: {"switch-priority": 6}}}},
-            "egress-scheduler": {"default-global": {"traffic-class": {5: {"bw-percent": 0}}}},
+            "egress-scheduler": {
+                "default-global": {
+                    "traffic-class": {3: {"mode": "dwrr", "bw-percent": 50}, 6: {"mode": "strict"}}
+                }
+            },
             "congestion-control": {
                 "default-global": {
                     "traffic-class": {

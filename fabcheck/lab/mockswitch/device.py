@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 import json
 import time
+import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -217,6 +218,22 @@ class SwitchDevice(ABC):
         self.startup: dict[str, Any] = copy.deepcopy(self.running)
         # Set by the server: adds the hosts' spooled traffic records to the counters (None: no lab).
         self.traffic_feed: Callable[[], None] | None = None
+        # Directories under /tmp that shell sessions created (the drivers' push lock lives there);
+        # every session of the switch shares them, as they would share the switch's tmpfs.
+        self.tmp_dirs: set[str] = set()
+        # Login shells by process id, while they live: a session the client dropped is garbage at
+        # once, so its pid leaves /proc as a real shell's does when SSH hangs it up.
+        self.shells: weakref.WeakValueDictionary[int, CliSession] = weakref.WeakValueDictionary()
+        self._next_pid = 4000
+
+    def shell_pid(self, session: CliSession) -> int:
+        """The process id of `session`'s shell (`echo $$`), assigned at first use."""
+        for pid, shell in self.shells.items():
+            if shell is session:
+                return pid
+        self._next_pid += 1
+        self.shells[self._next_pid] = session
+        return self._next_pid
 
     # -- platform hooks ---------------------------------------------------------------------------
     @abstractmethod
@@ -241,6 +258,46 @@ class SwitchDevice(ABC):
         """Restore platform-specific stores from a previous dump."""
 
     # -- shared behaviour -------------------------------------------------------------------------
+    def tmp_command(self, words: Sequence[str], session: CliSession | None = None) -> str | None:
+        """`mkdir`, `ls`, `rm -r` and `true` on directories under /tmp, with coreutils' messages
+        (None: not one of these). The server runs every session on one event loop, so
+        `mkdir` is atomic across sessions as on a real filesystem."""
+        if list(words) == ["true"]:
+            return ""
+        if list(words) in (["echo", "$$"], ["echo", "$PPID"]) and session is not None:
+            return str(self.shell_pid(session))
+        if len(words) == 3 and words[:2] == ["ls", "-d"] and words[2].startswith("/proc/"):
+            pid = words[2].removeprefix("/proc/")
+            shell = self.shells.get(int(pid)) if pid.isdigit() else None
+            if shell is None or shell.closed:
+                return f"ls: cannot access '{words[2]}': No such file or directory"
+            return words[2]
+        if len(words) == 2 and words[0] == "mkdir":
+            path = words[1].rstrip("/")
+            parent = path.rpartition("/")[0]
+            if not path.startswith("/tmp/"):
+                return f"mkdir: cannot create directory '{words[1]}': Permission denied"
+            if path in self.tmp_dirs:
+                return f"mkdir: cannot create directory '{words[1]}': File exists"
+            if parent != "/tmp" and parent not in self.tmp_dirs:
+                return f"mkdir: cannot create directory '{words[1]}': No such file or directory"
+            self.tmp_dirs.add(path)
+            return ""
+        if len(words) == 2 and words[0] == "ls":
+            path = words[1].rstrip("/")
+            if path not in self.tmp_dirs:
+                return f"ls: cannot access '{words[1]}': No such file or directory"
+            return "\n".join(
+                sorted(d.rpartition("/")[2] for d in self.tmp_dirs if d.rpartition("/")[0] == path)
+            )
+        if len(words) == 3 and words[:2] == ["rm", "-r"]:
+            path = words[2].rstrip("/")
+            if path not in self.tmp_dirs:
+                return f"rm: cannot remove '{words[2]}': No such file or directory"
+            self.tmp_dirs = {d for d in self.tmp_dirs if d != path and not d.startswith(path + "/")}
+            return ""
+        return None
+
     def lldp_neighbors(self) -> dict[str, tuple[str, str]]:
         """port -> (neighbour system, neighbour port) as LLDP hears them now, in port order."""
         heard = {port: (system, remote) for port, system, remote in self.spec.neighbors}

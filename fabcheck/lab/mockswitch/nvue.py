@@ -25,6 +25,8 @@ from fabcheck.lab.mockswitch.nvue_schema import NvueError, root_schema, walk
 from fabcheck.lab.mockswitch.textfmt import simple_table
 
 DRIFT_PROFILE = "drift-pfc"
+DEFAULT_RELEASE = "5.11.0"
+AUTO_SAVE_SINCE = (5, 9)  # from CL 5.9 `nv config apply` also saves: it prints applied_and_saved
 NO_ITEM = "Error: The requested item does not exist."
 CONFIG_LINE_VERBS = {"set", "unset", "action"}
 
@@ -59,7 +61,10 @@ class NvueDevice(SwitchDevice):
 
     def __init__(self, spec: Any) -> None:
         super().__init__(spec)
-        self.schema = root_schema(spec.ports)
+        self.release = spec.release or DEFAULT_RELEASE
+        major, minor = (int(part) for part in self.release.split(".")[:2])
+        self.release_tuple = (major, minor)
+        self.schema = root_schema(spec.ports, self.release_tuple)
         self.pending: dict[str, Any] | None = None
         self.pending_rev: int | None = None
         self.applied_rev = 1
@@ -121,11 +126,19 @@ class NvueDevice(SwitchDevice):
 
     # -- revision handling ------------------------------------------------------------------------
     def stage(self) -> dict[str, Any]:
-        if self.pending is None:
-            self.pending = copy.deepcopy(self.running)
-            self.pending_rev = self.next_rev
-            self.next_rev += 1
+        self.stage_created()
+        assert self.pending is not None
         return self.pending
+
+    def stage_created(self) -> int | None:
+        """Open a pending revision if none is; its id when this call created it (NVUE then prints
+        `created [rev_id: N]`), None when one was pending already."""
+        if self.pending is not None:
+            return None
+        self.pending = copy.deepcopy(self.running)
+        self.pending_rev = self.next_rev
+        self.next_rev += 1
+        return self.pending_rev
 
     def apply(self, user: str) -> str:
         staged = self.stage()
@@ -137,7 +150,9 @@ class NvueDevice(SwitchDevice):
             )
         rev = self.pending_rev
         self.running = staged
-        self.startup = copy.deepcopy(staged)  # CL 5.9+: apply also saves (auto-save on)
+        auto_save = self.release_tuple >= AUTO_SAVE_SINCE
+        if auto_save:
+            self.startup = copy.deepcopy(staged)
         self.pending, self.pending_rev = None, None
         self.applied_rev = int(rev or 0)
         for entry in self.history:
@@ -151,7 +166,7 @@ class NvueDevice(SwitchDevice):
                 "state": "applied",
             }
         )
-        return f"applied [rev_id: {rev}]"
+        return f"applied_and_saved [rev_id: {rev}]" if auto_save else f"applied [rev_id: {rev}]"
 
 
 class NvueSession(CliSession):
@@ -223,6 +238,10 @@ class NvueSession(CliSession):
             else:
                 self.closed = True
             return ""
+        answered = self.device.tmp_command(words, self)
+        if answered is not None:
+            self.last_failed = ": cannot " in answered
+            return answered
         if command == "nv":
             try:
                 return self._nv(words[1:], text)
@@ -261,6 +280,7 @@ class NvueSession(CliSession):
         if not args:
             raise NvueError(f"Error: Incomplete Command: {text}")
         results = walk(self.device.schema, args, text, unset=unset)
+        created = self.device.stage_created()
         tree = self.device.stage()
         for path, value in results:
             if unset:
@@ -273,7 +293,7 @@ class NvueSession(CliSession):
                     node.setdefault("enable", "on")  # bare `nv set qos roce` turns RoCE on
             else:
                 set_path(tree, path, value)
-        return ""
+        return "" if created is None else f"created [rev_id: {created}]"
 
     def _config(self, args: list[str], flags: dict[str, str], text: str) -> str:
         sub = args[0] if args else ""
@@ -295,12 +315,18 @@ class NvueSession(CliSession):
                 return json.dumps([{kind: tree} for kind, tree in docs], indent=2)
             return show.config_documents(docs)
         if sub == "show":
-            source = dev.pending if flags.get("rev") == "pending" and dev.pending is not None else dev.running
+            rev = flags.get("rev")
+            if rev == "startup":
+                source = dev.startup
+            elif rev == "pending" and dev.pending is not None:
+                source = dev.pending
+            else:
+                source = dev.running
             header = {
                 "model": "SN5600",
                 "nvue-api-version": "nvue_v1",
                 "rev-id": "1.0.0",
-                "version": "Cumulus Linux 5.11.0",
+                "version": f"Cumulus Linux {dev.release}",
             }
             if flags.get("output") == "json":
                 return json.dumps([{"header": header}, {"set": source}], indent=2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,19 +165,62 @@ def roce_priority(q: NvueQos) -> int:
     return q.dscp_to_sp[ROCE_DSCP] if q.trust in ("l3", "both") else q.port_default_sp
 
 
+LOSSLESS_POOLS = ("default-lossless", "roce-lossless")
+
+
+def lossless_priorities(config: Mapping[str, Any], q: NvueQos) -> set[int] | None:
+    """Switch priorities whose buffer is in a lossless traffic pool (None: every priority, a
+    lossless pool without a priority list). By default 100 % of the buffer is in the lossy pool, so
+    PFC pauses nothing until buffer moves to a lossless pool (NVIDIA's Flow Control Buffers note)."""
+    found: set[int] = {ROCE_PRIORITY} if q.lossless else set()
+    pools = config.get("qos", {}).get("traffic-pool", {})
+    for name in LOSSLESS_POOLS:
+        pool = pools.get(name, {})
+        if int(pool.get("memory-percent", 0)) <= 0:
+            continue
+        listed = pool.get("switch-priority")
+        if not listed:
+            return None
+        found |= {int(prio) for prio in listed}
+    return found
+
+
+def _port_profile(config: Mapping[str, Any], port: str, feature: str) -> Mapping[str, Any] | None:
+    """The per-port profile of `feature` bound to `port` (None: the port uses default-global)."""
+    name = config.get("interface", {}).get(port, {}).get("qos", {}).get(feature, {}).get("profile")
+    if not name or name == "default-global":
+        return None
+    return config.get("qos", {}).get(feature, {}).get(name)
+
+
 def port_qos(config: Mapping[str, Any], ports: Sequence[str]) -> dict[str, PortQos]:
+    """Per port, the effective QoS: default-global overlaid with the port's own mapping and
+    congestion-control profiles, PFC only on priorities a lossless pool buffers."""
     q = effective_qos(config)
-    sp = roce_priority(q)
+    lossless = lossless_priorities(config, q)
     out = {}
     for port in ports:
+        port_q = q
+        mapping = _port_profile(config, port, "mapping")
+        congestion = _port_profile(config, port, "congestion-control")
+        if mapping is not None or congestion is not None:
+            port_q = copy.deepcopy(q)
+            if mapping is not None:
+                port_q.trust, port_q.dscp_to_sp = "l2", [d >> 3 for d in range(64)]
+                _overlay_mapping(port_q, mapping)
+            if congestion is not None:
+                port_q.ecn = {0: dict(ROCE_ECN)}
+                _overlay_ecn(port_q, congestion.get("traffic-class", {}))
+        sp = roce_priority(port_q)
         profile = port_pfc_profile(config, q, port)
+        active = profile.active if profile else set()
         out[port] = PortQos(
             roce_priority=sp,
-            roce_queue=q.sp_to_tc[sp],
-            pfc_priorities=tuple(sorted(profile.active)) if profile else (),
-            ecn_queues=tuple(q.ecn_tcs),
+            roce_queue=port_q.sp_to_tc[sp],
+            pfc_priorities=tuple(sorted(active if lossless is None else active & lossless)),
+            ecn_queues=tuple(port_q.ecn_tcs),
             mtu=port_mtu(config, port),
-            trust=q.trust_label(),
+            trust=port_q.trust_label(),
         )
     return out
 
@@ -190,6 +234,10 @@ def config_problems(config: Mapping[str, Any]) -> list[str]:
             name = cfg.get("qos", {}).get(feature, {}).get("profile")
             if name and name not in qos_cfg.get(feature, {}):
                 problems.append(f"interface {port}: qos {feature} profile '{name}' does not exist")
+    pools = qos_cfg.get("traffic-pool", {})
+    total = sum(int(pool.get("memory-percent", 0)) for pool in pools.values())
+    if total > 100:
+        problems.append(f"qos traffic-pool: the memory-percent of the pools adds up to {total}, above 100")
     for tc, cfg in sorted(effective_qos(config).ecn.items()):
         if cfg["min"] > cfg["max"]:
             problems.append(

@@ -116,10 +116,38 @@ def interface_ids(ports: Sequence[str]) -> Callable[[str], list[str]]:
     return expand
 
 
-def qos_schema() -> Branch:
+# Traffic pools NVUE knows (NVUE command reference, `nv set qos traffic-pool <id> memory-percent`).
+TRAFFIC_POOLS = ("default-lossy", "default-lossless", "mc-lossy", "roce-lossy", "roce-lossless")
+WATCHDOG_SINCE = (5, 6)  # `nv set qos pfc-watchdog` and per-interface `qos pfc-watchdog` from CL 5.6
+
+
+def traffic_pool_ids(token: str) -> list[str]:
+    if token not in TRAFFIC_POOLS:
+        raise NvueError(
+            f"Error: Invalid value '{token}' for 'traffic-pool-id': not one of {', '.join(TRAFFIC_POOLS)}"
+        )
+    return [token]
+
+
+def qos_schema(release: tuple[int, int] = (5, 11)) -> Branch:
     tc = number_ids(0, 7, "traffic-class")
+    watchdog = (
+        {"pfc-watchdog": Branch({"polling-interval": Leaf(100, 5000), "robustness": Leaf(1, 1000)})}
+        if release >= WATCHDOG_SINCE
+        else {}
+    )
     return Branch(
         {
+            "traffic-pool": Keyed(
+                traffic_pool_ids,
+                Branch(
+                    {
+                        "memory-percent": Leaf(1, 100),
+                        "switch-priority": Keyed(number_ids(0, 7, "switch-priority")),
+                    },
+                    bare=True,
+                ),
+            ),
             "roce": Branch({"enable": ON_OFF, "mode": Leaf(choices=ROCE_MODES)}, bare=True),
             "pfc": Keyed(
                 profile_ids,
@@ -166,7 +194,7 @@ def qos_schema() -> Branch:
                             Branch(
                                 {
                                     "mode": Leaf(choices=("dwrr", "strict")),
-                                    "bw-percent": Leaf(0, 100),
+                                    "bw-percent": Leaf(1, 100),
                                 },
                                 bare=True,
                             ),
@@ -198,19 +226,20 @@ def qos_schema() -> Branch:
                     bare=True,
                 ),
             ),
-            "pfc-watchdog": Branch({"polling-interval": Leaf(100, 5000), "robustness": Leaf(1, 1000)}),
+            **watchdog,
         }
     )
 
 
-def interface_schema() -> Branch:
+def interface_schema(release: tuple[int, int] = (5, 11)) -> Branch:
+    watchdog = {"pfc-watchdog": Branch({"state": ENABLE}, bare=True)} if release >= WATCHDOG_SINCE else {}
     return Branch(
         {
             "link": Branch({"mtu": Leaf(552, 9216), "state": Leaf(choices=("up", "down"))}),
             "qos": Branch(
                 {
                     "pfc": Branch({"profile": PROFILE_REF}),
-                    "pfc-watchdog": Branch({"state": ENABLE}, bare=True),
+                    **watchdog,
                     "congestion-control": Branch({"profile": PROFILE_REF}),
                     "egress-scheduler": Branch({"profile": PROFILE_REF}),
                     "mapping": Branch({"profile": PROFILE_REF}),
@@ -220,8 +249,10 @@ def interface_schema() -> Branch:
     )
 
 
-def root_schema(ports: Sequence[str]) -> Branch:
-    return Branch({"qos": qos_schema(), "interface": Keyed(interface_ids(ports), interface_schema())})
+def root_schema(ports: Sequence[str], release: tuple[int, int] = (5, 11)) -> Branch:
+    return Branch(
+        {"qos": qos_schema(release), "interface": Keyed(interface_ids(ports), interface_schema(release))}
+    )
 
 
 def walk(schema: Branch, tokens: Sequence[str], command: str, *, unset: bool) -> list[tuple[Path_, Any]]:

@@ -34,6 +34,10 @@ class SwitchSpec:
     # (port, neighbour system, neighbour port): what each cabled port hears over LLDP (the lab's hosts
     # send their host name and interface name, as lldpd does with `portidsubtype ifname`).
     neighbors: tuple[tuple[str, str, str], ...] = ()
+    # The software release and hardware model the switch reports ('' = the platform mock's default:
+    # Cumulus Linux 5.11.0 on an SN5600, SONiC 202305 on an MSN4600C, EOS 4.31.2F on a 7060CX).
+    release: str = ""
+    model: str = ""
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):

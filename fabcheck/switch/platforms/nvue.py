@@ -1,9 +1,15 @@
 """NVIDIA Cumulus Linux 5.x through NVUE: the pending revision is the transaction.
 
-`stage` detaches whatever pending revision an earlier, interrupted push left, types the rendered
-`nv set` lines (plus `nv unset` for stale fabcheck-owned entries it finds running) and returns
-`nv config diff`; `commit` is `nv config apply -y`, which NVUE applies whole or not at all;
-`discard` is `nv config detach`. Nothing reaches the running config before the apply.
+`stage` first reads `nv config diff`: a pending revision it did not open (an operator's staged
+`nv set`, or a push that died) is never detached, the push stops naming it (ForeignWork). Then it
+types the rendered `nv set` lines (plus `nv unset` for stale fabcheck-owned entries it finds
+running); the first must answer `created [rev_id: N]` (NVUE opened our revision; silence would mean
+it joined someone else's), the rest answer nothing. It returns `nv config diff`; `commit` is
+`nv config apply -y`, which NVUE applies whole or not at all and answers `applied [rev_id: N]`, or
+`applied_and_saved [rev_id: N]` where auto-save is on (CL 5.9+: then no `nv config save`);
+`discard` is `nv config detach`, sent only for the revision this push opened. Nothing reaches the
+running config before the apply. The PFC watchdog commands exist from CL 5.6 (the release is read
+from the switch's config header): a push of the watchdog concern to an older switch is refused.
 
 Stale fabcheck-owned entries, found by comparing the running config with the rendered lines:
 - a PFC priority of a PFC profile the config writes that the config does not list;
@@ -12,7 +18,13 @@ Stale fabcheck-owned entries, found by comparing the running config with the ren
   as a RoCE class (PFC on it, or its traffic class scheduled strict, as fabcheck does for CNPs);
 - an explicit ECN entry of a congestion-control profile the config writes, for a traffic class no
   switch priority reaches under the config (so no traffic's handling depends on it);
-- a bw-percent left on a traffic class the config schedules strict (meaningless there).
+- a bw-percent left on a traffic class the config schedules strict (meaningless there);
+- a traffic class of an egress-scheduler profile the config writes that the config does not
+  schedule (no switch priority reaches it): back to NVUE's default, never `bw-percent 0`, which
+  NVUE refuses (1..100) and qos_features.conf reads as strict;
+- a per-port mapping, congestion-control or egress-scheduler profile bound to a port the config
+  manages: the push owns the effective per-port state of its ports, so it unbinds the foreign
+  profile (the port falls back to default-global; the profile itself is left defined).
 Anything else the config does not mention is left as it is.
 
 Each line (rendered or stale unset) belongs to one concern by the NVUE object it writes
@@ -38,7 +50,7 @@ import yaml
 
 from fabcheck.errors import FabcheckError
 from fabcheck.switch.concerns import ALL_CONCERNS
-from fabcheck.switch.driver import PushError, SwitchDriver
+from fabcheck.switch.driver import NOTE_PREFIX, ForeignWork, PushError, SwitchDriver
 from fabcheck.switch.render import RenderedConfig
 
 APPLY = "nv config apply -y"  # -y: NVUE asks "Are you sure? [y/N]" when an apply has warnings
@@ -49,7 +61,9 @@ SHOW_CONFIG = "nv config show -o json"
 SHOW_STARTUP = "nv config show --rev startup -o json"  # the saved revision, what a reboot loads
 MANAGED_TOP_LEVEL = ("qos", "interface")  # what running() shows: everything fabcheck writes is below
 AUTO_SAVE_SINCE = (5, 9)  # from CL 5.9 `nv config apply` also saves the startup config
-APPLIED = re.compile(r"^applied \[rev_id: (?P<rev>\d+)\]", re.MULTILINE)
+WATCHDOG_SINCE = (5, 6)  # `nv set qos pfc-watchdog ...` and `interface ... qos pfc-watchdog` from CL 5.6
+APPLIED = re.compile(r"^(?P<verb>applied|applied_and_saved) \[rev_id: (?P<rev>\d+)\]", re.MULTILINE)
+CREATED = re.compile(r"^created \[rev_id: (?P<rev>\d+)\]$")
 SAVED = re.compile(r"^saved\b", re.MULTILINE)
 VERSION = re.compile(r"Cumulus Linux (?P<major>\d+)\.(?P<minor>\d+)")
 CONFIRMATION = re.compile(r"\[y/N\]\s*$")
@@ -64,6 +78,7 @@ _PFC_PROFILE = re.compile(r"^nv set qos pfc (?P<profile>\S+) ")
 _PORT_PFC_PROFILE = re.compile(r"^nv set interface \S+ qos pfc profile (?P<profile>\S+)$")
 _ECN = re.compile(r"^nv set qos congestion-control (?P<profile>\S+) traffic-class (?P<ids>\S+) ")
 _STRICT = re.compile(r"^nv set qos egress-scheduler (?P<profile>\S+) traffic-class (?P<ids>\S+) mode strict$")
+_SCHEDULED = re.compile(r"^nv set qos egress-scheduler (?P<profile>\S+) traffic-class (?P<ids>\S+) mode \S+$")
 _ID_RANGE = re.compile(r"(?P<first>\d+)(?:-(?P<last>\d+))?")
 # Concern of an NVUE object, by its path (the words after `nv set`, or keys of the config tree).
 _QOS_CONCERNS = {
@@ -73,8 +88,19 @@ _QOS_CONCERNS = {
     "congestion-control": "ecn",
     "egress-scheduler": "scheduler",
     "pfc-watchdog": "watchdog",
+    "traffic-pool": "buffers",  # the lossless pool PFC needs (NVIDIA: Flow Control Buffers)
 }
-_INTERFACE_CONCERNS = {("qos", "pfc"): "pfc", ("qos", "pfc-watchdog"): "watchdog", ("link", "mtu"): "mtu"}
+_INTERFACE_CONCERNS = {
+    ("qos", "pfc"): "pfc",
+    ("qos", "pfc-watchdog"): "watchdog",
+    ("link", "mtu"): "mtu",
+    ("qos", "mapping"): "dscp",
+    ("qos", "congestion-control"): "ecn",
+    ("qos", "egress-scheduler"): "scheduler",
+}
+# Per-port profile bindings the push owns on its ports (a foreign one is unbound).
+PORT_PROFILE_FEATURES = ("mapping", "congestion-control", "egress-scheduler")
+_INTERFACE_LINE = re.compile(r"^nv set interface (?P<ports>\S+) ")
 
 
 class NvueCommandError(FabcheckError):
@@ -85,10 +111,22 @@ class _ConnectionLost(Exception):
     """The SSH channel closed under a command."""
 
 
+def release_of(version: str | None) -> tuple[int, int] | None:
+    """(major, minor) of "Cumulus Linux 5.11.0"; None when the header does not say."""
+    found = VERSION.search(version or "")
+    return None if found is None else (int(found["major"]), int(found["minor"]))
+
+
 def needs_save(version: str | None) -> bool:
     """Whether `nv config apply` leaves the startup config behind (CL before 5.9, or unknown)."""
-    found = VERSION.search(version or "")
-    return found is None or (int(found["major"]), int(found["minor"])) < AUTO_SAVE_SINCE
+    release = release_of(version)
+    return release is None or release < AUTO_SAVE_SINCE
+
+
+def has_watchdog(version: str | None) -> bool:
+    """Whether NVUE has the PFC watchdog commands (CL 5.6 and later)."""
+    release = release_of(version)
+    return release is not None and release >= WATCHDOG_SINCE
 
 
 @dataclass
@@ -99,6 +137,7 @@ class RenderedKeys:
     pfc: dict[str, set[int]] = field(default_factory=dict)  # PFC profile -> priorities
     ecn: dict[str, set[int]] = field(default_factory=dict)  # congestion-control profile -> TCs
     strict: dict[str, set[int]] = field(default_factory=dict)  # egress-scheduler profile -> TCs
+    scheduled: dict[str, set[int]] = field(default_factory=dict)  # egress-scheduler profile -> TCs
     used_traffic_classes: set[int] = field(default_factory=set)
 
     @classmethod
@@ -116,8 +155,10 @@ class RenderedKeys:
                 keys.pfc.setdefault(found["profile"], set())
             elif found := _ECN.match(line):
                 keys.ecn.setdefault(found["profile"], set()).update(_ids(found["ids"], line))
-            elif found := _STRICT.match(line):
-                keys.strict.setdefault(found["profile"], set()).update(_ids(found["ids"], line))
+            elif found := _SCHEDULED.match(line):
+                keys.scheduled.setdefault(found["profile"], set()).update(_ids(found["ids"], line))
+                if _STRICT.match(line):
+                    keys.strict.setdefault(found["profile"], set()).update(_ids(found["ids"], line))
         return keys
 
 
@@ -201,12 +242,32 @@ def stale_unsets(lines: Iterable[str], running: Mapping[str, Any]) -> list[str]:
             have = _int_keys(_subtree(qos, "congestion-control", profile, "traffic-class"))
             for tc in sorted(have - wanted_tc - keys.used_traffic_classes):
                 unsets.append(f"nv unset qos congestion-control {profile} traffic-class {tc}")
+    for profile, scheduled in sorted(keys.scheduled.items()):
+        classes = _subtree(qos, "egress-scheduler", profile, "traffic-class")
+        for tc in sorted(_int_keys(classes) - scheduled):
+            unsets.append(f"nv unset qos egress-scheduler {profile} traffic-class {tc}")
     for profile, strict in sorted(keys.strict.items()):
         classes = _subtree(qos, "egress-scheduler", profile, "traffic-class")
         for tc in sorted(strict):
             if "bw-percent" in _mapping(classes.get(str(tc))):
                 unsets.append(f"nv unset qos egress-scheduler {profile} traffic-class {tc} bw-percent")
+    interfaces = _mapping(running.get("interface"))
+    for port in managed_ports(lines):
+        port_qos = _subtree(interfaces, port, "qos")
+        for feature in PORT_PROFILE_FEATURES:
+            bound = _mapping(port_qos.get(feature)).get("profile")
+            if bound and bound != "default-global":
+                unsets.append(f"nv unset interface {port} qos {feature} profile")
     return unsets
+
+
+def managed_ports(lines: Iterable[str]) -> list[str]:
+    """The ports the rendered lines configure (`nv set interface swp1,swp2 ...`), in order."""
+    ports: dict[str, None] = {}
+    for line in lines:
+        if found := _INTERFACE_LINE.match(line):
+            ports.update(dict.fromkeys(found["ports"].split(",")))
+    return list(ports)
 
 
 def _running_strict_priorities(qos: Mapping[str, Any]) -> set[int]:
@@ -242,6 +303,13 @@ class NvueDriver(SwitchDriver):
         self.version: str | None = None  # "Cumulus Linux 5.11.0", from the config header
         self.committed = False  # after a successful apply a lost connection leaves the new config
         self.last_step = ""  # a stage right after a commit verifies that push; any other starts one
+        self.own_revision: int | None = None  # the pending revision this push opened (only it is detached)
+        self.saved_by_apply = False  # the apply answered applied_and_saved (auto-save)
+
+    locks = True
+
+    def lock_shell(self, command: str) -> str:
+        return self._exchange(command).strip()
 
     # -- the SwitchDriver interface ---------------------------------------------------------------
     def running(self) -> str:
@@ -259,26 +327,69 @@ class NvueDriver(SwitchDriver):
         foreign = [line for line in lines if not line.startswith(("nv set ", "nv unset "))]
         if foreign:
             raise NvueCommandError(f"{config.switch}: not an `nv set`/`nv unset` line: {foreign[0]!r}")
-        self.command(DETACH)  # a push that lost its connection may have left a pending revision
+        self.own_revision = None
+        pending = self.command(DIFF).strip("\n")
+        inherited = self.lock.inherited if self.lock is not None else ()
+        if pending.strip() and not any(tag.startswith(f"{NOTE_PREFIX}nvue-rev-") for tag in inherited):
+            raise self._foreign(pending)
+        # Empty (nothing staged to lose), or what a push of ours left when it died holding the lock.
+        self.command(DETACH)
         # Stale entries are judged against the whole rendered config, then scoped like the rest.
-        for line in scoped_lines(lines + stale_unsets(lines, self.config_tree()), concerns):
-            self.command(line)
+        typed = scoped_lines(lines + stale_unsets(lines, self.config_tree()), concerns)
+        watchdog = [line for line in typed if line_concern(line) == "watchdog"]
+        if watchdog and not has_watchdog(self.version):
+            raise NvueCommandError(
+                f"{config.switch} runs {self.version or 'a Cumulus Linux release it does not name'}: NVUE "
+                f"has the PFC watchdog commands from Cumulus Linux {'.'.join(map(str, WATCHDOG_SINCE))} on "
+                f"(`{watchdog[0]}`); upgrade the switch, or push without the watchdog concern "
+                "(--skip-tags watchdog) and accept that the gate fails switch.watchdog"
+            )
+        for index, line in enumerate(typed):
+            output = self.command(line).strip()
+            if index == 0:
+                created = CREATED.fullmatch(output)
+                if created is None:
+                    raise self._foreign(
+                        self.command(DIFF).strip("\n"),
+                        f"(it appeared while this push started: `{line}` joined it)",
+                    )
+                self.own_revision = int(created["rev"])
+                if self.lock is not None:
+                    self.lock.note(f"nvue-rev-{self.own_revision}")
+        if not typed:
+            return ""
         return self.command(DIFF).strip("\n")
+
+    def _foreign(self, pending: str, when: str = "") -> ForeignWork:
+        shown = "\n".join(pending.splitlines()[:40])
+        return ForeignWork(
+            f"{self.switch}: a pending NVUE revision that this push did not open holds staged changes "
+            f"{when + ' ' if when else ''}(`{DIFF}`):\n{shown}\nfabcheck never discards someone's staged "
+            f"work: apply it (`{APPLY}`) or drop it (`{DETACH}`) on the switch, then rerun the push",
+            rolled_back=True,
+        )
 
     def commit(self) -> None:
         output = self.command(APPLY)
-        if not APPLIED.search(output):
+        applied = APPLIED.search(output)
+        if not applied:
             raise NvueCommandError(
                 f"{self.switch}: `{APPLY}` did not apply: {output.strip() or '(no output)'}"
             )
         self.committed = True
+        self.saved_by_apply = applied["verb"] == "applied_and_saved"
+        self.own_revision = None
         self.last_step = "commit"
 
     def discard(self) -> None:
-        self.command(DETACH)
+        if self.own_revision is not None:  # never someone else's pending revision
+            self.command(DETACH)
+            self.own_revision = None
         self.last_step = "discard"
 
     def needs_save(self) -> bool:
+        if self.saved_by_apply:
+            return False
         if self.version is None:
             self.config_tree()
         return needs_save(self.version)  # the module's function, by the header's version
@@ -330,12 +441,16 @@ class NvueDriver(SwitchDriver):
     def command(self, line: str) -> str:
         """Type one command, return its output; NvueCommandError when NVUE rejects it.
 
-        `nv set`, `nv unset` and `nv config detach` print nothing when they succeed, so any
+        `nv set` and `nv unset` print nothing when they succeed, except `created [rev_id: N]` from
+        the one that opened a new pending revision; `nv config detach` prints nothing. Any other
         output from them is an error.
         """
         output = self._exchange(line)
         silent = line.startswith(("nv set ", "nv unset ")) or line == DETACH
-        if _rejected(output) or (silent and output.strip()):
+        said = output.strip()
+        if silent and line != DETACH and CREATED.fullmatch(said):
+            said = ""
+        if _rejected(output) or (silent and said):
             raise NvueCommandError(f"{self.switch}: NVUE refused `{line}`: {output.strip()}")
         return output
 

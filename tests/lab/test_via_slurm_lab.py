@@ -9,12 +9,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from labsupport import requires_lab, running_lab
+from labsupport import REPO, requires_lab, running_lab
 
 from fabcheck.cli import main
 from fabcheck.lab import slurm
@@ -99,3 +101,23 @@ def test_a_partition_the_nodes_are_not_in_is_an_error_naming_it(
     for line in via:
         (finding,) = line["findings"]
         assert f"node {line['host']} is not in the partition gpu (it is in lab)" in finding["actual"]
+
+
+def test_inside_an_allocation_the_step_runs_in_it_and_only_on_its_nodes(
+    slurm_lab: SlurmLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    native, _ = validate(slurm_lab, monkeypatch, "--limit", "gpu01")
+    argv = [sys.executable, "-m", "fabcheck.cli", "validate", "-i", slurm_lab.inventory, "--stages", "host"]
+    # salloc runs fabcheck with SLURM_JOB_ID and SLURM_JOB_NODELIST of a job holding gpu01 alone.
+    salloc = ["salloc", "--nodes=1", "--nodelist=gpu01", "--immediate=60", "--job-name=fabcheck-test"]
+    env = {k: v for k, v in slurm_lab.cluster.env().items() if not k.startswith("SLURM_JOB")}
+    done = subprocess.run(
+        [*salloc, *argv, "--json", *GENEROUS, "--via", "slurm"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert done.returncode == 1 and len(lines) == 2, done.stderr[-3000:]
+    assert lines[0] == native[0]  # gpu01 judged in the allocation as natively (gpu02 unread there too)
+    (finding,) = lines[1]["findings"]
+    assert re.fullmatch(r"--via slurm: node gpu02 is not in the allocation of job \d+ \(SLURM_JOB_NODELIST\)",
+                        finding["actual"]), finding  # fmt: skip

@@ -156,7 +156,7 @@ def test_nvue_push_apply_and_show(lab) -> None:
             ["nv set qos roce", "nv set interface swp1 link mtu 9000", "nv config apply -y"],
             error_pattern=r"^Error:",
         )
-        assert "applied [rev_id: 2]" in out
+        assert "applied_and_saved [rev_id: 2]" in out
         assert json.loads(conn.send_command("nv show interface swp1 link -o json"))["mtu"] == 9000
         roce = conn.send_command("nv show qos roce")
         assert "  pfc-priority      3" in roce and "  enabled-tc        0,3" in roce

@@ -69,12 +69,12 @@ def test_nvue_set_ranges_stage_pending_until_apply() -> None:
             "nv set interface swp1-2 link mtu 9000",
             "nv set qos congestion-control default-global traffic-class 4,5,7 min-threshold 40000",
         )
-        == ""
+        == "created [rev_id: 2]\n"  # the first nv set of a new revision says so; later ones print nothing
     )
     assert dev.running == {}
     assert dev.pending["interface"]["swp2"]["link"]["mtu"] == 9000
     assert set(dev.pending["qos"]["congestion-control"]["default-global"]["traffic-class"]) == {"4", "5", "7"}
-    assert run(s, "nv config apply -y") == "applied [rev_id: 2]\n"
+    assert run(s, "nv config apply -y") == "applied_and_saved [rev_id: 2]\n"  # 5.11: auto-save
     assert dev.running["interface"]["swp1"]["link"]["mtu"] == 9000
     assert dev.pending is None
     assert dev.startup == dev.running
@@ -115,11 +115,11 @@ def test_nvue_rejects_like_nvue(line: str, message: str) -> None:
 def test_nvue_apply_asks_and_declines() -> None:
     dev = nvue()
     s = dev.new_session("cumulus")
-    assert run(s, "nv set qos roce", "nv config apply") == "Are you sure? [y/N] "
+    assert run(s, "nv set qos roce", "nv config apply") == "created [rev_id: 2]\nAre you sure? [y/N] "
     assert s.prompt() == ""
     assert s.handle("n") == "Declined apply after warnings\n"
     assert dev.running == {} and dev.pending == {"qos": {"roce": {"enable": "on"}}}
-    assert run(s, "nv config apply", "y") == "Are you sure? [y/N] applied [rev_id: 2]\n"
+    assert run(s, "nv config apply", "y") == "Are you sure? [y/N] applied_and_saved [rev_id: 2]\n"
 
 
 def test_nvue_apply_refuses_dangling_profile() -> None:
@@ -128,8 +128,8 @@ def test_nvue_apply_refuses_dangling_profile() -> None:
         dev.new_session("cumulus"), "nv set interface swp1 qos pfc profile nosuch", "nv config apply -y"
     )
     assert (
-        out
-        == "Error: Invalid config [rev_id: 2]\n  interface swp1: qos pfc profile 'nosuch' does not exist\n"
+        out == "created [rev_id: 2]\nError: Invalid config [rev_id: 2]\n"
+        "  interface swp1: qos pfc profile 'nosuch' does not exist\n"
     )
     assert dev.running == {}
 
@@ -576,6 +576,9 @@ def test_nvue_qos_object_shows_follow_documented_layouts() -> None:
     ]
     run(
         s,
+        # NVIDIA: before PFC, move buffer to the lossless pool (by default 100 % is lossy)
+        "nv set qos traffic-pool default-lossless memory-percent 50",
+        "nv set qos traffic-pool default-lossy memory-percent 50",
         "nv set qos pfc default-global switch-priority 0",
         "nv set qos pfc default-global rx disable",
         "nv set qos pfc default-global cable-length 50",

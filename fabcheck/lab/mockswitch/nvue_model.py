@@ -169,20 +169,14 @@ LOSSLESS_POOLS = ("default-lossless", "roce-lossless")
 
 
 def lossless_priorities(config: Mapping[str, Any], q: NvueQos) -> set[int] | None:
-    """Switch priorities whose buffer is in a lossless traffic pool (None: every priority, a
-    lossless pool without a priority list). By default 100 % of the buffer is in the lossy pool, so
-    PFC pauses nothing until buffer moves to a lossless pool (NVIDIA's Flow Control Buffers note)."""
-    found: set[int] = {ROCE_PRIORITY} if q.lossless else set()
+    """Which PFC priorities a lossless pool buffers: None (every one) when the RoCE lossless preset
+    or a lossless traffic pool with memory is configured, else none. By default 100 % of the buffer
+    is in the lossy pool, so PFC pauses nothing until buffer moves to a lossless pool (NVIDIA's
+    Flow Control Buffers note). Which pool takes which priority is not modelled."""
     pools = config.get("qos", {}).get("traffic-pool", {})
-    for name in LOSSLESS_POOLS:
-        pool = pools.get(name, {})
-        if int(pool.get("memory-percent", 0)) <= 0:
-            continue
-        listed = pool.get("switch-priority")
-        if not listed:
-            return None
-        found |= {int(prio) for prio in listed}
-    return found
+    if q.lossless or any(int(pools.get(name, {}).get("memory-percent", 0)) > 0 for name in LOSSLESS_POOLS):
+        return None
+    return set()
 
 
 def _port_profile(config: Mapping[str, Any], port: str, feature: str) -> Mapping[str, Any] | None:

@@ -8,7 +8,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from fabcheck.checks.counters import check_counters, counter_deltas, lossless_want
+from fabcheck.checks.counters import (
+    LosslessWant,
+    check_counters,
+    check_rdma_counters,
+    counter_deltas,
+    lossless_want,
+)
 from fabcheck.checks.evidence import deselect, unjudged
 from fabcheck.checks.model import Finding, errored, verdict
 from fabcheck.checks.nccl_log import check_nccl_log
@@ -20,6 +26,7 @@ from fabcheck.errors import ParseError
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers import nccl_log, nccl_tests, perftest, topo
 from fabcheck.parsers.ethtool_stats import UNNAMED, parse_ethtool_stats
+from fabcheck.parsers.hw_counters import parse_hw_counters
 
 
 @dataclass(frozen=True)
@@ -127,11 +134,19 @@ PAIR_KINDS = ("counters",)
 def analyze_counters(
     before: tuple[str, str], after: tuple[str, str], intent: FabricIntent, host: str | None = None
 ) -> Analysis:
-    """Two `ethtool -S` captures ((name, text) each) -> lossless verdict per interface in both.
-    ParseError for a capture that is not `ethtool -S` output."""
-    first = parse_ethtool_stats(before[1], before[0])
-    second = parse_ethtool_stats(after[1], after[0])
+    """Two `ethtool -S` captures ((name, text) each) -> lossless verdict per interface in both; or two
+    RDMA hw_counters captures (`grep -H '' .../hw_counters/*`, `rdma statistic show`, `show_counters`)
+    -> retransmissions and CNP answers per port. ParseError for a capture that is neither."""
     want = lossless_want(desired_host(intent, host or "-").template)
+    try:
+        first = parse_ethtool_stats(before[1], before[0])
+    except ParseError as ethtool_error:
+        try:
+            hw_first = parse_hw_counters(before[1], before[0])
+        except ParseError:
+            raise ethtool_error from None
+        return _analyze_hw_counters(before, hw_first, after, want)
+    second = parse_ethtool_stats(after[1], after[0])
     findings: list[Finding] = []
     interfaces: dict[str, dict[str, int]] = {}
     for name in dict.fromkeys([*first, *second]):
@@ -159,6 +174,38 @@ def analyze_counters(
         "congestion_control": want.congestion_control,
         "interfaces": interfaces,
         "unnamed": UNNAMED in first,
+    }
+    return Analysis(f"{before[0]} -> {after[0]}", "counters", facts, tuple(findings))
+
+
+def _analyze_hw_counters(
+    before: tuple[str, str], first: dict[str, dict[str, int]], after: tuple[str, str], want: LosslessWant
+) -> Analysis:
+    second = parse_hw_counters(after[1], after[0])
+    findings: list[Finding] = []
+    ports: dict[str, dict[str, int]] = {}
+    for port in dict.fromkeys([*first, *second]):
+        if port not in first or port not in second:
+            missing = before[0] if port not in first else after[0]
+            findings.append(
+                errored(
+                    "counters.readable",
+                    port,
+                    "the port in both captures",
+                    f"not in {missing}",
+                    "capture the same RDMA ports before and after",
+                )
+            )
+            continue
+        findings += check_rdma_counters(port, first[port], second[port], want)
+        deltas, _ = counter_deltas(first[port], second[port])
+        ports[port] = {k: v for k, v in deltas.items() if v}
+    facts: dict[str, Any] = {
+        "before": before[0],
+        "after": after[0],
+        "format": "hw_counters",
+        "congestion_control": want.congestion_control,
+        "ports": ports,
     }
     return Analysis(f"{before[0]} -> {after[0]}", "counters", facts, tuple(findings))
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from fabcheck.checks.evidence import not_judged
 from fabcheck.checks.model import Finding, errored, failed, passed, skipped
 from fabcheck.desired.nic import PRIORITY_COUNT, DesiredNic
+from fabcheck.parsers.hw_counters import CONGESTION_COUNTERS, RETRANSMIT_COUNTERS
 
 ROLE_HINT = "role roce_host"
 ECN_COUNTERS = ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled")
@@ -82,7 +84,7 @@ def check_counters(
         return [_missing("counters.lossless_traffic", interface, (f"rx_prio{p}_packets",))]
     if moved == 0:
         return [
-            errored(
+            not_judged(
                 "counters.lossless_traffic",
                 interface,
                 f"traffic on the lossless priority {p} between the snapshots",
@@ -184,7 +186,7 @@ def _pauses(interface: str, deltas: Mapping[str, int], priority: int) -> Finding
 
 
 def _missing(check: str, interface: str, names: Sequence[str]) -> Finding:
-    return errored(
+    return not_judged(
         check,
         interface,
         f"counter(s) {', '.join(names)} in both snapshots",
@@ -196,3 +198,76 @@ def _missing(check: str, interface: str, names: Sequence[str]) -> Finding:
 
 def _listed(values: Mapping[str, int]) -> str:
     return ", ".join(f"{name} +{value}" for name, value in values.items())
+
+
+# ---- RDMA hw_counters of a port (/sys/class/infiniband/DEV/ports/N/hw_counters), two snapshots.
+RDMA_RETRANSMIT = "counters.rdma_retransmit"
+RDMA_CONGESTION = "counters.rdma_congestion"
+
+
+def check_rdma_counters(
+    port: str, before: Mapping[str, int], after: Mapping[str, int], want: LosslessWant
+) -> list[Finding]:
+    """A lossless port's RDMA counters between two snapshots: no sequence error or ack timeout (nothing
+    was lost), and with DCQCN an NP that answers ECN-marked packets with CNPs."""
+    deltas, backwards = counter_deltas(before, after)
+    if backwards:
+        return [
+            errored(
+                "counters.readable",
+                port,
+                "counters only grow between the two snapshots",
+                f"{len(backwards)} went backwards ({', '.join(backwards[:4])}): reset between the snapshots",
+                "take both snapshots without a reboot, driver reload or counter reset between them",
+            )
+        ]
+    return [_rdma_retransmit(port, deltas), _rdma_congestion(port, deltas, want)]
+
+
+def _rdma_retransmit(port: str, deltas: Mapping[str, int]) -> Finding:
+    names = [n for n in RETRANSMIT_COUNTERS if n in deltas]
+    expected = "no out_of_sequence, packet_seq_err or local_ack_timeout_err (a lossless fabric loses nothing)"
+    if not names:
+        return not_judged(
+            RDMA_RETRANSMIT,
+            port,
+            expected,
+            f"none of {', '.join(RETRANSMIT_COUNTERS)} in both snapshots",
+            "capture the whole hw_counters directory of the port",
+        )
+    lost = {n: deltas[n] for n in names if deltas[n]}
+    if not lost:
+        return passed(RDMA_RETRANSMIT, port, expected, f"{', '.join(names)} +0")
+    return failed(
+        RDMA_RETRANSMIT,
+        port,
+        expected,
+        _listed(lost),
+        "RoCE packets were lost and retransmitted (go-back-N): PFC is off or on the wrong priority at one "
+        f"hop of this path ({ROLE_HINT}, tag pfc; role switch_qos, tag pfc)",
+    )
+
+
+def _rdma_congestion(port: str, deltas: Mapping[str, int], want: LosslessWant) -> Finding:
+    if not want.congestion_control:
+        return skipped(RDMA_CONGESTION, port, "the intent runs no DCQCN (pfc_only)")
+    expected = "ECN-marked RoCE packets answered with CNPs (np_cnp_sent > 0 when np_ecn_marked > 0)"
+    if not all(n in deltas for n in ("np_ecn_marked_roce_packets", "np_cnp_sent")):
+        return not_judged(
+            RDMA_CONGESTION,
+            port,
+            expected,
+            "np_ecn_marked_roce_packets or np_cnp_sent not in both snapshots",
+            "capture the whole hw_counters directory of the port",
+        )
+    shown = _listed({n: deltas[n] for n in CONGESTION_COUNTERS if n in deltas})
+    if deltas["np_ecn_marked_roce_packets"] and not deltas["np_cnp_sent"]:
+        return failed(
+            RDMA_CONGESTION,
+            port,
+            expected,
+            shown,
+            "the notification point ignores ECN marks: enable roce_np on the lossless priority "
+            f"({ROLE_HINT}, tag ecn)",
+        )
+    return passed(RDMA_CONGESTION, port, expected, shown)

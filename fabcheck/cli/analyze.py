@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import io
 import math
+import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from types import MappingProxyType
 from typing import TextIO
 
@@ -165,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
             subjects.append(_unreadable(args, name, f"binary data, not text; {expected}"))
         except IsADirectoryError:
             subjects.append(_unreadable(args, name, f"is a directory; {expected} in a file"))
+        except NotRegularFileError as err:
+            subjects.append(_unreadable(args, name, _not_regular(err, expected)))
         except OSError as err:
             subjects.append(_unreadable(args, name, f"cannot open: {err.strerror or err}; {expected}"))
     return emit(analyze_run(subjects), args)
@@ -182,6 +185,8 @@ def _counters(args: argparse.Namespace, intent: FabricIntent, expected: str) -> 
             return _unreadable(args, name, f"binary data, not text; {expected}")
         except IsADirectoryError:
             return _unreadable(args, name, f"is a directory; {expected} in a file")
+        except NotRegularFileError as err:
+            return _unreadable(args, name, _not_regular(err, expected))
         except OSError as err:
             return _unreadable(args, name, f"cannot open: {err.strerror or err}; {expected}")
     try:
@@ -213,11 +218,37 @@ def _lines(name: str) -> Iterator[str]:
         finally:
             stream.detach()  # closing the wrapper would close the process's stdin
         return
-    path = Path(name)
-    if path.is_dir():
-        raise IsADirectoryError(name)  # reported in file order with the others
-    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+    with _open_regular(name) as handle:
         yield from _pieces(handle, name)
+
+
+class NotRegularFileError(OSError):
+    """A FIFO, socket or device named as an input file: reading it could block forever."""
+
+
+_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device"}
+
+
+def _open_regular(name: str) -> TextIO:
+    """The file opened for reading, checked on the open descriptor (no race with a swapped path):
+    O_NONBLOCK lets a FIFO without a writer open at once, so it is refused instead of waited on."""
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(name)  # reported in file order with the others
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            raise NotRegularFileError(0, kind, name)
+        os.set_blocking(fd, True)
+        return open(fd, encoding="utf-8", errors="replace", newline="", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _not_regular(err: NotRegularFileError, expected: str) -> str:
+    return f"is {err.strerror}, not a regular file; {expected} in a file (for a pipe, give '-' as FILE)"
 
 
 def _pieces(handle: TextIO, name: str) -> Iterator[str]:

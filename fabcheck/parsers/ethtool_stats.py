@@ -5,6 +5,8 @@ prints every one after five spaces; some drivers put brackets or spaces into nam
 everything before the last colon). The first line that is not indented ends the block (the next
 prompt, a blank line). A capture may hold several interfaces, each block after the command line
 that printed it (`$ ethtool -S ens1np0`, a prompt is fine); a lone block may stand without it.
+A filtered capture (`ethtool -S IF | grep prio`) has no `NIC statistics:` line: indented counter lines
+right after the command line (or opening a capture without one) are that interface's block.
 Counters are unsigned integers of at most 20 digits; anything else on a counter line is a ParseError,
 never a skipped line.
 """
@@ -21,6 +23,7 @@ from fabcheck.parsers.numbers import read_int
 
 HEADER = "NIC statistics:"
 # The command that printed the block, as pasted: `[prompt] ethtool -S|--statistics IF [...]`.
+_COUNTER_LINE = re.compile(r"^\s+[^:\s][^:]*:\s*[0-9]+\s*$")
 _COMMAND = re.compile(r"(?:^|[\s$#>])ethtool\s+(?:-S|--statistics)\s+(?P<name>[A-Za-z0-9_.:@-]{1,64})\b")
 UNNAMED = ""  # the interface of a lone block whose command line was not captured
 
@@ -47,7 +50,10 @@ def parse_ethtool_stats(text: str, source: str = "<text>") -> dict[str, NicStati
         if command:
             named, current = command.group("name"), None
             continue
-        if line == HEADER:
+        implicit = (
+            current is None and _COUNTER_LINE.match(raw) is not None and (named is not None or not blocks)
+        )
+        if line == HEADER or implicit:
             interface = named if named is not None else UNNAMED
             if interface in blocks:
                 what = f"interface {interface}" if interface else "a block without its `ethtool -S IF` line"
@@ -57,7 +63,8 @@ def parse_ethtool_stats(text: str, source: str = "<text>") -> dict[str, NicStati
             current = {}
             blocks[interface] = NicStatistics(interface, current, number)
             named = None
-            continue
+            if not implicit:
+                continue
         if current is None:
             continue  # prompts, blank lines and other commands' output between blocks
         name, sep, value = line.rpartition(":")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 from collections.abc import Sequence
 
@@ -60,7 +61,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def no_core_dumps() -> None:
+    """RLIMIT_CORE 0, soft and hard, for this process and every process it starts (ssh, ansible,
+    the switch sessions): a core file of ours would hold decrypted vault values and switch passwords."""
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (OSError, ValueError):  # a platform without the limit: nothing to lower
+        return
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    no_core_dumps()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -276,7 +276,13 @@ def vars_file_error(source: Path) -> str | None:
                 continue
             if path.suffix not in ("", *YAML_SUFFIXES):
                 continue
-            if _is_binary(_head(path)):
+            try:
+                head = _head(path)
+            except OSError as err:
+                return (
+                    f"{path}: cannot read: {err.strerror or err}; expected a readable file of YAML variables"
+                )
+            if _is_binary(head):
                 return f"{path}: binary data, not text; expected YAML variables"
             located = yaml_error(path)
             if located:

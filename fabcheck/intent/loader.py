@@ -191,6 +191,8 @@ def _host_vars(variable_manager: Any, host: Any, path: Path) -> Mapping[str, Any
 def _vars_error(path: Path, err: Exception) -> str:
     """A group_vars/host_vars file ansible could not load, named with its line (ansible drops both)."""
     located = ansible_session.vars_file_error(path)
+    if located and "; expected" in located:  # unreadable or binary: it says what was expected
+        return located
     if located:
         return f"{located}; expected valid YAML (check indentation, colons and brackets)"
     reason = ansible_session.one_line(getattr(err, "message", None) or str(err))

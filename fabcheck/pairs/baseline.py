@@ -85,6 +85,9 @@ def default_path(inventory_source: str | os.PathLike[str]) -> Path:
     return source.parent / f"{source.stem}.{FILE_NAME}"
 
 
+EXPECTED = "the JSON perftest baseline `fabcheck baseline record` writes"
+
+
 def load_baseline(path: Path) -> Baseline | None:
     """None when there is no file yet; UsageError naming the file and key when it is not a baseline."""
     try:
@@ -93,10 +96,14 @@ def load_baseline(path: Path) -> Baseline | None:
         return None
     except OSError as err:
         raise UsageError(f"{path}: cannot read the perftest baseline: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: binary data, not text; expected {EXPECTED}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise UsageError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
+        raise UsageError(f"{path}:{err.lineno}: not JSON: {err.msg}; expected {EXPECTED}") from None
+    except RecursionError:  # json.loads recurses once per [ or {
+        raise UsageError(f"{path}: JSON nested too deep to read; expected {EXPECTED}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UsageError(f"{path}: key 'format' must be {FORMAT!r}: not a fabcheck perftest baseline")
     links = data.get("links")

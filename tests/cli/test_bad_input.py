@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -269,3 +271,74 @@ def test_text_standard_input_is_analyzed(
     monkeypatch.setattr(sys, "stdin", io.StringIO(GOOD_SAMPLE["nccl-log"].read_text()))
     code, out, _ = run(capsys, "analyze", "nccl-log", "-")
     assert code == 0 and out.startswith("PASS  - (nccl-log)")
+
+
+# ---- inputs that gave tracebacks or blocked (issue 28) --------------------------------------------
+
+
+def test_a_binary_baseline_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = tmp_path / "perftest-baseline.json"
+    baseline.write_bytes(b"\x00\x01\xff\xfe" * 64)
+    code, out, err = run(capsys, "baseline", "show", "--file", str(baseline))
+    assert code == 2 and out == ""
+    one_error_line(err, str(baseline), "binary data, not text")
+
+
+def test_deeply_nested_snapshot_json_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "snap").mkdir()
+    (tmp_path / "snap" / "snapshot.json").write_text("[" * 200_000 + "]" * 200_000)
+    argv = ["validate", "-i", str(REPO / "inventory/example"), "--from-snapshot", str(tmp_path / "snap")]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    one_error_line(err, str(tmp_path / "snap" / "snapshot.json"), "nested too deep")
+
+
+def _without_root_reading_everything(argv: list[str]) -> list[str]:
+    """argv run so that file permissions apply: root keeps them only without CAP_DAC_*."""
+    if os.geteuid() != 0:
+        return argv
+    if shutil.which("setpriv") is None:
+        pytest.skip("root needs setpriv (util-linux) to read files as their permissions say")
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", *argv]
+
+
+def test_an_unreadable_group_vars_file_is_one_line(tmp_path: Path) -> None:
+    source, _ = _group_vars_yaml_error(tmp_path)
+    unreadable = source / "group_vars" / "all" / "fabric.yml"
+    unreadable.write_text("fabric_intent: {}\n")
+    unreadable.chmod(0)
+    argv = [sys.executable, "-m", "fabcheck.cli", "intent", "check", "-i", str(source)]
+    result = subprocess.run(
+        _without_root_reading_everything(argv), capture_output=True, text=True, cwd=REPO, timeout=300
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines() == [
+        f"fabcheck: {unreadable}: cannot read: Permission denied; expected a readable file of YAML variables"
+    ]
+
+
+@pytest.mark.parametrize("kind", ["nccl-log", "counters"])
+def test_analyze_refuses_a_fifo_instead_of_waiting_on_it(tmp_path: Path, kind: str) -> None:
+    fifo = tmp_path / "job.log"
+    os.mkfifo(fifo)
+    files = [str(fifo)] if kind != "counters" else [str(fifo), str(fifo)]
+    argv = [sys.executable, "-m", "fabcheck.cli", "analyze", kind, *files]
+    # Nothing ever writes to the FIFO: a reader that opened it would wait until the timeout.
+    result = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 2
+    line = one_error_line(result.stderr, str(fifo), "is a FIFO (named pipe), not a regular file")
+    assert "give '-' as FILE" in line
+
+
+def test_core_dumps_are_off_for_the_cli_and_what_it_starts() -> None:
+    script = (
+        "import resource, subprocess, sys\n"
+        "from fabcheck.cli import main\n"
+        "main(['intent', 'check', '-i', 'inventory/example'])\n"
+        "child = subprocess.run(['sh', '-c', 'ulimit -c; ulimit -Hc'], capture_output=True, text=True)\n"
+        "print(resource.getrlimit(resource.RLIMIT_CORE), child.stdout.split())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "(0, 0) ['0', '0']"

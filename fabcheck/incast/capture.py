@@ -9,6 +9,7 @@ every check that needs it an error.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from fabcheck.intent.platforms import PLATFORMS, Platform, UnknownPlatform
 from fabcheck.pairs.runner import SshRunner
 from fabcheck.parsers import switch_nvue
 from fabcheck.parsers.ethtool_stats import parse_ethtool_stats
+from fabcheck.parsers.hw_counters import parse_hw_counters
 from fabcheck.parsers.switch_records import Placed, QueueDrops, field, load_json, number, obj
 from fabcheck.switch.connect import SwitchLogin
 
@@ -32,13 +34,24 @@ Read = TypeVar("Read", HostCapture, SwitchCapture)
 
 # Every netdev's block after the command line that printed it, as parse_ethtool_stats reads a capture
 # of several interfaces. A netdev ethtool cannot read has no block: the judge names it.
+# Then each netdev's RDMA port counters (/sys/class/infiniband/IB/ports/N/hw_counters: out_of_sequence,
+# packet_seq_err, local_ack_timeout_err, np_ecn_marked_roce_packets, np_cnp_sent, rp_cnp_handled): mlx5
+# keeps them there, not in `ethtool -S`. A "# rdma NETDEV IB" line says whose they are.
 SNAPSHOT_SCRIPT = r"""
 for dev in "$@"; do
   echo "$ ethtool -S $dev"
   ethtool -S "$dev" 2>&1
   echo
 done
+for dev in "$@"; do
+  for ib in /sys/class/infiniband/*; do
+    [ -e "$ib/device/net/$dev" ] || continue
+    echo "# rdma $dev ${ib##*/}"
+    grep -r -H '' "$ib"/ports/*/hw_counters 2>/dev/null
+  done
+done
 """
+_RDMA_OWNER = re.compile(r"^# rdma (?P<netdev>\S+) (?P<ib>\S+)\s*$", re.MULTILINE)
 
 
 def snapshot_command(netdevs: Sequence[str]) -> tuple[str, ...]:
@@ -54,7 +67,32 @@ def capture_host(runner: SshRunner, host: str, netdevs: Sequence[str]) -> HostCa
         blocks = parse_ethtool_stats(done.stdout, f"{host}: ethtool -S")
     except ParseError as err:
         return f"`ethtool -S` output unreadable: {err.message}"
-    return {name: block.counters for name, block in blocks.items()}
+    counters = {name: dict(block.counters) for name, block in blocks.items()}
+    for netdev, rdma in rdma_counters(done.stdout, host).items():
+        if netdev in counters:
+            # ethtool's own names win: a driver that counts these in `ethtool -S` is read as it says.
+            counters[netdev] = {**rdma, **counters[netdev]}
+    return counters
+
+
+def rdma_counters(output: str, host: str) -> dict[str, dict[str, int]]:
+    """netdev -> its RDMA device's hw_counters (summed over the device's ports) from the snapshot's
+    second part; a netdev without RDMA counters (none exposed, or unreadable) is left out."""
+    found: dict[str, dict[str, int]] = {}
+    owners = list(_RDMA_OWNER.finditer(output))
+    for index, owner in enumerate(owners):
+        end = owners[index + 1].start() if index + 1 < len(owners) else len(output)
+        text = output[owner.end() : end]
+        try:
+            ports = parse_hw_counters(text, f"{host}: hw_counters of {owner['ib']}")
+        except ParseError:
+            continue
+        summed: dict[str, int] = {}
+        for port_counters in ports.values():
+            for name, value in port_counters.items():
+                summed[name] = summed.get(name, 0) + value
+        found[owner["netdev"]] = summed
+    return found
 
 
 # -- switches --------------------------------------------------------------------------------------

@@ -96,3 +96,29 @@ def test_a_host_allowed_a_far_gpu_nic_class_gets_the_gdr_level_that_covers_it() 
     pcie = PCIE2.model_copy(update={"max_gpu_nic_link": "NODE"})
     assert desired_nccl_job([("gpu01", RAIL8), ("gpu04", pcie)]).env["NCCL_NET_GDR_LEVEL"] == "PHB"
     assert "NCCL_NET_GDR_LEVEL" not in desired_nccl_job([("gpu01", RAIL8), ("gpu02", RAIL8)]).env
+
+
+def test_incast_capture_adds_the_rdma_hw_counters_of_each_netdev() -> None:
+    from types import SimpleNamespace
+
+    from fabcheck.incast.capture import capture_host, snapshot_command
+
+    stdout = (
+        "$ ethtool -S ens1np0\nNIC statistics:\n     rx_prio3_packets: 10\n     np_cnp_sent: 5\n\n"
+        "# rdma ens1np0 mlx5_0\n"
+        "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence:3\n"
+        "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent:99\n"
+        "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/local_ack_timeout_err:1\n"
+    )
+    runner = SimpleNamespace(run_on=lambda host, argv: SimpleNamespace(returncode=0, stdout=stdout))
+    captured = capture_host(runner, "gpu01", ["ens1np0"])  # type: ignore[arg-type]
+    # hw_counters fill in what ethtool lacks; ethtool's own count of a name wins.
+    assert captured == {
+        "ens1np0": {
+            "rx_prio3_packets": 10,
+            "np_cnp_sent": 5,
+            "out_of_sequence": 3,
+            "local_ack_timeout_err": 1,
+        }
+    }
+    assert "hw_counters" in snapshot_command(["ens1np0"])[2]

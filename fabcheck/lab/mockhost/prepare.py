@@ -200,6 +200,16 @@ def write_rdma_device(sys_class: Path, nic: dict[str, Any]) -> None:
         write(port / "gid_attrs" / "types" / str(index), gid_type)
         if not infiniband:
             write(port / "gid_attrs" / "ndevs" / str(index), nic["netdev"])
+    # RDMA hw_counters as mlx5 exposes them (host probe rdma_hw_counters); the mock loses nothing.
+    for name in (
+        "out_of_sequence",
+        "packet_seq_err",
+        "local_ack_timeout_err",
+        "np_ecn_marked_roce_packets",
+        "np_cnp_sent",
+        "rp_cnp_handled",
+    ):
+        write(port / "hw_counters" / name, 0)
     if not infiniband:
         write(dev / "tc" / "1" / "traffic_class", "Global tclass=0")
 

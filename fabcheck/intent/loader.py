@@ -258,7 +258,7 @@ def _render_problems(raw: Any, variables: Mapping[str, Any], has_password: bool,
     """Why the intent could not be rendered; a vault problem names ANSIBLE_VAULT_PASSWORD_FILE."""
     paths = vaulted_paths(raw, raw, variables)
     secrets = _Secrets(paths, frozenset(_referenced_secrets(raw, variables)))
-    if not paths:
+    if not paths or _undefined_variable(err):  # a name no template can read is not a vault problem
         return [f"{where_of(raw)}{INTENT_VAR}: cannot resolve value: {secrets.text(str(err))}"]
     variable = ansible_session.VAULT_PASSWORD_VAR
     if has_password:
@@ -278,6 +278,18 @@ def _render_problems(raw: Any, variables: Mapping[str, Any], has_password: bool,
         name = ".".join((INTENT_VAR, *path))
         problems.append(f"{where_of(node) or where_of(key) or where_of(raw)}{name}: {why}")
     return problems
+
+
+def _undefined_variable(err: BaseException | None) -> bool:
+    from ansible.errors import AnsibleUndefinedVariable
+
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, AnsibleUndefinedVariable):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
 
 
 def _referenced_secrets(raw: Any, variables: Mapping[str, Any]) -> set[str]:

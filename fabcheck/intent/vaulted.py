@@ -1,14 +1,18 @@
 """Vault-encrypted values of the intent: find them while loading, never print them.
 
 ansible-core >= 2.19 loads `!vault` values as EncryptedString and tags the decrypted text with
-VaultedValue; older versions load AnsibleVaultEncryptedUnicode. A value derived from a secret by a
-template (`"{{ secret | int }}"`) carries no mark, so a templated key that reads a vaulted variable
-counts as vaulted too. Keys are paths of strings (`("rails", "0")`), as in the JSON of the intent.
+VaultedValue; older versions load AnsibleVaultEncryptedUnicode. A file encrypted whole
+(`ansible-vault encrypt group_vars/all/vault.yml`) gives plain values: a value whose origin is such a
+file counts as vaulted. A value derived from a secret by a template (`"{{ secret | int }}"`, `| upper`,
+`~ ''`, `[1:]`) carries no mark, so a templated key that reads a vaulted variable, directly or through
+variables that are templates themselves, counts as vaulted too. Keys are paths of strings
+(`("rails", "0")`), as in the JSON of the intent.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -18,12 +22,49 @@ KeyPath = tuple[str, ...]
 _MISSING = object()
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TEMPLATE = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}", re.DOTALL)
+VAULT_HEADER = b"$ANSIBLE_VAULT;"  # the first line of every ansible-vault file
 
 
 def is_vaulted(value: Any) -> bool:
-    """Whether this one value is (or was decrypted from) a vault-encrypted string."""
+    """Whether this one value is (or was decrypted from) a vault-encrypted string or file."""
     types, tag = _vault_marks()
-    return isinstance(value, types) or (tag is not None and tag.is_tagged_on(value))
+    if isinstance(value, types) or (tag is not None and tag.is_tagged_on(value)):
+        return True
+    path = _origin_path(value)
+    return path is not None and _file_is_vaulted(path)
+
+
+def _origin_path(value: Any) -> str | None:
+    """The file a loaded value came from: ansible's Origin tag (>= 2.19) or ansible_pos (< 2.19)."""
+    try:
+        from ansible._internal._datatag._tags import Origin
+    except ImportError:
+        position = getattr(value, "ansible_pos", None)
+        return str(position[0]) if position and position[0] else None
+    tag = Origin.get_tag(value)
+    return tag.path if tag is not None and tag.path else None
+
+
+_VAULTED_FILES: dict[str, tuple[tuple[int, int], bool]] = {}  # path -> ((mtime_ns, size), vaulted)
+
+
+def _file_is_vaulted(path: str) -> bool:
+    """Whether the file is encrypted whole by ansible-vault (cached while it is unchanged)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    key = (info.st_mtime_ns, info.st_size)
+    cached = _VAULTED_FILES.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    try:
+        with open(path, "rb") as handle:
+            vaulted = handle.read(len(VAULT_HEADER)) == VAULT_HEADER
+    except OSError:
+        vaulted = False
+    _VAULTED_FILES[path] = (key, vaulted)
+    return vaulted
 
 
 @functools.cache
@@ -48,6 +89,24 @@ def contains_vaulted(value: Any) -> bool:
         return any(contains_vaulted(v) for v in value.values())
     if isinstance(value, (list, tuple)):
         return any(contains_vaulted(v) for v in value)
+    return False
+
+
+def _templates_read_secret(value: Any, variables: Mapping[str, Any], seen: set[str]) -> bool:
+    """Whether a template inside `value` reads a vaulted variable, directly or through variables that
+    are templates too (each variable followed once: a loop ends)."""
+    if isinstance(value, Mapping):
+        return any(_templates_read_secret(v, variables, seen) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_templates_read_secret(v, variables, seen) for v in value)
+    if not isinstance(value, str) or is_vaulted(value) or not _TEMPLATE.search(value):
+        return False
+    for name in referenced_names(value) - seen:
+        seen.add(name)
+        if name in variables and (
+            contains_vaulted(variables[name]) or _templates_read_secret(variables[name], variables, seen)
+        ):
+            return True
     return False
 
 
@@ -80,9 +139,14 @@ def _collect(
         used = [variables[n] for n in referenced_names(raw) if n in variables]
         leaf = not isinstance(rendered, (Mapping, list, tuple))
         # A vaulted scalar used by the template taints everything it made; a container with vaulted
-        # parts inside taints a scalar result (e.g. `{{ settings.tos | int }}`); a container result
-        # keeps the marks of the vaulted values it holds, found below.
-        if any(is_vaulted(v) for v in used) or (leaf and any(contains_vaulted(v) for v in used)):
+        # parts inside taints a scalar result (e.g. `{{ settings.tos | int }}`); so does a variable
+        # that is itself a template reading a secret (`tos: "{{ vault_tos }}"`, then `{{ tos | int }}`).
+        # A container result keeps the marks of the vaulted values it holds, found below.
+        if (
+            any(is_vaulted(v) for v in used)
+            or (leaf and any(contains_vaulted(v) for v in used))
+            or any(_templates_read_secret(v, variables, set()) for v in used)
+        ):
             found.add(path)
             return
     if isinstance(rendered, Mapping):

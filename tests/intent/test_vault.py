@@ -230,3 +230,65 @@ def test_host_entry_names_its_vaulted_variables(tmp_path: Path, password: Path) 
     assert "ansible_user" in loaded.host("h1").vaulted_variables()
     assert "ansible_host" not in loaded.host("h1").vaulted_variables()
     assert loaded.host("h2").vaulted_variables() == frozenset()
+
+
+# ---- values derived from a vaulted one are vaulted (issue 28) --------------------------------------
+
+DERIVED = {
+    "upper": "{{ vault_tos | upper }}",
+    "int": "{{ vault_tos | int }}",
+    "tilde": "{{ vault_tos ~ '' }}",
+    "slice": "{{ vault_tos[1:] }}",
+    "through-a-variable": "{{ tos_alias | upper }}",
+}
+
+
+def derived_inventory(tmp_path: Path, secret: str, template: str, whole_file: bool) -> Path:
+    """roce_tos templated from vault_tos, itself in a `!vault` value or in a file encrypted whole."""
+    from ansible.parsing.vault import VaultLib, VaultSecret
+
+    inventory = vault_inventory(
+        tmp_path, f"tos_alias: '{{{{ vault_tos }}}}'\nfabric_intent:\n  roce_tos: \"{template}\"\n"
+    )
+    if whole_file:
+        vault = VaultLib([("default", VaultSecret(PASSWORD))]).encrypt(f"vault_tos: '{secret}'\n")
+        (inventory / "group_vars" / "all" / "vault.yml").write_bytes(vault)
+    else:
+        (inventory / "group_vars" / "all" / "vault.yml").write_text(f"vault_tos: {vaulted(secret, 0)}\n")
+    return inventory
+
+
+@pytest.mark.parametrize("whole_file", [False, True], ids=["vault-value", "vault-file"])
+@pytest.mark.parametrize("derived", ["upper", "tilde", "slice", "through-a-variable"])
+def test_an_invalid_value_derived_from_a_vaulted_one_is_redacted(
+    tmp_path: Path, password: Path, derived: str, whole_file: bool
+) -> None:
+    # No integer however it is derived (`| int` would make it 0: the valid case below has that one).
+    inventory = derived_inventory(tmp_path, "q7105x", DERIVED[derived], whole_file)
+    (problem,) = problems_of(inventory)
+    assert "7105" not in problem and "Q7105" not in problem.upper(), problem
+    assert f"fabric_intent.roce_tos = {REDACTED}: expected an integer" in problem
+
+
+@pytest.mark.parametrize("whole_file", [False, True], ids=["vault-value", "vault-file"])
+@pytest.mark.parametrize("derived", ["int", "tilde", "slice", "through-a-variable"])
+def test_a_valid_value_derived_from_a_vaulted_one_is_shown_redacted(
+    tmp_path: Path, password: Path, capsys: pytest.CaptureFixture[str], derived: str, whole_file: bool
+) -> None:
+    # ToS 106 (DSCP 26, the lossless class); slicing drops the leading 'x'.
+    secret = "x106" if derived == "slice" else "106"
+    inventory = derived_inventory(tmp_path, secret, DERIVED[derived], whole_file)
+    loaded = load_inventory(inventory)
+    assert loaded.intent.roce_tos == 106 and ("roce_tos",) in loaded.vaulted
+    assert main(["intent", "show", "-i", str(inventory)]) == 0
+    shown = capsys.readouterr().out
+    assert json.loads(shown)["roce_tos"] == REDACTED  # (106 is also nccl.traffic_class's own default)
+
+
+def test_an_undefined_variable_beside_a_vaulted_one_is_not_called_a_vault_problem(
+    tmp_path: Path, password: Path
+) -> None:
+    inventory = derived_inventory(tmp_path, "170", "{{ vault_tos ~ no_such_variable }}", True)
+    (problem,) = problems_of(inventory)
+    assert "cannot resolve value" in problem and "no_such_variable" in problem
+    assert "cannot decrypt" not in problem and "170" not in problem

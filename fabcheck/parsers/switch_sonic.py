@@ -39,8 +39,13 @@ from fabcheck.parsers.switch_records import (
 MAX_MTU = 65535
 SCHEDULER_TYPES = {"DWRR": "dwrr", "WRR": "dwrr", "STRICT": "strict"}
 _QUEUE_KEY = re.compile(r"(?P<port>[^|]+)\|(?P<first>[0-9])(?:-(?P<last>[0-9]))?", re.ASCII)
-_UNICAST_QUEUE = re.compile(r"UC(?P<queue>[0-9])", re.ASCII)
-_PFCWD_ROW = re.compile(r"(?P<port>Ethernet[0-9]{1,4}):(?P<queue>[0-9])\s+(?P<status>\S+)(?:\s|$)", re.ASCII)
+_UNICAST_QUEUE = re.compile(r"UC(?P<queue>[0-9]{1,2})", re.ASCII)
+# Rows `Ethernet0:3  stormed ...`; multi-ASIC switches list backplane ports (`Ethernet-BP0:12`) and
+# queues 0..15, and a queue whose watchdog state is not in COUNTERS_DB shows `N/A` (sonic-utilities
+# tests/pfcwd_input/pfcwd_test_vectors.py: real `show pfcwd stats` output over mock tables).
+_PFCWD_ROW = re.compile(
+    r"(?P<port>Ethernet(?:-[A-Za-z]+)?[0-9]{1,4}):(?P<queue>[0-9]{1,2})\s+(?P<status>\S+)(?:\s|$)", re.ASCII
+)
 # sonic-wred-profile.yang's ecn modes: which colours are ECN-marked.
 ECN_MODES = frozenset(
     (
@@ -54,7 +59,7 @@ ECN_MODES = frozenset(
         "ecn_all",
     )
 )
-PFCWD_STATUSES = ("operational", "stormed")
+PFCWD_STATUSES = ("operational", "stormed", "N/A")
 WATCHDOG_SETTINGS = (
     "action",
     "detection_time",
@@ -65,7 +70,9 @@ WATCHDOG_SETTINGS = (
 def parse_config_db(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
     what = "show runningconfiguration all"
     db = obj(load_json(text, source, what), source, what)
-    tables = {name: obj(table, source, f"{what} {name}") for name, table in db.items()}
+    # Beside the CONFIG_DB tables the command prints FRR's config as the string "bgpraw"
+    # (sonic-utilities show/main.py, `show runningconfiguration all`).
+    tables = {name: obj(table, source, f"{what} {name}") for name, table in db.items() if name != "bgpraw"}
     ports = tables.get("PORT")
     if ports is None:
         raise ParseError(f"{what}: no PORT table; not a CONFIG_DB dump", source=source)
@@ -234,6 +241,8 @@ def parse_queue_counters(text: str, port: str | None = None, source: str = "<tex
             fields = obj(counters, source, where)
             if "droppacket" not in fields:
                 raise ParseError(f"{where}: no droppacket counter", source=source)
+            if fields["droppacket"] == "N/A":
+                continue  # no counter for this queue in COUNTERS_DB: its drops are unknown, not 0
             drops.append((int(match["queue"]), number(fields["droppacket"], source, f"{where} droppacket")))
         placed.append((name, QueueDrops(by_queue=tuple(sorted(drops)))))
     return placed
@@ -256,7 +265,7 @@ def parse_pfcwd_stats(text: str, port: str | None = None, source: str = "<text>"
             raise ParseError(f"show pfcwd stats: unexpected line {body[:60]!r}", source=source, line=number_)
         if match["status"] not in PFCWD_STATUSES:
             raise ParseError(
-                f"show pfcwd stats: status {match['status'][:40]!r} is not operational or stormed",
+                f"show pfcwd stats: status {match['status'][:40]!r} is not operational, stormed or N/A",
                 source=source,
                 line=number_,
             )

@@ -197,32 +197,45 @@ def interfaces(config: Mapping[str, Any], ports: Sequence[str]) -> Shown:
                 ]
             )
         )
+        # The keys a real `show interfaces | json` has per port (aristanetworks/anta tests, VerifyL3MTU
+        # data): a switched port is `bridged`, without a configured L3 MTU, l2Mru 0 (no MRU limit).
         model[port] = {
             "name": port,
+            "forwardingModel": "bridged",
             "lineProtocolStatus": "up",
             "interfaceStatus": "connected",
+            "hardware": "ethernet",
             "mtu": mtu,
+            "l3MtuConfigured": False,
+            "l2Mru": 0,
             "bandwidth": 400_000_000_000,
             "duplex": "duplexFull",
         }
     return "\n".join(blocks), {"interfaces": model}
 
 
-def sessions(names: Mapping[str, Any], current: str | None) -> Shown:
+def sessions(
+    names: Mapping[str, Any], current: str | None, instances: Mapping[str, Mapping[str, Any]] | None = None
+) -> Shown:
+    """`instances`: per session, the live terminals in it (pid -> user, terminal), as EOS's JSON has."""
+    live = instances or {}
     rows = [[("* " if n == current else "  ") + n, "pending", "", ""] for n in sorted(names)]
     table = simple_table(["  Name", "State", "User", "Terminal"], rows, "llll")
     model = {
-        "sessions": {n: {"state": "pending"} for n in names},
+        "sessions": {
+            n: {"state": "pending", "commitUser": "", "description": "", "instances": dict(live.get(n, {}))}
+            for n in names
+        },
         "maxSavedSessions": 1,
         "maxOpenSessions": 5,
     }
     return "Maximum number of completed sessions: 1\nMaximum number of pending sessions: 5\n\n" + table, model
 
 
-def version(hostname: str) -> Shown:
+def version(hostname: str, model_name: str = "cEOSLab") -> Shown:
     text = "\n".join(
         [
-            "Arista cEOSLab",
+            f"Arista {model_name}",
             "Hardware version: ",
             "Serial number: ",
             "Hardware MAC address: 001c.7300.0001",
@@ -241,7 +254,7 @@ def version(hostname: str) -> Shown:
         ]
     )
     return text, {
-        "modelName": "cEOSLab",
+        "modelName": model_name,
         "version": EOS_VERSION,
         "architecture": "x86_64",
         "systemMacAddress": "00:1c:73:00:00:01",

@@ -1,0 +1,91 @@
+"""Every real switch output in tests/data/real/ (cited in its INDEX.tsv) read by the gate's own parser
+for that command, to its truth file; and the lab's mock, asked the same command, answers with the
+same structure (JSON: the same keys and value types where both have them; text: the same header).
+
+A command without a public real output has an INDEX row with file `-`: its mock answer is unverified
+(README says so), and this test checks that every probe command is listed one way or the other.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fabcheck.collect.probes import Probe
+from fabcheck.collect.switch_probes import PROBES
+from fabcheck.errors import ParseError
+from tests.invariant.harness import converged, session_of
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "real"
+ROWS = list(csv.DictReader((REAL / "INDEX.tsv").open(), delimiter="\t"))
+CAPTURES = [row for row in ROWS if row["file"] != "-"]
+
+
+def probe_for(platform: str, command: str) -> Probe:
+    return next(probe for probe in PROBES[platform] if probe.command == command)
+
+
+def as_truth(placed: list[Any]) -> list[Any]:
+    return [[port, type(record).__name__, dataclasses.asdict(record)] for port, record in placed]
+
+
+def test_every_probe_command_has_a_real_output_or_is_listed_unverified() -> None:
+    listed = {(row["platform"], row["command"]) for row in ROWS}
+    missing = [
+        (platform, probe.command)
+        for platform, probes in PROBES.items()
+        for probe in probes
+        if (platform, probe.command) not in listed
+    ]
+    assert missing == []
+
+
+@pytest.mark.parametrize("row", CAPTURES, ids=lambda row: row["file"])
+def test_the_parser_reads_the_real_output_to_its_truth(row: dict[str, str]) -> None:
+    probe = probe_for(row["platform"], row["command"])
+    text = (REAL / row["file"]).read_text()
+    truth = json.loads((REAL / "truth" / (Path(row["file"]).name + ".json")).read_text())
+    if "error" in truth:
+        with pytest.raises(ParseError, match=truth["error"]):
+            probe.parse(text, None, row["file"])
+        return
+    assert json.loads(json.dumps(as_truth(probe.parse(text, None, row["file"])))) == truth["records"]
+
+
+def _shape(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _shape(item) for key, item in value.items()}
+    return type(value).__name__
+
+
+def _same_structure(real: Any, mock: Any, where: str) -> list[str]:
+    """Where the mock's JSON differs from the real one in keys or value types (for an object keyed by
+    names, like ports or queues, one real entry is compared with one mock entry)."""
+    if isinstance(real, dict) and isinstance(mock, dict):
+        if real and mock and all(k[:1].isupper() for k in real) and all(k[:1].isupper() for k in mock):
+            return _same_structure(next(iter(real.values())), next(iter(mock.values())), f"{where}.*")
+        gaps = [f"{where}.{key}: the mock lacks it" for key in real if key not in mock]
+        for key in real.keys() & mock.keys():
+            gaps += _same_structure(real[key], mock[key], f"{where}.{key}")
+        return gaps
+    if type(real) is not type(mock):
+        return [f"{where}: real {type(real).__name__}, mock {type(mock).__name__}"]
+    return []
+
+
+@pytest.mark.parametrize("row", CAPTURES, ids=lambda row: row["file"])
+def test_the_mock_answers_the_same_command_with_the_same_structure(row: dict[str, str]) -> None:
+    platform = row["platform"]
+    session = session_of(converged(platform), platform)
+    mock = session.handle(row["command"])
+    real = (REAL / row["file"]).read_text()
+    if row["file"].endswith(".json") or row["command"].endswith("--json"):
+        assert _same_structure(json.loads(real), json.loads(mock), row["command"]) == []
+    else:
+        header = next(line for line in real.splitlines() if line.strip())
+        assert header.split() == next(line for line in mock.splitlines() if line.strip()).split()

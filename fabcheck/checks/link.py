@@ -190,6 +190,14 @@ def _dscp(ends: _Ends) -> Finding:
     desired = ends.desired_switch
     wanted = dict(ends.desired_nic.dscp_to_priority_pairs)
     expected = "DSCP " + ", ".join(f"{d}->priority {p}" for d, p in sorted(wanted.items())) + " on both ends"
+    if ends.desired_nic.trust != "dscp":
+        return skipped(DSCP, ends.subject, f"the intent trusts {ends.desired_nic.trust}: no DSCP map in use")
+    if ends.nic.trust is not None and ends.nic.trust != "dscp":
+        # As host.dscp2prio: a NIC that trusts PCP prints no DSCP map and uses none; link.trust fails it.
+        reason = (
+            f"{ends.link.host}:{ends.link.nic} trusts {ends.nic.trust}: its DSCP map is not in use ({TRUST})"
+        )
+        return skipped(DSCP, ends.subject, reason)
     record = ends.port_record(DscpMap)
     if ends.nic.dscp_to_priority is None or not isinstance(record, DscpMap):
         return _missing(
@@ -218,7 +226,17 @@ def _mtu(ends: _Ends) -> Finding:
     if ends.nic.mtu is None or not isinstance(record, Mtu):
         return _missing(ends, MTU, expected, _what_missing(ends, ends.nic.mtu, record, "MTU"))
     host_ok = ends.nic.mtu == want_host
-    switch_ok = record.mtu == want_switch and record.mtu >= ends.nic.mtu
+    switch_ok = record.mtu == want_switch
+    if host_ok and switch_ok and record.mtu < ends.nic.mtu:
+        # Both ends hold what their roles push: the intent itself gives the host the larger MTU.
+        return failed(
+            MTU,
+            ends.subject,
+            expected,
+            f"host MTU {ends.nic.mtu} above switch port MTU {record.mtu}",
+            "fabric_intent.mtu: the switch MTU must be at least the host's; both roles hold their values",
+        )
+    # The hint names only the end that is off: a host above its intent is the host role's to fix.
     return _judge(ends, MTU, expected, f"MTU {ends.nic.mtu}", f"MTU {record.mtu}", host_ok, switch_ok)
 
 

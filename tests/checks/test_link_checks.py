@@ -55,7 +55,7 @@ def judge(state: str = "converged", nics: dict[str, NicEnd] | None = None) -> li
 
 
 def failures(findings: list[Finding]) -> dict[tuple[str, str], Finding]:
-    return {(f.check, f.subject): f for f in findings if f.status is not Status.PASS}
+    return {(f.check, f.subject): f for f in findings if f.status not in (Status.PASS, Status.SKIP)}
 
 
 def test_agreeing_ends_pass_on_every_link_and_concern() -> None:
@@ -80,6 +80,7 @@ def test_a_switch_fault_names_both_ends_and_the_switch_role_only() -> None:
         ({"trust": "pcp"}, link.TRUST),
         ({"dscp_to_priority": ((26, 0), (48, 6))}, link.DSCP),
         ({"mtu": 1500}, link.MTU),
+        ({"mtu": 9500}, link.MTU),  # above the switch port's too: still only the host is off
     ],
 )
 def test_a_host_side_mismatch_names_the_host_role_only(changes: dict, check: str) -> None:
@@ -88,6 +89,16 @@ def test_a_host_side_mismatch_names_the_host_role_only(changes: dict, check: str
     assert set(bad) == {(check, "gpu01:mlx5_1 <-> leaf02:Ethernet0")}
     hint = bad[(check, "gpu01:mlx5_1 <-> leaf02:Ethernet0")].hint
     assert HOST_QOS_ROLE in hint and "--limit gpu01" in hint and SWITCH_QOS_ROLE not in hint
+
+
+def test_a_nic_trusting_pcp_skips_the_dscp_map_as_the_host_check_does() -> None:
+    nics = {nic: nic_end(nic) for nic in NICS} | {
+        "mlx5_1": nic_end("mlx5_1", trust="pcp", dscp_to_priority=None)  # mlnx_qos prints no map then
+    }
+    findings = judge(nics=nics)
+    dscp = next(f for f in findings if f.check == link.DSCP and f.subject.startswith("gpu01:mlx5_1 "))
+    assert dscp.status is Status.SKIP and "trusts pcp" in dscp.actual and link.TRUST in dscp.actual
+    assert set(failures(findings)) == {(link.TRUST, "gpu01:mlx5_1 <-> leaf02:Ethernet0")}
 
 
 def test_a_nic_the_host_did_not_report_is_an_error_not_a_pass() -> None:

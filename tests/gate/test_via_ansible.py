@@ -53,13 +53,62 @@ def test_the_play_brings_back_each_bundle(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_the_play_is_one_raw_task_without_a_pty_and_bounded() -> None:
     (play,) = via_ansible.collection_play(12.5)
-    (task,) = play["tasks"]
+    (block,) = play["tasks"]
+    (task,) = block["block"]
     assert (
         "ansible.builtin.raw" in task
         and task["timeout"] == 13
         and task["vars"] == {"ansible_ssh_use_tty": False}
     )
+    assert block["always"] == [
+        {"name": "Stop the ssh master of this run", "ansible.builtin.meta": "reset_connection"}
+    ]
     assert play["gather_facts"] is False
+
+
+# A stand-in for ssh: logs its options (up to the host), answers `-O check|stop`, runs the command here.
+FAKE_SSH = """#!/bin/sh
+for arg; do last=$arg; done
+printf '%s\\n' "$*" | head -c 600 | head -n 1 >> "$(dirname "$0")/ssh.log"
+case " $* " in *" -O "*) exit 0 ;; esac
+exec /bin/sh -c "$last"
+"""
+
+
+def ssh_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> list[str]:
+    """What ansible passed to ssh for one --via ansible run of one host (no ansible.cfg here)."""
+    fake = tmp_path / "ssh"
+    fake.write_text(FAKE_SSH)
+    fake.chmod(0o755)
+    (tmp_path / "hosts.yml").write_text(
+        f"all:\n  hosts:\n    viafake:\n      ansible_host: 192.0.2.1\n      ansible_ssh_executable: {fake}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANSIBLE_HOST_KEY_CHECKING", raising=False)
+    monkeypatch.delenv("ANSIBLE_CONFIG", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    bundles = via_ansible.collect_via_ansible("hosts.yml", [entry("viafake")], TimeLimits(2, 60))  # type: ignore[list-item]
+    assert bundles["viafake"].complete, bundles["viafake"].error
+    return (tmp_path / "ssh.log").read_text().splitlines()
+
+
+def test_host_keys_are_checked_and_no_master_outlives_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ansible-runner alone would set ANSIBLE_HOST_KEY_CHECKING=False: ssh got StrictHostKeyChecking=no.
+    calls = ssh_calls(tmp_path, monkeypatch, {})
+    assert calls and not any("StrictHostKeyChecking=no" in call for call in calls), calls
+    assert any(" -O stop " in f" {call} " for call in calls), calls  # meta: reset_connection
+
+
+def test_the_users_own_host_key_setting_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = ssh_calls(tmp_path, monkeypatch, {"ANSIBLE_HOST_KEY_CHECKING": "False"})
+    assert all("StrictHostKeyChecking=no" in call for call in calls), calls
+    monkeypatch.setenv("ANSIBLE_HOST_KEY_CHECKING", "True")
+    assert via_ansible.host_key_checking_env() == {}
+    monkeypatch.delenv("ANSIBLE_HOST_KEY_CHECKING")
+    assert via_ansible.host_key_checking_env() == {"ANSIBLE_HOST_KEY_CHECKING": "True"}
 
 
 TOKEN = "0123456789abcdef"

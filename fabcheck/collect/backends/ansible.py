@@ -6,6 +6,12 @@ ansible-runner against the user's inventory and ansible.cfg, and judges the bund
 centrally, with the same parsers and checks as every other backend. The script is the same one round
 trip per host (fabcheck.collect.host) and bounds itself on the host; the task's `timeout` bounds it on
 the controller too.
+
+Host keys are checked as ansible-playbook checks them: ansible-runner sets
+ANSIBLE_HOST_KEY_CHECKING=False unless its caller sets it, so the run passes the value the user's
+environment or ansible.cfg gives (True by default). No ssh master outlives the run: the play ends with
+`meta: reset_connection` on every host (in an `always`, so also after a failed or timed-out task),
+which stops a ControlPersist master (`ssh -O stop`) instead of leaving it for later runs.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from fabcheck.errors import UsageError
 from fabcheck.intent.loader import HostEntry
 
 RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_unreachable")
+COLLECT_TASK = "Run the fabcheck collection script"
+COMMAND_OF_HOST = "{{ fabcheck_commands[fabcheck_priority[inventory_hostname]] }}"
+HOST_KEY_CHECKING = "ANSIBLE_HOST_KEY_CHECKING"
 
 
 def collection_play(client_s: float) -> list[dict[str, Any]]:
@@ -41,13 +50,27 @@ def collection_play(client_s: float) -> list[dict[str, Any]]:
             "gather_facts": False,
             "tasks": [
                 {
-                    "name": "Run the fabcheck collection script",
-                    "ansible.builtin.raw": "{{ fabcheck_commands[fabcheck_priority[inventory_hostname]] }}",
-                    "changed_when": False,
-                    "failed_when": False,
-                    "timeout": max(1, math.ceil(client_s)),
-                    # A pty would join stderr to stdout and end lines with \r\n: the markers need neither.
-                    "vars": {"ansible_ssh_use_tty": False},
+                    "name": "Collect, then close the connection",
+                    "block": [
+                        {
+                            "name": COLLECT_TASK,
+                            "ansible.builtin.raw": COMMAND_OF_HOST,
+                            "changed_when": False,
+                            "failed_when": False,
+                            "timeout": max(1, math.ceil(client_s)),
+                            # A pty would join stderr to stdout and end lines with \r\n: the markers need
+                            # neither.
+                            "vars": {"ansible_ssh_use_tty": False},
+                        }
+                    ],
+                    # A ControlPersist master must not outlive the run (it would let later runs reach the
+                    # host without checking its key again).
+                    "always": [
+                        {
+                            "name": "Stop the ssh master of this run",
+                            "ansible.builtin.meta": "reset_connection",
+                        }
+                    ],
                 }
             ],
         }
@@ -80,7 +103,7 @@ def collect_via_ansible(
                     "fabcheck_commands": commands,
                     "fabcheck_priority": {name: str(p) for name, p in priorities.items()},
                 },
-                envvars={"PATH": path_with_ansible(), "ANSIBLE_NOCOLOR": "1"},
+                envvars={"PATH": path_with_ansible(), "ANSIBLE_NOCOLOR": "1", **host_key_checking_env()},
                 quiet=True,
                 json_mode=False,
             )
@@ -92,6 +115,17 @@ def collect_via_ansible(
         entry.name: bundle_of(entry.name, results.get(entry.name), token, priorities[entry.name], said)
         for entry in hosts
     }
+
+
+def host_key_checking_env() -> dict[str, str]:
+    """ANSIBLE_HOST_KEY_CHECKING as ansible-playbook would see it here (the environment's, else
+    ansible.cfg's, else True): ansible-runner would set False when it is not set."""
+    if HOST_KEY_CHECKING in os.environ:
+        return {}  # ansible-runner passes the caller's environment on
+    from ansible import constants
+
+    checking = constants.config.get_config_value("HOST_KEY_CHECKING")
+    return {HOST_KEY_CHECKING: "True" if checking else "False"}
 
 
 def path_with_ansible() -> str:
@@ -108,6 +142,8 @@ def results_by_host(events: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str,
         if event.get("event") not in RESULT_EVENTS:
             continue
         data = event.get("event_data") or {}
+        if data.get("task", COLLECT_TASK) != COLLECT_TASK:
+            continue  # the reset_connection after it
         host = data.get("host")
         if isinstance(host, str):
             results[host] = (str(event["event"]), data.get("res") or {})

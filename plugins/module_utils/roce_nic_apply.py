@@ -1,7 +1,6 @@
-#!/usr/bin/python3
 """Bring RoCE NICs to a desired state, writing only what differs: the one copy of the apply logic.
 
-Stdlib only. The roce_nic module (roles/roce_host/library/roce_nic.py) imports it through Ansible's
+Stdlib only. The roce_nic module (plugins/modules/roce_nic.py) imports it through Ansible's
 module_utils, and the role installs this same file on the host as the boot-time applier, which the
 systemd unit (at boot) and the udev rule (when an RDMA device appears: driver load or reload) run as
 
@@ -450,7 +449,8 @@ def write(runner: Runner, nic: Nic, change: Change) -> None:
         except NicError as exc:
             raise NicError(f"{nic.dev} ({nic.netdev}): {exc}") from None
         return
-    assert change.argv is not None
+    if change.argv is None:  # a Change is either a sysfs write or a command
+        raise NicError(f"{nic.dev} ({nic.netdev}): {change.key}: neither a sysfs write nor a command")
     rc, out, err = runner(change.argv)
     if rc != 0:
         raise NicError(
@@ -842,15 +842,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings = read_config(handle.read(), args.config)
         lines = apply_boot_settings(settings, args.device)
     except OSError as exc:
-        print(f"roce_nic_apply: cannot read {args.config}: {exc.strerror}", file=sys.stderr)
+        sys.stderr.write(f"roce_nic_apply: cannot read {args.config}: {exc.strerror}\n")
         return 1
     except NicError as exc:
-        print(f"roce_nic_apply: {exc}", file=sys.stderr)
+        sys.stderr.write(f"roce_nic_apply: {exc}\n")
         return 1
-    for line in lines:
-        print(f"roce_nic_apply: {line}")
+    # Written, not print()ed: as module_utils this file is held to Ansible's rule that modules do not
+    # print; this is its boot-time command line, run by the systemd unit and the udev rule.
+    sys.stdout.write("".join(f"roce_nic_apply: {line}\n" for line in lines))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

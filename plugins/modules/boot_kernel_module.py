@@ -10,6 +10,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: boot_kernel_module
 short_description: Load a kernel module when lsmod lacks it and list it in /etc/modules-load.d
+version_added: "0.1.0"
 description:
   - Reads C(lsmod); runs C(modprobe NAME) only when the module is not listed.
   - Writes C(boot_file) (one comment line and the module name, root:root 0644) only when its content,
@@ -29,12 +30,12 @@ options:
     description: First line of the boot file, without the leading C(#).
     type: str
     default: Managed by Ansible
-author: fabcheck
+author: fabcheck contributors (!UNKNOWN)
 """
 
 EXAMPLES = r"""
 - name: GPUDirect RDMA now and at boot
-  boot_kernel_module:
+  fabcheck.fabric.boot_kernel_module:
     name: nvidia_peermem
     boot_file: /etc/modules-load.d/fabcheck-nvidia-peermem.conf
 """

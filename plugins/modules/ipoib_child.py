@@ -6,6 +6,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: ipoib_child
 short_description: Create the IPoIB child interfaces of InfiniBand partitions
+version_added: "0.1.0"
 description:
   - Reads C(/sys/class/net/NAME/pkey) of every child; creates each missing one with
     C(ip link add link PARENT name NAME type ipoib pkey PKEY) and brings it up.
@@ -18,12 +19,12 @@ options:
     type: list
     elements: dict
     required: true
-author: fabcheck
+author: fabcheck contributors (!UNKNOWN)
 """
 
 EXAMPLES = r"""
 - name: IPoIB child for partition 0x0001
-  ipoib_child:
+  fabcheck.fabric.ipoib_child:
     children: [{parent: ib0, name: ib0.8001, pkey: "0x8001", partition: compute}]
 """
 

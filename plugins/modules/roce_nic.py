@@ -10,22 +10,10 @@ only on the settings of the concerns named in the play's --tags (all without), m
 
 from __future__ import annotations
 
-import sys
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.fabcheck.fabric.plugins.module_utils.roce_nic_apply import (
-    NIC_CONCERNS,
-    PERSIST,
-    SETTINGS,
-    NicError,
-    converge,
-    selected_concerns,
-)
-from ansible_collections.fabcheck.fabric.plugins.module_utils.roce_nic_persist import persist
-
 DOCUMENTATION = r"""
 module: roce_nic
 short_description: Apply the desired RoCE NIC record (trust, PFC, DSCP map, ECN, CNP, ToS, MTU, storm guard)
+version_added: "0.1.0"
 description:
   - Reads each NIC's state in one pass (C(mlnx_qos -i IF), C(/sys/class/net/IF/ecn/...),
     C(/sys/class/infiniband/DEV/tc/PORT/traffic_class), C(cma_roce_tos), C(/sys/class/net/IF/mtu),
@@ -131,12 +119,12 @@ options:
         intent. C(false) leaves the NIC as the failed run left it.
     type: bool
     default: true
-author: fabcheck
+author: fabcheck contributors (!UNKNOWN)
 """
 
 EXAMPLES = r"""
 - name: Apply the host's desired record to its rail NICs
-  roce_nic:
+  fabcheck.fabric.roce_nic:
     settings: "{{ roce_host_desired.roce_nic_args }}"
 """
 
@@ -159,6 +147,19 @@ writes:
   returned: always
 """
 
+
+import sys  # noqa: E402  (Ansible modules put their documentation first)
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.fabcheck.fabric.plugins.module_utils.roce_nic_apply import (  # noqa: E402
+    NIC_CONCERNS,
+    PERSIST,
+    SETTINGS,
+    NicError,
+    converge,
+    selected_concerns,
+)
+from ansible_collections.fabcheck.fabric.plugins.module_utils.roce_nic_persist import persist  # noqa: E402
 
 # `settings` is declared once, in module_utils/roce_nic_apply.py SETTINGS (the boot file reader uses the
 # same table); Ansible validates its sub-options' types and refuses unknown keys.

@@ -59,13 +59,15 @@ attributes:
     description: All of the work is done by the action plugin, on the controller.
   check_mode:
     support: full
+    description: Stages the config, reports the platform's diff and discards the transaction.
   diff_mode:
     support: full
+    description: The running config before and after (in check mode, the platform's own diff).
   platform:
     platforms: all
     support: full
     description: Any switch of a fabcheck platform, reached over SSH from the controller.
-author: fabcheck contributors
+author: fabcheck contributors (!UNKNOWN)
 """
 
 EXAMPLES = r"""

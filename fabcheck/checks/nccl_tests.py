@@ -78,20 +78,22 @@ def _busbw(run: NcclTestsRun, intent: FabricIntent, floor_basis: tuple[float, st
     subject = run.op or "nccl-tests"
     if not run.rows:
         return not_judged(BUSBW, subject, expected, "no result rows", "rerun the test to completion")
+    if run.nranks == 1 or all(r.oop_busbw == 0 and (r.ip_busbw or 0) == 0 for r in run.rows):
+        return not_judged(
+            BUSBW,
+            subject,
+            expected,
+            "1 rank: busbw 0.00 on every row, nothing crossed a link"
+            if run.nranks == 1
+            else "busbw 0.00 on every row: no size large enough to measure",
+            "run one rank per GPU on at least two hosts (mpirun -np N, -g 1)",
+        )
     if run.scope == "intra-node":
         return skipped(
             BUSBW,
             subject,
             f"intra-node run (every rank on {run.hosts[0]}): NVLink/NVLS/PCIe, not the NICs; the NIC floor "
             "does not apply and it is no fabric proof",
-        )
-    if run.nranks == 1 or all(r.oop_busbw == 0 and (r.ip_busbw or 0) == 0 for r in run.rows):
-        return not_judged(
-            BUSBW,
-            subject,
-            expected,
-            "busbw 0.00 on every row" + (" (1 rank)" if run.nranks == 1 else "") + ": nothing crossed a link",
-            "run one rank per GPU on at least two hosts (mpirun -np N, -g 1)",
         )
     if run.op is None:
         return not_judged(

@@ -1,4 +1,7 @@
-"""`fabcheck analyze --json` reports the exact truth facts for every recorded sample of the four kinds."""
+"""`fabcheck analyze --json` reports the exact truth facts for every recorded sample of the four kinds.
+
+A truth verdict is `pass` only when every applicable check judged evidence: a check that found none is
+`error` ("not judged"), never a pass (tests/data/corpus/truth/README.md)."""
 
 from __future__ import annotations
 

@@ -495,3 +495,16 @@ def test_hostile_mutations_of_samples_parse_or_are_rejected(text: str) -> None:
         values = [row.oop_time_us, row.oop_algbw, row.oop_busbw, row.ip_time_us, row.ip_algbw, row.ip_busbw]
         assert all(math.isfinite(v) for v in values if v is not None)
     assert run.avg_busbw is None or math.isfinite(run.avg_busbw)
+
+
+def test_single_rank_busbw_zero_is_not_judged() -> None:
+    # SYNTHESISED shape of NVIDIA/nccl-tests#249 (one rank on one host, every busbw 0.00; the issue's
+    # own rows are cut in the quote): nothing crossed a link, so busbw is not judged, never passed.
+    from fabcheck.checks.nccl_tests import check_nccl_tests
+    from fabcheck.intent.model import default_intent
+
+    header = "\n".join([_rank(0, "node1", 0), "#", *HEADER.splitlines()[-3:]]) + "\n"
+    rows = _row("8589934592 2147483648 float sum -1 50000 171.80 0.00 0 50000 171.80 0.00 0")
+    run = parse_nccl_tests(_table(rows, header=header))
+    busbw = next(f for f in check_nccl_tests(run, default_intent()) if f.check == "nccl_tests.busbw")
+    assert busbw.status.value == "error" and "nothing crossed a link" in busbw.actual and run.nranks == 1

@@ -49,16 +49,30 @@ def test_urls_from_the_inventory(backend: str, url: str) -> None:
     assert backends.url_for(backend, LAB_LIKE, "inventory/lab") == url
 
 
-def test_the_ssh_backend_shares_connections_and_keeps_the_inventory_options() -> None:
+def test_the_ssh_backend_keeps_the_inventory_options_and_no_master() -> None:
     host = backends.host_for("ssh://root@10.99.0.2:2222", LAB_LIKE, TimeLimits(connect_s=4))
     command, args = host.backend._build_ssh_command("true")
     line = " ".join(command) % tuple(args)
-    assert "-o BatchMode=yes -o UserKnownHostsFile=/kh -o ControlPath=/c/%C" in line
+    # ssh keeps an option's first value: no master outlives the round trip, whatever follows.
+    assert "-o ControlPersist=no -o BatchMode=yes -o UserKnownHostsFile=/kh -o ControlPath=/c/%C" in line
     assert "ConnectTimeout=4" in line
     plain = backends.host_for("ssh://10.99.0.3", GPU02, TimeLimits())
     command, args = plain.backend._build_ssh_command("true")
     line = " ".join(command) % tuple(args)
-    assert "ControlMaster=auto" in line and f"ControlPath={backends.control_dir()}/%C" in line
+    assert "ControlPersist=60s" not in line and line.index("ControlPersist=no") < line.index("10.99.0.3")
+    assert "StrictHostKeyChecking" not in line  # the user's ssh_config decides, as for ssh itself
+
+
+def test_host_key_options_are_read_as_ssh_reads_them() -> None:
+    options = (
+        "-o",
+        "StrictHostKeyChecking=No",
+        "-oUserKnownHostsFile=/a /b",
+        "-o",
+        "StrictHostKeyChecking yes",
+    )
+    assert backends.host_key_options(options) == ("no", ("/a", "/b"), ())
+    assert backends.host_key_options(("-o", "GlobalKnownHostsFile /g", "-p", "22")) == (None, (), ("/g",))
 
 
 def test_named_urls_find_their_hosts() -> None:

@@ -7,6 +7,16 @@ testinfra users write them (`ssh://user@host:port`, `paramiko://...`, `ansible:/
 as ONE `host.run(...)`. testinfra's `host.run` has no timeout of its own: the script bounds itself on the
 host (`timeout`), and the call is bounded here too (it runs in a thread that is given up on at the
 round trip's limit). The default backend, `native`, is fabcheck's own OpenSSH round trip.
+
+Host keys are the inventory's policy, never weakened here. OpenSSH backends (ssh, safe-ssh, and
+ansible:// hosts reached over ssh) get the inventory's ssh options as they are, behind
+`ControlPersist=no` (no master outlives its round trip; testinfra's own default keeps one 60 s).
+testinfra's paramiko backend would accept any key with a warning (WarningPolicy, and no known_hosts
+loaded): here it loads the known_hosts files OpenSSH would read (the inventory's UserKnownHostsFile /
+GlobalKnownHostsFile, else ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts) and refuses an unknown
+key, unless the user opted out explicitly (`-o StrictHostKeyChecking=no|off|accept-new` in the
+inventory's ssh options, or `StrictHostKeyChecking no` in the ssh_config testinfra reads); a changed
+key is refused always.
 """
 
 from __future__ import annotations
@@ -35,6 +45,11 @@ TESTINFRA_BACKENDS = ("ssh", "paramiko", "ansible", "local", "docker", "podman",
 BACKENDS = (NATIVE, *TESTINFRA_BACKENDS)
 # Host-side `timeout` exits 124 (TERM) or 137 (KILL) when the collection ran past its limit.
 HOST_TIMEOUT_RCS = (124, 137)
+NO_MASTER = ["-o", "ControlPersist=no"]  # ssh keeps an option's first value: this one wins
+# StrictHostKeyChecking values by which a user accepts keys not in known_hosts (ssh_config(5)).
+ACCEPTS_UNKNOWN_KEYS = ("no", "off", "accept-new")
+DEFAULT_USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
+DEFAULT_GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
 
 
 def control_dir() -> str:
@@ -144,14 +159,101 @@ def host_for(url: str, target: SshTarget, limits: TimeLimits) -> Any:
         options["timeout"] = limits.ssh_connect_timeout
         # testinfra %-formats its ssh command line and escapes ssh_extra_args only: hence "%%C".
         options["controlpath"] = os.path.join(control_dir(), "%%C")
-        options["ssh_extra_args"] = shlex.join(["-o", "BatchMode=yes", *target.extra_options])
+        options["ssh_extra_args"] = shlex.join([*NO_MASTER, "-o", "BatchMode=yes", *target.extra_options])
+        options["controlpersist"] = 0
     elif scheme == "paramiko":
         options["timeout"] = limits.ssh_connect_timeout
     elif scheme == "ansible":
         ansible_tools_on_path()
     query = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
     options = {key: value for key, value in options.items() if key not in query}
-    return testinfra.get_host(url, **options)
+    host = testinfra.get_host(url, **options)
+    keep_host_key_policy(host, target)
+    return host
+
+
+def keep_host_key_policy(host: Any, target: SshTarget) -> None:
+    """Make the host's transport check host keys as the inventory says, and keep no ssh master."""
+    from testinfra.backend.ansible import AnsibleBackend
+    from testinfra.backend.paramiko import ParamikoBackend
+    from testinfra.backend.ssh import SshBackend
+
+    backend = host.backend
+    if isinstance(backend, AnsibleBackend):
+        if backend.force_ansible:
+            return  # runs ansible itself: ansible's own host_key_checking applies
+        # The host testinfra reaches the ansible:// host through (cached: run() gets this one).
+        inner = backend.ansible_runner.get_host(
+            backend.host, ssh_config=backend.ssh_config, ssh_identity_file=backend.ssh_identity_file
+        )
+        if inner is not None:
+            keep_host_key_policy(inner, target)
+    elif isinstance(backend, ParamikoBackend):
+        # testinfra builds its client on first use (a cached property): this one is used instead.
+        backend.__dict__["client"] = checked_paramiko_client(backend, target)
+    elif isinstance(backend, SshBackend):
+        backend.controlpersist = 0
+        backend.ssh_extra_args = " ".join([*NO_MASTER, backend.ssh_extra_args or ""]).strip()
+
+
+def host_key_options(options: Sequence[str]) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
+    """Pure: StrictHostKeyChecking, UserKnownHostsFile and GlobalKnownHostsFile from ssh `-o` options,
+    each the first value given (as ssh takes them)."""
+    found: dict[str, str] = {}
+    words = list(options)
+    for index, word in enumerate(words):
+        if word == "-o" and index + 1 < len(words):
+            setting = words[index + 1]
+        elif word.startswith("-o") and len(word) > 2:
+            setting = word[2:]
+        else:
+            continue
+        key, _, value = setting.replace("=", " ", 1).partition(" ")
+        found.setdefault(key.strip().lower(), value.strip())
+    strict = found.get("stricthostkeychecking")
+    return (
+        strict.lower() if strict else None,
+        tuple(shlex.split(found.get("userknownhostsfile", ""))),
+        tuple(shlex.split(found.get("globalknownhostsfile", ""))),
+    )
+
+
+def checked_paramiko_client(backend: Any, target: SshTarget) -> Any:
+    """A connected paramiko client for testinfra's paramiko backend that checks host keys (module
+    docstring); raises what paramiko raises (BadHostKeyException, SSHException: not in known_hosts)."""
+    import paramiko
+    from testinfra.backend.paramiko import IgnorePolicy
+
+    strict, user_files, global_files = host_key_options(target.extra_options)
+    client = paramiko.SSHClient()
+    client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    settings: dict[str, Any] = {
+        "hostname": backend.host.name,
+        "port": int(backend.host.port) if backend.host.port else 22,
+        "username": backend.host.user,
+        "password": backend.host.password,
+        "timeout": backend.timeout,
+    }
+    config_file = backend.ssh_config or os.path.expanduser("~/.ssh/config")
+    if os.path.isfile(config_file):
+        config = paramiko.SSHConfig.from_path(config_file)
+        # testinfra's reading of ssh_config (host, user, port, key, proxy; `StrictHostKeyChecking no`
+        # sets its IgnorePolicy, the user's own opt-out).
+        backend._load_ssh_config(client, settings, config, os.path.dirname(config_file))
+        user_files = user_files or tuple(
+            shlex.split(config.lookup(backend.host.name).get("userknownhostsfile", ""))
+        )
+    ignored = isinstance(client._policy, IgnorePolicy)
+    if not ignored and strict in ACCEPTS_UNKNOWN_KEYS:
+        client.set_missing_host_key_policy(paramiko.WarningPolicy())
+    for known in (*(user_files or DEFAULT_USER_KNOWN_HOSTS), *(global_files or DEFAULT_GLOBAL_KNOWN_HOSTS)):
+        path = os.path.expanduser(known)
+        if os.path.isfile(path):
+            client.load_system_host_keys(path)  # read only: paramiko never writes system host keys
+    if backend.ssh_identity_file:
+        settings["key_filename"] = backend.ssh_identity_file
+    client.connect(**settings)
+    return client
 
 
 def ansible_tools_on_path() -> None:

@@ -65,7 +65,9 @@ def converged(platform: str) -> SwitchDevice:
     else:
         for table, entries in json.loads(config.text).items():
             for key, fields in entries.items():
-                device.running.setdefault(table, {})[key] = fields
+                held = device.running.setdefault(table, {})
+                # the driver's patch sets PORT fields and replaces the QoS entries it owns
+                held[key] = {**held.get(key, {}), **fields} if table == "PORT" else fields
     return device
 
 

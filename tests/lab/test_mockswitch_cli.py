@@ -540,6 +540,7 @@ def test_sonic_json_views_parse() -> None:
     s = dev.new_session("admin")
     running = json.loads(s.handle("show runningconfiguration all"))
     assert running["PORT_QOS_MAP"]["Ethernet8"]["pfc_enable"] == "3,4"
+    assert running.pop("bgpraw") == ""  # FRR's config beside the tables (show/main.py); no FRR here
     assert json.loads(s.handle("sonic-cfggen -d --print-data")) == running
     dev.counters.add("Ethernet8", {"tx_packets": {"1": 1000}, "tx_bytes": {"1": 1078000}, "drops": {"1": 30}})
     queues = json.loads(s.handle("show queue counters Ethernet8 -j"))

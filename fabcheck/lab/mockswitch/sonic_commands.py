@@ -83,7 +83,9 @@ class SonicCommands:
         if args[:2] == ["pfcwd", "stats"]:
             return Result(show.pfcwd_stats(self.db, chosen) + "\n")
         if args == ["runningconfiguration", "all"]:
-            return Result(show.config_json(self.db) + "\n")
+            return Result(show.running_configuration_all(self.db) + "\n")
+        if args[:2] == ["interfaces", "status"]:
+            return Result(show.interfaces_status(self.db, chosen) + "\n")
         if args == ["version"]:
             return Result(show.version(dev.name) + "\n")
         if args == ["lldp", "table"]:
@@ -110,6 +112,7 @@ class SonicCommands:
             "list-checkpoints": self._list_checkpoints,
             "delete-checkpoint": self._delete_checkpoint,
             "replace": self._replace,
+            "pfcwd": self._pfcwd,
         }
         handler = handlers.get(args[0])
         if handler is None:
@@ -199,6 +202,74 @@ class SonicCommands:
         return click_error(
             "config interface", "COMMAND [ARGS]...", f'No such command "{args[:1] and args[0]}".'
         )
+
+    def _pfcwd(self, args: list[str], stdin: str | None) -> Result:
+        """`config pfcwd start [--action A] [--restoration-time R] PORTS... DETECTION_MS`, `stop`,
+        `interval MS`, as sonic-utilities config/main.py and pfcwd/main.py write PFC_WD: start replaces
+        each port's entry (restoration 2x detection when not given, said so), skips a port without
+        pfc_enable with a warning; stop deletes every port's entry."""
+        db, ports = self.db, list(self.device.ports)
+        table = db.setdefault("PFC_WD", {})
+        if args[:1] == ["stop"]:
+            for port in ports:
+                table.pop(port, None)
+            return Result()
+        if args[:1] == ["interval"] and len(args) == 2 and args[1].isdigit() and 100 <= int(args[1]) <= 1000:
+            table.setdefault("GLOBAL", {})["POLL_INTERVAL"] = args[1]
+            return Result()
+        if args[:1] != ["start"]:
+            return click_error(
+                "config pfcwd", "COMMAND [ARGS]...", f'No such command "{args[:1] and args[0]}".'
+            )
+        usage = "[OPTIONS] [PORTS]... DETECTION_TIME"
+        options, positional, words = {}, [], iter(args[1:])
+        for word in words:
+            if word in ("--action", "-a", "--restoration-time", "-r"):
+                options[word.lstrip("-")[0]] = next(words, "")
+            elif word != "--verbose":
+                positional.append(word)
+        if not positional:
+            return click_error("config pfcwd start", usage, "Missing argument 'DETECTION_TIME'.")
+        detection, chosen = positional[-1], positional[:-1]
+        if not detection.isdigit() or not 100 <= int(detection) <= 5000:
+            return click_error(
+                "config pfcwd start",
+                usage,
+                f"Invalid value for 'DETECTION_TIME': {detection} is not in the range 100<=x<=5000.",
+            )
+        action = options.get("a")
+        if action is not None and action not in ("drop", "forward", "alert"):
+            return click_error(
+                "config pfcwd start",
+                usage,
+                f"Invalid value for '--action' / '-a': '{action}' is not one of 'drop', 'forward', 'alert'.",
+            )
+        restoration, said = options.get("r"), []
+        if restoration is None:
+            restoration = str(2 * int(detection))
+            said.append(f"restoration time not defined; default to 2 times detection time: {restoration} ms")
+        elif not restoration.isdigit() or not 100 <= int(restoration) <= 60000:
+            return click_error(
+                "config pfcwd start",
+                usage,
+                f"Invalid value for '--restoration-time' / '-r': {restoration} is not in the range "
+                "100<=x<=60000.",
+            )
+        targets = ports if not chosen or "all" in chosen else [p for p in chosen if p in ports]
+        for port in targets:
+            if "pfc_enable" not in db.get("PORT_QOS_MAP", {}).get(port, {}):
+                said.append(f"SKIPPED: PFC is not enabled on port: {port}")
+                continue
+            history = table.get(port, {}).get("pfc_stat_history", "disable")
+            entry = {
+                "detection_time": detection,
+                "restoration_time": restoration,
+                "pfc_stat_history": history,
+            }
+            if action is not None:
+                entry["action"] = action
+            table[port] = entry
+        return Result("".join(line + "\n" for line in said))
 
     def _ecn(self, args: list[str], stdin: str | None) -> Result:
         return self.set_wred(args, "config ecn")
@@ -405,6 +476,16 @@ class SonicCommands:
             table, _, key = rest[0].partition("|")
             value = self.db.get(table, {}).get(key, {}).get(rest[1])
             return Result("" if value is None else value + "\n")
+        if verb == "hset" and len(rest) >= 3 and len(rest) % 2 == 1:
+            # `sonic-db-cli CONFIG_DB hset 'PFC_WD|Ethernet0' action alert`: redis answers the number of
+            # fields it added (0 when they existed and were overwritten).
+            table, _, key = rest[0].partition("|")
+            entry = self.db.setdefault(table, {}).setdefault(key, {})
+            added = 0
+            for name, value in zip(rest[1::2], rest[2::2], strict=True):
+                added += name not in entry
+                entry[name] = value
+            return Result(f"{added}\n")
         if verb == "keys" and len(rest) == 1:
             found = show.keys(self.db, rest[0])
             return Result(found + "\n" if found else "")

@@ -132,6 +132,52 @@ def config_json(db: ConfigDb) -> str:
     return json.dumps(db, indent=4, sort_keys=True)
 
 
+def running_configuration_all(db: ConfigDb) -> str:
+    """`show runningconfiguration all`: `sonic-cfggen -d --print-data` with FRR's running config as
+    the string "bgpraw" beside the tables (sonic-utilities show/main.py); the mock runs no FRR."""
+    return json.dumps({**db, "bgpraw": ""}, indent=4, sort_keys=True)
+
+
+def interfaces_status(db: ConfigDb, ports: Sequence[str]) -> str:
+    """`show interfaces status` in intfutil's columns (sonic-utilities tests/intfutil_test.py): speed
+    in G, the mock's links always up unless admin down, no VLAN membership (routed)."""
+    rows = []
+    for port in ports:
+        entry = db.get("PORT", {}).get(port, {})
+        speed = entry.get("speed", "")
+        shown = f"{int(speed) // 1000}G" if speed.isdigit() else "N/A"
+        admin = entry.get("admin_status", "down")
+        rows.append(
+            [
+                port,
+                entry.get("lanes", "N/A"),
+                shown,
+                entry.get("mtu", "N/A"),
+                entry.get("fec", "N/A"),
+                entry.get("alias", "N/A"),
+                "routed",
+                admin,
+                admin,
+                "QSFP-DD Double Density 8X Pluggable Transceiver",
+                "off",
+            ]
+        )
+    headers = [
+        "Interface",
+        "Lanes",
+        "Speed",
+        "MTU",
+        "FEC",
+        "Alias",
+        "Vlan",
+        "Oper",
+        "Admin",
+        "Type",
+        "Asym PFC",
+    ]
+    return simple_table(headers, rows, "r" * len(headers), header_pad=2)
+
+
 def hgetall(db: ConfigDb, key: str) -> str:
     table, sep, rest = key.partition("|")
     fields = db.get(table, {}).get(rest, {}) if sep else {}

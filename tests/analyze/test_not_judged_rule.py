@@ -96,3 +96,29 @@ def test_failed_run_without_table_is_not_called_a_latency_test() -> None:
     bandwidth = _finding(result, "perftest.bandwidth")
     assert "latency" not in bandwidth.actual and bandwidth.actual.startswith(NOT_JUDGED)
     assert result.verdict == "fail"  # the completion error outranks what could not be judged
+
+
+def test_atomic_bw_is_a_message_rate_run() -> None:
+    # SYNTHESISED in perftest's layout (no captured ib_atomic_bw output in the corpus): 8-byte atomics.
+    text = "\n".join(
+        [
+            "                    Atomic FETCH_AND_ADD BW Test",
+            " Dual-port       : OFF\t\tDevice         : mlx5_0",
+            " Number of qps   : 1\t\tTransport type : IB",
+            " Connection type : RC\t\tUsing SRQ      : OFF",
+            " TX depth        : 128",
+            " Mtu             : 4096[B]",
+            " Link type       : Ethernet",
+            "-" * 87,
+            " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]",
+            " 8          1000             15.62              15.60              2.044600",
+            "-" * 87,
+            "",
+        ]
+    )
+    from fabcheck.analyze import analyze as run_analyze
+
+    result = run_analyze("perftest", [text], "atomic.txt", default_intent())
+    bandwidth = _finding(result, "perftest.bandwidth")
+    assert result.facts["test"] == "ib_atomic_bw"
+    assert bandwidth.status.value == "skip" and "ib_atomic_bw" in bandwidth.actual

@@ -74,13 +74,34 @@ def connect(login: SwitchLogin) -> Any:
         raise ConnectError(
             f"{where}: login refused for user {login.username!r} (wrong credentials)"
         ) from None
-    except NetmikoTimeoutException:
+    except NetmikoTimeoutException as err:
+        refused = host_key_refusal(err, login)  # netmiko reports a refused host key as a timeout
+        if refused:
+            raise ConnectError(f"{where}: {refused}") from None
         raise ConnectError(f"{where}: no SSH answer within {login.connect_timeout_s:g} s") from None
     except SSHException as err:
         # paramiko says "Server '[127.0.3.1]:2201' not found in known_hosts" for an unknown key.
         raise ConnectError(f"{where}: SSH refused: {_scrub(str(err), login.password)}") from None
     except (OSError, EOFError) as err:
         raise ConnectError(f"{where}: connection failed: {_scrub(str(err), login.password)}") from None
+
+
+def host_key_refusal(err: BaseException, login: SwitchLogin) -> str | None:
+    """Why paramiko refused the switch's host key, from the exception netmiko turned into a timeout
+    (its __context__): a changed key, or a key known_hosts does not hold; None for anything else."""
+    from paramiko.ssh_exception import BadHostKeyException, SSHException
+
+    cause = err.__cause__ or err.__context__
+    keys = str(login.known_hosts) if login.known_hosts is not None else "the user's known_hosts"
+    if isinstance(cause, BadHostKeyException):
+        return (
+            f"host key CHANGED: the switch offered {cause.key.get_name()} "
+            f"{cause.key.get_fingerprint().hex()}, {keys} holds another key for it; refused "
+            "(a replaced switch, or a man in the middle: check, then update known_hosts)"
+        )
+    if isinstance(cause, SSHException) and "not found in known_hosts" in str(cause):
+        return f"host key UNKNOWN: {keys} holds no key for {login.address}:{login.port}; refused"
+    return None
 
 
 def _scrub(text: str, secret: str) -> str:

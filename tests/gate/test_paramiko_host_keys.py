@@ -1,7 +1,7 @@
 """The testinfra paramiko backend checks host keys as the inventory says: against a paramiko ssh server
 on 127.0.0.1, a key known_hosts holds is accepted, an unknown key and a changed key are refused (testinfra
 alone accepts both with a warning), and only the inventory's `StrictHostKeyChecking=no` accepts an
-unknown one."""
+unknown one. A switch session (netmiko) whose host key is refused says so, not "no SSH answer"."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 
 from fabcheck.collect.backends import testinfra as backends
 from fabcheck.collect.ssh import SshTarget, TimeLimits
+from fabcheck.switch.connect import ConnectError, SwitchLogin, connect
 
 PASSWORD = "paramiko-test-password"
 
@@ -99,3 +100,24 @@ def test_the_inventorys_opt_out_accepts_an_unknown_key(server: SimpleNamespace, 
     client = client_for(server.port, options)
     assert client.get_transport().is_authenticated()  # type: ignore[union-attr]
     client.close()
+
+
+@pytest.mark.parametrize("case", ["changed", "unknown"])
+def test_a_switch_whose_key_is_refused_is_reported_so_not_as_a_timeout(
+    server: SimpleNamespace, tmp_path: Path, case: str
+) -> None:
+    # netmiko turns paramiko's refusal into NetmikoTimeoutException: the reason must survive.
+    if case == "changed":
+        kh = known_hosts(tmp_path / "known_hosts", server.port, paramiko.RSAKey.generate(2048))
+    else:
+        kh = tmp_path / "known_hosts"
+        kh.write_text("")
+    login = SwitchLogin("leaf01", "linux", "127.0.0.1", server.port, "admin", PASSWORD, kh, 20.0)
+    with pytest.raises(ConnectError) as refused:
+        connect(login)
+    said = str(refused.value)
+    assert "no SSH answer" not in said and PASSWORD not in said
+    if case == "changed":
+        assert f"host key CHANGED: the switch offered ssh-rsa {server.key.get_fingerprint().hex()}" in said
+    else:
+        assert f"host key UNKNOWN: {kh} holds no key for 127.0.0.1:{server.port}; refused" in said

@@ -292,3 +292,35 @@ def test_an_undefined_variable_beside_a_vaulted_one_is_not_called_a_vault_proble
     (problem,) = problems_of(inventory)
     assert "cannot resolve value" in problem and "no_such_variable" in problem
     assert "cannot decrypt" not in problem and "170" not in problem
+
+
+@pytest.mark.skipif(shutil.which("ansible-playbook", path=str(REPO / ".venv/bin")) is None, reason="no venv")
+@pytest.mark.parametrize("limit", ["leaf01", "switches"])
+def test_preflight_refuses_a_plain_text_switch_password_when_the_limit_names_only_switches(
+    tmp_path: Path, limit: str
+) -> None:
+    # A play on localhost alone is skipped by `--limit switches`: site.yml then pushed to the switches.
+    inventory = tmp_path / "inv"
+    shutil.copytree(REPO / "inventory" / "example", inventory)
+    hosts = (inventory / "hosts.yml").read_text()
+    marker = "switch_password: \"{{ lookup('ansible.builtin.env', 'FABCHECK_SWITCH_PASSWORD') }}\""
+    assert marker in hosts
+    (inventory / "hosts.yml").write_text(hosts.replace(marker, "switch_password: plain-s3cret-pw"))
+    result = subprocess.run(
+        [
+            str(REPO / ".venv/bin/ansible-playbook"),
+            "-i",
+            str(inventory),
+            "playbooks/preflight.yml",
+            "--limit",
+            limit,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "leaf01: switch_password = <redacted>: a password in plain text in the inventory" in output
+    assert "plain-s3cret-pw" not in output

@@ -1,15 +1,13 @@
 """An in-process switch of each platform, converged to the desired state, read by the gate (pure).
 
-The lab's mock switch device runs without its SSH server: the rendered config is typed into one of
-its CLI sessions as an operator (or the driver) would (NVUE `nv set` + `nv config apply -y`, EOS a
-configure session + `commit`), SONiC's CONFIG_DB fragment is merged into its running CONFIG_DB the
-way `config apply-patch` of the driver's patch leaves it; the gate's own probes then read it through
-the same parsers and checks as on a live switch.
+The lab's mock switch device runs without its SSH server: the platform's own driver pushes the
+rendered config to it over an in-process channel (tests/invariant/fakeconn.py: echo, reply, prompt as
+the lab's server sends them), its check mode gives the diff `site.yml --check --diff` shows, and the
+gate's own probes read it through the same parsers and checks as on a live switch.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +27,9 @@ from fabcheck.lab.mockswitch.eos import EosDevice  # noqa: E402
 from fabcheck.lab.mockswitch.nvue import NvueDevice  # noqa: E402
 from fabcheck.lab.mockswitch.sonic import SonicDevice  # noqa: E402
 from fabcheck.lab.mockswitch.spec import SwitchSpec  # noqa: E402
+from fabcheck.switch.driver import SwitchDriver, driver_for, push  # noqa: E402
 from fabcheck.switch.render import render_switch  # noqa: E402
+from tests.invariant.fakeconn import SessionConnection  # noqa: E402
 
 NAMES = {platform: name for name, platform in SWITCHES.items()}
 USERS = {"nvue": "cumulus", "sonic": "admin", "eos": "admin"}
@@ -51,24 +51,25 @@ def type_lines(session: CliSession, lines: list[str]) -> str:
     return "".join(session.handle(line) for line in lines)
 
 
+def _driver(platform: str, device: SwitchDevice) -> SwitchDriver:
+    session = device.new_session(USERS[platform])
+    return driver_for(platform)(SessionConnection(session, NAMES[platform]))
+
+
 def converged(platform: str) -> SwitchDevice:
-    """A mock switch of `platform` holding the desired config of its test switch."""
+    """A factory mock switch of `platform` that the platform's own driver pushed the desired config
+    of its test switch to (as `site.yml` does, over an in-process channel instead of SSH)."""
     name = NAMES[platform]
     spec = SwitchSpec(name, platform, "127.0.3.1", 2201, USERS[platform], "pw", PORTS[platform])
     device = DEVICES[platform](spec)
-    config = render_switch(desired(name))
-    session = session_of(device, platform)
-    if platform == "nvue":
-        type_lines(session, [*config.lines, "nv config apply -y"])
-    elif platform == "eos":
-        type_lines(session, ["configure session fabcheck-test", *config.lines, "commit"])
-    else:
-        for table, entries in json.loads(config.text).items():
-            for key, fields in entries.items():
-                held = device.running.setdefault(table, {})
-                # the driver's patch sets PORT fields and replaces the QoS entries it owns
-                held[key] = {**held.get(key, {}), **fields} if table == "PORT" else fields
+    push(_driver(platform, device), render_switch(desired(name)), check=False)
     return device
+
+
+def check_diff(platform: str, device: SwitchDevice) -> str:
+    """What `site.yml --check --diff` shows for the switch: the driver's check-mode diff."""
+    result = push(_driver(platform, device), render_switch(desired(NAMES[platform])), check=True)
+    return result.diff if result.changed else ""
 
 
 def judged(platform: str, device: SwitchDevice) -> list[Finding]:

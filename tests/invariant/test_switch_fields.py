@@ -1,22 +1,26 @@
-"""The invariant, gate side: every field role switch_qos owns (fabcheck.checks.switch.OWNED_FIELDS),
-drifted alone in an in-process mock switch's running state, fails exactly the check that owns it on
-exactly its port (a per-port field) or on the switch / every port it feeds (a switch-wide one), and
-nothing else; a field no check reads yet leaves the gate silent (its declaration says so).
+"""The invariant: every field role switch_qos owns (fabcheck.checks.switch.OWNED_FIELDS), drifted
+alone in an in-process mock switch's running state, gives both signals. The platform driver's check
+mode (what `site.yml --check --diff` shows) shows that field alone, on its port, and changes nothing;
+and the gate fails exactly the check that owns it on exactly its port (a per-port field) or on the
+switch / every port it feeds (a switch-wide one), and nothing else. A field no check reads yet leaves
+the gate silent (its declaration says so) while the diff still shows it.
 
-The converged mock switches themselves pass every check (tests/invariant/harness.py builds them from
-the rendered desired config). One drift per field, in the platform's own running state: the shape
+The converged mock switches (the drivers' own push, tests/invariant/harness.py) pass every check and
+have nothing to push. One drift per field, in the platform's own running state: the shape
 of the mock's config tree (NVUE's `nv set` tree, SONiC's CONFIG_DB, EOS's config model).
 """
 
 from __future__ import annotations
 
+import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from fabcheck.checks.switch import LOSSLESS_DROPS, OWNED_FIELDS, PFC, OwnedField, owned_fields_markdown
-from tests.invariant.harness import NAMES, PORTS, converged, judged, not_passing
+from tests.invariant.harness import NAMES, PORTS, check_diff, converged, judged, not_passing
 
 DRIFTED = {platform: ports[1] for platform, ports in PORTS.items()}  # a host port, not the cabled one
 Drift = Callable[[dict[str, Any], str], None]
@@ -195,6 +199,38 @@ def _expected_subjects(owned: OwnedField) -> list[set[str]]:
     if owned.scope == "port":
         return [{f"{name}:{DRIFTED[owned.platform]}"}]
     return [{name}, {f"{name}:{port}" for port in ports}]
+
+
+def _token(field: str) -> str:
+    """The word of a field's name its platform's diff must show (`robustness`, `pfc_enable`, `mtu`)."""
+    return [word for word in re.split(r"[ :|]+", field) if word and not word.startswith("<")][-1]
+
+
+def _changed_lines(platform: str, diff: str) -> list[str]:
+    if platform == "sonic":  # one patch operation per line
+        return [line for line in diff.splitlines() if line.strip()]
+    if platform == "eos":  # a unified diff of the session against running
+        return [
+            line for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
+    return []  # NVUE's `nv config diff` is a YAML tree: the token is checked in the whole of it
+
+
+@pytest.mark.parametrize("owned", OWNED_FIELDS, ids=lambda owned: f"{owned.platform}:{owned.field}")
+def test_one_drifted_field_shows_in_check_mode_diff_alone_and_check_mode_changes_nothing(
+    owned: OwnedField,
+) -> None:
+    device = converged(owned.platform)
+    assert check_diff(owned.platform, device) == "", "the converged switch has nothing to push"
+    DRIFTS[(owned.platform, owned.field)](device.running, DRIFTED[owned.platform])
+    drifted = copy.deepcopy(device.running)
+    diff = check_diff(owned.platform, device)
+    assert device.running == drifted, "check mode changed the switch"
+    token = _token(owned.field)
+    assert token in diff, diff
+    if owned.scope == "port":
+        assert DRIFTED[owned.platform] in diff, diff
+    assert all(token in line for line in _changed_lines(owned.platform, diff)), diff
 
 
 @pytest.mark.parametrize("owned", OWNED_FIELDS, ids=lambda owned: f"{owned.platform}:{owned.field}")

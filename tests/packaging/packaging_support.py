@@ -1,0 +1,116 @@
+"""Build what users install (the wheel, the collection tarball) from this checkout, and a fresh venv holding
+only the wheel and what it depends on: shared by the packaging tests and the foreign-repository lab test.
+
+The artifacts and the venv are made once per checkout state and kept under the system temp dir (keyed
+by a digest of the packaged files), behind a file lock, so two test processes build them once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+# What the wheel and the collection are built from (their digest names the build).
+PACKAGED = ("pyproject.toml", "galaxy.yml", "README.md", "CHANGELOG.md", "fabcheck", "templates", "meta",
+            "plugins", "roles", "playbooks")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Built:
+    wheel: Path
+    sdist: Path
+    collection: Path  # fabcheck-fabric-X.tar.gz
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment of a user's shell: nothing of this checkout or its venv (no PYTHONPATH, no
+    ANSIBLE_* of ours, no VIRTUAL_ENV), a PATH without our venv's bin."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHON", "VIRTUAL_ENV", "PIP_"))
+    }
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if Path(p) != VENV_BIN)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["ANSIBLE_NOCOLOR"] = "1"
+    return env | extra
+
+
+def run(argv: list[str | Path], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600):
+    done = subprocess.run([str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)  # fmt: skip
+    assert done.returncode == 0, (
+        f"{' '.join(map(str, argv))} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    )
+    return done
+
+
+def _digest() -> str:
+    listed = run(["git", "ls-files", "-co", "--exclude-standard", *PACKAGED], cwd=REPO).stdout.split()
+    digest = hashlib.sha256()
+    for name in sorted(listed):
+        path = REPO / name
+        if path.is_file():
+            digest.update(name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def work_dir() -> Path:
+    return Path(tempfile.gettempdir()) / f"fabcheck-packaging-{_digest()}"
+
+
+def build() -> Built:
+    """`python -m build` (wheel + sdist) and `ansible-galaxy collection build`, once per checkout state."""
+    work = work_dir()
+    dist = work / "dist"
+    with _locked(work / "build.lock"):
+        if not (dist / "done").exists():
+            shutil.rmtree(dist, ignore_errors=True)
+            dist.mkdir(parents=True)
+            # --no-isolation: the backend (hatchling) is in the test venv ([test] extra): no index asked.
+            run([sys.executable, "-m", "build", "--no-isolation", "--outdir", dist, REPO], cwd=REPO)
+            run([VENV_BIN / "ansible-galaxy", "collection", "build", "--output-path", dist, REPO], cwd=REPO)
+            (dist / "done").touch()
+    (wheel,) = dist.glob("fabcheck-*.whl")
+    (sdist,) = dist.glob("fabcheck-[0-9]*.tar.gz")
+    (collection,) = dist.glob("fabcheck-fabric-*.tar.gz")
+    return Built(wheel, sdist, collection)
+
+
+def fresh_venv(built: Built) -> Path:
+    """A venv made by the system's Python holding `pip install WHEEL` (never editable), its
+    dependencies from the index pip is configured with (pip's cache keeps repeats fast)."""
+    work = work_dir()
+    venv = work / "venv"
+    with _locked(work / "venv.lock"):
+        if not (venv / "done").exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            python = shutil.which("python3", path=clean_env()["PATH"]) or sys.executable
+            run([python, "-m", "venv", venv], cwd=work, env=clean_env())
+            run(
+                [venv / "bin" / "python", "-m", "pip", "install", "-q", built.wheel],
+                cwd=work,
+                env=clean_env(),
+            )
+            (venv / "done").touch()
+    return venv

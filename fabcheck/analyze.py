@@ -59,8 +59,8 @@ class Analysis:
             "file": self.source,
             "kind": self.kind,
             **self.facts,
-            "verdict": self.verdict,
             "not_judged": self.not_judged,
+            "verdict": self.verdict,
             "findings": [f.to_json() for f in self.findings],
         }
 

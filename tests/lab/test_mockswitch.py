@@ -297,7 +297,8 @@ def test_pfc_priority_fault_shows_and_heals(lab, name: str, show: str, faulted: 
     [
         ("nvue-fault", "nv show qos roce", "  enabled-tc        0\n"),
         ("sonic-fault", "ecnconfig -q 3", "queue 3: off"),
-        ("eos-fault", "show qos interfaces Et2", "   3         -          RR        Disabled"),
+        # tx-queues are strict priority until `no priority` (the queue below sets none): SP
+        ("eos-fault", "show qos interfaces Et2", "   3         -          SP        Disabled"),
     ],
 )
 def test_ecn_off_fault_shows_and_heals(lab, name: str, show: str, faulted: str) -> None:

@@ -18,7 +18,7 @@ from test_eos_templates import NON_DEFAULT, eos_desired
 from fabcheck.lab.mockswitch import arm_drop
 from fabcheck.parsers.eos_config import format_config, parse_config
 from fabcheck.switch.connect import connect
-from fabcheck.switch.driver import PushError, push
+from fabcheck.switch.driver import ForeignWork, PushError, push
 from fabcheck.switch.platforms.eos import EosDriver, session_lines
 from fabcheck.switch.render import RenderedConfig, render_switch
 
@@ -127,6 +127,17 @@ def test_leftover_sessions_never_block_a_push(switch: Switch) -> None:
         )
     assert switch.sessions() == ["fabcheck-crashed1", "operator-work"]
 
+    # Someone's pending session stops the push, in check mode and in a real run, and survives.
+    for check in (True, False):
+        with pytest.raises(ForeignWork) as err:
+            push(switch.driver, custom, check=check)
+        assert "operator-work" in str(err.value) and "configure session operator-work abort" in str(err.value)
+        assert switch.running() == converged
+        assert switch.sessions() == ["fabcheck-crashed1", "operator-work"]
+    switch.connection.send_config_set(
+        ["configure session operator-work", "abort"], enter_config_mode=False, exit_config_mode=False
+    )  # the operator drops theirs; fabcheck's own leftover is then fabcheck's to clear
+
     # Cut while aborting the leftover: nothing committed, the leftover is still there.
     lines = switch.counted_lines(custom)
     assert lines[0] == "abort"
@@ -147,7 +158,7 @@ def test_leftover_sessions_never_block_a_push(switch: Switch) -> None:
     driver = switch.reconnect()
     assert push(driver, custom, check=False).changed
     assert driver.running() == format_config(parse_config(custom.text))
-    assert switch.sessions() == ["operator-work"]  # fabcheck's leftovers gone, the operator's kept
+    assert switch.sessions() == []  # fabcheck's leftovers gone
 
 
 @pytest.mark.parametrize("switch", ["eos-after-commit"], indirect=True)

@@ -63,7 +63,8 @@ def test_parse_and_format_round_trip_the_rendered_config() -> None:
     assert format_config(tree) == "\n".join(line for line in text.splitlines() if line.strip() != "!")
     profile = next(node for node in tree if node.line == "qos profile FABCHECK-ROCE")
     queue = next(node for node in profile.children if node.line == "uc-tx-queue 3")
-    assert queue.children[0].line == "bandwidth percent 50"
+    # EOS tx-queues are strict by default: a DWRR share comes after `no priority`
+    assert [child.line for child in queue.children[:2]] == ["no priority", "bandwidth percent 50"]
 
 
 def test_managed_view_keeps_what_fabcheck_owns_only() -> None:
@@ -134,7 +135,10 @@ def test_a_converged_switch_gets_exactly_the_rendered_lines() -> None:
     text = rendered()
     lines = session_lines(text, text)
     assert lines == [line.strip() for line in text.splitlines() if line.strip() not in ("", "!")]
-    assert not [line for line in lines if line.startswith("no ")]
+    assert [line for line in lines if line.startswith("no ")] == [
+        "no priority",
+        "no priority",
+    ]  # the DWRR queues
 
 
 def test_stale_lines_are_negated_inside_their_block() -> None:

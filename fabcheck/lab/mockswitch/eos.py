@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from fabcheck.lab.mockswitch.eos_model import (
 )
 
 UNITS = "{" + "|".join(ECN_UNITS) + "}"
+# Jericho / VOQ families (7280R, 7500R, 7800R and their R2/R3 generations): `tx-queue` only.
+VOQ_MODEL = re.compile(r"^(DCS-)?7(280|500|800)[A-Z]*R")
 _R = Rule.of
 EXEC_RULES = [
     _R("enable", "enable"),
@@ -128,12 +131,35 @@ class EosDevice(SwitchDevice):
     def __init__(self, spec: Any) -> None:
         super().__init__(spec)
         self.sessions: dict[str, dict[str, Any]] = {}
+        self.model = spec.model or "cEOSLab"
+
+    @property
+    def voq(self) -> bool:
+        """Jericho (VOQ) families name unicast egress queues `tx-queue` and refuse `uc-tx-queue`."""
+        return bool(VOQ_MODEL.match(self.model))
+
+    def session_instances(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Per configuration session, the live logins inside it, as `show configuration sessions`
+        lists them under `instances` (a session whose terminal went away has none)."""
+        gc.collect()  # a dropped login may sit in a reference cycle (asyncssh's task and frames)
+        found: dict[str, dict[str, dict[str, Any]]] = {}
+        for pid, shell in list(self.shells.items()):
+            name = getattr(shell, "session", None)
+            if name is not None and not shell.closed:
+                found.setdefault(name, {})[str(pid)] = {
+                    "user": getattr(shell, "user", ""),
+                    "terminal": f"vty{pid % 100}",
+                    "currentTerminal": False,
+                }
+        return found
 
     def factory_config(self) -> dict[str, Any]:
         return factory_config(self.spec.name, self.spec.ports)
 
     def new_session(self, username: str) -> CliSession:
-        return EosSession(self, username)
+        session = EosSession(self, username)
+        self.shell_pid(session)  # a login with a pid, so its sessions list it while it lives
+        return session
 
     def port_qos(self) -> dict[str, PortQos]:
         return port_qos(self.running, self.ports)
@@ -396,9 +422,16 @@ class EosSession(CliSession):
 
     def _c_txq(self, m: Matched) -> None:
         kind, number = m.values
+        if kind == "uc-tx-queue" and self.device.voq:
+            raise EosInputError("% Invalid input (at token 0: 'uc-tx-queue')")
         frame = self.stack[-1]
         for path in frame.paths:
-            set_path(self.tree(), (*path, "tx_queues", str(number), "kind"), kind)
+            queue = self.tree()
+            for key in (*path, "tx_queues", str(number)):
+                queue = queue.setdefault(key, {})
+            if "kind" not in queue:  # a new queue block: EOS tx-queues are strict until `no priority`
+                queue.setdefault("priority", "strict")
+            queue["kind"] = kind
         label = f"{'uc-txq' if kind == 'uc-tx-queue' else 'txq'}-{number}"
         self.stack.append(Frame("txq", label, [(*p, "tx_queues", str(number)) for p in frame.paths]))
 

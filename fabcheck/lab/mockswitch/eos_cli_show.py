@@ -76,7 +76,7 @@ def _render(
             )
         return show.session_diffs(config, device.sessions[name]["config"], name), None
     if action == "sessions":
-        return show.sessions(device.sessions, session)
+        return show.sessions(device.sessions, session, device.session_instances())
     if action == "pfc":
         return show.pfc_status(config, ports)
     if action in ("pfc_counters", "ecn", "queue_drops"):
@@ -94,7 +94,7 @@ def _render(
         return show.interfaces(config, ports)
     if action == "lldp":
         return show.lldp_neighbors(device.lldp_neighbors())
-    return show.version(device.name)
+    return show.version(device.name, device.model)
 
 
 def _filter(text: str, model: Any, pipe: str, token_index: int) -> str:

@@ -60,12 +60,14 @@ def parse_interfaces(token: str, ports: Sequence[str]) -> list[str] | None:
 
 def _txq_lines(kind_num: str, q: Mapping[str, Any]) -> list[str]:
     lines = [f"   {q.get('kind', 'uc-tx-queue')} {kind_num}"]
+    if "kind" in q and q.get("priority") != "strict":
+        lines.append("      no priority")  # tx-queues are strict until `no priority` (UNVERIFIED rendering)
     if "bandwidth_percent" in q:
         lines.append(f"      bandwidth percent {q['bandwidth_percent']}")
     if "bandwidth_guaranteed" in q:
         lines.append(f"      bandwidth guaranteed percent {q['bandwidth_guaranteed']}")
     if q.get("priority") == "strict":
-        lines.append("      priority strict")
+        lines.append("      priority strict")  # shown even as the default (UNVERIFIED: EOS may omit it)
     ecn = q.get("ecn")
     if ecn:
         tail = "".join(

@@ -3,8 +3,20 @@
 A push stages everything in a session named `fabcheck-<random>`: first the `no ...` lines that take
 back what an earlier push (or a hand edit) left in the parts fabcheck owns and this config lacks,
 then the rendered lines. `show session-config diffs` is the diff; `commit` applies it in one step,
-`abort` drops it. EOS keeps an uncommitted session after its CLI goes away, so `stage` first aborts
-every pending `fabcheck-` session a lost connection left behind.
+`abort` drops it. EOS keeps an uncommitted session after its CLI goes away.
+
+Sessions that are not this push's own are never aborted: `stage` reads `show configuration
+sessions | json` first; a pending session of someone else (any name not `fabcheck-`) stops the push
+naming it (ForeignWork); a `fabcheck-` session with a live terminal in it (`instances`) is another
+push at work, so this one refuses (SwitchLocked, the session is EOS's own lock: it lives exactly as
+long as the other push's login); a `fabcheck-` session whose terminal is gone is what a dead push of
+ours left, and is aborted. After entering its own session the push lists again: if another live
+`fabcheck-` session appeared meanwhile, it aborts its own and refuses too (both may refuse; never
+both proceed).
+
+Tx-queues are strict priority on EOS until `no priority`: a DWRR queue gets `no priority` and
+`bandwidth percent`. Jericho/VOQ families (7280R, 7500R, 7800R) name unicast queues `tx-queue` and
+refuse `uc-tx-queue`: the keyword follows the model `show version | json` reports.
 
 What fabcheck owns: the whole DSCP -> traffic-class map (a DSCP the config does not map goes back
 to EOS's default class), the global PFC watchdog lines, every `qos profile` block it renders, and
@@ -34,13 +46,14 @@ from fabcheck.errors import FabcheckError
 from fabcheck.parsers.eos_config import DSCP_MAP_LINE, ConfigNode, dscp_map, format_config, parse_config
 from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.connect import READ_TIMEOUT_S
-from fabcheck.switch.driver import PushError, SwitchDriver
+from fabcheck.switch.driver import ForeignWork, PushError, SwitchDriver, SwitchLocked
 from fabcheck.switch.render import RenderedConfig
 
 SESSION_PREFIX = "fabcheck-"
 SAVE_COMMAND = "copy running-config startup-config"
 SHOW_STARTUP = "show startup-config"
 POLL_S = 0.005
+LIVE_SESSION_WAIT_S = 10.0  # how long a fabcheck session with a terminal may take to show it is dead
 
 _WATCHDOG = "priority-flow-control pause watchdog"
 # What the attached profile carries: the port's trust, PFC, watchdog and tx-queues.
@@ -78,6 +91,7 @@ _LINES: tuple[OwnedLine, ...] = tuple(
         (r"bandwidth percent \d+", "no bandwidth percent", {"scheduler"}),
         (r"bandwidth guaranteed percent \d+", "no bandwidth guaranteed", {"scheduler"}),
         (r"priority strict", "no priority", {"scheduler"}),
+        (r"no priority", "priority strict", {"scheduler"}),
         (r"random-detect ecn minimum-threshold .+", "no random-detect ecn", {"ecn"}),
         (r"random-detect ecn count", "no random-detect ecn count", {"ecn"}),
     )
@@ -85,6 +99,23 @@ _LINES: tuple[OwnedLine, ...] = tuple(
 _GLOBAL_OWNED = re.compile(r"qos map dscp |priority-flow-control pause watchdog ")
 _BLOCKS_OWNED_WHOLE = re.compile(r"qos profile \S+")
 _BLOCKS_OWNED_QOS = re.compile(r"interface \S+")
+
+
+# Jericho / VOQ families (7280R, 7500R, 7800R and their R2/R3/R4 generations) take `tx-queue`.
+VOQ_MODEL = re.compile(r"^(DCS-)?7(280|500|800)[A-Z]*R")
+_UC_TX_QUEUE = re.compile(r"^(\s*)uc-tx-queue ", re.MULTILINE)
+
+
+def queue_keyword(model: str) -> str:
+    """`tx-queue` on Jericho/VOQ models, `uc-tx-queue` on the others (Trident, Tomahawk, cEOS)."""
+    return "tx-queue" if VOQ_MODEL.match(model.strip()) else "uc-tx-queue"
+
+
+def for_model(rendered: str, model: str) -> str:
+    """Pure: the rendered config with the unicast tx-queue keyword `model` takes."""
+    if queue_keyword(model) == "uc-tx-queue":
+        return rendered
+    return _UC_TX_QUEUE.sub(r"\1tx-queue ", rendered)
 
 
 class EosConnectionLost(PushError):
@@ -258,6 +289,19 @@ class EosDriver(SwitchDriver):
         self.committed = False  # a commit went out since the last save (for PushError.rolled_back)
         self.sent: list[str] = []  # every line typed, in order (for logs and figures)
         self._privileged = False
+        self.model: str | None = None  # `show version | json` modelName, read once per connection
+
+    def model_name(self) -> str:
+        if self.model is None:
+            text = self._command("show version | json")
+            try:
+                self.model = str(json.loads(text)["modelName"])
+            except (ValueError, KeyError, TypeError):
+                raise EosCommandRejected(
+                    f"{self.switch}: `show version | json` did not name the model: {text[:200]!r}",
+                    rolled_back=True,
+                ) from None
+        return self.model
 
     # -- SwitchDriver -----------------------------------------------------------------------------
     def running(self) -> str:
@@ -265,11 +309,12 @@ class EosDriver(SwitchDriver):
 
     def stage(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
         self.switch = config.switch
-        self._abort_leftover_sessions()
-        plan = session_lines(config.text, self.running(), concerns)
+        self._check_other_sessions(None)
+        plan = session_lines(for_model(config.text, self.model_name()), self.running(), concerns)
         name = f"{SESSION_PREFIX}{secrets.token_hex(4)}"
         self._command(f"configure session {name}")
         self.session = name
+        self._check_other_sessions(name)  # one that appeared while we entered ours
         for line in plan:
             self._command(line)
         return self._command("show session-config diffs")
@@ -307,8 +352,8 @@ class EosDriver(SwitchDriver):
         self.committed = False
 
     # -- helpers ----------------------------------------------------------------------------------
-    def pending_sessions(self) -> list[str]:
-        """Names of the switch's uncommitted fabcheck sessions (EOS lists completed ones too)."""
+    def pending_sessions(self) -> dict[str, dict[str, Any]]:
+        """The switch's uncommitted sessions, name -> EOS's record (EOS lists completed ones too)."""
         text = self._command("show configuration sessions | json")
         try:
             sessions = json.loads(text)["sessions"]
@@ -317,17 +362,42 @@ class EosDriver(SwitchDriver):
                 f"{self.switch}: unexpected `show configuration sessions | json` output: {text[:200]!r}",
                 rolled_back=not self.committed,
             ) from None
-        return sorted(
-            name
-            for name, info in sessions.items()
-            if name.startswith(SESSION_PREFIX) and (info or {}).get("state") != "completed"
-        )
+        return {
+            name: dict(info or {})
+            for name, info in sorted(sessions.items())
+            if (info or {}).get("state") != "completed"
+        }
 
-    def _abort_leftover_sessions(self) -> None:
-        for name in self.pending_sessions():
-            self._command(f"configure session {name}")
-            self._command("abort")
-        self.session = None
+    def _check_other_sessions(self, ours: str | None) -> None:
+        """Refuse over someone's pending session or another live push; abort a dead push's session."""
+        pending = {name: info for name, info in self.pending_sessions().items() if name != ours}
+        foreign = [name for name in pending if not name.startswith(SESSION_PREFIX)]
+        live = [
+            name for name in pending if name.startswith(SESSION_PREFIX) and pending[name].get("instances")
+        ]
+        if (foreign or live) and ours is not None:
+            self._command("abort")  # ours only, typed inside it
+            self.session = None
+        if foreign:
+            names = ", ".join(foreign)
+            raise ForeignWork(
+                f"{self.switch}: pending configuration session(s) {names} that this push did not open "
+                "hold staged work; fabcheck never aborts someone's session: commit it (`configure session "
+                f"{foreign[0]} commit`) or drop it (`configure session {foreign[0]} abort`), then rerun "
+                "the push",
+                rolled_back=True,
+            )
+        if live:
+            raise SwitchLocked(
+                f"{self.switch}: another push holds the switch (its configuration session {live[0]} is open "
+                "on a live terminal); nothing was changed. Rerun when it has finished",
+                rolled_back=True,
+            )
+        if ours is None:
+            for name in pending:  # a fabcheck session whose login died: a dead push's, ours to drop
+                self._command(f"configure session {name}")
+                self._command("abort")
+            self.session = None
 
     def _command(self, line: str) -> str:
         """Type one line, wait for the prompt, return its output; `% ...` answers raise."""

@@ -35,6 +35,7 @@ SERVED_TOOLS = (
     "ethtool",
     "lsmod",
     "modprobe",
+    "rmmod",
     "systemctl",
 )
 # Every tool name a node has: the served ones, and those that start processes or read node files.

@@ -67,6 +67,7 @@ def state_tools() -> dict[str, Callable[[Node, list[str]], int]]:
         "ethtool": netdev.ethtool,
         "lsmod": system.lsmod,
         "modprobe": system.modprobe,
+        "rmmod": system.rmmod,
         "systemctl": systemd.served_systemctl,  # read verbs only; simple_tools() has the node's own
     }
 

@@ -281,9 +281,12 @@ def ethtool_driver(node: Node, netdev: str) -> str:
 
 
 def ethtool_link(node: Node, netdev: str) -> str:
+    """The link as the netdev's sysfs `speed` has it (the kernel's one value, which ibv_devinfo's
+    port rate follows too); the NIC's topology rate when sysfs has none."""
     nic = node.nic_by_netdev(netdev) or {}
     up = node.read_sys(f"net/{netdev}/operstate") == "up"
-    speed = f"{int(nic.get('rate_gbps', 0)) * 1000}Mb/s" if up else "Unknown!"
+    mbps = node.read_sys_int(f"net/{netdev}/speed", int(nic.get("rate_gbps", 0)) * 1000)
+    speed = f"{mbps}Mb/s" if up else "Unknown!"
     return (
         f"Settings for {netdev}:\n\tSpeed: {speed}\n\tDuplex: {'Full' if up else 'Unknown! (255)'}\n"
         f"\tAuto-negotiation: on\n\tPort: Direct Attach Copper\n\tLink detected: {'yes' if up else 'no'}\n"
@@ -338,6 +341,43 @@ def ethtool_set_tunable(node: Node, netdev: str, settings: list[str]) -> int:
     return 0
 
 
+# The Ethernet speeds (Mb/s) an mlx5 NIC accepts in `ethtool -s IF speed N` (its ethtool link modes)
+# and the InfiniBand port rate text the RDMA device then shows for them.
+MLX5_SPEEDS = {
+    10000: "10 Gb/sec (1X QDR)",
+    25000: "25 Gb/sec (1X EDR)",
+    40000: "40 Gb/sec (4X QDR)",
+    50000: "50 Gb/sec (1X HDR)",
+    100000: "100 Gb/sec (4X EDR)",
+    200000: "200 Gb/sec (4X HDR)",
+    400000: "400 Gb/sec (4X NDR)",
+}
+
+
+def ethtool_set_speed(node: Node, netdev: str, settings: list[str]) -> int:
+    """`ethtool -s IF speed N [duplex full] [autoneg on|off]`: the link retrains at N. sysfs `speed`
+    (read-only to a writer: the kernel's value) and the port's `rate` change together, so ethtool,
+    ibv_devinfo and ibstat agree; the NIC's topology rate follows for the traffic models."""
+    pairs = dict(zip(settings[::2], settings[1::2], strict=False))
+    if len(settings) % 2 or not pairs or set(pairs) - {"speed", "duplex", "autoneg"}:
+        raise ToolError(BAD_ARGS, 1)
+    if "speed" not in pairs:
+        return 0
+    if not pairs["speed"].isdigit() or int(pairs["speed"]) not in MLX5_SPEEDS:
+        raise ToolError("netlink error: link settings update failed\nnetlink error: Invalid argument\n", 1)
+    nic = node.nic_by_netdev(netdev) or {}
+    mbps = int(pairs["speed"])
+    node.write_sys(f"net/{netdev}/speed", str(mbps))
+    if nic:
+        node.write_sys(f"{node.port_dir(nic)}/rate", MLX5_SPEEDS[mbps])
+        topology = node.load("topology.json")
+        for entry in topology["nics"]:
+            if entry["name"] == nic["name"]:
+                entry["rate_gbps"] = mbps // 1000
+        node.save("topology.json", topology)
+    return 0
+
+
 def ethtool(node: Node, args: list[str]) -> int:
     if not args:
         raise ToolError("ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1)
@@ -355,6 +395,8 @@ def ethtool(node: Node, args: list[str]) -> int:
     if flag in ("-i", "--driver"):
         out(ethtool_driver(node, require_netdev(node, args[1] if len(args) > 1 else None)))
         return 0
+    if flag in ("-s", "--change"):
+        return ethtool_set_speed(node, require_netdev(node, args[1] if len(args) > 1 else None), args[2:])
     if flag == "--get-tunable":
         return ethtool_get_tunable(node, require_netdev(node, args[1] if len(args) > 1 else None), args[2:])
     if flag == "--set-tunable":

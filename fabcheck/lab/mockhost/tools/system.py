@@ -56,6 +56,25 @@ def modprobe(node: Node, args: list[str]) -> int:
     return 0
 
 
+def rmmod(node: Node, args: list[str]) -> int:
+    """kmod's rmmod: a module another loaded one uses stays ("is in use by: ..."), one not loaded is
+    an error; each refusal exits 1 and stops there."""
+    names = [a for a in args if not a.startswith("-")]
+    if not names:
+        raise ToolError("rmmod: ERROR: missing module name.\n", 1)
+    state, loaded = node.load("modules.json", {}), loaded_modules(node)
+    for raw in names:
+        name = raw.replace("-", "_")
+        if not loaded.get(name, False):
+            raise ToolError(f"rmmod: ERROR: Module {name} is not currently loaded\n", 1)
+        users = [u for u in MODULES[name][1].split(",") if u and loaded.get(u, False)]
+        if users:
+            raise ToolError(f"rmmod: ERROR: Module {name} is in use by: {' '.join(users)}\n", 1)
+        state[name] = loaded[name] = False
+    node.save("modules.json", state)
+    return 0
+
+
 # --- sysctl -----------------------------------------------------------------------------------
 def proc_sys_path(key: str) -> Path:
     return Path("/proc/sys") / key.replace(".", "/")

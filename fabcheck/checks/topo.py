@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fabcheck.checks.evidence import not_judged
 from fabcheck.checks.model import Finding, errored, failed, passed
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.topo import TopoMatrix, link_rank
@@ -35,7 +36,7 @@ def _check_rail(matrix: TopoMatrix, intent: FabricIntent, index: int, nic: str) 
         )
     if nic not in matrix.nics:
         if matrix.nics and all(n.startswith("NIC") for n in matrix.nics):
-            return errored(
+            return not_judged(
                 CHECK,
                 gpu,
                 expected,

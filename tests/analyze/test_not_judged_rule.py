@@ -122,3 +122,22 @@ def test_atomic_bw_is_a_message_rate_run() -> None:
     bandwidth = _finding(result, "perftest.bandwidth")
     assert result.facts["test"] == "ib_atomic_bw"
     assert bandwidth.status.value == "skip" and "ib_atomic_bw" in bandwidth.actual
+
+
+def test_nccl_log_excerpt_without_hca_list_or_init_complete_is_error_until_left_out() -> None:
+    name = "kuberay-gib-a4-b200-annotated-excerpt.txt"
+    result = _analyze("nccl-log", name)
+    assert result.verdict == "error"
+    assert [entry.split(":")[0] for entry in result.not_judged] == ["nccl.link_layer", "nccl.init"]
+    assert _analyze("nccl-log", name, "nccl.link_layer", "nccl.init").verdict == "pass"
+
+
+def test_topo_rail_map_against_unnamed_nics_is_not_judged() -> None:
+    from fabcheck.intent.model import FabricIntent
+
+    path = CORPUS / "topo" / "nccl-tests-321-h20-vm-no-legend.txt"
+    intent = FabricIntent(rails={0: "mlx5_bond_6"})
+    result = analyze("topo", [path.read_text()], path.name, intent)
+    assert result.verdict == "error" and result.not_judged[0].startswith(
+        "topo.gpu_nic_affinity: topology prints"
+    )

@@ -180,7 +180,13 @@ def effective_block(config: Mapping[str, Any], port: str) -> dict[str, Any]:
     profile = config["qos_profiles"].get(block.get("service_profile", ""), {})
     merged = {**profile, **{k: v for k, v in block.items() if k not in ("pfc_priorities", "tx_queues")}}
     merged["pfc_priorities"] = {**profile.get("pfc_priorities", {}), **block.get("pfc_priorities", {})}
-    merged["tx_queues"] = {**profile.get("tx_queues", {}), **block.get("tx_queues", {})}
+    # A tx-queue the interface configures keeps the profile's other settings of that queue: EOS applies
+    # a service-profile's commands under the interface's own, command by command (an interface's
+    # `uc-tx-queue 3` / `random-detect ecn ...` leaves the profile's `bandwidth percent` in force).
+    queues = {q: dict(cfg) for q, cfg in profile.get("tx_queues", {}).items()}
+    for queue, cfg in block.get("tx_queues", {}).items():
+        queues[queue] = {**queues.get(queue, {}), **cfg}
+    merged["tx_queues"] = queues
     return merged
 
 

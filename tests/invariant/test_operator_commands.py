@@ -1,0 +1,124 @@
+"""Drifts typed the way an operator types them into the mock switches' CLIs (not `lab inject`): each
+fails exactly the check that owns the field, where it is, and nothing else. The commands follow the real
+platforms: SONiC `config pfcwd` (sonic-utilities config/main.py and pfcwd/main.py: start replaces a
+port's PFC_WD entry, stop removes every port's) and `sonic-db-cli CONFIG_DB hset`; NVUE `nv set` +
+`nv config apply -y` with a per-port mapping profile; EOS global config lines.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.invariant.harness import converged, judged, not_passing, session_of, type_lines
+
+ALL_SONIC = ("Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12")
+CASES = [
+    (
+        "sonic",
+        ["sudo config pfcwd start --action alert Ethernet4 200 --restoration-time 200"],
+        {("switch.watchdog_settings", "leaf02:Ethernet4", "fail")},
+    ),
+    (
+        "sonic",
+        ["sudo config pfcwd start Ethernet8 5000"],  # restoration defaults to 2 x detection
+        {("switch.watchdog_settings", "leaf02:Ethernet8", "fail")},
+    ),
+    ("sonic", ["sudo config pfcwd stop"], {("switch.watchdog", f"leaf02:{p}", "fail") for p in ALL_SONIC}),
+    (
+        "sonic",
+        ["sonic-db-cli CONFIG_DB hset 'WRED_PROFILE|FABCHECK_ECN_TC3' red_min_threshold 300000"],
+        {("switch.ecn", f"leaf02:{p}", "fail") for p in ALL_SONIC},
+    ),
+    (
+        "nvue",
+        ["nv set qos pfc-watchdog polling-interval 5000", "nv config apply -y"],
+        {("switch.watchdog_settings", "leaf01", "fail")},
+    ),
+    (
+        "nvue",
+        [
+            "nv set qos mapping p1 trust l2",
+            "nv set interface swp2 qos mapping profile p1",
+            "nv config apply -y",
+        ],
+        {("switch.trust", "leaf01:swp2", "fail")},
+    ),
+    (
+        "eos",
+        ["configure", "priority-flow-control pause watchdog default timeout 10", "end"],
+        {("switch.watchdog_settings", "leaf03", "fail")},
+    ),
+    (
+        "eos",
+        ["configure", "priority-flow-control pause watchdog action no-drop", "end"],
+        {("switch.watchdog_settings", "leaf03", "fail")},
+    ),
+    # An interface-level tx-queue merges with the profile's queue (its bandwidth stays); the mock opens a
+    # new tx-queue block strict until `no priority` (EOS's default, unverified on a real switch), so the
+    # port's scheduling changes too, and the driver's diff removes the whole block.
+    (
+        "eos",
+        [
+            "configure",
+            "interface Ethernet2",
+            "uc-tx-queue 3",
+            "random-detect ecn minimum-threshold 300 kbytes maximum-threshold 1500 kbytes"
+            " max-mark-probability 100",
+            "end",
+        ],
+        {("switch.ecn", "leaf03:Ethernet2", "fail"), ("switch.scheduler", "leaf03:Ethernet2", "fail")},
+    ),
+    # EOS's default map still sends DSCP 26 to traffic class 3: no finding (issue 23's noise).
+    ("eos", ["configure", "no qos map dscp 26 to traffic-class 3", "end"], set()),
+]
+
+
+@pytest.mark.parametrize(("platform", "lines", "failing"), CASES, ids=lambda v: str(v)[:60])
+def test_an_operator_drift_fails_exactly_its_check(platform: str, lines: list[str], failing: set) -> None:
+    device = converged(platform)
+    type_lines(session_of(device, platform), lines)
+    assert not_passing(judged(platform, device)) == failing
+
+
+def test_sonic_config_pfcwd_start_says_what_it_defaulted_and_skips_ports_without_pfc() -> None:
+    device = converged("sonic")
+    del device.running["PORT_QOS_MAP"]["Ethernet12"]["pfc_enable"]
+    said = type_lines(session_of(device, "sonic"), ["sudo config pfcwd start all 400"])
+    assert said == (
+        "restoration time not defined; default to 2 times detection time: 800 ms\n"
+        "SKIPPED: PFC is not enabled on port: Ethernet12\n"
+    )
+    assert device.running["PFC_WD"]["Ethernet0"] == {
+        "detection_time": "400",
+        "restoration_time": "800",
+        "pfc_stat_history": "disable",
+    }
+
+
+def test_an_interface_tx_queue_keeps_the_profiles_bandwidth() -> None:
+    device = converged("eos")
+    session = session_of(device, "eos")
+    type_lines(session, ["configure", "interface Ethernet2", "uc-tx-queue 3", "no priority", "end"])
+    shown = session.handle("show qos interfaces | json")
+    assert '"bandwidthPercent": 50' in shown.split('"Ethernet2"', 1)[1].split('"Ethernet3"', 1)[0]
+    assert not_passing(judged("eos", device)) == set()
+
+
+def test_sonic_show_interfaces_status_has_intfutils_columns() -> None:
+    text = session_of(converged("sonic"), "sonic").handle("show interfaces status")
+    header = text.splitlines()[0].split()
+    assert header == [
+        "Interface",
+        "Lanes",
+        "Speed",
+        "MTU",
+        "FEC",
+        "Alias",
+        "Vlan",
+        "Oper",
+        "Admin",
+        "Type",
+        "Asym",
+        "PFC",
+    ]
+    assert text.splitlines()[2].split()[:4] == ["Ethernet0", "0,1,2,3,4,5,6,7", "400G", "9216"]

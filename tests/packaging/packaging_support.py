@@ -21,6 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
+WHEELHOUSE = REPO / ".wheelhouse"  # the runtime dependencies' wheels (scripts/setup)
 # What the wheel and the collection are built from (their digest names the build).
 PACKAGED = ("pyproject.toml", "galaxy.yml", "README.md", "CHANGELOG.md", "fabcheck", "templates", "meta",
             "plugins", "roles", "playbooks")  # fmt: skip
@@ -97,9 +98,16 @@ def build() -> Built:
     return Built(wheel, sdist, collection)
 
 
+def offline_pip(venv: Path) -> list[str | Path]:
+    """`pip install` in `venv` from the wheelhouse scripts/setup downloads (the lab namespace, where CI runs
+    the suite, has no network)."""
+    assert (WHEELHOUSE / ".complete").is_file(), f"no {WHEELHOUSE}: run scripts/setup"
+    return [venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-index", "--find-links", WHEELHOUSE]
+
+
 def fresh_venv(built: Built) -> Path:
     """A venv made by the system's Python holding `pip install WHEEL` (never editable), its
-    dependencies from the index pip is configured with (pip's cache keeps repeats fast)."""
+    dependencies from the checkout's wheelhouse."""
     work = work_dir()
     venv = work / "venv"
     with _locked(work / "venv.lock"):
@@ -107,10 +115,6 @@ def fresh_venv(built: Built) -> Path:
             shutil.rmtree(venv, ignore_errors=True)
             python = shutil.which("python3", path=clean_env()["PATH"]) or sys.executable
             run([python, "-m", "venv", venv], cwd=work, env=clean_env())
-            run(
-                [venv / "bin" / "python", "-m", "pip", "install", "-q", built.wheel],
-                cwd=work,
-                env=clean_env(),
-            )
+            run([*offline_pip(venv), built.wheel], cwd=work, env=clean_env())
             (venv / "done").touch()
     return venv

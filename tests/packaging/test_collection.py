@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 import yaml
 from packaging_support import REPO, VENV_BIN, Built, build, clean_env, run
+from prime_offline import SANITY_TESTS, install_pip_bootstrap, sanity_argv
 
 import fabcheck
 
 MODULES = ("boot_kernel_module", "ipoib_child", "roce_nic", "switch_config")
 FILTERS = ("fabcheck_desired_host", "fabcheck_switch_config", "fabcheck_subnet_manager", "fabcheck_ib_host")
-SANITY_TESTS = ("compile", "import", "pep8", "pylint", "validate-modules", "yamllint", "no-assert", "shebang")
 # Task keywords (not the action) that roles and playbooks use.
 TASK_KEYWORDS = {"name", "when", "tags", "register", "notify", "vars", "block", "changed_when", "failed_when",
                  "check_mode", "listen", "loop", "become", "delegate_to", "run_once", "no_log",
@@ -97,15 +97,9 @@ def test_ansible_test_sanity_is_clean_on_the_tarball(built: Built, tmp_path: Pat
     shutil.copytree(REPO / "tests" / "sanity", root / "tests" / "sanity")
     for line in (root / "tests" / "sanity" / "ignore-2.19.txt").read_text().splitlines():
         assert re.fullmatch(r"\S+ \S+ # \S.*", line), f"an ignore entry without its reason: {line!r}"
-    bootstrap = Path.home() / ".ansible" / "test" / "cache" / "get_pip_24_2.py"
-    if not bootstrap.exists():  # ansible-test fetches it from a host CI cannot reach; see the file
-        bootstrap.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(Path(__file__).with_name("get_pip_offline.py"), bootstrap)
-    argv: list[Any] = [VENV_BIN / "ansible-test", "sanity", "--python", "3.11", "--color", "no"]
-    for test in SANITY_TESTS:
-        argv += ["--test", test]
+    install_pip_bootstrap()  # the venvs themselves were made by scripts/setup (prime_offline.py)
     env = clean_env(PATH=f"{VENV_BIN}:{clean_env()['PATH']}")
-    done = run(argv, cwd=root, env=env, timeout=900)
+    done = run(sanity_argv(), cwd=root, env=env, timeout=900)
     for test in SANITY_TESTS:
         assert f'Running sanity test "{test}"' in done.stdout, test
 

@@ -32,6 +32,7 @@ BASE_TOOLS = (
     "readlink",
     "rm",
     "sha256sum",
+    "touch",
     "env",
 )
 
@@ -45,6 +46,7 @@ case "$*" in *"install -q -e"*)
   mkdir -p .venv/lib/python3.11/site-packages/fabcheck-0.1.0.dist-info
   printf '{{"dir_info": {{"editable": true}}, "url": "file://%s"}}' "{url_root}" \\
     > .venv/lib/python3.11/site-packages/fabcheck-0.1.0.dist-info/direct_url.json;;
+*"download -q -d .wheelhouse"*) mkdir -p .wheelhouse;;
 esac
 """
 
@@ -129,6 +131,9 @@ def test_first_setup_installs_editable_then_a_rerun_does_nothing_and_prints_noth
     first = checkout.run("setup")
     assert first.returncode == 0, first.stderr
     assert any("-m pip install -q -e .[test]" in call for call in checkout.calls()), checkout.calls()
+    # The wheelhouse tests/packaging installs fresh venvs from, offline.
+    assert "-m pip download -q -d .wheelhouse ." in checkout.calls()
+    assert (checkout.root / ".wheelhouse" / ".complete").is_file()
     assert checkout.stamp.is_file()
     again = checkout.run("setup")
     assert again.returncode == 0, again.stderr

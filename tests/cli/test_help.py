@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 from pathlib import Path
 
@@ -37,9 +38,11 @@ def test_version_matches_the_package(capsys: pytest.CaptureFixture[str]) -> None
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out.strip() == f"fabcheck {__version__}"
-    # tomllib is 3.11+; the project supports 3.10, so read the one line.
-    declared = re.search(r'^version = "([^"]+)"$', (REPO / "pyproject.toml").read_text(), re.MULTILINE)
-    assert declared and declared.group(1) == __version__
+    # The version is written once, in fabcheck/__init__.py: pyproject.toml reads it from there.
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject and 'path = "fabcheck/__init__.py"' in pyproject
+    assert not re.search(r"^version = ", pyproject, re.MULTILINE)
+    assert importlib.metadata.version("fabcheck") == __version__
 
 
 @pytest.mark.parametrize("argv", [("intent", "check"), ("intent", "show"), ("analyze",)])

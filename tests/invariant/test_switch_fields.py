@@ -207,8 +207,8 @@ def _token(field: str) -> str:
 
 
 def _changed_lines(platform: str, diff: str) -> list[str]:
-    if platform == "sonic":  # one patch operation per line
-        return [line for line in diff.splitlines() if line.strip()]
+    if platform == "sonic":  # one patch operation per line (beside notes such as the ports it flaps)
+        return [line for line in diff.splitlines() if line.startswith(("add ", "replace ", "remove "))]
     if platform == "eos":  # a unified diff of the session against running
         return [
             line for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))

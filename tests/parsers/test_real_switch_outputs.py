@@ -23,7 +23,27 @@ from tests.invariant.harness import converged, session_of
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 ROWS = list(csv.DictReader((REAL / "INDEX.tsv").open(), delimiter="\t"))
-CAPTURES = [row for row in ROWS if row["file"] != "-"]
+PROBE_COMMANDS = {(platform, probe.command) for platform, probes in PROBES.items() for probe in probes}
+CAPTURES = [row for row in ROWS if row["file"] != "-" and (row["platform"], row["command"]) in PROBE_COMMANDS]
+# Real table layouts of a command the gate reads as JSON (no public JSON exists): the mock's table must
+# have the same rows and sections, and every field the parser reads must be a row of the real table.
+LAYOUTS = [row for row in ROWS if row["file"] != "-" and row not in CAPTURES]
+PARSED_FIELDS = {
+    "nv show interface swp16 qos roce status": (
+        "congestion-control",
+        "enabled-tc",
+        "max-threshold",
+        "min-threshold",
+        "probability",
+        "pfc",
+        "pfc-priority",
+        "rx-enabled",
+        "tx-enabled",
+        "trust",
+        "trust-mode",
+        "traffic-class",
+    ),
+}
 
 
 def probe_for(platform: str, command: str) -> Probe:
@@ -89,3 +109,31 @@ def test_the_mock_answers_the_same_command_with_the_same_structure(row: dict[str
     else:
         header = next(line for line in real.splitlines() if line.strip())
         assert header.split() == next(line for line in mock.splitlines() if line.strip()).split()
+
+
+def _row_names(text: str) -> list[str]:
+    """First-column names of an NVUE attribute table, section titles and sub-table headers."""
+    names = []
+    for line in text.splitlines():
+        if not line.strip() or set(line.strip()) <= {"-", " ", "="}:
+            continue
+        if line.startswith("    "):  # a sub-table row or header: its header words only
+            if (
+                "----" not in line
+                and not line.strip()[0].isdigit()
+                and line.split()[0] not in ("cnp", "roce")
+            ):
+                names.append(" ".join(line.split()))
+            continue
+        names.append(line[:20].strip() if not line[0].isupper() else line.strip())
+    return names
+
+
+@pytest.mark.parametrize("row", LAYOUTS, ids=lambda row: row["file"])
+def test_the_mock_table_has_the_real_rows_and_the_parsed_fields_are_real(row: dict[str, str]) -> None:
+    platform = row["platform"]
+    real = (REAL / row["file"]).read_text()
+    mock = session_of(converged(platform), platform).handle(row["command"].replace("swp16", "swp2"))
+    assert _row_names(mock) == _row_names(real)
+    words = set(" ".join(_row_names(real)).split())
+    assert [name for name in PARSED_FIELDS[row["command"]] if name not in words] == []

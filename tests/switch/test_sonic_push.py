@@ -188,9 +188,20 @@ def test_running_is_the_managed_tables_in_config_db_terms(lab: Any) -> None:
 
 # -- faults: check mode shows exactly the drift, a push repairs exactly it ---------------------------
 
+# The plan names the ports the updater will take admin-down, then the operations.
 FAULT_DIFFS = {
-    "switch-pfc-prio": ['replace /PORT_QOS_MAP/Ethernet0/pfc_enable: "4" -> "3"'],
-    "switch-ecn-off": [f'add /QUEUE/{p}|3/wred_profile: "FABCHECK_ECN_TC3"' for p in PORTS["sonic"]],
+    "switch-pfc-prio": [
+        "disruption: config apply-patch takes 1 port(s) admin-down and up again while it changes their "
+        "QoS tables: Ethernet0 (PORT_QOS_MAP); roll out one switch at a time with the gate between",
+        'replace /PORT_QOS_MAP/Ethernet0/pfc_enable: "4" -> "3"',
+    ],
+    "switch-ecn-off": [
+        "disruption: config apply-patch takes 4 port(s) admin-down and up again while it changes their "
+        "QoS tables: "
+        + ", ".join(f"{p} (QUEUE)" for p in PORTS["sonic"])
+        + "; roll out one switch at a time with the gate between",
+        *(f'add /QUEUE/{p}|3/wred_profile: "FABCHECK_ECN_TC3"' for p in PORTS["sonic"]),
+    ],
 }
 
 
@@ -275,7 +286,7 @@ def config_line_indices(transcript: list[str]) -> tuple[int, int]:
     count, apply_at = 0, -1
     for line in transcript:
         if line.strip() and shell.is_config_line(line):
-            if re.fullmatch(r"sudo config apply-patch fabcheck-patch\.json", line):
+            if re.fullmatch(r"sudo config apply-patch fabcheck-patch-\S+\.json", line):
                 apply_at = count
             count += 1
         shell.handle(line)
@@ -318,7 +329,9 @@ def test_dropped_connections_leave_the_previous_config_and_the_next_push_converg
             # A cut on the apply line itself is an honest "unknown" (the driver cannot tell whether the
             # switch ran it), so only cuts before it may claim a rollback.
             if drop_at == apply_at:
-                assert err.value.rolled_back is False, (drop_at, str(err.value))
+                assert err.value.rolled_back is False and err.value.unknown, (drop_at, str(err.value))
+                assert "OUTCOME IS UNKNOWN" in str(err.value) and "checkpoint" in str(err.value)
+                assert state["checkpoints"], "the checkpoint of an unknown outcome is kept"
             else:
                 assert err.value.rolled_back is not committed, (drop_at, str(err.value))
             if committed:  # the apply ran; the cut came during verify or save

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import time
 import weakref
@@ -267,6 +268,7 @@ class SwitchDevice(ABC):
         if list(words) in (["echo", "$$"], ["echo", "$PPID"]) and session is not None:
             return str(self.shell_pid(session))
         if len(words) == 3 and words[:2] == ["ls", "-d"] and words[2].startswith("/proc/"):
+            gc.collect()  # a dropped login may sit in a reference cycle (asyncssh's task and frames)
             pid = words[2].removeprefix("/proc/")
             shell = self.shells.get(int(pid)) if pid.isdigit() else None
             if shell is None or shell.closed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,63 @@ if TYPE_CHECKING:
 
 NEED_ROOT = "Root privileges are required for this operation"
 CHECKPOINT_DIR = "/etc/sonic/checkpoints"
+# The generic config updater applies about one change a second; the lab runs it LAB_TIME_SCALE
+# times faster (10 ms a change) so that a 300-change push still takes seconds, not minutes.
+PER_CHANGE_S = 1.0
+LAB_TIME_SCALE = 0.01
+# Tables whose changes need the port admin-down (sonic-utilities patch_sorter RequiredValueIdentifier).
+ADMIN_DOWN_TABLES = (
+    "BUFFER_PG",
+    "BUFFER_PORT_EGRESS_PROFILE_LIST",
+    "BUFFER_PORT_INGRESS_PROFILE_LIST",
+    "BUFFER_QUEUE",
+    "PORT_QOS_MAP",
+    "QUEUE",
+)
+PFC_WD_FIELDS = (
+    "restoration_time",
+    "detection_time",
+    "action",
+    "global/poll_interval",
+    "pfc_stat_history",
+    "",
+)
+
+
+def field_validator_refusal(patch: list) -> str:
+    """GCU's PFC_WD field validator: fields outside its list (a whole-table op names entries, not
+    fields) are refused ('' = allowed). Port names are dropped from the path as GCU does."""
+    for op in patch:
+        parts = [p for p in op.get("path", "").split("/")[1:] if p]
+        if not parts or parts[0] != "PFC_WD":
+            continue
+        rest = [p for p in parts[1:] if not any(ch.isdigit() for ch in p)]
+        field = "/".join(rest).lower()
+        value = op.get("value")
+        fields = [f"{field}/{key}" if field else key for key in value] if isinstance(value, dict) else [field]
+        if any(f not in PFC_WD_FIELDS for f in fields):
+            return (
+                "Modification of PFC_WD table is illegal- validating function generic_config_updater."
+                "field_operation_validators.rdma_config_update_validator returned False"
+            )
+    return ""
+
+
+def sorted_changes(patch: list, db: dict) -> list[dict]:
+    """The patch as the updater applies it: one change per operation, each port whose QoS tables
+    change taken admin-down before its first change and up after its last."""
+    ports: dict[str, None] = {}
+    for op in patch:
+        parts = [p for p in op.get("path", "").split("/")[1:] if p]
+        if parts and parts[0] in ADMIN_DOWN_TABLES:
+            keys = [parts[1]] if len(parts) > 1 else list(op.get("value") or {})
+            ports.update(dict.fromkeys(key.split("|")[0] for key in keys))
+    up = [p for p in ports if db.get("PORT", {}).get(p, {}).get("admin_status", "up") == "up"]
+    down = [{"op": "replace", "path": f"/PORT/{p}/admin_status", "value": "down"} for p in up]
+    back = [{"op": "replace", "path": f"/PORT/{p}/admin_status", "value": "up"} for p in up]
+    return [*down, *patch, *back]
+
+
 _ECN_OPTIONS = {
     f"-{c[0]}{k}": f"{c}_{field}"
     for c in WRED_COLORS
@@ -87,7 +145,7 @@ class SonicCommands:
         if args[:2] == ["interfaces", "status"]:
             return Result(show.interfaces_status(self.db, chosen) + "\n")
         if args == ["version"]:
-            return Result(show.version(dev.name) + "\n")
+            return Result(show.version(dev.name, dev.spec.release or "202405.0-mock") + "\n")
         if args == ["lldp", "table"]:
             return Result(show.lldp_table(dev.lldp_neighbors()) + "\n")
         if not args:
@@ -318,10 +376,15 @@ class SonicCommands:
                 usage,
                 f'Invalid value for "PATCH_FILE_PATH": Path "{paths[0]}" does not exist.',
             )
-        lines = ["Patch Applier: localhost: Patch application starting."]
+        dry_run = "-d" in args or "--dry-run" in args
+        lines = ["** DRY RUN EXECUTION **"] if dry_run else []
+        lines.append("Patch Applier: localhost: Patch application starting.")
         try:
             patch = json.loads(text)
             lines.append(f"Patch Applier: localhost: Patch: {json.dumps(patch)}")
+            refused = field_validator_refusal(patch)
+            if refused:
+                raise ConfigDbError(refused)
             target = apply_patch(self.db, patch, self.device.ports)
         except (ValueError, ConfigDbError) as exc:
             reason = f"Invalid patch JSON: {exc}" if isinstance(exc, ValueError) else str(exc)
@@ -339,12 +402,29 @@ class SonicCommands:
             "Patch Applier: localhost: validating target config does not have empty tables, since "
             "they do not show up in ConfigDb.",
             "Patch Applier: localhost: sorting patch updates.",
-            f"Patch Applier: The localhost patch was converted into {len(patch)} changes.",
-            f"Patch Applier: localhost: applying {len(patch)} changes in order.",
+        ]
+        changes = sorted_changes(patch, self.db)
+        plural = "s" if len(changes) != 1 else ""
+        colon = ":" if changes else "."
+        lines.append(
+            f"Patch Applier: The localhost patch was converted into {len(changes)} change{plural}{colon}"
+        )
+        lines.append(f"Patch Applier: localhost: applying {len(changes)} change{plural} in order{colon}")
+        for change in changes:
+            lines.append(f"Patch Applier:   * {json.dumps([change])}")
+            if not dry_run:
+                time.sleep(PER_CHANGE_S * LAB_TIME_SCALE)  # the updater's pace, scaled for the lab
+                if change["path"].endswith("/admin_status"):
+                    port = change["path"].split("/")[2]
+                    self.device.port_flaps[port] = self.device.port_flaps.get(port, 0) + (
+                        change["value"] == "down"
+                    )
+                    self.device.record("gcu", "port", f"{port} admin {change['value']}")
+        lines += [
             "Patch Applier: localhost: verifying patch updates are reflected on ConfigDB.",
             "Patch Applier: localhost patch application completed.",
         ]
-        if "-n" not in args and "--dry-run" not in args:
+        if not dry_run:
             self.device.running = target
         lines.append("Patch applied successfully.")
         return Result("\n".join(lines) + "\n")

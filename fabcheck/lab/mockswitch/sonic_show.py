@@ -191,11 +191,11 @@ def keys(db: ConfigDb, pattern: str) -> str:
     return "\n".join(sorted(found))
 
 
-def version(name: str) -> str:
+def version(name: str, release: str = "202405.0-mock") -> str:
     return "\n".join(
         [
             "",
-            "SONiC Software Version: SONiC.202405.0-mock",
+            f"SONiC Software Version: SONiC.{release}",
             "SONiC OS Version: 12",
             "Distribution: Debian 12.6",
             "Kernel: 6.1.0-22-2-amd64",

@@ -8,6 +8,16 @@ config does not (a save that was cut off), `startup_lag` says so and push saves 
 Lost connections surface as PushError, saying whether a commit on this connection is still unsaved
 (then the switch is not on its previous config).
 
+`config apply-patch` is neither quick nor atomic: the updater applies the sorted changes one by one
+(about a second each) and, for BUFFER_PG, BUFFER_QUEUE, PORT_QOS_MAP and QUEUE changes, takes each
+affected port admin-down and up again. So: the plan (and --check --diff) names those ports; the
+commit's time limit is changes x PER_CHANGE_S + APPLY_MARGIN_S, with progress per applied change;
+a timeout or a lost session during the apply leaves the outcome UNKNOWN (PushError.unknown) until
+the switch is read back, the checkpoint is kept for `config rollback`, and the push lock stays until
+it expires. PFC_WD is changed entry by entry and field by field (the updater's field validator
+refuses a whole-table `add /PFC_WD`). The release must be MIN_RELEASE or later (`show version`): the
+fragment is valid SONiC YANG from 202205 on (`pfcwd_sw_enable`, BUFFER_PG profile "NULL").
+
 What fabcheck owns (OWNED_TABLES): entries named FABCHECK* (maps, WRED profiles, schedulers); the
 PORT_QOS_MAP, QUEUE and PFC_WD entries of the ports the inventory lists; their lossless
 (dynamic-model) BUFFER_PG entries; the `mtu` field of those ports. Everything else is left alone.
@@ -41,12 +51,21 @@ Patch = list[dict[str, Any]]
 
 OWNER_PREFIX = "FABCHECK"
 CHECKPOINT_PREFIX = "fabcheck-"
-PATCH_FILE = "fabcheck-patch.json"  # relative: the login's home, where the shell starts
+PATCH_PREFIX = "fabcheck-patch-"  # + the checkpoint's stamp: one file per push, in the login's home
 HEREDOC_END = "FABCHECK_PATCH_END"
 STARTUP_CONFIG = "/etc/sonic/config_db.json"  # what `config save` writes and a reboot loads
 MAX_PATCH_LINE = 512  # longer ops are written one field a line (a tty line holds 4095 bytes)
 DYNAMIC_BUFFER_PROFILE = "NULL"  # BUFFER_PG profile of a lossless PG in the dynamic buffer model
 POLL_S = 0.01
+PER_CHANGE_S = 2.0  # the updater's ~1 s per change (reported up to 4 s a change on 150-change patches)
+APPLY_MARGIN_S = 120.0  # sorting, validation and the final read-back of the whole CONFIG_DB
+MIN_RELEASE = (2022, 5)  # 202205: the first branch whose YANG takes this fragment
+# Tables whose changes make the updater take the port admin-down first (patch_sorter's
+# RequiredValueIdentifier: PORT/<port>/admin_status must be "down" while they change).
+ADMIN_DOWN_TABLES = ("BUFFER_PG", "BUFFER_QUEUE", "PORT_QOS_MAP", "QUEUE")
+RELEASE = re.compile(r"SONiC Software Version: SONiC\.(?P<branch>\S+)")
+CHANGE_LINE = re.compile(r"^Patch Applier:\s+\* ", re.MULTILINE)
+CHANGE_COUNT = re.compile(r"applying (?P<count>\d+) changes? in order")
 
 
 class Scope(enum.Enum):
@@ -109,6 +128,10 @@ class SonicError(FabcheckError):
 
 class ConnectionLost(Exception):
     """The SSH channel closed under a command."""
+
+
+class ApplyTimeout(Exception):
+    """A command did not come back to the prompt within its time limit."""
 
 
 # -- the rendered fragment -------------------------------------------------------------------------
@@ -191,9 +214,14 @@ def _field_ops(
     return ops
 
 
+ENTRY_BY_ENTRY = ("PFC_WD",)  # never a whole-table add or remove (GCU's field validator refuses it)
+
+
 def _table_ops(
     table: str, scope: Scope, have: Mapping[str, Any], want: Mapping[str, Any], ports: set[str]
 ) -> Patch:
+    if table in ENTRY_BY_ENTRY:
+        return _entry_ops(table, scope, have, want, ports)
     if scope is Scope.FIELDS:
         ops: Patch = []
         for key, fields in want.items():
@@ -213,6 +241,59 @@ def _table_ops(
         else:
             ops.append({"op": "add", "path": pointer(table, key), "value": dict(fields)})
     return ops
+
+
+def _entry_ops(
+    table: str, scope: Scope, have: Mapping[str, Any], want: Mapping[str, Any], ports: set[str]
+) -> Patch:
+    """Entry by entry, field by field: adds of one entry, field ops, removes of one entry."""
+    stale = [
+        key for key, fields in have.items() if key not in want and _owns(scope, key, fields, ports, want)
+    ]
+    ops: Patch = [{"op": "remove", "path": pointer(table, key)} for key in sorted(stale, key=_key_order)]
+    for key, fields in want.items():
+        if key in have:
+            ops += _field_ops(table, key, have[key], fields, drop_extra=scope is not Scope.PORT_FIELDS)
+        else:
+            ops.append({"op": "add", "path": pointer(table, key), "value": dict(fields)})
+    return ops
+
+
+def disrupted_ports(patch: Patch) -> dict[str, list[str]]:
+    """Pure: port -> the tables whose changes make the updater take it admin-down, in port order."""
+    found: dict[str, set[str]] = {}
+    for op in patch:
+        table, *rest = _parts(op["path"])
+        if table not in ADMIN_DOWN_TABLES:
+            continue
+        keys = [rest[0]] if rest else list(op.get("value") or {})
+        for key in keys:
+            found.setdefault(key.partition("|")[0], set()).add(table)
+    return {port: sorted(found[port]) for port in sorted(found, key=_key_order)}
+
+
+def disruption_note(patch: Patch) -> str:
+    """The plan's line naming the ports the updater will flap ('' when none)."""
+    ports = disrupted_ports(patch)
+    if not ports:
+        return ""
+    listed = ", ".join(f"{port} ({'/'.join(tables)})" for port, tables in ports.items())
+    return (
+        f"disruption: config apply-patch takes {len(ports)} port(s) admin-down and up again while it "
+        f"changes their QoS tables: {listed}; roll out one switch at a time with the gate between"
+    )
+
+
+def apply_time_limit(changes: int) -> float:
+    """Seconds to wait for `config apply-patch` of `changes` changes."""
+    return changes * PER_CHANGE_S + APPLY_MARGIN_S
+
+
+def release_of(show_version: str) -> tuple[int, int] | None:
+    """(year, month) of the branch `show version` names (SONiC.202305.18, SONiC.20230531.18)."""
+    found = RELEASE.search(show_version)
+    digits = re.match(r"(\d{4})(\d{2})", found["branch"]) if found else None
+    return None if digits is None else (int(digits[1]), int(digits[2]))
 
 
 def compute_patch(running: Mapping[str, Any], fragment: ConfigDb) -> Patch:
@@ -344,6 +425,11 @@ def checkpoint_name() -> str:
     return CHECKPOINT_PREFIX + datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
+def patch_file(checkpoint: str) -> str:
+    """The push's own patch file (two pushes never share one)."""
+    return PATCH_PREFIX + checkpoint.removeprefix(CHECKPOINT_PREFIX) + ".json"
+
+
 # -- the driver (I/O) ------------------------------------------------------------------------------
 
 
@@ -351,7 +437,7 @@ def _lost_errors() -> tuple[type[BaseException], ...]:
     from netmiko.exceptions import NetmikoBaseException
     from paramiko.ssh_exception import SSHException
 
-    return (ConnectionLost, OSError, EOFError, SSHException, NetmikoBaseException)
+    return (ConnectionLost, ApplyTimeout, OSError, EOFError, SSHException, NetmikoBaseException)
 
 
 class SonicDriver(SwitchDriver):
@@ -362,7 +448,9 @@ class SonicDriver(SwitchDriver):
         self.transcript: list[str] = []  # every line sent, for logs and the tests' line counts
         self.commands_sent = 0
         self._checkpoint: str | None = None
+        self._patch_file: str | None = None
         self._patch_written = False
+        self._patch_size = 0
         self._unsaved_commit = False
         prompt = str(getattr(connection, "base_prompt", "") or "")
         self.name = prompt.partition("@")[2].partition(":")[0] or str(getattr(connection, "host", "switch"))
@@ -373,11 +461,18 @@ class SonicDriver(SwitchDriver):
         with self._session("reading the running config"):
             return json.dumps(managed_state(self._config_db()), indent=4, sort_keys=True)
 
+    locks = True
+
+    def lock_shell(self, command: str) -> str:
+        return self._run(command).strip()
+
     def stage(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
         fragment = parse_fragment(config)
         with self._session("staging"):
-            self._delete_stale_checkpoints()
+            self._check_release()
             running = self._config_db()
+            # Read back: the outcome of any earlier push is known now, so its checkpoint may go.
+            self._delete_stale_checkpoints()
             self._check_buffer_model(running, fragment)
             try:
                 patch = scope_patch(compute_patch(running, fragment), running, concerns)
@@ -387,16 +482,21 @@ class SonicDriver(SwitchDriver):
                 return ""
             self._take_checkpoint()
             self._write_patch(patch)
+            assert self._patch_file is not None
             self._expect(
-                f"sudo config apply-patch --dry-run {shlex.quote(PATCH_FILE)}", "Patch applied successfully."
+                f"sudo config apply-patch --dry-run {shlex.quote(self._patch_file)}",
+                "Patch applied successfully.",
             )
-            return describe_patch(patch, running)
+            note = disruption_note(patch)
+            return "\n".join(filter(None, [note, describe_patch(patch, running)]))
 
     def commit(self) -> None:
-        if not self._patch_written or self._checkpoint is None:
+        if not self._patch_written or self._checkpoint is None or self._patch_file is None:
             raise SonicError(f"{self.name}: nothing staged to commit")
         with self._session("commit (config apply-patch)", applying=True):
-            output = self._run(f"sudo config apply-patch {shlex.quote(PATCH_FILE)}")
+            limit = apply_time_limit(self._patch_size)
+            self.on_progress(f"apply-patch: {self._patch_size} change(s), up to {limit:g} s")
+            output = self._run(f"sudo config apply-patch {shlex.quote(self._patch_file)}", timeout=limit)
             if "Patch applied successfully." in output and not ERROR_LINE.search(output):
                 self._unsaved_commit = True
                 return
@@ -413,8 +513,8 @@ class SonicDriver(SwitchDriver):
 
     def discard(self) -> None:
         with self._session("discarding the staged patch"):
-            if self._patch_written:
-                self._expect_silent(f"rm -f {shlex.quote(PATCH_FILE)}")
+            if self._patch_written and self._patch_file is not None:
+                self._expect_silent(f"rm -f {shlex.quote(self._patch_file)}")
                 self._patch_written = False
             if self._checkpoint is not None:
                 self._delete_checkpoint(self._checkpoint)
@@ -466,6 +566,18 @@ class SonicDriver(SwitchDriver):
             raise SonicError(f"{self.name}: `show runningconfiguration all` printed no JSON object")
         return data
 
+    def _check_release(self) -> None:
+        output = self._run("show version")
+        release = release_of(output)
+        if release is None or release < MIN_RELEASE:
+            found = RELEASE.search(output)
+            named = found["branch"] if found else "(no 'SONiC Software Version' line)"
+            raise SonicError(
+                f"{self.name} runs SONiC {named}: fabcheck needs SONiC "
+                f"{MIN_RELEASE[0]}{MIN_RELEASE[1]:02d} or later (its fragment is valid SONiC YANG from "
+                '202205 on: pfcwd_sw_enable, BUFFER_PG profile "NULL"); upgrade the switch'
+            )
+
     def _check_buffer_model(self, running: Mapping[str, Any], fragment: ConfigDb) -> None:
         model = running.get("DEVICE_METADATA", {}).get("localhost", {}).get("buffer_model", "traditional")
         if "BUFFER_PG" in fragment and model != "dynamic":
@@ -475,7 +587,9 @@ class SonicDriver(SwitchDriver):
             )
 
     def _delete_stale_checkpoints(self) -> None:
-        """Checkpoints of pushes that lost their connection; the new patch converges anyway."""
+        """Checkpoints (and patch files) of earlier pushes that lost their connection or timed out,
+        kept until now because their outcome was unknown; called after the running CONFIG_DB has
+        been read back, so it is known now and this push converges from it."""
         output = self._run("sudo config list-checkpoints")
         try:
             names = json.loads(output)
@@ -484,12 +598,14 @@ class SonicDriver(SwitchDriver):
         for name in names if isinstance(names, list) else []:
             if isinstance(name, str) and name.startswith(CHECKPOINT_PREFIX):
                 self._delete_checkpoint(name)
+                self._expect_silent(f"rm -f {shlex.quote(patch_file(name))}")  # its push's patch file
         self._checkpoint = None
 
     def _take_checkpoint(self) -> None:
         name = checkpoint_name()
         self._expect(f"sudo config checkpoint {shlex.quote(name)}", "Checkpoint created successfully.")
         self._checkpoint = name
+        self._patch_file = patch_file(name)
 
     def _delete_checkpoint(self, name: str) -> None:
         self._expect(f"sudo config delete-checkpoint {shlex.quote(name)}", "Checkpoint deleted successfully.")
@@ -497,15 +613,18 @@ class SonicDriver(SwitchDriver):
     def _write_patch(self, patch: Patch) -> None:
         body = patch_lines(patch)
         assert HEREDOC_END not in body  # JSON lines start with a bracket or a space
+        assert self._patch_file is not None
         self._patch_written = True  # from the first line on, a half-written file may exist
-        self._run("\n".join([f"cat > {shlex.quote(PATCH_FILE)} <<'{HEREDOC_END}'", *body, HEREDOC_END]))
-        written = self._run(f"cat {shlex.quote(PATCH_FILE)}")
+        self._patch_size = len(patch)
+        target = shlex.quote(self._patch_file)
+        self._run("\n".join([f"cat > {target} <<'{HEREDOC_END}'", *body, HEREDOC_END]))
+        written = self._run(f"cat {target}")
         try:
             intact = json.loads(written) == patch
         except json.JSONDecodeError:
             intact = False
         if not intact:
-            raise SonicError(f"{self.name}: the patch file {PATCH_FILE} does not read back as written")
+            raise SonicError(f"{self.name}: the patch file {self._patch_file} does not read back as written")
 
     # -- the shell --------------------------------------------------------------------------------
     def _expect(self, command: str, success: str) -> str:
@@ -519,20 +638,29 @@ class SonicDriver(SwitchDriver):
         if output.strip():
             raise SonicError(f"{self.name}: `{command}` failed: {_first_error(output)}")
 
-    def _run(self, command: str) -> str:
+    def _run(self, command: str, timeout: float | None = None) -> str:
         """Send one command (several lines for a heredoc); its output up to the next prompt."""
         conn = self.connection
         lines = command.split("\n")
         self.transcript += lines
         self.commands_sent += 1
         conn.write_channel(command + "\n")
-        timeout = float(getattr(conn, "read_timeout_override", None) or READ_TIMEOUT_S)
+        if timeout is None:
+            timeout = float(getattr(conn, "read_timeout_override", None) or READ_TIMEOUT_S)
         deadline = time.monotonic() + timeout
         buffer = ""
+        applied = 0
         while not self._prompt.search(buffer):
             chunk = conn.read_channel()
             buffer += chunk
             if chunk:
+                changes = len(CHANGE_LINE.findall(buffer))
+                if changes > applied:
+                    applied = changes
+                    total = CHANGE_COUNT.search(buffer)
+                    self.on_progress(
+                        f"apply-patch: {applied}/{total['count'] if total else '?'} changes applied"
+                    )
                 if re.search(r"\[sudo\] password for [^:]*:\s*$", buffer):
                     conn.write_channel("\x03")
                     raise SonicError(
@@ -543,7 +671,7 @@ class SonicDriver(SwitchDriver):
             if channel is None or channel.closed or channel.eof_received:
                 raise ConnectionLost(f"channel closed after `{lines[0]}`")
             if time.monotonic() > deadline:
-                raise SonicError(f"{self.name}: no prompt within {timeout:g} s after `{lines[0]}`")
+                raise ApplyTimeout(f"no prompt within {timeout:g} s after `{lines[0]}`")
             time.sleep(POLL_S)
         text = buffer.replace("\r", "")
         text = text[: self._prompt.search(text).start()]  # type: ignore[union-attr]
@@ -558,18 +686,22 @@ class SonicDriver(SwitchDriver):
         except (SonicError, PushError):
             raise
         except _lost_errors() as err:
+            what = "timed out" if isinstance(err, ApplyTimeout) else "connection lost"
             if self._unsaved_commit:
                 state = "a commit on this connection is not saved: the switch runs the new config"
             elif applying:
                 state = (
-                    "`config apply-patch` was being sent or running: the switch holds the previous config "
-                    "or the new one; the next push converges from either"
+                    "`config apply-patch` was running: the OUTCOME IS UNKNOWN until the switch is read back "
+                    "(the updater applies changes one by one, so it may hold part of the patch); checkpoint "
+                    f"{self._checkpoint} is kept: rerun the push to read it back and converge, or "
+                    f"`sudo config rollback {self._checkpoint}`"
                 )
             else:
                 state = "nothing was committed on this connection: the switch runs its previous config"
             raise PushError(
-                f"{self.name}: connection lost while {step} ({type(err).__name__}: {err}); {state}",
+                f"{self.name}: {what} while {step} ({type(err).__name__}: {err}); {state}",
                 rolled_back=not (self._unsaved_commit or applying),
+                unknown=applying and not self._unsaved_commit,
             ) from err
 
 

@@ -196,6 +196,25 @@ def startup_differences(rendered: str, running: str, startup: str, concerns: fro
     )
 
 
+# What the gate reads to see a startup-config that lags running-config (a push killed between
+# commit and `copy running-config startup-config`).
+STARTUP_LAG_PROBES = ("show running-config", SHOW_STARTUP)
+
+
+def startup_lag_lines(running: str, startup: str) -> list[str]:
+    """Pure, for the gate: unified-diff lines of the parts fabcheck manages (its global lines, qos
+    profiles, and the QoS lines of interfaces) where startup-config differs from running-config."""
+
+    def owned(text: str) -> list[str]:
+        return format_config(managed_view(parse_config(text))).splitlines()
+
+    return list(
+        difflib.unified_diff(
+            owned(startup), owned(running), "startup-config", "running-config", lineterm="", n=0
+        )
+    )
+
+
 def managed_view(nodes: Iterable[ConfigNode]) -> tuple[ConfigNode, ...]:
     """The parts of a running config fabcheck manages (see the module docstring), in EOS's order."""
     kept: list[ConfigNode] = []

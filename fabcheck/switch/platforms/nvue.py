@@ -221,6 +221,29 @@ def startup_differences(
     ]
 
 
+# What the gate reads to see a startup revision that lags the applied one (a push killed between
+# apply and save on CL < 5.9): the applied and the startup config, in that order.
+STARTUP_LAG_PROBES = (SHOW_CONFIG, SHOW_STARTUP)
+
+
+def startup_lag_lines(applied_output: str, startup_output: str) -> list[str]:
+    """Pure, for the gate: `path: startup -> applied` for each fabcheck-owned object (every concern)
+    whose saved value differs from the applied one; [] = a reboot keeps what runs."""
+    trees = []
+    for command, output in zip(STARTUP_LAG_PROBES, (applied_output, startup_output), strict=True):
+        try:
+            documents = json.loads(output)
+        except ValueError:
+            raise NvueCommandError(f"`{command}` did not print JSON: {output.strip()[:200]!r}") from None
+        found: Mapping[str, Any] = {}
+        for document in documents if isinstance(documents, list) else [documents]:
+            if isinstance(document, dict) and isinstance(document.get("set"), dict):
+                found = document["set"]
+        trees.append({key: value for key, value in found.items() if key in MANAGED_TOP_LEVEL})
+    applied, startup = trees
+    return startup_differences(startup, applied, ALL_CONCERNS)
+
+
 def stale_unsets(lines: Iterable[str], running: Mapping[str, Any]) -> list[str]:
     """`nv unset` lines for the stale fabcheck-owned entries of `running` (see the module doc)."""
     keys = RenderedKeys.of(lines)

@@ -421,6 +421,33 @@ def managed_state(running: Mapping[str, Any]) -> dict[str, Any]:
     return state
 
 
+# What the gate reads to see a saved CONFIG_DB that lags the running one (a push killed between
+# apply-patch and `config save`): the running CONFIG_DB and the file a reboot loads.
+STARTUP_LAG_PROBES = ("show runningconfiguration all", f"cat {STARTUP_CONFIG}")
+
+
+def startup_lag_lines(running_output: str, startup_output: str) -> list[str]:
+    """Pure, for the gate: `TABLE|key field: startup -> running` for each field of the tables fabcheck
+    owns (managed_state) where the saved CONFIG_DB differs from the running one."""
+    dbs = []
+    for command, output in zip(STARTUP_LAG_PROBES, (running_output, startup_output), strict=True):
+        try:
+            data = json.loads(output)
+        except json.JSONDecodeError:
+            raise SonicError(f"`{command}` did not print CONFIG_DB JSON: {_first_error(output)}") from None
+        dbs.append(managed_state(data if isinstance(data, dict) else {}))
+    running, startup = dbs
+    lines = []
+    for table in sorted(running.keys() | startup.keys()):
+        have, saved = running.get(table, {}), startup.get(table, {})
+        for key in sorted(have.keys() | saved.keys(), key=_key_order):
+            now, then = have.get(key, {}), saved.get(key, {})
+            for field in sorted(now.keys() | then.keys()):
+                if now.get(field) != then.get(field):
+                    lines.append(f"{table}|{key} {field}: {then.get(field, '')} -> {now.get(field, '')}")
+    return lines
+
+
 def checkpoint_name() -> str:
     return CHECKPOINT_PREFIX + datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 

@@ -481,6 +481,7 @@ class OwnedField:
     scope: Literal["port", "switch"]
     check: str | None
     why: str = ""
+    also: tuple[str, ...] = ()  # a binding carries other checks' settings: they fail with it
 
 
 OWNED_FIELDS: tuple[OwnedField, ...] = (
@@ -525,6 +526,7 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
     OwnedField("sonic", "PORT_QOS_MAP|<port> pfc_enable", "port", PFC),
     OwnedField("sonic", "PORT_QOS_MAP|<port> pfcwd_sw_enable", "port", WATCHDOG),
     OwnedField("sonic", "DSCP_TO_TC_MAP|FABCHECK <d>", "switch", DSCP_MAP),
+    OwnedField("sonic", "PORT_QOS_MAP|<port> dscp_to_tc_map", "port", DSCP_MAP),
     OwnedField("sonic", "QUEUE|<port>|<tc> wred_profile", "port", ECN),
     OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> green_min_threshold", "switch", ECN),
     OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> yellow_max_threshold", "switch", ECN),
@@ -553,6 +555,9 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
     ),
     OwnedField("eos", "priority-flow-control pause watchdog action", "switch", WATCHDOG_SETTINGS),
     OwnedField("eos", "interface <port>: mtu", "port", MTU),
+    OwnedField(
+        "eos", "interface <port>: service-profile", "port", TRUST, also=(PFC, WATCHDOG, ECN, SCHEDULER)
+    ),
 )
 
 
@@ -562,7 +567,11 @@ def owned_fields_markdown(tests: Mapping[tuple[str, str], str]) -> str:
     tags = {check.id: check.tag for check in SWITCH_CHECKS}
     rows = ["| platform | field | scope | concern tag | check | test |", "|---|---|---|---|---|---|"]
     for owned in OWNED_FIELDS:
-        check = f"`{owned.check}`" if owned.check else f"none: {owned.why}"
+        check = (
+            ", ".join(f"`{name}`" for name in (owned.check, *owned.also))
+            if owned.check
+            else f"none: {owned.why}"
+        )
         tag = f"`{tags[owned.check]}`" if owned.check else "-"
         test = tests.get((owned.platform, owned.field), "none")
         rows.append(f"| {owned.platform} | `{owned.field}` | {owned.scope} | {tag} | {check} | {test} |")

@@ -100,11 +100,20 @@ def _port_records(
 ) -> list[Placed]:
     where = f"{what} PORT_QOS_MAP|{port}"
     placed: list[Placed] = []
+    # A port without its own map classifies with the switch-wide one, PORT_QOS_MAP|global (SONiC
+    # 202205 on), and with none at all every DSCP rides traffic class 0 (SAI's default).
+    switch_wide = obj(tables.get("PORT_QOS_MAP", {}).get("global", {}), source, f"{what} PORT_QOS_MAP|global")
     if "dscp_to_tc_map" in qos:
         placed.append((port, Trust("dscp")))
         placed.append((port, _dscp_map(tables, qos["dscp_to_tc_map"], source, what)))
     elif "dot1p_to_tc_map" in qos:
         placed.append((port, Trust("pcp")))
+    elif "dscp_to_tc_map" in switch_wide:
+        placed.append((port, Trust("dscp")))
+        placed.append((port, _dscp_map(tables, switch_wide["dscp_to_tc_map"], source, what)))
+    else:
+        placed.append((port, Trust("none")))
+        placed.append((port, DscpMap("traffic-class", tuple((dscp, 0) for dscp in range(64)))))
     pfc = id_list(qos.get("pfc_enable", ""), source, f"{where} pfc_enable")
     watched = id_list(qos.get("pfcwd_sw_enable", ""), source, f"{where} pfcwd_sw_enable")
     watchdog = port in tables.get("PFC_WD", {}) and bool(watched)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.invariant.harness import converged, judged, not_passing, session_of, type_lines
+from tests.invariant.harness import check_diff, converged, judged, not_passing, session_of, type_lines
 
 ALL_SONIC = ("Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12")
 CASES = [
@@ -78,6 +78,15 @@ def test_an_operator_drift_fails_exactly_its_check(platform: str, lines: list[st
     device = converged(platform)
     type_lines(session_of(device, platform), lines)
     assert not_passing(judged(platform, device)) == failing
+
+
+def test_sonic_config_qos_reload_undoes_the_push_and_the_push_redoes_it() -> None:
+    device = converged("sonic")
+    type_lines(session_of(device, "sonic"), ["sudo config qos reload"])
+    failing = {check for check, _subject, _status in not_passing(judged("sonic", device))}
+    assert {"switch.pfc", "switch.dscp_map", "switch.ecn", "switch.scheduler"} <= failing
+    assert "switch.watchdog_settings" not in failing  # PFC_WD is not a QoS table it clears
+    assert "PORT_QOS_MAP" in check_diff("sonic", device)
 
 
 def test_sonic_config_pfcwd_start_says_what_it_defaulted_and_skips_ports_without_pfc() -> None:

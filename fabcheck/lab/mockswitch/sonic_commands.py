@@ -171,6 +171,7 @@ class SonicCommands:
             "delete-checkpoint": self._delete_checkpoint,
             "replace": self._replace,
             "pfcwd": self._pfcwd,
+            "qos": self._qos,
         }
         handler = handlers.get(args[0])
         if handler is None:
@@ -260,6 +261,44 @@ class SonicCommands:
         return click_error(
             "config interface", "COMMAND [ARGS]...", f'No such command "{args[:1] and args[0]}".'
         )
+
+    # What `config qos reload` clears before it renders the platform's buffers and QoS templates again
+    # (sonic-utilities config/main.py, _clear_qos); PFC_WD is not among them.
+    QOS_TABLES = (
+        "PORT_QOS_MAP",
+        "QUEUE",
+        "TC_TO_PRIORITY_GROUP_MAP",
+        "MAP_PFC_PRIORITY_TO_QUEUE",
+        "TC_TO_QUEUE_MAP",
+        "DSCP_TO_TC_MAP",
+        "MPLS_TC_TO_TC_MAP",
+        "SCHEDULER",
+        "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+        "WRED_PROFILE",
+        "CABLE_LENGTH",
+        "BUFFER_PG",
+        "BUFFER_QUEUE",
+        "BUFFER_PORT_INGRESS_PROFILE_LIST",
+        "BUFFER_PORT_EGRESS_PROFILE_LIST",
+        "BUFFER_PROFILE",
+        "BUFFER_POOL",
+        "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
+        "LOSSLESS_TRAFFIC_PATTERN",
+    )
+
+    def _qos(self, args: list[str], stdin: str | None) -> Result:
+        """`config qos reload`: every QoS table back to what the platform's templates render (the mock's
+        factory tables), whatever was pushed or typed since."""
+        if args[:1] != ["reload"]:
+            return click_error(
+                "config qos", "COMMAND [ARGS]...", f'No such command "{args[:1] and args[0]}".'
+            )
+        factory = self.device.factory_config()
+        for table in self.QOS_TABLES:
+            self.db.pop(table, None)
+            if table in factory:
+                self.db[table] = copy.deepcopy(factory[table])
+        return Result()
 
     def _pfcwd(self, args: list[str], stdin: str | None) -> Result:
         """`config pfcwd start [--action A] [--restoration-time R] PORTS... DETECTION_MS`, `stop`,

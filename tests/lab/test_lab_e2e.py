@@ -237,7 +237,8 @@ SWITCH_PROBES = {
     ("eos", "switch-pfc-prio"): ("show priority-flow-control interfaces Et1/1", r"^Et1/1 +E A +4 "),
     ("nvue", "switch-ecn-off"): ("nv show qos roce", r"^  enabled-tc +0\b(?!,)"),
     ("sonic", "switch-ecn-off"): ("ecnconfig -q 3", r"^queue 3: off$"),
-    ("eos", "switch-ecn-off"): ("show qos interfaces Et2/1", r"^ +3 +- +RR +Disabled"),
+    # the hand-made uc-tx-queue 3 above sets no `no priority`, so EOS schedules it strict (SP)
+    ("eos", "switch-ecn-off"): ("show qos interfaces Et2/1", r"^ +3 +- +SP +Disabled"),
 }
 
 

@@ -132,9 +132,17 @@ def _want_dscp(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) 
 
 
 def _judge_dscp(
-    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
+    r: Record,
+    port: str | None,
+    d: DesiredSwitch,
+    p: DesiredSwitchPort | None,
+    more: Mapping[type, Record],
+    _inputs: Inputs,
 ) -> Verdict:
     assert isinstance(r, DscpMap)
+    trust = more.get(Trust)
+    if port is not None and isinstance(trust, Trust) and "dscp" not in trust.mode.split(","):
+        return Status.SKIP, f"{port} trusts {trust.mode}: its DSCP map is not in use ({TRUST} fails it)"
     have = r.mapping
     wanted = _wanted_dscp(d, r)
     shown = ", ".join(f"{dscp}->{have.get(dscp, 'unmapped')}" for dscp in sorted(wanted))
@@ -395,7 +403,7 @@ SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
         DSCP_MAP,
         "dscp",
         "DSCP -> switch priority / traffic class",
-        SwitchJudge(DscpMap, _want_dscp, _judge_dscp),
+        SwitchJudge(DscpMap, _want_dscp, _judge_dscp, also=(Trust,)),
     ),
     _switch_check(
         PRIORITY_MAP,
@@ -527,6 +535,7 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
     OwnedField("sonic", "PORT_QOS_MAP|<port> pfcwd_sw_enable", "port", WATCHDOG),
     OwnedField("sonic", "DSCP_TO_TC_MAP|FABCHECK <d>", "switch", DSCP_MAP),
     OwnedField("sonic", "PORT_QOS_MAP|<port> dscp_to_tc_map", "port", DSCP_MAP),
+    OwnedField("sonic", "PORT_QOS_MAP|<port> dot1p_to_tc_map", "port", TRUST),
     OwnedField("sonic", "QUEUE|<port>|<tc> wred_profile", "port", ECN),
     OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> green_min_threshold", "switch", ECN),
     OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> yellow_max_threshold", "switch", ECN),

@@ -108,6 +108,7 @@ def _port_records(
         placed.append((port, _dscp_map(tables, qos["dscp_to_tc_map"], source, what)))
     elif "dot1p_to_tc_map" in qos:
         placed.append((port, Trust("pcp")))
+        placed.append((port, DscpMap("traffic-class", ())))  # the port classifies by PCP: no DSCP map
     elif "dscp_to_tc_map" in switch_wide:
         placed.append((port, Trust("dscp")))
         placed.append((port, _dscp_map(tables, switch_wide["dscp_to_tc_map"], source, what)))

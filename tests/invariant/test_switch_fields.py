@@ -71,6 +71,16 @@ def _sonic(table: str, key: str, field: str, value: str | None) -> Drift:
     return drift
 
 
+def _sonic_rebind(old: str, new: str, name: str) -> Drift:
+    def drift(db: dict[str, Any], port: str) -> None:
+        entry = db["PORT_QOS_MAP"][port]
+        del entry[old]
+        entry[new] = name
+        db.setdefault("DOT1P_TO_TC_MAP", {}).setdefault(name, {str(pcp): str(pcp) for pcp in range(8)})
+
+    return drift
+
+
 def _eos_profile(path: list[str], value: Any) -> Drift:
     def drift(tree: dict[str, Any], _port: str) -> None:
         node = tree["qos_profiles"]["FABCHECK-ROCE"]
@@ -185,9 +195,32 @@ DRIFTS: dict[tuple[str, str], Drift] = {
     ),
     # the port falls back to PORT_QOS_MAP|global's map (stock AZURE: DSCP 26 -> TC 1)
     ("sonic", "PORT_QOS_MAP|<port> dscp_to_tc_map"): _sonic("PORT_QOS_MAP", "<port>", "dscp_to_tc_map", None),
+    # the port bound to a PCP map instead: it trusts PCP (switch.dscp_map is a skip there)
+    ("sonic", "PORT_QOS_MAP|<port> dot1p_to_tc_map"): _sonic_rebind(
+        "dscp_to_tc_map", "dot1p_to_tc_map", "AZURE"
+    ),
 }
 # A PFC drift lets the mock's traffic model drop on the lossless queue: that consequence is measured.
 CONSEQUENCES = {PFC: {LOSSLESS_DROPS}}
+
+
+def test_every_check_that_judges_a_setting_judges_fields_the_role_owns() -> None:
+    """The reverse: on each platform, every switch check that judges configuration (not a counter)
+    has owned fields behind it, so no check judges a setting nobody pushes."""
+    from fabcheck.checks.switch import SWITCH_CHECKS
+    from fabcheck.collect.switch_probes import provided
+
+    counters = {LOSSLESS_DROPS}  # judges drops measured during the run, not a setting
+    for platform in PORTS:
+        owned = {name for f in OWNED_FIELDS if f.platform == platform for name in (f.check, *f.also)}
+        judging = {
+            check.id
+            for check in SWITCH_CHECKS
+            if check.judge is not None
+            and check.judge.needs in provided(platform)
+            and check.id not in counters
+        }
+        assert judging - owned == set(), platform
 
 
 def test_every_owned_field_has_a_drift_and_every_drift_a_field() -> None:
@@ -206,8 +239,14 @@ def _expected_subjects(owned: OwnedField) -> list[set[str]]:
     return [{name}, {f"{name}:{port}" for port in ports}]
 
 
+# A binding that moves from one map table to another: its repair removes one key and adds the other.
+TOKENS = {"PORT_QOS_MAP|<port> dot1p_to_tc_map": "_to_tc_map"}
+
+
 def _token(field: str) -> str:
     """The word of a field's name its platform's diff must show (`robustness`, `pfc_enable`, `mtu`)."""
+    if field in TOKENS:
+        return TOKENS[field]
     return [word for word in re.split(r"[ :|]+", field) if word and not word.startswith("<")][-1]
 
 

@@ -51,9 +51,11 @@ def collect_switches(
     concurrency: int = DEFAULT_CONCURRENCY,
     connect: Connect = netmiko_connect,
     switches: Sequence[str] | None = None,
+    ends_at: float | None = None,
 ) -> list[SwitchResult]:
     """Read and judge the switches (`desired`'s, or those of `switches`), at most `concurrency`
-    sessions open at once."""
+    sessions open at once; with `ends_at` (the run's deadline, on time.monotonic()) every read ends by
+    it, and a switch not read by then is an error naming the command it was at."""
     if concurrency < 1:
         raise FabcheckError(f"concurrency {concurrency}: expected at least 1")
     names = list(switches) if switches is not None else list(desired)
@@ -61,26 +63,45 @@ def collect_switches(
     if missing:
         raise FabcheckError(f"no login for switch(es) {', '.join(missing)}")
     with ThreadPoolExecutor(max_workers=min(concurrency, max(1, len(names)))) as pool:
-        futures = [pool.submit(judge_switch, logins[name], desired[name], connect) for name in names]
+        futures = [pool.submit(judge_switch, logins[name], desired[name], connect, ends_at) for name in names]
         return [future.result() for future in futures]
 
 
 def judge_switch(
-    login: SwitchLogin, desired: DesiredSwitch, connect: Connect = netmiko_connect
+    login: SwitchLogin,
+    desired: DesiredSwitch,
+    connect: Connect = netmiko_connect,
+    ends_at: float | None = None,
 ) -> SwitchResult:
-    """One session to the switch, its probes, then the pure checks."""
+    """One session to the switch, its probes, then the pure checks. Whatever goes wrong reading it is an
+    error for this switch only."""
     ports = [port.port for port in desired.ports]
-    evidence, outputs = read_switch(login, desired.platform, ports, connect)
+    try:
+        evidence, outputs = read_switch(login, desired.platform, ports, connect, ends_at)
+    except FabcheckError:
+        raise
+    except Exception as err:  # one switch must never take the run down
+        why = f"fabcheck failed reading this switch: {type(err).__name__}: {str(err)[:200]}"
+        if login.password:
+            why = why.replace(login.password, "<redacted>")
+        evidence, outputs = (
+            SwitchEvidence(desired.name, desired.platform, {}, frozenset(), unreachable=why),
+            (),
+        )
     return SwitchResult(desired.name, evidence, outputs, tuple(check_switch(evidence, desired)))
 
 
 def read_switch(
-    login: SwitchLogin, platform: str, ports: Sequence[str], connect: Connect = netmiko_connect
+    login: SwitchLogin,
+    platform: str,
+    ports: Sequence[str],
+    connect: Connect = netmiko_connect,
+    ends_at: float | None = None,
 ) -> tuple[SwitchEvidence, tuple[Output, ...]]:
     probes = PROBES.get(platform)
     if probes is None:
         raise FabcheckError(f"switch {login.name}: no gate probes for platform {platform!r}")
-    collected = collect_switch(login, platform, probes, ports, connect)
+    collected = collect_switch(login, platform, probes, ports, connect, ends_at)
     if isinstance(collected, str):
         return SwitchEvidence(login.name, platform, {}, provided(platform), unreachable=collected), ()
     return evidence_of(login.name, platform, collected), tuple(collected.outputs)
@@ -122,6 +143,7 @@ class SwitchStage:
                 logins,
                 concurrency=context.concurrency,
                 switches=list(logins),
+                ends_at=context.ends_at,
                 **({} if connect is None else {"connect": connect}),
             )
             if logins

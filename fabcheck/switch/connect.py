@@ -62,7 +62,11 @@ class SwitchLogin:
 def connect(login: SwitchLogin) -> Any:
     """A connected netmiko session, or ConnectError saying what failed (timeout, key, credentials)."""
     from netmiko import ConnectHandler
-    from netmiko.exceptions import NetmikoAuthenticationException, NetmikoTimeoutException
+    from netmiko.exceptions import (
+        NetmikoAuthenticationException,
+        NetmikoBaseException,
+        NetmikoTimeoutException,
+    )
     from paramiko.ssh_exception import SSHException
 
     where = f"switch {login.name} ({login.address}:{login.port}, {login.device_type})"
@@ -79,6 +83,15 @@ def connect(login: SwitchLogin) -> Any:
         if refused:
             raise ConnectError(f"{where}: {refused}") from None
         raise ConnectError(f"{where}: no SSH answer within {login.connect_timeout_s:g} s") from None
+    except (NetmikoBaseException, ValueError) as err:
+        # Logged in, then no usable prompt: a switch that went silent, or one too slow to answer in
+        # time (netmiko's ReadTimeout, or "Unable to find prompt").
+        said = _scrub(
+            str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__, login.password
+        )
+        raise ConnectError(
+            f"{where}: logged in, but no prompt within {login.read_timeout_s:g} s ({said[:200]})"
+        ) from None
     except SSHException as err:
         # paramiko says "Server '[127.0.3.1]:2201' not found in known_hosts" for an unknown key.
         raise ConnectError(f"{where}: SSH refused: {_scrub(str(err), login.password)}") from None

@@ -43,4 +43,28 @@ def arm_drop(run_dir: Path, switch: str, after_lines: int) -> None:
     request(run_dir, {"op": "arm_drop", "switch": switch, "after_lines": after_lines})
 
 
-__all__ = ["SWITCH_FAULTS", "arm_drop", "heal_switch_fault", "inject_switch_fault"]
+def set_timing(
+    run_dir: Path,
+    switch: str,
+    delay_s: float = 0.0,
+    chunk_bytes: int = 0,
+    silent_after: int | None = None,
+    pieces: int = 4,
+) -> None:
+    """Make the switch answer late, in pieces, or not at all after `silent_after` typed lines (0: from
+    the login on); all defaults: answer normally again (mockswitch.server.Timing)."""
+    _known_switch(run_dir, switch)
+    request(
+        run_dir,
+        {
+            "op": "timing",
+            "switch": switch,
+            "delay_s": delay_s,
+            "chunk_bytes": chunk_bytes,
+            "silent_after": silent_after,
+            "pieces": pieces,
+        },
+    )
+
+
+__all__ = ["SWITCH_FAULTS", "arm_drop", "heal_switch_fault", "inject_switch_fault", "set_timing"]

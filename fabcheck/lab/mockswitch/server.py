@@ -6,10 +6,13 @@ import asyncio
 import contextlib
 import functools
 import hmac
+import itertools
 import json
 import logging
 import os
+import random
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ from fabcheck.lab.mockswitch.terminal import LineReader
 from fabcheck.lab.mockswitch.wire import WireWriter, drain
 
 log = logging.getLogger("fabcheck.mockswitch")
+_RANDOM = random.Random()  # where a hostile switch cuts its writes (Timing): any point, any run
 
 
 def device_class(platform: str) -> type[SwitchDevice]:
@@ -70,6 +74,31 @@ class _PasswordServer(asyncssh.SSHServer):
         )
 
 
+@dataclass(frozen=True)
+class Timing:
+    """How a hostile switch answers (set by a test through the control socket, `timing`): each write
+    split into pieces of `chunk_bytes` (0: whole; at most `pieces` of them, the last one the rest), each
+    piece sent `delay_s` late; while it waits it reads nothing, so lines typed meanwhile arrive
+    together and are echoed together, as a tty echoes typed-ahead lines. After answering
+    `silent_after` typed lines of a session (0: from the login on, no greeting either) it sends nothing
+    more, while still reading and running what it is sent."""
+
+    delay_s: float = 0.0
+    chunk_bytes: int = 0
+    silent_after: int | None = None
+    pieces: int = 4
+
+    @classmethod
+    def from_request(cls, request: dict[str, Any]) -> Timing:
+        delay, chunk = float(request.get("delay_s", 0.0)), int(request.get("chunk_bytes", 0))
+        silent, pieces = request.get("silent_after"), int(request.get("pieces", 4))
+        if not 0 <= delay <= 60 or chunk < 0 or pieces < 1 or (silent is not None and int(silent) < 0):
+            raise MockSwitchError(
+                f"timing: delay_s 0..60, chunk_bytes >= 0, pieces >= 1, silent_after >= 0: {request}"
+            )
+        return cls(delay, chunk, None if silent is None else int(silent), pieces)
+
+
 class SwitchServer:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
@@ -79,6 +108,7 @@ class SwitchServer:
             device.traffic_feed = self.feed_traffic
         self.wires = WireWriter(run_dir)
         self.armed: dict[str, int] = {}
+        self.timing: dict[str, Timing] = {}
         self.listeners: list[Any] = []
 
     # -- state ------------------------------------------------------------------------------------
@@ -173,7 +203,8 @@ class SwitchServer:
 
     async def _interactive(self, name: str, process: asyncssh.SSHServerProcess, session: Any) -> None:
         reader = LineReader()
-        process.stdout.write(_crlf(session.greeting() + session.prompt()))
+        answered = 0
+        await self._send(name, process, _crlf(session.greeting() + session.prompt()), answered)
         while not session.closed:
             try:
                 data = await process.stdin.read(4096)
@@ -184,12 +215,13 @@ class SwitchServer:
             echo, lines = reader.feed(data)
             out = [echo]
             for line in lines:
+                answered += 1
                 if line is None:  # Ctrl-C
                     session.cancel()
                     out.append("^C\r\n" + session.prompt())
                     continue
                 if self._should_drop(name, session, line):
-                    process.stdout.write("".join(out))
+                    await self._send(name, process, "".join(out), answered)
                     process.get_extra_info("connection").abort()
                     return
                 text = session.handle(line)
@@ -198,7 +230,30 @@ class SwitchServer:
                 if session.closed:
                     break
                 out.append(session.prompt())
-            process.stdout.write("".join(out))
+            await self._send(name, process, "".join(out), answered)
+
+    async def _send(self, name: str, process: asyncssh.SSHServerProcess, text: str, answered: int) -> None:
+        """Write to the session, as the switch's Timing says (at once, unless a test made it hostile)."""
+        timing = self.timing.get(name)
+        if timing is None:
+            process.stdout.write(text)
+            return
+        if timing.silent_after is not None and answered >= timing.silent_after:
+            return
+        cuts = [0, len(text)]
+        if timing.chunk_bytes:  # the first pieces as asked
+            size = timing.chunk_bytes
+            heads = [i * size for i in range(1, timing.pieces) if i * size < len(text)]
+            # and cut at random in the last 40 characters, where the prompt is
+            near_end = max(1, len(text) - 40)
+            tails = [
+                _RANDOM.randrange(near_end, len(text)) for _ in range(timing.pieces - 1) if len(text) > 1
+            ]
+            cuts = sorted({*cuts, *heads, *tails})
+        for start, end in itertools.pairwise(cuts):
+            if timing.delay_s:
+                await asyncio.sleep(timing.delay_s)
+            process.stdout.write(text[start:end])
 
     def _should_drop(self, name: str, session: Any, line: str) -> bool:
         """Count config lines for arm_drop; True means cut the connection before this line runs."""
@@ -238,6 +293,13 @@ class SwitchServer:
         elif op == "counters":
             self.feed_traffic()
             return {"ok": True, "counters": device.counters.to_json()}
+        elif op == "timing":
+            timing = Timing.from_request(request)
+            if timing == Timing():
+                self.timing.pop(name, None)
+            else:
+                self.timing[name] = timing
+            device.record("lab", "timing", str(timing))
         elif op == "arm_drop":
             self.armed[name] = int(request["after_lines"])
             device.record("lab", "arm_drop", f"after {self.armed[name]} config lines")

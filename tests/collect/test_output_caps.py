@@ -241,4 +241,3 @@ def test_one_hostile_host_among_eight_costs_bounded_memory_and_only_itself(host:
     assert capped["check"] == "host.collection" and capped["status"] == "error"
     assert "section topo printed more than 4 MiB (the section cap)" in capped["actual"]
     assert "the round trip cap" in capped["hint"]
-

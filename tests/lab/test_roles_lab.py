@@ -197,7 +197,8 @@ def test_infiniband_intent_skips_roce_settings() -> None:
     with running_lab(profile="ib", hosts=1, switches=0) as (paths, _state):
         run = run_site(paths, "--diff", "--limit", "gpu_hosts")
     assert run.rc == 0, run.output[-4000:]
-    task = run.output.split("TASK [roce_host : Bring the rail NICs", 1)[1].split("TASK [", 1)[0]
+    after = run.output.split("TASK [fabcheck.fabric.roce_host : Bring the rail NICs", 1)[1]
+    task = after.split("TASK [", 1)[0]
     assert re.search(r"^skipping: \[\w+\]", task, re.M), task
     assert "changed:" not in task
     assert "--- before: mlx5_0" not in run.output

@@ -36,7 +36,9 @@ CALIBRATION_SECONDS = 1.0
 NET_EFFICIENCY = 0.92
 NO_GDR_FACTOR = 0.8
 SOCKET_FACTOR = 0.25
-DISTANCE_FACTOR = {3: 1.0, 4: 1.0, 6: 0.9, 7: 0.6}
+# A NODE path (through the socket's host bridge) costs GDR unless NCCL_NET_GDR_LEVEL allows it, which
+# NO_GDR_FACTOR models; no public figure supports a further derate there. SYS crosses sockets.
+DISTANCE_FACTOR = {3: 1.0, 4: 1.0, 6: 1.0, 7: 0.6}
 NVLINK_GBPS_PER_LINK = 25.0
 PCIE_GBPS = 22.0
 DTYPES = {

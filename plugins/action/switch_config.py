@@ -13,6 +13,7 @@ in this worker's memory. The task needs no connection to the switch host (no `co
 from __future__ import annotations
 
 import contextlib
+import resource
 from pathlib import Path
 
 from ansible.errors import AnsibleActionFail
@@ -37,6 +38,10 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
 
     def run(self, tmp=None, task_vars=None):  # ActionBase.run's signature
+        # This worker holds the switch password in memory from here on: it never dumps core (soft and
+        # hard limit 0, for this per-task worker only; ansible-playbook itself is not changed).
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         result = super().run(tmp, task_vars)
         del tmp  # unused: nothing is written, locally or remotely
         if FABCHECK_IMPORT_ERROR is not None:

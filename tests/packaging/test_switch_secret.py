@@ -10,7 +10,9 @@ reaches the play only from the environment, so no file of the test holds it eith
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
 import secrets
 import signal
 import socket
@@ -93,8 +95,35 @@ def start_play(tmp_path: Path, port: int, password: str) -> tuple[subprocess.Pop
     )
     argv = [str(VENV_BIN / "ansible-playbook"), "-i", "hosts.yml", "push.yml", "-vvv"]
     output = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
-    process = subprocess.Popen(argv, cwd=dirs["play"], env=env, start_new_session=True, **output)
+    process = subprocess.Popen(
+        argv, cwd=dirs["play"], env=env, start_new_session=True, preexec_fn=allow_core_dumps, **output
+    )
     return process, dirs
+
+
+def allow_core_dumps() -> None:
+    """ansible-playbook starts with core dumps allowed, so a limit of 0 in its worker is the plugin's."""
+    hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+
+
+def core_limits(root: int) -> dict[int, str]:
+    """pid -> "soft hard" core limit of `root` and every process below it (ansible's workers start
+    sessions of their own, so the tree is followed through parent ids)."""
+    parents, limits = {}, {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    tree, grown = {root}, True
+    while grown:
+        below = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= below
+        grown = bool(below)
+    for pid in tree:
+        with contextlib.suppress(OSError):
+            line = next(x for x in Path(f"/proc/{pid}/limits").read_text().splitlines() if "core" in x)
+            limits[pid] = " ".join(line.split()[4:6])
+    return limits
 
 
 def files_holding(secret: str, roots: Iterator[Path]) -> list[Path]:
@@ -114,6 +143,9 @@ def test_an_interrupted_push_leaves_no_password_on_disk(tmp_path: Path, password
             assert time.monotonic() < deadline, "the push never reached the switch"
         time.sleep(1)  # the push is now in the handshake, its arguments templated in the worker
         assert process.poll() is None, "the play ended before it could be interrupted"
+        limits = core_limits(process.pid)
+        assert limits[process.pid] != "0 0", "ansible-playbook itself must start with core dumps allowed"
+        assert "0 0" in limits.values(), f"no worker with core dumps off: {limits}"
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate(timeout=60)
     finally:

@@ -12,9 +12,13 @@ exits 0.
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
+
+# tests/lab's helpers; a conftest.py here would shadow tests/conftest.py for `from conftest import ...`.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
 from labsupport import RECAP, requires_lab, running_lab
 from packaging_support import build, clean_env, fresh_venv, offline_pip, run
 

@@ -192,12 +192,21 @@ class _Runner:
             strip_command=False,
         )
 
-        def more(wait_s: float) -> str:
-            left = min(wait_s, ends - self.clock())
-            if left <= 0:
-                return ""
-            connection.read_timeout_override = left
-            return str(connection.read_until_pattern(pattern=pattern, read_timeout=left))
+        def more(wait_s: float, have: str) -> str:
+            """What comes up to the next prompt, searched across what `have` ends with: a prompt that
+            arrives in pieces starts in what was read and ends in what comes."""
+            from netmiko.exceptions import ReadTimeout
+
+            until = min(self.clock() + wait_s, ends)
+            tail, data = have[-(len(prompt) + 8) :], ""
+            while self.clock() < until:
+                data += str(connection.read_channel())
+                if _ends_with_prompt(tail + data.replace("\r", "\n"), prompt):
+                    return data
+                time.sleep(0.01)
+            if wait_s < math.inf:
+                return data  # an empty output after all
+            raise ReadTimeout(f"no prompt after the output of {command!r}")
 
         return command_output(str(raw), command, prompt, more)
 
@@ -216,11 +225,11 @@ class _Runner:
             raise SessionLost(f"switch {self.login.name}: {self.lost}") from None
 
 
-def command_output(raw: str, command: str, base_prompt: str, more: Callable[[float], str]) -> str:
+def command_output(raw: str, command: str, base_prompt: str, more: Callable[[float, str], str]) -> str:
     """What the switch printed for `command`: the lines after the line of its echo, up to the line of
     the prompt that ends it. A prompt right after the echo answers a line sent earlier (its echo came
     with this command's, as a tty echoes typed-ahead lines at once): it is dropped, and the output read
-    on to the next prompt (`more(seconds)` reads up to it). Pure but for `more`."""
+    on to the next prompt (`more(seconds, text so far)` reads up to it). Pure but for `more`."""
     text = raw.replace("\r\n", "\n").replace("\r", "\n")
     echo = text.find(command)
     if echo >= 0:
@@ -234,7 +243,7 @@ def command_output(raw: str, command: str, base_prompt: str, more: Callable[[flo
         text = text[found.end() :]
         if not _ends_with_prompt(text, base_prompt):
             wait = STRAY_PROMPT_WAIT_S if not text.strip() else math.inf
-            text += more(wait).replace("\r\n", "\n").replace("\r", "\n")
+            text += more(wait, text).replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     while len(lines) > 1 and not lines[-1].strip() and base_prompt in lines[-2]:
         lines.pop()  # a line end after the prompt: the echo of a line typed ahead

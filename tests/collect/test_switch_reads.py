@@ -4,8 +4,8 @@ server, in this process on loopback: real SSH (asyncssh) and real netmiko sessio
 Issue 23 "reads flake under load": a command's output never includes a prompt or an echo, whatever the
 timing; the mock made hostile (mockswitch.server.Timing: every write split, its pieces late, the prompt
 cut too, lines typed meanwhile echoed together) reproduces the race netmiko's per-command prompt lookup
-loses (7 of 10 SONiC sessions read `admin@leaf02:~$ {` with it); in 200 sessions no output holds a
-prompt or an echo (about 1 in 70 still ends in a read timeout: an error, never a wrong read).
+loses (7 of 10 SONiC sessions read `admin@leaf02:~$ {` with it), and 200 sessions in a row read
+clean.
 Issue 27: a switch answering every piece late is bounded by the run's deadline and is an error naming
 the command; a switch silent after login is an error for that switch, never a traceback.
 """
@@ -117,7 +117,7 @@ PROMPT = "admin@leaf02:~"
 JSON = '{\n  "Ethernet0": {}\n}'
 
 
-def no_more(_wait: float) -> str:
+def no_more(_wait: float, _have: str) -> str:
     raise AssertionError("read on although the output was whole")
 
 
@@ -138,7 +138,7 @@ def test_a_read_stopped_at_a_stray_prompt_reads_on_to_the_commands_own() -> None
     """What netmiko returns when it stopped at the stray prompt: the rest is read up to the next one."""
     asked: list[float] = []
 
-    def more(wait: float) -> str:
+    def more(wait: float, _have: str) -> str:
         asked.append(wait)
         return f'": {{}}\n}}\r\n{PROMPT}$ '
 
@@ -147,7 +147,7 @@ def test_a_read_stopped_at_a_stray_prompt_reads_on_to_the_commands_own() -> None
 
 
 def test_an_empty_output_after_a_stray_prompt_waits_briefly_for_more() -> None:
-    assert command_output(f"show x\n{PROMPT}$ ", "show x", PROMPT, lambda _wait: "") == ""
+    assert command_output(f"show x\n{PROMPT}$ ", "show x", PROMPT, lambda _wait, _have: "") == ""
 
 
 # ---- against the mock switch server ------------------------------------------------------------------
@@ -156,9 +156,9 @@ HOSTILE = Timing(delay_s=0.05, chunk_bytes=2, pieces=3)
 SESSIONS = 200
 
 
-def test_two_hundred_sessions_never_read_a_prompt_or_an_echo(switches: Switches) -> None:
-    """Every output of 200 hostile sessions is clean. NOT yet met: that all 200 read without error; about
-    1 session in 70 still ends in a read timeout here (an error for that switch, never a wrong read)."""
+def test_two_hundred_sessions_in_a_row_read_clean(switches: Switches) -> None:
+    """200 hostile sessions (a third per platform, 10 at once): every one reads without error, and no
+    output holds a prompt or an echo."""
     for platform in PORTS:
         switches.behave(platform, HOSTILE)
     platforms = [list(PORTS)[i % len(PORTS)] for i in range(SESSIONS)]
@@ -168,22 +168,19 @@ def test_two_hundred_sessions_never_read_a_prompt_or_an_echo(switches: Switches)
     finally:
         for platform in PORTS:
             switches.behave(platform, None)
-    wrong = [
+    failed = [
         (platform, got if isinstance(got, str) else [(e.command, e.reason) for e in got.errors])
         for platform, got in sessions
-        if isinstance(got, str) or any("no complete answer within" not in e.reason for e in got.errors)
+        if isinstance(got, str) or got.errors
     ]
-    assert not wrong, f"{len(wrong)} of {SESSIONS} sessions: {wrong[:3]}"
-    read_clean = 0
+    assert not failed, f"{len(failed)} of {SESSIONS} sessions: {failed[:3]}"
     for platform, got in sessions:
-        assert isinstance(got, Collected)
-        read_clean += not got.errors
+        assert isinstance(got, Collected) and got.outputs
         name = switches.specs[platform].name
         for output in got.outputs:
             lines = output.text.strip().splitlines() or [""]
             for line in (lines[0], lines[-1]):  # no prompt (`admin@leaf02:~$ `, `leaf03#`), no echo
                 assert not re.match(rf"\S*{name}\S*[#$>]", line) and line.strip() != output.command
-    assert read_clean > SESSIONS // 2  # the hostile timing leaves most sessions readable
 
 
 def test_a_switch_late_with_every_piece_is_an_error_by_the_deadline(switches: Switches) -> None:

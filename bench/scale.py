@@ -5,7 +5,7 @@
 Run as root inside the CI wrapper (labs come up and down in a scratch project, never the checkout's):
 
     flock /tmp/fabcheck-lab.lock .ci/lab-wrapper.sh .venv/bin/python bench/scale.py \\
-        [--hosts 64 256 1024] [--site-max-hosts 64] [--native-max-hosts 1024] [--concurrency 16]
+        [--hosts 64 256 1024] [--site-max-hosts 64] [--native-max-hosts 1024] [--concurrency N]
 
 Per host count: one RoCE lab in factory state (no role has run: passes, failures and skips all occur),
 `fabcheck lab up` timed, the lab's Slurm cluster up (fabcheck/lab/slurm.py) timed, then
@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fabcheck.gate.fabric import DEFAULT_CONCURRENCY
 from fabcheck.lab import procs, slurm
 from fabcheck.lab.state import LabPaths, project_root
 
@@ -350,7 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hosts", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--site-max-hosts", type=int, default=64, help="site.yml only up to this many hosts")
     parser.add_argument("--native-max-hosts", type=int, default=1024, help="native ssh only up to this many")
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="native runs (default: fabcheck's own)"
+    )
     parser.add_argument(
         "--one-slurm-run-above",
         type=int,

@@ -114,7 +114,8 @@ def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool)
         type=_positive,
         default=DEFAULT_CONCURRENCY,
         metavar="N",
-        help=f"nodes collected at once, open connections never more (default {DEFAULT_CONCURRENCY})",
+        help="nodes collected at once, open connections never more (default "
+        f"{DEFAULT_CONCURRENCY}: this controller's cores x a round trip / the controller CPU a host costs)",
     )
     parser.add_argument(
         "--checks",

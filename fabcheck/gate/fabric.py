@@ -7,6 +7,7 @@ selected stage claims is named in a note, never counted as a pass.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -15,7 +16,7 @@ from typing import Any
 from fabcheck.checks.model import errored
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.errors import FabcheckError
-from fabcheck.gate.host_stage import DEFAULT_CONCURRENCY, HostResult
+from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.plan import GatePlan, plan_gate
 from fabcheck.gate.stages import (
     ExtraChecks,
@@ -31,6 +32,27 @@ from fabcheck.intent.loader import Inventory
 from fabcheck.report.links import details_of
 from fabcheck.report.model import Affinity, NodeKind, Run, Subject
 
+# The connection budget (--concurrency default): where the controller's CPU saturates. A host in flight
+# costs the controller CONTROLLER_CPU_PER_HOST_S (its ssh client with curve25519, fabcheck's parse and
+# judge) over a round trip of ROUND_TRIP_S; more hosts in flight than cores x ROUND_TRIP_S /
+# CONTROLLER_CPU_PER_HOST_S only queue for the CPU. Measured (bench/scale.py, 2026-12-03): 41 ms of
+# controller CPU a host beyond the start at 256 lab hosts; a lone round trip 0.31 s (README,
+# Benchmarks). On the 2-core lab the sweep is flat from 8 to 64 (its hosts' CPU bounds it): 15 here.
+CONTROLLER_CPU_PER_HOST_S = 0.04
+ROUND_TRIP_S = 0.3
+CONCURRENCY_RANGE = (8, 256)  # at least 8 even on one core; at most what sshd-side limits tolerate
+
+
+def knee_concurrency(cores: int | None = None) -> int:
+    """Hosts collected at once by default: the controller's cores x round trip / CPU per host."""
+    if cores is None:
+        usable = getattr(os, "sched_getaffinity", None)  # the cores this process may run on
+        cores = len(usable(0)) if usable is not None else os.cpu_count() or 1
+    knee = round(cores * ROUND_TRIP_S / CONTROLLER_CPU_PER_HOST_S)
+    return max(CONCURRENCY_RANGE[0], min(CONCURRENCY_RANGE[1], knee))
+
+
+DEFAULT_CONCURRENCY = knee_concurrency()
 # The gate in two calls: plan_gate (what one run judges), then run_gate.
 __all__ = ["DEFAULT_CONCURRENCY", "GatePlan", "GateResult", "gate_report", "plan_gate", "run_gate"]
 

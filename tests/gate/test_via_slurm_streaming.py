@@ -112,3 +112,13 @@ def test_the_html_of_1024_hosts_leads_with_the_aggregate_and_renders_in_seconds(
     assert "40 more check(s) pass on every node they judged" in aggregate
     failures = page[order[2] : page.index('id="errors"')]
     assert '<details class="failures-table">' in failures and failures.count("<tr>") == 1280 + 1
+
+
+def test_the_connection_budget_follows_the_controllers_cores_within_bounds() -> None:
+    from fabcheck.gate import fabric
+
+    per_core = fabric.ROUND_TRIP_S / fabric.CONTROLLER_CPU_PER_HOST_S
+    assert fabric.knee_concurrency(2) == round(2 * per_core)
+    assert fabric.knee_concurrency(1) >= fabric.CONCURRENCY_RANGE[0]
+    assert fabric.knee_concurrency(1000) == fabric.CONCURRENCY_RANGE[1]
+    assert fabric.DEFAULT_CONCURRENCY == fabric.knee_concurrency()

@@ -121,4 +121,4 @@ def test_the_connection_budget_follows_the_controllers_cores_within_bounds() -> 
     assert fabric.knee_concurrency(2) == round(2 * per_core)
     assert fabric.knee_concurrency(1) >= fabric.CONCURRENCY_RANGE[0]
     assert fabric.knee_concurrency(1000) == fabric.CONCURRENCY_RANGE[1]
-    assert fabric.DEFAULT_CONCURRENCY == fabric.knee_concurrency()
+    assert fabric.knee_concurrency() == fabric.DEFAULT_CONCURRENCY

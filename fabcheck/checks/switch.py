@@ -552,6 +552,13 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
         None,
         "lossless priority-group buffers: no gate check reads BUFFER_PG yet (role switch_qos owns it)",
     ),
+    OwnedField(
+        "sonic",
+        "BUFFER_QUEUE|<port>|<queues> profile",
+        "port",
+        None,
+        "egress queue buffers: no gate check reads BUFFER_QUEUE yet (role switch_qos owns it)",
+    ),
     OwnedField("eos", "qos map dscp <d> to traffic-class <tc>", "switch", DSCP_MAP),
     OwnedField("eos", "qos profile FABCHECK-ROCE: qos trust", "switch", TRUST),
     OwnedField("eos", "qos profile FABCHECK-ROCE: priority-flow-control priority <p> no-drop", "switch", PFC),

@@ -26,6 +26,11 @@ WATCHDOG_ACTION = "drop"
 # example), and the PFC headroom is sized for 100 m cables (the value NVIDIA's RoCE preset uses).
 LOSSLESS_POOL_PERCENT = 50
 PFC_CABLE_LENGTH_M = 100
+# SONiC's egress queue buffers (sonic-buildimage files/build_templates/buffers_config.j2): queues 0-6
+# hold a profile, 3-4 the lossless one. A lossless class inside 3-4 keeps that stock layout; any other
+# puts the lossless profile on its own queue and every other queue, 3-4 included, back to lossy.
+SONIC_BUFFERED_QUEUES = 7
+SONIC_STOCK_LOSSLESS_QUEUES = frozenset({3, 4})
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,23 @@ class DesiredSwitch:
     def dscp_to_traffic_class(self) -> dict[int, int]:
         """SONiC's DSCP_TO_TC_MAP and EOS's `qos map dscp ... to traffic-class` need it directly."""
         return {d: self.switch_priority_to_traffic_class[p] for d, p in self.dscp_to_switch_priority_pairs}
+
+    @property
+    def queue_buffers(self) -> tuple[tuple[str, bool], ...]:
+        """SONiC's BUFFER_QUEUE per port: (queue or range as its key writes it, lossless), in queue order."""
+        lossless = {q.traffic_class for q in self.queues if q.lossless}
+        if lossless <= SONIC_STOCK_LOSSLESS_QUEUES:
+            lossless = set(SONIC_STOCK_LOSSLESS_QUEUES)
+        runs: list[list[int]] = []  # [first, last, lossless]
+        for queue in range(max(SONIC_BUFFERED_QUEUES, max(lossless) + 1)):
+            kind = int(queue in lossless)
+            if runs and runs[-1][2] == kind:
+                runs[-1][1] = queue
+            else:
+                runs.append([queue, queue, kind])
+        return tuple(
+            (f"{first}" if first == last else f"{first}-{last}", bool(kind)) for first, last, kind in runs
+        )
 
     def queue(self, traffic_class: int) -> DesiredQueue | None:
         return next((q for q in self.queues if q.traffic_class == traffic_class), None)

@@ -168,6 +168,9 @@ DRIFTS: dict[tuple[str, str], Drift] = {
     ("sonic", "BUFFER_PG|<port>|<pg> profile"): _sonic(
         "BUFFER_PG", "<port>|3", "profile", "ingress_lossy_profile"
     ),
+    ("sonic", "BUFFER_QUEUE|<port>|<queues> profile"): _sonic(
+        "BUFFER_QUEUE", "<port>|3-4", "profile", "egress_lossy_profile"
+    ),
     ("eos", "qos map dscp <d> to traffic-class <tc>"): _eos_set(["qos", "dscp_map", "26"], 1),
     ("eos", "qos profile FABCHECK-ROCE: qos trust"): _eos_profile(["trust"], "cos"),
     ("eos", "qos profile FABCHECK-ROCE: priority-flow-control priority <p> no-drop"): _eos_profile(

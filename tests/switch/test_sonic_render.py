@@ -429,3 +429,67 @@ def test_managed_state_is_the_owned_tables_and_port_mtus() -> None:
     state = managed_state(factory())
     assert set(state) == {t for t in OWNED_TABLES if t in factory()} | {"PORT"}
     assert state["PORT"]["Ethernet0"] == {"mtu": "9100"} and "DEVICE_METADATA" not in state
+
+
+# -- BUFFER_QUEUE follows the lossless class ----------------------------------------------------------
+
+
+def queue_profiles(db: dict[str, Any], port: str) -> dict[str, str]:
+    return {
+        k.partition("|")[2]: v["profile"] for k, v in db["BUFFER_QUEUE"].items() if k.startswith(port + "|")
+    }
+
+
+STOCK_QUEUES = {
+    "0-2": "egress_lossy_profile",
+    "3-4": "egress_lossless_profile",
+    "5-6": "egress_lossy_profile",
+}
+
+
+@pytest.mark.parametrize("priority", [3, 4])
+def test_a_lossless_class_inside_the_stock_3_4_keeps_the_stock_queue_buffers(priority: int) -> None:
+    want = fragment({"lossless": {"priority": priority}})
+    for port in MOCK_PORTS:
+        assert queue_profiles(want, port) == STOCK_QUEUES  # buffers_config.j2's own layout
+    patch = compute_patch(factory(), want)
+    assert not [op for op in patch if op["path"].startswith("/BUFFER_QUEUE")]
+
+
+def test_a_non_default_lossless_class_gets_the_lossless_queue_buffer_and_3_4_go_lossy() -> None:
+    want = fragment({"lossless": {"priority": 5}})
+    for port in MOCK_PORTS:
+        assert queue_profiles(want, port) == {
+            "0-4": "egress_lossy_profile",
+            "5": "egress_lossless_profile",
+            "6": "egress_lossy_profile",
+        }
+        assert want["BUFFER_PG"][f"{port}|5"] == {"profile": "NULL"}
+    running = factory()
+    patch = compute_patch(running, want)
+    after = apply_patch(running, patch, MOCK_PORTS)
+    assert compute_patch(after, want) == []
+    for port in MOCK_PORTS:
+        assert queue_profiles(after, port) == queue_profiles(want, port)  # the stock 3-4 entry is gone
+        assert f"{port}|3-4" not in after["BUFFER_PG"] and after["BUFFER_PG"][f"{port}|0"] == {
+            "profile": "ingress_lossy_profile"
+        }
+    removed = {op["path"] for op in patch if op["op"] == "remove" and op["path"].startswith("/BUFFER_QUEUE")}
+    assert pointer("BUFFER_QUEUE", "Ethernet0|3-4") in removed
+
+
+def test_lossless_priority_7_buffers_queue_7_beyond_the_stock_0_6() -> None:
+    want = fragment({"lossless": {"priority": 7}})
+    assert queue_profiles(want, "Ethernet0") == {
+        "0-6": "egress_lossy_profile",
+        "7": "egress_lossless_profile",
+    }
+
+
+def test_moving_back_to_the_default_class_restores_the_stock_queue_buffers() -> None:
+    running = apply_patch(
+        factory(), compute_patch(factory(), fragment({"lossless": {"priority": 5}})), MOCK_PORTS
+    )
+    after = apply_patch(running, compute_patch(running, fragment()), MOCK_PORTS)
+    for port in MOCK_PORTS:
+        assert queue_profiles(after, port) == STOCK_QUEUES == queue_profiles(factory(), port)

@@ -18,8 +18,9 @@ import yaml
 
 from fabcheck.cli import main
 from fabcheck.cli import render as render_cli
-from fabcheck.lab.mockswitch.sonic_db import factory_config_db
+from fabcheck.lab.mockswitch.sonic_db import apply_patch, factory_config_db
 from fabcheck.switch import sonic_yang
+from fabcheck.switch.platforms.sonic import compute_patch
 from fabcheck.switch.render import RenderedConfig
 from fabcheck.switch.sonic_yang import SonicYangError, parse_statements, to_yang, validate_config_db
 
@@ -63,9 +64,16 @@ def test_the_golden_renders_are_valid_sonic_yang(intent: str) -> None:
 
 
 def test_a_fragment_passes_only_because_the_switch_owns_lanes_and_speed() -> None:
-    """Without fabcheck-fragment.yang (a full CONFIG_DB), the render's PORT entries lack what the
-    switch sets: proof that the fragment mode relaxes exactly that, and the models are really applied."""
+    """Without fabcheck-fragment.yang (a full CONFIG_DB), the render lacks what the switch sets (the
+    stock buffer profiles BUFFER_QUEUE names, PORT lanes): proof that the fragment mode relaxes exactly
+    that, and the models are really applied."""
     verdict = validate_config_db(golden("default"), fragment=False)
+    assert not verdict.valid  # BUFFER_QUEUE names the switch's stock profiles, absent from a fragment
+    assert any('Invalid leafref value "egress_lossy_profile"' in m for m in verdict.messages), (
+        verdict.messages
+    )
+    without_queues = {t: e for t, e in golden("default").items() if t != "BUFFER_QUEUE"}
+    verdict = validate_config_db(without_queues, fragment=False)
     assert not verdict.valid
     assert any('Mandatory node "lanes"' in m for m in verdict.messages), verdict.messages
 
@@ -347,3 +355,27 @@ def test_render_without_validate_runs_no_yanglint(
     sonic_yang.yanglint_version.cache_clear()
     code = main(["render", "-i", str(inventory(tmp_path)), "--limit", "leaf03"])
     assert code == 0 and capsys.readouterr().err == ""
+
+
+def test_render_validate_passes_a_non_default_lossless_queue_also_over_the_factory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Lossless priority 5: BUFFER_QUEUE names queue 5 with the lossless profile; `render --validate`
+    passes it, and SONiC's YANG takes the factory CONFIG_DB with it pushed over (stock 3-4 removed)."""
+    intent = {"lossless": {"priority": 5, "dscp": [26], "pfc": True}}
+    code = main(
+        ["render", "-i", str(inventory(tmp_path, intent)), "--limit", "leaf03", "--validate", "--json"]
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    record = json.loads(captured.out)
+    assert record["validation"]["status"] == "valid"
+    fragment = json.loads(record["config"])
+    assert fragment["BUFFER_QUEUE"]["Ethernet0|5"] == {"profile": "egress_lossless_profile"}
+    assert fragment["BUFFER_QUEUE"]["Ethernet0|0-4"] == {"profile": "egress_lossy_profile"}
+    ports = sorted(fragment["PORT"])
+    factory = factory_config_db("leaf03", ports)
+    pushed = apply_patch(factory, compute_patch(factory, fragment), ports)
+    assert "Ethernet0|3-4" not in pushed["BUFFER_QUEUE"]
+    verdict = validate_config_db(pushed, fragment=False)
+    assert verdict.valid, verdict.messages

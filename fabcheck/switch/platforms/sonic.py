@@ -20,7 +20,8 @@ fragment is valid SONiC YANG from 202205 on (`pfcwd_sw_enable`, BUFFER_PG profil
 
 What fabcheck owns (OWNED_TABLES): entries named FABCHECK* (maps, WRED profiles, schedulers); the
 PORT_QOS_MAP, QUEUE and PFC_WD entries of the ports the inventory lists; their lossless
-(dynamic-model) BUFFER_PG entries; the `mtu` field of those ports. Everything else is left alone.
+(dynamic-model) BUFFER_PG entries; their BUFFER_QUEUE entries (the stock egress profiles, the
+lossless one on the lossless queues); the `mtu` field of those ports. Everything else is left alone.
 
 Every owned table, or field of a table that mixes concerns, belongs to one concern (OWNED_TABLES);
 a push scoped to some concerns keeps only the patch operations on those, an operation on a whole
@@ -116,6 +117,7 @@ OWNED_TABLES: Mapping[str, Owned] = {
     ),
     "QUEUE": Owned(Scope.PORT, {"scheduler": "scheduler", "wred_profile": "ecn"}),
     "BUFFER_PG": Owned(Scope.LOSSLESS_PG, "buffers"),
+    "BUFFER_QUEUE": Owned(Scope.PORT, "buffers"),  # every queue range of the port, lossless or lossy
     "PFC_WD": Owned(Scope.PORT_FIELDS, "watchdog"),  # pfc_stat_history is not ours
     "PORT": Owned(Scope.FIELDS, {"mtu": "mtu"}),
 }

@@ -67,12 +67,17 @@ WATCHDOG_SETTINGS = (
 )  # PFC_WD|<port>, as `config pfcwd` writes
 
 
+# Beside the CONFIG_DB tables `show runningconfiguration all` prints FRR's config as the string "bgpraw"
+# (sonic-utilities show/main.py): not a table.
+FRR_CONFIG_KEY = "bgpraw"
+
+
 def parse_config_db(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
     what = "show runningconfiguration all"
     db = obj(load_json(text, source, what), source, what)
-    # Beside the CONFIG_DB tables the command prints FRR's config as the string "bgpraw"
-    # (sonic-utilities show/main.py, `show runningconfiguration all`).
-    tables = {name: obj(table, source, f"{what} {name}") for name, table in db.items() if name != "bgpraw"}
+    tables = {
+        name: obj(table, source, f"{what} {name}") for name, table in db.items() if name != FRR_CONFIG_KEY
+    }
     ports = tables.get("PORT")
     if ports is None:
         raise ParseError(f"{what}: no PORT table; not a CONFIG_DB dump", source=source)

@@ -82,9 +82,7 @@ def test_the_fast_key_exchange_is_offered_after_the_inventorys_own() -> None:
     assert offered.split()[1].split(",")[0] == "curve25519-sha256" and "sntrup761x25519-sha512" in offered
 
 
-def test_the_html_of_1024_hosts_leads_with_the_aggregate_and_renders_in_seconds() -> None:
-    import time
-
+def test_the_html_of_1024_hosts_leads_with_the_aggregate() -> None:
     from fabcheck.checks.model import failed, passed
     from fabcheck.gate.fabric import GateResult, gate_report
     from fabcheck.gate.host_stage import HostResult
@@ -100,9 +98,7 @@ def test_the_html_of_1024_hosts_leads_with_the_aggregate_and_renders_in_seconds(
         return HostResult(name, tuple(checks))
 
     run = gate_report(GateResult((StageOutcome("host", tuple(host(i) for i in range(1024))),)))
-    began = time.perf_counter()
-    page = html.render(run)
-    assert time.perf_counter() - began < 30  # generous: ~0.3 s on the loaded 2-core CI machine
+    page = html.render(run)  # its speed is bench/scale.py's to measure
     order = [page.index(mark) for mark in ('id="aggregate"', "<h2>Fabric</h2>", 'id="failures"')]
     assert order == sorted(order)
     aggregate = page[order[0] : order[1]]

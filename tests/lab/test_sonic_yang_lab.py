@@ -13,6 +13,7 @@ from labsupport import requires_lab, run_playbook, running_lab
 
 from fabcheck.lab.mockswitch import SWITCH_PLATFORMS
 from fabcheck.lab.state import LabPaths, NodeRecord
+from fabcheck.parsers.switch_sonic import FRR_CONFIG_KEY
 from fabcheck.switch.connect import SwitchLogin, connect
 from fabcheck.switch.sonic_yang import validate_config_db
 
@@ -47,9 +48,11 @@ def running_config_db(paths: LabPaths, node: NodeRecord) -> dict[str, Any]:
     )
     conn = connect(login)
     try:
-        return json.loads(conn.send_command("show runningconfiguration all", read_timeout=60))
+        running = json.loads(conn.send_command("show runningconfiguration all", read_timeout=60))
     finally:
         conn.disconnect()
+    assert isinstance(running.pop(FRR_CONFIG_KEY), str)  # FRR's config beside the tables, not one
+    return running
 
 
 def test_the_post_push_config_db_of_a_sonic_switch_is_valid_sonic_yang() -> None:

@@ -19,6 +19,8 @@ from fabcheck.checks.declare import NO_INPUTS, Check, Inputs
 from fabcheck.checks.model import Finding, Status, Where, errored, skipped
 from fabcheck.checks.roles import SWITCH_QOS_ROLE
 from fabcheck.desired.switch import DesiredSwitch, DesiredSwitchPort
+from fabcheck.errors import FabcheckError
+from fabcheck.intent.platforms import platform_named, resolve
 from fabcheck.parsers.switch_records import (
     DscpMap,
     EcnQueues,
@@ -28,7 +30,9 @@ from fabcheck.parsers.switch_records import (
     QueueDrops,
     QueueEcn,
     Record,
+    RunningConfigText,
     Schedulers,
+    StartupConfigText,
     Trust,
     WatchdogConfig,
     WatchdogSettings,
@@ -356,6 +360,39 @@ def _needs_pfc(d: DesiredSwitch) -> str | None:
     return None if d.pfc_priorities else "the intent runs no PFC (lossless.pfc false): nothing is lossless"
 
 
+# A reboot loads the startup config: at most this many of the owned lines it would revert are named.
+STARTUP_LAG_SHOWN = 6
+
+
+def _want_startup(_d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
+    return "the startup config holds what runs (a reboot reverts nothing fabcheck owns)"
+
+
+def _judge_startup(
+    r: Record,
+    _port: str | None,
+    d: DesiredSwitch,
+    _p: DesiredSwitchPort | None,
+    more: Mapping[type, Record],
+    _inputs: Inputs,
+) -> Verdict:
+    assert isinstance(r, StartupConfigText)
+    running = more.get(RunningConfigText)
+    if not isinstance(running, RunningConfigText):
+        return Status.ERROR, "the running configuration was not read, so startup has nothing to match"
+    try:
+        compare = resolve(platform_named(d.platform).startup_lag)
+        assert callable(compare)
+        lines: list[str] = compare(running.text, r.text)
+    except FabcheckError as err:  # the platform reader refused an output, or no reader is named
+        return Status.ERROR, f"running and startup cannot be compared: {err}"
+    if not lines:
+        return Status.PASS, "startup matches running on every owned setting"
+    shown = "; ".join(lines[:STARTUP_LAG_SHOWN])
+    more_lines = f" (+{len(lines) - STARTUP_LAG_SHOWN} more)" if len(lines) > STARTUP_LAG_SHOWN else ""
+    return Status.FAIL, f"{len(lines)} owned line(s) differ, a reboot reverts them: {shown}{more_lines}"
+
+
 def _needs_watchdog(d: DesiredSwitch) -> str | None:
     return None if d.watchdog.enabled else "the intent runs no PFC: no PFC watchdog is expected"
 
@@ -370,6 +407,7 @@ WATCHDOG = "switch.watchdog"
 WATCHDOG_SETTINGS = "switch.watchdog_settings"
 MTU = "switch.mtu"
 LOSSLESS_DROPS = "switch.lossless_drops"
+STARTUP_CONFIG = "switch.startup_config"
 
 
 def _switch_check(
@@ -470,6 +508,12 @@ SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
             not_shown="queue drop counters are not read on this platform yet",
         ),
         applies=_needs_pfc,
+    ),
+    _switch_check(
+        STARTUP_CONFIG,
+        "switch",
+        "startup config holds what runs (a push cut off before its save)",
+        SwitchJudge(StartupConfigText, _want_startup, _judge_startup, also=(RunningConfigText,)),
     ),
 )
 SWITCH_CHECK_IDS = tuple(check.id for check in SWITCH_CHECKS)

@@ -4,7 +4,7 @@ Each platform's record (fabcheck.intent.platforms) names its table here; `PROBES
 records, so a record that names no table here fails at import. A record type a platform's table
 does not provide is one the platform does not report (EOS has no separate switch-priority map); a
 check that needs it is skipped there with that reason. Every command is a `show`: nothing here
-changes a switch.
+changes a switch: each is a show, `nv config show`, or a `cat` of the file a reboot loads.
 """
 
 from __future__ import annotations
@@ -23,12 +23,25 @@ from fabcheck.parsers.switch_records import (
     PfcPriorities,
     PriorityMap,
     QueueDrops,
+    RunningConfigText,
     Schedulers,
+    StartupConfigText,
     Trust,
     WatchdogConfig,
     WatchdogSettings,
     WatchdogStatus,
+    parse_running_text,
+    parse_startup_text,
+    with_running_text,
 )
+from fabcheck.switch.platforms import eos, nvue, sonic
+
+
+def _saved_config_probe(name: str, command: str, kind: type[RunningConfigText | StartupConfigText]) -> Probe:
+    """A whole configuration, read for switch.startup_config alone."""
+    parse = parse_running_text if kind is RunningConfigText else parse_startup_text
+    return Probe(name, "switch", command, parse, (kind,))
+
 
 NVUE_PROBES = (
     Probe(
@@ -89,15 +102,25 @@ NVUE_PROBES = (
         counter=True,
     ),
     Probe("nvue.lldp", "switch", "nv show interface lldp", switch_lldp.parse_nvue_lldp, (LldpNeighbor,)),
+    # What a reboot would lose: the applied revision against the startup one (switch.startup_config).
+    Probe(
+        "nvue.applied_config", "switch", nvue.STARTUP_LAG_PROBES[0], parse_running_text, (RunningConfigText,)
+    ),
+    Probe(
+        "nvue.startup_config", "switch", nvue.STARTUP_LAG_PROBES[1], parse_startup_text, (StartupConfigText,)
+    ),
 )
 
 EOS_PROBES = (
     Probe(
         "eos.running_config",
         "switch",
-        "show running-config",
-        switch_eos.parse_running_config,
-        (DscpMap, WatchdogSettings),
+        eos.STARTUP_LAG_PROBES[0],
+        with_running_text(switch_eos.parse_running_config),
+        (DscpMap, WatchdogSettings, RunningConfigText),
+    ),
+    Probe(
+        "eos.startup_config", "switch", eos.STARTUP_LAG_PROBES[1], parse_startup_text, (StartupConfigText,)
     ),
     Probe(
         "eos.pfc",
@@ -136,9 +159,26 @@ SONIC_PROBES = (
     Probe(
         "sonic.config_db",
         "switch",
-        "show runningconfiguration all",
-        switch_sonic.parse_config_db,
-        (Trust, DscpMap, PfcPriorities, EcnQueues, Schedulers, WatchdogConfig, WatchdogSettings, Mtu),
+        sonic.STARTUP_LAG_PROBES[0],
+        with_running_text(switch_sonic.parse_config_db),
+        (
+            Trust,
+            DscpMap,
+            PfcPriorities,
+            EcnQueues,
+            Schedulers,
+            WatchdogConfig,
+            WatchdogSettings,
+            Mtu,
+            RunningConfigText,
+        ),
+    ),
+    Probe(
+        "sonic.startup_config",
+        "switch",
+        sonic.STARTUP_LAG_PROBES[1],
+        parse_startup_text,
+        (StartupConfigText,),
     ),
     Probe(
         "sonic.pfcwd_stats", "switch", "show pfcwd stats", switch_sonic.parse_pfcwd_stats, (WatchdogStatus,)

@@ -44,6 +44,9 @@ class Platform:
     template_folder: str  # templates/<template_folder>/switch.j2 renders one whole switch
     driver: str  # "module:Class" of its fabcheck.switch.driver.SwitchDriver
     probes: str  # "module:TABLE" of its gate probes (a tuple of fabcheck.collect.probes.Probe)
+    # "module:function" (running text, startup text) -> the owned parts a reboot would revert, one line
+    # each; [] when startup holds what runs (the gate's switch.startup_config).
+    startup_lag: str
     # Names of the probes the incast reads of each leaf: the gate's own (read once per capture) or
     # the incast's own versions (fabcheck.incast.capture.INCAST_OWN_PROBES).
     incast_probes: tuple[str, ...]
@@ -60,6 +63,7 @@ NVUE = Platform(
     template_folder="nvue",
     driver="fabcheck.switch.platforms.nvue:NvueDriver",
     probes="fabcheck.collect.switch_probes:NVUE_PROBES",
+    startup_lag="fabcheck.switch.platforms.nvue:startup_lag_lines",
     # Only NVUE shows the RoCE class's pause and ECN-mark counters per port: the incast reads them too.
     incast_probes=("incast.nvue.roce_counters", "nvue.watchdog"),
     mock="fabcheck.lab.mockswitch.nvue:NvueDevice",
@@ -75,6 +79,7 @@ SONIC = Platform(
     template_folder="sonic",
     driver="fabcheck.switch.platforms.sonic:SonicDriver",
     probes="fabcheck.collect.switch_probes:SONIC_PROBES",
+    startup_lag="fabcheck.switch.platforms.sonic:startup_lag_lines",
     incast_probes=("sonic.queue_counters", "sonic.pfcwd_stats"),
     mock="fabcheck.lab.mockswitch.sonic:SonicDevice",
 )
@@ -89,6 +94,7 @@ EOS = Platform(
     template_folder="eos",
     driver="fabcheck.switch.platforms.eos:EosDriver",
     probes="fabcheck.collect.switch_probes:EOS_PROBES",
+    startup_lag="fabcheck.switch.platforms.eos:startup_lag_lines",
     incast_probes=("eos.queue_drops", "eos.watchdog_counters"),
     mock="fabcheck.lab.mockswitch.eos:EosDevice",
 )

@@ -7,9 +7,10 @@ checks judge the records against the desired switch state without knowing the pl
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -158,6 +159,24 @@ class LldpNeighbor:
     port: str
 
 
+@dataclass(frozen=True)
+class ConfigText:
+    """A whole configuration as the switch printed it, kept for the one check that compares running
+    with startup through the platform's own reader of both (fabcheck.switch.platforms.<p>)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class RunningConfigText(ConfigText):
+    """What runs now (NVUE: the applied revision)."""
+
+
+@dataclass(frozen=True)
+class StartupConfigText(ConfigText):
+    """What a reboot loads (EOS startup-config, SONiC /etc/sonic/config_db.json, NVUE's startup revision)."""
+
+
 Record = (
     LldpNeighbor
     | Trust
@@ -171,8 +190,40 @@ Record = (
     | WatchdogStatus
     | Mtu
     | QueueDrops
+    | RunningConfigText
+    | StartupConfigText
 )
 Placed = tuple[str | None, Record]  # (port, record); port None: the record holds for the whole switch
+
+
+def parse_startup_text(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    """The saved configuration, whole: judged only against the running one."""
+    return [(None, StartupConfigText(_whole_config(text, source, "the startup configuration")))]
+
+
+def parse_running_text(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    return [(None, RunningConfigText(_whole_config(text, source, "the running configuration")))]
+
+
+def with_running_text(
+    parse: Callable[[str, str | None, str], list[Placed]],
+) -> Callable[[str, str | None, str], list[Placed]]:
+    """A parser of the running configuration that also keeps it whole, for switch.startup_config:
+    the config is read once and judged both ways."""
+
+    @functools.wraps(parse)
+    def parse_and_keep(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+        return [*parse(text, port, source), *parse_running_text(text, port, source)]
+
+    return parse_and_keep
+
+
+def _whole_config(text: str, source: str, what: str) -> str:
+    if len(text) > MAX_OUTPUT_CHARS:
+        raise ParseError(f"{what}: {len(text):,} characters, more than any switch prints", source=source)
+    if not text.strip():
+        raise ParseError(f"{what}: empty output", source=source)
+    return text
 
 
 # -- readers shared by the platform parsers ---------------------------------------------------------

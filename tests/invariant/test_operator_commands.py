@@ -78,10 +78,32 @@ def _case_id(value: object) -> str:
     return str(sorted(value) if isinstance(value, set) else value)[:60]
 
 
+# How the operator saves: SONiC's commands change CONFIG_DB, not the file a reboot loads; EOS's change
+# running-config; NVUE (CL 5.9+, the mocks' release) saves on `nv config apply`.
+SAVES = {"sonic": ["sudo config save -y"], "eos": ["copy running-config startup-config"], "nvue": []}
+
+
 @pytest.mark.parametrize(("platform", "lines", "failing"), CASES, ids=_case_id)
 def test_an_operator_drift_fails_exactly_its_check(platform: str, lines: list[str], failing: set) -> None:
     device = converged(platform)
+    type_lines(session_of(device, platform), [*lines, *SAVES[platform]])
+    assert not_passing(judged(platform, device)) == failing
+
+
+@pytest.mark.parametrize(("platform", "switch"), [("sonic", "leaf02"), ("eos", "leaf03")])
+def test_an_unsaved_drift_also_fails_startup_config_until_saved(platform: str, switch: str) -> None:
+    """A change in running that a reboot would revert (a push cut off before its save, or an operator
+    who did not save): switch.startup_config fails beside the drifted field's check, naming the switch
+    role's fix (a push repairs running and saves, tests/switch/test_push.py); once saved, only the
+    drifted field's check fails."""
+    lines, failing = next((lines, failing) for p, lines, failing in CASES if p == platform and failing)
+    device = converged(platform)
     type_lines(session_of(device, platform), lines)
+    found = judged(platform, device)
+    assert not_passing(found) == failing | {("switch.startup_config", switch, "fail")}
+    lag = next(f for f in found if f.check == "switch.startup_config")
+    assert "a reboot reverts them" in lag.actual and "--tags switch" in lag.hint
+    type_lines(session_of(device, platform), SAVES[platform])
     assert not_passing(judged(platform, device)) == failing
 
 
@@ -112,7 +134,8 @@ def test_sonic_config_pfcwd_start_says_what_it_defaulted_and_skips_ports_without
 def test_an_interface_tx_queue_keeps_the_profiles_bandwidth() -> None:
     device = converged("eos")
     session = session_of(device, "eos")
-    type_lines(session, ["configure", "interface Ethernet2", "uc-tx-queue 3", "no priority", "end"])
+    typed = ["configure", "interface Ethernet2", "uc-tx-queue 3", "no priority", "end", *SAVES["eos"]]
+    type_lines(session, typed)
     shown = session.handle("show qos interfaces | json")
     assert '"bandwidthPercent": 50' in shown.split('"Ethernet2"', 1)[1].split('"Ethernet3"', 1)[0]
     assert not_passing(judged("eos", device)) == set()

@@ -22,14 +22,28 @@ from fabcheck.switch.driver import driver_for, push  # noqa: E402
 from fabcheck.switch.render import render_switch  # noqa: E402
 from tests.invariant.harness import NAMES, desired, not_passing  # noqa: E402
 
+# Each drift saved as an operator saves it (NVUE 5.9+ saves on apply): an unsaved one would also fail
+# switch.startup_config (tests/invariant/test_operator_commands.py).
 DRIFTS = {
     "nvue": (["nv set qos pfc-watchdog robustness 1000", "nv config apply -y"], "robustness", "leaf01"),
     "sonic": (
-        ["sudo config pfcwd start --action alert Ethernet4 200 --restoration-time 200"],
+        [
+            "sudo config pfcwd start --action alert Ethernet4 200 --restoration-time 200",
+            "sudo config save -y",
+        ],
         "action",
         "leaf02:Ethernet4",
     ),
-    "eos": (["configure", "priority-flow-control pause watchdog action no-drop", "end"], "action", "leaf03"),
+    "eos": (
+        [
+            "configure",
+            "priority-flow-control pause watchdog action no-drop",
+            "end",
+            "copy running-config startup-config",
+        ],
+        "action",
+        "leaf03",
+    ),
 }
 
 

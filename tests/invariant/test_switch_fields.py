@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 
-from fabcheck.checks.switch import LOSSLESS_DROPS, OWNED_FIELDS, PFC, OwnedField, owned_fields_markdown
+from fabcheck.checks.switch import (
+    LOSSLESS_DROPS,
+    OWNED_FIELDS,
+    PFC,
+    STARTUP_CONFIG,
+    OwnedField,
+    owned_fields_markdown,
+)
 from tests.invariant.harness import NAMES, PORTS, check_diff, converged, judged, not_passing
 
 DRIFTED = {platform: ports[1] for platform, ports in PORTS.items()}  # a host port, not the cabled one
@@ -213,7 +220,8 @@ def test_every_check_that_judges_a_setting_judges_fields_the_role_owns() -> None
     from fabcheck.checks.switch import SWITCH_CHECKS
     from fabcheck.collect.switch_probes import provided
 
-    counters = {LOSSLESS_DROPS}  # judges drops measured during the run, not a setting
+    # judge drops measured during the run, and whether startup holds what runs: not settings
+    not_settings = {LOSSLESS_DROPS, STARTUP_CONFIG}
     for platform in PORTS:
         owned = {name for f in OWNED_FIELDS if f.platform == platform for name in (f.check, *f.also)}
         judging = {
@@ -221,7 +229,7 @@ def test_every_check_that_judges_a_setting_judges_fields_the_role_owns() -> None
             for check in SWITCH_CHECKS
             if check.judge is not None
             and check.judge.needs in provided(platform)
-            and check.id not in counters
+            and check.id not in not_settings
         }
         assert judging - owned == set(), platform
 
@@ -284,6 +292,9 @@ def test_one_drifted_field_shows_in_check_mode_diff_alone_and_check_mode_changes
 def test_one_drifted_field_fails_exactly_its_check_where_it_is(owned: OwnedField) -> None:
     device = converged(owned.platform)
     DRIFTS[(owned.platform, owned.field)](device.running, DRIFTED[owned.platform])
+    # Saved, as a drift that survives a reboot is: an unsaved one also fails switch.startup_config
+    # (tests/invariant/test_operator_commands.py).
+    device.startup = copy.deepcopy(device.running)
     failing = not_passing(judged(owned.platform, device))
     if owned.check is None:
         assert failing == set(), f"{owned.field} is declared unjudged ({owned.why}) but the gate judged it"

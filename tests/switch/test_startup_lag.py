@@ -89,3 +89,72 @@ def test_sonic_startup_lag(lab: MockSwitches) -> None:
         assert lag(driver, sonic, driver._run) == []
     finally:
         conn.disconnect()
+
+
+class Killed(Exception):
+    """The push process dies here (a kill between commit and save)."""
+
+
+def _kill_at_save(step: str) -> None:
+    if step == "save":
+        raise Killed(step)
+
+
+# A drift on one port, typed and saved by an operator, that the next push repairs.
+SAVED_DRIFTS = {
+    "lag-eos": ["configure", "interface Ethernet1", "mtu 1600", "end", "copy running-config startup-config"],
+    "lag-sonic": ["sudo sonic-db-cli CONFIG_DB hset 'PORT|Ethernet0' mtu 1500", "sudo config save -y"],
+    "lag-nvue": ["nv set interface swp1 link mtu 1500", "nv config apply -y", "nv config save"],
+}
+PORTS = {
+    "lag-eos": ("Ethernet1", "Ethernet2", "Ethernet3", "Ethernet4"),
+    "lag-sonic": ("Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"),
+    "lag-nvue": ("swp1", "swp2", "swp3", "swp4"),
+}
+DESIRED = {"lag-eos": eos_desired, "lag-sonic": sonic_desired, "lag-nvue": nvue_desired}
+
+
+@pytest.mark.parametrize("name", sorted(SAVED_DRIFTS))
+def test_a_push_killed_between_commit_and_save_fails_the_gate_until_a_push_saves(
+    lab: MockSwitches, name: str
+) -> None:
+    """Issue 28: the push committed its repair of a saved drift and died before saving. Every other
+    check passes (running is right), switch.startup_config fails naming what a reboot reverts; the next
+    push has nothing to commit and saves, and then it passes too."""
+    from fabcheck.checks.switch import STARTUP_CONFIG, check_switch
+    from fabcheck.gate.switch_stage import read_switch
+    from fabcheck.switch.driver import driver_for
+
+    platform, ports = NAMES[name], PORTS[name]
+    desired = DESIRED[name](None, name, ports[:3], ports[3:])
+    config = render_switch(desired)
+
+    def session(work: Callable[[Any], object]) -> None:
+        conn = connect(lab.login(name))
+        try:
+            driver = driver_for(platform)(conn)
+            if platform == "eos":
+                conn.enable()
+            work(driver)
+        finally:
+            conn.disconnect()
+
+    def not_passing() -> set[tuple[str, str]]:
+        evidence, _outputs = read_switch(lab.login(name), platform, list(ports))
+        found = check_switch(evidence, desired)
+        return {(f.check, f.actual) for f in found if f.status.value not in ("pass", "skip")}
+
+    session(lambda driver: push(driver, config, check=False))
+    send = {"eos": "_command", "sonic": "_run", "nvue": "command"}[platform]
+    session(lambda driver: [getattr(driver, send)(line) for line in SAVED_DRIFTS[name]])
+    assert {check for check, _ in not_passing()} == {"switch.mtu"}  # saved: startup holds it too
+
+    with pytest.raises(Killed):
+        session(lambda driver: push(driver, config, check=False, on_step=_kill_at_save))
+    failing = not_passing()
+    assert {check for check, _ in failing} == {STARTUP_CONFIG}, failing
+    (actual,) = [actual for _check, actual in failing]
+    assert "a reboot reverts them" in actual and "mtu" in actual, actual
+
+    session(lambda driver: push(driver, config, check=False))  # nothing to commit: it saves
+    assert not_passing() == set()

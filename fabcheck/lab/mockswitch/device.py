@@ -215,6 +215,7 @@ class SwitchDevice(ABC):
         self.counters = Counters(spec.ports)
         self.log: list[dict[str, Any]] = []
         self.faults: dict[str, list[list[Any]]] = {}
+        self.startup_faults: dict[str, list[list[Any]]] = {}  # the same faults' undo in startup
         self.running: dict[str, Any] = self.factory_config()
         self.startup: dict[str, Any] = copy.deepcopy(self.running)
         # Set by the server: adds the hosts' spooled traffic records to the counters (None: no lab).
@@ -326,6 +327,9 @@ class SwitchDevice(ABC):
             return
         edits = [] if fault in CABLE_FAULTS else self.fault_edits(fault)
         self.faults[fault] = apply_edits(self.running, edits)
+        # A fault is a saved misconfiguration (it survives a reboot): the check it targets fails, not
+        # switch.startup_config. An unsaved change is what a typed command without a save makes.
+        self.startup_faults[fault] = apply_edits(self.startup, edits)
         self.record("lab", "fault", f"inject {fault}")
 
     def heal(self, fault: str | None = None) -> None:
@@ -336,6 +340,7 @@ class SwitchDevice(ABC):
             undo = self.faults.pop(name, None)
             if undo is not None:
                 undo_edits(self.running, undo)
+                undo_edits(self.startup, self.startup_faults.pop(name, []))
                 self.record("lab", "fault", f"heal {name}")
 
     def state(self) -> dict[str, Any]:
@@ -349,6 +354,7 @@ class SwitchDevice(ABC):
             "counters": self.counters.to_json(),
             "operational": {p: asdict(q) for p, q in self.port_qos().items()},
             "faults": self.faults,
+            "startup_faults": self.startup_faults,
             **self.extra_json(),
         }
 
@@ -360,6 +366,7 @@ class SwitchDevice(ABC):
         self.startup = saved.get("startup", self.startup)
         self.log = list(saved.get("log", []))
         self.faults = dict(saved.get("faults", {}))
+        self.startup_faults = dict(saved.get("startup_faults", {}))
         self.counters = Counters(self.ports, saved.get("counters"))
         self.load_extra(saved)
 

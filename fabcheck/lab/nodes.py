@@ -34,7 +34,9 @@ NODE_DIRS = ("upper", "state", "sys_class", "work", "merged", "home")
 
 
 def host_address(index: int) -> str:
-    return f"127.0.{1 + index // 250}.{1 + index % 250}"
+    """250 hosts a /24 block: 127.0.1.x, 127.0.2.x, then 127.0.4.x on (127.0.3.x is the switches')."""
+    block = 1 + index // 250
+    return f"127.0.{block if block < 3 else block + 1}.{1 + index % 250}"
 
 
 def switch_address(index: int) -> str:

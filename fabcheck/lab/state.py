@@ -23,7 +23,7 @@ STATE_FILE = "lab.json"
 PIDS_FILE = "pids.json"
 HOST_PORT = 2222
 SWITCH_PORT = 2201
-MAX_HOST_NODES = 500  # 127.0.1.x and 127.0.2.x; 127.0.3.x belongs to switches
+MAX_HOST_NODES = 1250  # 127.0.1.x, 127.0.2.x, 127.0.4.x..127.0.6.x; 127.0.3.x belongs to switches
 MAX_SWITCHES = 250
 # The one source of the switch password: read by `up` only, which writes it to the run dir's 0600 file.
 PASSWORD_ENV = "FABCHECK_LAB_SWITCH_PASSWORD"

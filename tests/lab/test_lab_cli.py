@@ -66,8 +66,8 @@ def test_faults_need_a_lab(argv: list[str], capsys: pytest.CaptureFixture[str], 
     [
         (["--profile", "ib", "--switches", "2"], "the ib profile has no Ethernet switches (drop --switches)"),
         (
-            ["--profile", "ib", "--hosts", "499"],
-            "--hosts 499: the lab holds at most 500 host nodes"
+            ["--profile", "ib", "--hosts", "1249"],
+            "--hosts 1249: the lab holds at most 1250 host nodes"
             " including the 2 subnet-manager nodes of the ib profile",
         ),
     ],
@@ -83,8 +83,8 @@ def test_impossible_lab_shapes(argv: list[str], message: str, capsys: pytest.Cap
         (["--switches", "-1"], "argument --switches: -1 is out of range (allowed: 0..250)"),
         (["--switches", "251"], "argument --switches: 251 is out of range (allowed: 0..250)"),
         (["--switches", "two"], "argument --switches: 'two' is not a whole number (allowed: 0..250)"),
-        (["--hosts", "0"], "argument --hosts: 0 is out of range (allowed: 1..500)"),
-        (["--hosts", "600"], "argument --hosts: 600 is out of range (allowed: 1..500)"),
+        (["--hosts", "0"], "argument --hosts: 0 is out of range (allowed: 1..1250)"),
+        (["--hosts", "1300"], "argument --hosts: 1300 is out of range (allowed: 1..1250)"),
         (["--rtt-ms", "-1"], "argument --rtt-ms: -1 is out of range (allowed: 0..1000 ms)"),
         (["--rtt-ms", "nan"], "argument --rtt-ms: nan is out of range (allowed: 0..1000 ms)"),
         (["--rtt-ms", "fast"], "argument --rtt-ms: 'fast' is not a number of milliseconds"),

@@ -83,12 +83,21 @@ def test_addresses_roll_over_every_250_hosts_and_names_widen() -> None:
     assert len({(n.address, n.port) for n in plan}) == len(plan)
 
 
+def test_past_500_hosts_addresses_skip_the_switches_block() -> None:
+    plan = nodes.plan_nodes("roce", 1024, 8)
+    hosts = [n for n in plan if n.kind == "host"]
+    assert hosts[499].address == "127.0.2.250" and hosts[500].address == "127.0.4.1"
+    assert hosts[-1].name == "gpu1024" and hosts[-1].address == "127.0.6.24"
+    assert not any(n.address.startswith("127.0.3.") for n in hosts)
+    assert len({(n.address, n.port) for n in plan}) == len(plan)
+
+
 @pytest.mark.parametrize(
     ("profile", "hosts", "switches", "message"),
     [
         ("roce", 0, 2, "at least one host"),
         ("ib", 2, 2, "no Ethernet switches"),
-        ("roce", 501, 2, "at most 500"),
+        ("roce", 1251, 2, "at most 1250"),
         ("roce", 2, 251, r"--switches 251: out of range, allowed: 0\.\.250"),
         ("roce", 2, -1, r"--switches -1: out of range, allowed: 0\.\.250"),
         ("eth", 2, 2, "unknown lab profile 'eth'; profiles: roce, ib"),

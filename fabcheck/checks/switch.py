@@ -549,13 +549,7 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
     OwnedField("nvue", "interface <port> qos pfc profile", "port", PFC),
     OwnedField("nvue", "interface <port> qos mapping profile", "port", TRUST),
     OwnedField("nvue", "interface <port> qos congestion-control profile", "port", ECN),
-    OwnedField(
-        "nvue",
-        "interface <port> qos egress-scheduler profile",
-        "port",
-        None,
-        "a per-port egress-scheduler profile: the gate reads default-global's scheduler only",
-    ),
+    OwnedField("nvue", "interface <port> qos egress-scheduler profile", "port", SCHEDULER),
     OwnedField(
         "nvue", "qos congestion-control default-global traffic-class <tc> min-threshold", "switch", ECN
     ),

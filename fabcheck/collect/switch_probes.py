@@ -79,6 +79,14 @@ NVUE_PROBES = (
         switch_nvue.parse_roce_status,
         (PfcPriorities, EcnQueues, Trust),
     ),
+    # A port bound to an egress-scheduler profile of its own is judged by it, the others by default-global.
+    Probe(
+        "nvue.port_scheduler",
+        "switch-port",
+        "nv show interface {port} qos egress-scheduler -o json",
+        switch_nvue.parse_port_scheduler,
+        (Schedulers,),
+    ),
     Probe(
         "nvue.watchdog",
         "switch-port",

@@ -4,7 +4,8 @@ Switch-wide: `nv show qos mapping default-global` (trust, DSCP -> switch priorit
 `nv show qos egress-queue-mapping default-global` (switch priority -> traffic class),
 `nv show qos egress-scheduler default-global` (per traffic class), `nv show qos pfc-watchdog`
 (polling-interval, robustness). Per port:
-`nv show interface P qos roce status` (PFC priorities, ECN as the ASIC programmed it: thresholds in
+`nv show interface P qos egress-scheduler` (the port's own egress-scheduler profile, when one is
+bound), `nv show interface P qos roce status` (PFC priorities, ECN as the ASIC programmed it: thresholds in
 whole buffer cells, so 150 000 B reads 150 528 B or more), `... qos pfc-watchdog` (state and per-class
 OK/DEADLOCK), `... link` (MTU), `... qos roce counters` (RoCE drops).
 """
@@ -79,9 +80,7 @@ def parse_egress_queue_mapping(text: str, port: str | None = None, source: str =
     return [(None, PriorityMap(tuple(sorted(pairs))))]
 
 
-def parse_scheduler(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
-    what = "nv show qos egress-scheduler default-global -o json"
-    tree = obj(load_json(text, source, what), source, what)
+def _scheduler_classes(tree: Any, source: str, what: str) -> Schedulers:
     queues = []
     for key, where, cfg in entries(tree, "traffic-class", source, what):
         tc = class_number(key, source, f"{what} traffic-class key")
@@ -94,7 +93,33 @@ def parse_scheduler(text: str, port: str | None = None, source: str = "<text>") 
             else None
         )
         queues.append(QueueScheduler(tc, mode, weight if mode == "dwrr" else None))
-    return [(None, Schedulers(tuple(sorted(queues, key=lambda q: q.traffic_class))))]
+    return Schedulers(tuple(sorted(queues, key=lambda q: q.traffic_class)))
+
+
+def parse_scheduler(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    what = "nv show qos egress-scheduler default-global -o json"
+    tree = obj(load_json(text, source, what), source, what)
+    return [(None, _scheduler_classes(tree, source, what))]
+
+
+def parse_port_scheduler(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
+    """The egress scheduler one port runs when a profile of its own is bound to it
+    (`nv set interface P qos egress-scheduler profile NAME`): its classes, judged on that port.
+    No profile bound (an empty node) or default-global named: nothing of the port's own, so the port
+    is judged by default-global's scheduler (parse_scheduler). A profile named without its classes
+    is refused: the port's scheduling is then unknown, not default-global's."""
+    what = f"nv show interface {port} qos egress-scheduler -o json"
+    tree = obj(load_json(text, source, what), source, what)
+    name = tree.get("profile")
+    if name is None or name == "default-global":
+        return []
+    if not isinstance(name, str) or not name:
+        raise ParseError(f"{what}: profile {str(name)[:40]!r} is not a profile name", source=source)
+    if "traffic-class" not in tree:
+        raise ParseError(
+            f"{what}: profile {name[:40]!r} is bound but its traffic classes are not shown", source=source
+        )
+    return [(port, _scheduler_classes(tree, source, f"{what} (profile {name[:40]})"))]
 
 
 def parse_roce_status(text: str, port: str | None, source: str = "<text>") -> list[Placed]:

@@ -430,6 +430,8 @@ class NvueSession(CliSession):
             return show.show_port_roce_counters(config, self.device.counters, port)
         if args == ["qos", "pfc-watchdog"]:
             return show.show_port_watchdog(config, port)
+        if args == ["qos", "egress-scheduler"]:
+            return show.show_port_scheduler(config, port)
         if args == ["link"]:
             return show.show_port_link(config, port)
         return None

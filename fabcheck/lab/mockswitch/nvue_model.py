@@ -135,11 +135,9 @@ def effective_qos(config: Mapping[str, Any]) -> NvueQos:
             q.sp_to_tc[int(sp)] = entry["traffic-class"]
     _overlay_pfc(q, qos_cfg.get("pfc", {}))
     _overlay_ecn(q, qos_cfg.get("congestion-control", {}).get("default-global", {}).get("traffic-class", {}))
-    for tc, entry in (
-        qos_cfg.get("egress-scheduler", {}).get("default-global", {}).get("traffic-class", {}).items()
-    ):
-        mode, bw = q.scheduler.get(int(tc), ("dwrr", 0))
-        q.scheduler[int(tc)] = (entry.get("mode", mode), entry.get("bw-percent", bw))
+    _overlay_scheduler(
+        q, qos_cfg.get("egress-scheduler", {}).get("default-global", {}).get("traffic-class", {})
+    )
     wd = qos_cfg.get("pfc-watchdog", {})
     q.wd_polling_interval = wd.get("polling-interval", q.wd_polling_interval)
     q.wd_robustness = wd.get("robustness", q.wd_robustness)
@@ -184,27 +182,54 @@ def _port_profile(config: Mapping[str, Any], port: str, feature: str) -> Mapping
     name = config.get("interface", {}).get(port, {}).get("qos", {}).get(feature, {}).get("profile")
     if not name or name == "default-global":
         return None
-    return config.get("qos", {}).get(feature, {}).get(name)
+    return config.get("qos", {}).get(feature, {}).get(name, {})
+
+
+def _overlay_scheduler(q: NvueQos, tcs: Mapping[str, Any]) -> None:
+    for tc, entry in tcs.items():
+        mode, bw = q.scheduler.get(int(tc), ("dwrr", 0))
+        q.scheduler[int(tc)] = (entry.get("mode", mode), entry.get("bw-percent", bw))
+
+
+def port_view(config: Mapping[str, Any], port: str, q: NvueQos | None = None) -> NvueQos:
+    """The QoS one port runs: default-global under the mapping, congestion-control and
+    egress-scheduler profiles bound to it (`nv set interface P qos <feature> profile NAME`, CL 5.4+,
+    NVUE command reference). A profile of its own starts from NVUE's defaults, not from
+    default-global: a mapping profile trusts l2 with the identity PCP/DSCP maps, a congestion-control
+    profile marks nothing until a class is enabled, an egress-scheduler profile is the stock one.
+    The one place the per-port overlay lives: the show views and the traffic model both read it."""
+    q = effective_qos(config) if q is None else q
+    mapping = _port_profile(config, port, "mapping")
+    congestion = _port_profile(config, port, "congestion-control")
+    scheduler = _port_profile(config, port, "egress-scheduler")
+    if mapping is None and congestion is None and scheduler is None:
+        return q
+    own = copy.deepcopy(q)
+    if mapping is not None:
+        own.trust, own.dscp_to_sp, own.pcp_to_sp = "l2", [d >> 3 for d in range(64)], list(range(8))
+        _overlay_mapping(own, mapping)
+    if congestion is not None:
+        own.ecn = {}
+        _overlay_ecn(own, congestion.get("traffic-class", {}))
+    if scheduler is not None:
+        own.scheduler = dict(NvueQos().scheduler)
+        _overlay_scheduler(own, scheduler.get("traffic-class", {}))
+    return own
+
+
+def port_scheduler_profile(config: Mapping[str, Any], port: str) -> str | None:
+    """The egress-scheduler profile bound to `port` by name (None: none bound, default-global runs)."""
+    name = config.get("interface", {}).get(port, {}).get("qos", {}).get("egress-scheduler", {}).get("profile")
+    return name or None
 
 
 def port_qos(config: Mapping[str, Any], ports: Sequence[str]) -> dict[str, PortQos]:
-    """Per port, the effective QoS: default-global overlaid with the port's own mapping and
-    congestion-control profiles, PFC only on priorities a lossless pool buffers."""
+    """Per port, the effective QoS (port_view), PFC only on priorities a lossless pool buffers."""
     q = effective_qos(config)
     lossless = lossless_priorities(config, q)
     out = {}
     for port in ports:
-        port_q = q
-        mapping = _port_profile(config, port, "mapping")
-        congestion = _port_profile(config, port, "congestion-control")
-        if mapping is not None or congestion is not None:
-            port_q = copy.deepcopy(q)
-            if mapping is not None:
-                port_q.trust, port_q.dscp_to_sp = "l2", [d >> 3 for d in range(64)]
-                _overlay_mapping(port_q, mapping)
-            if congestion is not None:
-                port_q.ecn = {0: dict(ROCE_ECN)}
-                _overlay_ecn(port_q, congestion.get("traffic-class", {}))
+        port_q = port_view(config, port, q)
         sp = roce_priority(port_q)
         profile = port_pfc_profile(config, q, port)
         active = profile.active if profile else set()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -12,11 +11,11 @@ from fabcheck.lab.mockswitch.nvue_model import (
     CNP_PRIORITY,
     ROCE_PRIORITY,
     NvueQos,
-    _overlay_ecn,
-    _overlay_mapping,
     effective_qos,
     port_mtu,
     port_pfc_profile,
+    port_scheduler_profile,
+    port_view,
     port_watchdog,
     roce_priority,
 )
@@ -192,40 +191,6 @@ def show_roce(config: Mapping[str, Any]) -> Shown:
 
 def _cells(value: int | None) -> int | None:
     return None if value is None else math.ceil(value / CELL_BYTES) * CELL_BYTES
-
-
-def _bound_profile(config: Mapping[str, Any], port: str, feature: str) -> Mapping[str, Any] | None:
-    name = config.get("interface", {}).get(port, {}).get("qos", {}).get(feature, {}).get("profile")
-    if not name or name == "default-global":
-        return None
-    return config.get("qos", {}).get(feature, {}).get(name, {})
-
-
-def port_view(config: Mapping[str, Any], port: str) -> NvueQos:
-    """The QoS one port runs: default-global under the mapping, congestion-control and
-    egress-scheduler profiles bound to it (`nv set interface P qos <feature> profile NAME`, CL 5.4+,
-    NVUE command reference). A profile of its own starts from NVUE's defaults, not from
-    default-global: a mapping profile trusts l2 with the identity PCP/DSCP maps, a congestion-control
-    profile marks nothing until a class is enabled, an egress-scheduler profile is the stock one."""
-    q = effective_qos(config)
-    mapping = _bound_profile(config, port, "mapping")
-    congestion = _bound_profile(config, port, "congestion-control")
-    scheduler = _bound_profile(config, port, "egress-scheduler")
-    if mapping is None and congestion is None and scheduler is None:
-        return q
-    own = copy.deepcopy(q)
-    if mapping is not None:
-        own.trust, own.dscp_to_sp, own.pcp_to_sp = "l2", [d >> 3 for d in range(64)], list(range(8))
-        _overlay_mapping(own, mapping)
-    if congestion is not None:
-        own.ecn = {}
-        _overlay_ecn(own, congestion.get("traffic-class", {}))
-    if scheduler is not None:
-        own.scheduler = dict(NvueQos().scheduler)
-        for tc, entry in scheduler.get("traffic-class", {}).items():
-            mode, bw = own.scheduler.get(int(tc), ("dwrr", 0))
-            own.scheduler[int(tc)] = (entry.get("mode", mode), entry.get("bw-percent", bw))
-    return own
 
 
 def show_port_roce_status(config: Mapping[str, Any], port: str) -> Shown:
@@ -474,10 +439,7 @@ def show_congestion(config: Mapping[str, Any], profile: str | None) -> Shown | N
 def show_scheduler(config: Mapping[str, Any], profile: str) -> Shown | None:
     if profile != "default-global":
         return None
-    q = effective_qos(config)
-    rows = [
-        [str(tc), mode, "" if mode == "strict" else str(bw)] for tc, (mode, bw) in sorted(q.scheduler.items())
-    ]
+    rows, classes = _scheduler_table(effective_qos(config))
     text = "\n".join(
         [
             nvue_attributes(["operational", "applied", "description"], []),
@@ -485,13 +447,37 @@ def show_scheduler(config: Mapping[str, Any], profile: str) -> Shown | None:
             nvue_section("TC->DWRR weight configuration", ["traffic-class", "mode", "bw-percent"], rows),
         ]
     )
+    return text, {"traffic-class": classes}
+
+
+def _scheduler_table(q: NvueQos) -> tuple[list[list[str]], dict[str, Any]]:
+    rows = [
+        [str(tc), mode, "" if mode == "strict" else str(bw)] for tc, (mode, bw) in sorted(q.scheduler.items())
+    ]
     data = {
-        "traffic-class": {
-            str(tc): {"mode": mode, **({} if mode == "strict" else {"bw-percent": bw})}
-            for tc, (mode, bw) in sorted(q.scheduler.items())
-        }
+        str(tc): {"mode": mode, **({} if mode == "strict" else {"bw-percent": bw})}
+        for tc, (mode, bw) in sorted(q.scheduler.items())
     }
-    return text, data
+    return rows, data
+
+
+def show_port_scheduler(config: Mapping[str, Any], port: str) -> Shown:
+    """`nv show interface P qos egress-scheduler`: the profile bound to the port (NVUE reference,
+    `nv show interface swp1 qos`: egress-scheduler profile in the applied column only). A bound
+    profile's classes follow as the port runs them (the stock scheduler under the profile's own
+    classes); with none bound the node is empty and the port runs default-global."""
+    name = port_scheduler_profile(config, port)
+    if name is None:
+        return nvue_attributes(["operational", "applied"], []), {}
+    rows, classes = _scheduler_table(port_view(config, port))
+    text = "\n".join(
+        [
+            nvue_attributes(["operational", "applied"], [["profile", "", name]]),
+            "",
+            nvue_section("TC->DWRR weight configuration", ["traffic-class", "mode", "bw-percent"], rows),
+        ]
+    )
+    return text, {"profile": name, "traffic-class": classes}
 
 
 def show_mapping(config: Mapping[str, Any], profile: str, dscp: int | None) -> Shown | None:

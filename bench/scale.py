@@ -163,6 +163,8 @@ def one_scale(hosts: int, args: argparse.Namespace) -> Scale:
                 )
             if "native" in runs:
                 identical = _lines(runs["native"]) == _lines(runs["slurm"])
+                if not identical:
+                    _show_difference(hosts, runs["native"], runs["slurm"])
             replay = validate_argv(paths, "--from-snapshot", str(saved))
             runs["replay"] = timed("replay (parse+judge+JSON)", hosts, [*replay, "--json"], env)
             page = str(Path(scratch) / "gate.html")
@@ -222,6 +224,19 @@ def profiled_rerun(paths: LabPaths, top: int = 12) -> tuple[str, ...]:
     lines += [f"{seconds:7.2f}  {task}" for task, seconds in ranked[:top]]
     lines.append(f"{sum(per_task.values()):7.2f}  all tasks together")
     return tuple(lines)
+
+
+def _show_difference(hosts: int, native: Timed, via_slurm: Timed) -> None:
+    """The first lines where the engines disagree, and both outputs kept for a closer look."""
+    kept = Path(tempfile.gettempdir()) / f"fabcheck-bench-scale-{hosts}"
+    kept.mkdir(exist_ok=True)
+    (kept / "native.jsonl").write_text(native.stdout)
+    (kept / "slurm.jsonl").write_text(via_slurm.stdout)
+    pairs = zip(_lines(native), _lines(via_slurm), strict=False)
+    differing = [(a, b) for a, b in pairs if a != b]
+    print(f"  {hosts} hosts: {len(differing)} JSON lines differ (both kept in {kept})", file=sys.stderr)
+    for a, b in differing[:3]:
+        print(f"    native: {json.dumps(a)[:300]}\n    slurm:  {json.dumps(b)[:300]}", file=sys.stderr)
 
 
 def _lines(run: Timed) -> list[dict]:

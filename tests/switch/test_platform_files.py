@@ -11,7 +11,9 @@ use, its probes parse what its mock answers, its templates render a desired swit
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,6 +101,19 @@ def test_the_record_names_its_probes_and_the_incast_reads_some_of_them(record: P
     assert not any(probe.counter for probe in incast), "the incast's two captures make the difference"
 
 
+def _bind_nvue_port_scheduler(running: dict[str, Any], port: str) -> None:
+    running.setdefault("qos", {}).setdefault("egress-scheduler", {})["own"] = {
+        "traffic-class": {"3": {"mode": "dwrr", "bw-percent": 50}}
+    }
+    interface = running.setdefault("interface", {}).setdefault(port, {})
+    interface.setdefault("qos", {})["egress-scheduler"] = {"profile": "own"}
+
+
+# A probe of a per-port override answers with nothing of the port's own where none is bound (the port
+# runs the switch-wide setting): bind one, so every probe's answer is read as a record.
+PORT_OVERRIDES: dict[str, Callable[[dict[str, Any], str], None]] = {"nvue": _bind_nvue_port_scheduler}
+
+
 @pytest.mark.parametrize("record", RECORDS, ids=lambda record: record.name)
 def test_the_records_mock_answers_every_probe_in_a_form_its_parser_reads(record: Platform) -> None:
     device = device_class(record.name)
@@ -106,7 +121,9 @@ def test_the_records_mock_answers_every_probe_in_a_form_its_parser_reads(record:
     port = first_port(record)
     heard = ((port, "gpu01", "eth0"),)  # LLDP yields a record only where a neighbour is heard
     spec = SwitchSpec("leaf01", record.name, "127.0.3.1", 2201, "admin", "pw", (port,), heard)
-    session = device(spec).new_session("admin")
+    mock = device(spec)
+    PORT_OVERRIDES.get(record.name, lambda running, port: None)(mock.running, port)
+    session = mock.new_session("admin")
     if record.needs_enable:
         session.handle("enable")
     unreadable = []

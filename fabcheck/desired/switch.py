@@ -61,14 +61,20 @@ class PfcWatchdog:
     action: str
 
     def settings(self, platform: str) -> tuple[tuple[str, str], ...]:
-        """The watchdog settings in the platform's own names and units, as its show prints them (the
-        gate's switch.watchdog_settings compares these; fabcheck.parsers.switch_* read them)."""
+        """The watchdog settings in the platform's own names and units, as its show prints them and its
+        templates write them (the gate's switch.watchdog_settings compares these; fabcheck.parsers.
+        switch_* read them). Raises WatchdogUnrepresentable where the platform cannot express them."""
         if platform == "nvue":
+            self._nvue_representable()
             robustness = self.detection_ms // NVUE_WATCHDOG_POLL_MS
             return (("polling-interval", str(NVUE_WATCHDOG_POLL_MS)), ("robustness", str(robustness)))
         if platform == "eos":
+            if self.action not in EOS_WATCHDOG_ACTIONS:
+                raise WatchdogUnrepresentable(
+                    f"watchdog action {self.action}: EOS takes {', '.join(sorted(EOS_WATCHDOG_ACTIONS))}"
+                )
             return (
-                ("action", EOS_WATCHDOG_ACTIONS.get(self.action, self.action)),
+                ("action", EOS_WATCHDOG_ACTIONS[self.action]),
                 ("recovery-time", f"{self.restoration_ms / 1000:g}"),
                 ("timeout", f"{self.detection_ms / 1000:g}"),
             )
@@ -77,6 +83,25 @@ class PfcWatchdog:
             ("detection_time", str(self.detection_ms)),
             ("restoration_time", str(self.restoration_ms)),
         )
+
+    def _nvue_representable(self) -> None:
+        # NVUE detects after `robustness` polls, restores after as many clean ones, and only drops.
+        if self.detection_ms < NVUE_WATCHDOG_POLL_MS or self.detection_ms % NVUE_WATCHDOG_POLL_MS:
+            raise WatchdogUnrepresentable(
+                f"watchdog detection_ms {self.detection_ms} is not a multiple of NVUE's "
+                f"{NVUE_WATCHDOG_POLL_MS} ms polling step"
+            )
+        if self.restoration_ms != self.detection_ms:
+            raise WatchdogUnrepresentable(
+                f"watchdog restoration_ms {self.restoration_ms} differs from detection_ms "
+                f"{self.detection_ms}; NVUE restores after as many polls as it detects"
+            )
+        if self.action != "drop":
+            raise WatchdogUnrepresentable(f"watchdog action {self.action}: NVUE's PFC watchdog only drops")
+
+
+class WatchdogUnrepresentable(ValueError):
+    """The watchdog's timers or action have no form on the switch's platform."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +133,11 @@ class DesiredSwitch:
     ports: tuple[DesiredSwitchPort, ...]
     lossless_pool_percent: int = LOSSLESS_POOL_PERCENT  # of the switch's shared buffer; 0 = no PFC
     pfc_cable_length_m: int = PFC_CABLE_LENGTH_M
+
+    @property
+    def watchdog_settings(self) -> dict[str, str]:
+        """The watchdog's settings in this switch's platform names and units (templates write these)."""
+        return dict(self.watchdog.settings(self.platform))
 
     @property
     def dscp_to_switch_priority(self) -> dict[int, int]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from fabcheck.desired.switch import DesiredSwitch
+from fabcheck.desired.switch import DesiredSwitch, WatchdogUnrepresentable
 from fabcheck.errors import FabcheckError
 from fabcheck.intent.platforms import PLATFORMS, UnknownPlatform, platform_named
 
@@ -84,5 +84,8 @@ def render_switch(desired: DesiredSwitch) -> RenderedConfig:
         text = template.render(switch=desired)
     except jinja2.TemplateError as err:
         where = f"{getattr(err, 'filename', None) or desired.platform}:{getattr(err, 'lineno', '?')}"
+        raise RenderError(f"{where}: cannot render switch {desired.name}: {err}") from None
+    except WatchdogUnrepresentable as err:
+        where = f"platform {desired.platform}"
         raise RenderError(f"{where}: cannot render switch {desired.name}: {err}") from None
     return RenderedConfig(desired.name, desired.platform, text)

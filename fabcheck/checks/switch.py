@@ -18,10 +18,12 @@ from typing import Literal
 from fabcheck.checks.declare import NO_INPUTS, Check, Inputs
 from fabcheck.checks.model import Finding, Status, Where, errored, skipped
 from fabcheck.checks.roles import SWITCH_QOS_ROLE
-from fabcheck.desired.switch import DesiredSwitch, DesiredSwitchPort
+from fabcheck.desired.switch import SONIC_DYNAMIC_LOSSLESS_PROFILE, DesiredSwitch, DesiredSwitchPort
 from fabcheck.errors import FabcheckError
 from fabcheck.intent.platforms import platform_named, resolve
 from fabcheck.parsers.switch_records import (
+    BufferBinding,
+    BufferProfiles,
     DscpMap,
     EcnQueues,
     Mtu,
@@ -342,6 +344,37 @@ def _judge_mtu(
     return (Status.PASS if r.mtu == (p.mtu if p else d.mtu) else Status.FAIL), f"MTU {r.mtu}"
 
 
+def _buffers_text(groups: Sequence[tuple[str, str]], queues: Sequence[tuple[str, str]]) -> str:
+    shown = [f"PG {span} {profile}" for span, profile in groups] or ["no lossless PG"]
+    shown += [f"queues {span} {profile}" for span, profile in queues]
+    return ", ".join(shown)
+
+
+def _want_buffers(d: DesiredSwitch, p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
+    groups = [(str(group), profile) for group, profile in d.priority_group_buffers(p)] if p else []
+    return _buffers_text(groups, d.queue_buffer_profiles)
+
+
+def _judge_buffers(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
+) -> Verdict:
+    """The port's lossless priority groups (a group bound to the dynamic lossless profile, or one the
+    intent makes lossless, whatever it holds: what the push owns) and every egress queue range."""
+    assert isinstance(r, BufferProfiles)
+    if p is None:
+        return Status.ERROR, "buffer profiles shown for the switch, not for a port"
+    wanted = {str(group): profile for group, profile in d.priority_group_buffers(p)}
+    lossless = {group for group, _profile in d.priority_group_buffers(p)}
+
+    def owned(binding: BufferBinding) -> bool:
+        return binding.profile == SONIC_DYNAMIC_LOSSLESS_PROFILE or bool(lossless & set(binding.members))
+
+    groups = [(b.span, b.profile) for b in r.priority_groups if owned(b)]
+    queues = [(b.span, b.profile) for b in r.queues]
+    ok = dict(groups) == wanted and queues == list(d.queue_buffer_profiles)
+    return (Status.PASS if ok else Status.FAIL), _buffers_text(groups, queues)
+
+
 def _want_drops(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return f"no drops on lossless traffic class {d.lossless_traffic_class} while the gate ran"
 
@@ -408,6 +441,7 @@ WATCHDOG_SETTINGS = "switch.watchdog_settings"
 MTU = "switch.mtu"
 LOSSLESS_DROPS = "switch.lossless_drops"
 STARTUP_CONFIG = "switch.startup_config"
+BUFFERS = "switch.buffers"
 
 
 def _switch_check(
@@ -497,6 +531,17 @@ SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
     ),
     _switch_check(MTU, "mtu", "port MTU", SwitchJudge(Mtu, _want_mtu, _judge_mtu)),
     _switch_check(
+        BUFFERS,
+        "buffers",
+        "buffer profiles of the lossless priority groups and egress queues",
+        SwitchJudge(
+            BufferProfiles,
+            _want_buffers,
+            _judge_buffers,
+            not_shown="the gate reads no per-port buffer profiles there",
+        ),
+    ),
+    _switch_check(
         LOSSLESS_DROPS,
         "pfc",
         "no drops on the lossless queue during the run",
@@ -583,20 +628,8 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
     OwnedField("sonic", "PFC_WD|<port> detection_time", "port", WATCHDOG_SETTINGS),
     OwnedField("sonic", "PFC_WD|<port> restoration_time", "port", WATCHDOG_SETTINGS),
     OwnedField("sonic", "PORT|<port> mtu", "port", MTU),
-    OwnedField(
-        "sonic",
-        "BUFFER_PG|<port>|<pg> profile",
-        "port",
-        None,
-        "lossless priority-group buffers: no gate check reads BUFFER_PG yet (role switch_qos owns it)",
-    ),
-    OwnedField(
-        "sonic",
-        "BUFFER_QUEUE|<port>|<queues> profile",
-        "port",
-        None,
-        "egress queue buffers: no gate check reads BUFFER_QUEUE yet (role switch_qos owns it)",
-    ),
+    OwnedField("sonic", "BUFFER_PG|<port>|<pg> profile", "port", BUFFERS),
+    OwnedField("sonic", "BUFFER_QUEUE|<port>|<queues> profile", "port", BUFFERS),
     OwnedField("eos", "qos map dscp <d> to traffic-class <tc>", "switch", DSCP_MAP),
     OwnedField("eos", "qos profile FABCHECK-ROCE: qos trust", "switch", TRUST),
     OwnedField("eos", "qos profile FABCHECK-ROCE: priority-flow-control priority <p> no-drop", "switch", PFC),

@@ -16,6 +16,7 @@ from fabcheck.collect.probes import Probe
 from fabcheck.intent.platforms import PLATFORMS, Platform, UnknownPlatform, resolve
 from fabcheck.parsers import switch_eos, switch_lldp, switch_nvue, switch_sonic
 from fabcheck.parsers.switch_records import (
+    BufferProfiles,
     DscpMap,
     EcnQueues,
     LldpNeighbor,
@@ -170,6 +171,7 @@ SONIC_PROBES = (
         sonic.STARTUP_LAG_PROBES[0],
         with_running_text(switch_sonic.parse_config_db),
         (
+            BufferProfiles,
             Trust,
             DscpMap,
             PfcPriorities,

@@ -31,6 +31,12 @@ PFC_CABLE_LENGTH_M = 100
 # puts the lossless profile on its own queue and every other queue, 3-4 included, back to lossy.
 SONIC_BUFFERED_QUEUES = 7
 SONIC_STOCK_LOSSLESS_QUEUES = frozenset({3, 4})
+# SONiC's buffer bindings: a lossless ingress priority group holds BUFFER_PG profile "NULL" (the
+# dynamic buffer model: buffermgrd sizes its headroom), every other class shares the lossy group 0,
+# and each egress queue range holds the stock lossless or lossy profile (buffers_config.j2).
+SONIC_LOSSY_PRIORITY_GROUP = 0
+SONIC_DYNAMIC_LOSSLESS_PROFILE = "NULL"
+SONIC_EGRESS_PROFILES = {True: "egress_lossless_profile", False: "egress_lossy_profile"}
 
 
 @dataclass(frozen=True)
@@ -164,6 +170,21 @@ class DesiredSwitch:
         return tuple(
             (f"{first}" if first == last else f"{first}-{last}", bool(kind)) for first, last, kind in runs
         )
+
+    @property
+    def queue_buffer_profiles(self) -> tuple[tuple[str, str], ...]:
+        """SONiC's BUFFER_QUEUE per port: (queue or range, the stock profile it holds)."""
+        return tuple((queues, SONIC_EGRESS_PROFILES[lossless]) for queues, lossless in self.queue_buffers)
+
+    def priority_group(self, traffic_class: int) -> int:
+        """SONiC's ingress priority group of a traffic class: its own if lossless, else the lossy one."""
+        lossless = any(q.lossless and q.traffic_class == traffic_class for q in self.queues)
+        return traffic_class if lossless else SONIC_LOSSY_PRIORITY_GROUP
+
+    def priority_group_buffers(self, port: DesiredSwitchPort) -> tuple[tuple[int, str], ...]:
+        """SONiC's BUFFER_PG of one port: (priority group, profile) of each group its PFC priorities use."""
+        groups = {self.priority_group(self.switch_priority_to_traffic_class[p]) for p in port.pfc_priorities}
+        return tuple((group, SONIC_DYNAMIC_LOSSLESS_PROFILE) for group in sorted(groups))
 
     def queue(self, traffic_class: int) -> DesiredQueue | None:
         return next((q for q in self.queues if q.traffic_class == traffic_class), None)

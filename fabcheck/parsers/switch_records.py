@@ -130,6 +130,24 @@ class Mtu:
 
 
 @dataclass(frozen=True)
+class BufferBinding:
+    """One buffer profile bound to a priority group or a range of them (or of queues) on a port."""
+
+    span: str  # as the switch keys it: "3" or "3-4"
+    members: tuple[int, ...]  # the groups or queues the span covers
+    profile: str
+
+
+@dataclass(frozen=True)
+class BufferProfiles:
+    """The buffer profiles bound to one port: its ingress priority groups (SONiC BUFFER_PG) and its
+    egress queues (BUFFER_QUEUE), in span order."""
+
+    priority_groups: tuple[BufferBinding, ...]
+    queues: tuple[BufferBinding, ...]
+
+
+@dataclass(frozen=True)
 class QueueDrops:
     """Dropped packets per egress queue, or (NVUE) for the RoCE class only; a counter reading."""
 

@@ -1,9 +1,9 @@
 """Community SONiC outputs -> switch records (pure).
 
 `show runningconfiguration all` (the running CONFIG_DB as JSON: per port the bound DSCP map, PFC
-priorities, queue schedulers and WRED/ECN profiles, PFC watchdog, MTU), `show queue counters --json`
-(per port and unicast queue: dropped packets) and `show pfcwd stats` (a table; a queue whose STATUS
-is `stormed` is in a PFC storm).
+priorities, queue schedulers and WRED/ECN profiles, PFC watchdog, buffer profiles, MTU), `show queue
+counters --json` (per port and unicast queue: dropped packets) and `show pfcwd stats` (a table; a queue
+whose STATUS is `stormed` is in a PFC storm).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Any
 from fabcheck.errors import ParseError
 from fabcheck.parsers._text import split_checked_lines
 from fabcheck.parsers.switch_records import (
+    BufferBinding,
+    BufferProfiles,
     DscpMap,
     EcnQueues,
     Mtu,
@@ -82,12 +84,16 @@ def parse_config_db(text: str, port: str | None = None, source: str = "<text>") 
     if ports is None:
         raise ParseError(f"{what}: no PORT table; not a CONFIG_DB dump", source=source)
     queues = _queue_entries(tables.get("QUEUE", {}), source, what)
+    groups = _buffer_bindings(tables, "BUFFER_PG", source, what)
+    queue_buffers = _buffer_bindings(tables, "BUFFER_QUEUE", source, what)
     placed: list[Placed] = []
     for name, fields in ports.items():
         where = f"{what} PORT|{name}"
         port_fields = obj(fields, source, where)
         qos = obj(tables.get("PORT_QOS_MAP", {}).get(name, {}), source, f"{what} PORT_QOS_MAP|{name}")
         placed += _port_records(name, qos, tables, queues.get(name, {}), source, what)
+        buffers = BufferProfiles(tuple(groups.get(name, ())), tuple(queue_buffers.get(name, ())))
+        placed.append((name, buffers))
         if "mtu" in port_fields:
             placed.append(
                 (name, Mtu(number(port_fields["mtu"], source, f"{where} mtu", low=1, high=MAX_MTU)))
@@ -178,6 +184,32 @@ def _queue_entries(
         first, last = int(match["first"]), int(match["last"] or match["first"])
         for queue in range(first, last + 1):
             found.setdefault(match["port"], {})[queue] = obj(fields, source, f"{what} QUEUE|{key}")
+    return found
+
+
+def _buffer_bindings(
+    tables: Mapping[str, Mapping[str, Any]], table: str, source: str, what: str
+) -> dict[str, list[BufferBinding]]:
+    """BUFFER_PG|Ethernet0|3 or BUFFER_QUEUE|Ethernet0|0-2 -> port -> its bindings in span order. A
+    profile is named plainly (202012 on) or as a reference, `[BUFFER_PROFILE|name]` (earlier releases)."""
+    found: dict[str, list[BufferBinding]] = {}
+    for key, fields in tables.get(table, {}).items():
+        match = _QUEUE_KEY.fullmatch(key)
+        if match is None:
+            raise ParseError(f"{what}: {table} key {key[:60]!r} is not PORT|N or PORT|N-M", source=source)
+        where = f"{what} {table}|{key}"
+        profile = obj(fields, source, where).get("profile")
+        if not isinstance(profile, str) or not profile:
+            raise ParseError(f"{where}: profile {str(profile)[:40]!r} is not a profile name", source=source)
+        if profile.startswith("[BUFFER_PROFILE|") and profile.endswith("]"):
+            profile = profile[len("[BUFFER_PROFILE|") : -1]
+        first, last = int(match["first"]), int(match["last"] or match["first"])
+        span = key.partition("|")[2]
+        found.setdefault(match["port"], []).append(
+            BufferBinding(span, tuple(range(first, last + 1)), profile)
+        )
+    for bindings in found.values():
+        bindings.sort(key=lambda binding: binding.members)
     return found
 
 

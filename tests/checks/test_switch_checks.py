@@ -35,9 +35,9 @@ def test_a_converged_switch_passes_and_every_skip_says_why(name: str) -> None:
 
 
 EXPECTED_SKIPS = {
-    "leaf01": set(),
+    "leaf01": {checks.BUFFERS},  # NVUE's traffic pools are not read yet
     "leaf02": {checks.PRIORITY_MAP},
-    "leaf03": {checks.PRIORITY_MAP},
+    "leaf03": {checks.PRIORITY_MAP, checks.BUFFERS},  # EOS: fabcheck configures no buffers there
 }
 
 

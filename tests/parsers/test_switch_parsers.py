@@ -16,6 +16,8 @@ from fabcheck.collect.switch_probes import PROBES
 from fabcheck.errors import ParseError
 from fabcheck.parsers import switch_eos, switch_nvue, switch_sonic
 from fabcheck.parsers.switch_records import (
+    BufferBinding,
+    BufferProfiles,
     DscpMap,
     EcnQueues,
     Mtu,
@@ -112,6 +114,42 @@ def test_sonic_converged_outputs() -> None:
     assert factory[(PfcPriorities, "Ethernet0")] == PfcPriorities((3, 4))
     queues = records("factory", "leaf02", "sonic.queue_counters")[(QueueDrops, "Ethernet0")]
     assert dict(queues.by_queue)[1] > 0  # type: ignore[attr-defined]  # stock map: DSCP 26 -> lossy TC1
+
+
+def test_sonic_buffer_profiles_per_port_in_span_order() -> None:
+    db = records("converged", "leaf02", "sonic.config_db")
+    assert db[(BufferProfiles, "Ethernet0")] == BufferProfiles(
+        (BufferBinding("0", (0,), "ingress_lossy_profile"), BufferBinding("3", (3,), "NULL")),
+        (
+            BufferBinding("0-2", (0, 1, 2), "egress_lossy_profile"),
+            BufferBinding("3-4", (3, 4), "egress_lossless_profile"),
+            BufferBinding("5-6", (5, 6), "egress_lossy_profile"),
+        ),
+    )
+    factory = records("factory", "leaf02", "sonic.config_db")
+    assert BufferBinding("3-4", (3, 4), "NULL") in factory[(BufferProfiles, "Ethernet0")].priority_groups  # type: ignore[attr-defined]
+
+
+def test_sonic_buffer_profile_references_of_older_releases_read_as_names() -> None:
+    text = (
+        '{"PORT": {"Ethernet0": {}}, "BUFFER_PG": {"Ethernet0|3-4": '
+        '{"profile": "[BUFFER_PROFILE|pg_lossless_400000_5m_profile]"}}}'
+    )
+    [buffers] = [r for _p, r in switch_sonic.parse_config_db(text) if isinstance(r, BufferProfiles)]
+    assert buffers.priority_groups == (BufferBinding("3-4", (3, 4), "pg_lossless_400000_5m_profile"),)
+
+
+@pytest.mark.parametrize(
+    ("table", "entry", "message"),
+    [
+        ("BUFFER_PG", '{"Ethernet0|x": {"profile": "NULL"}}', "is not PORT|N or PORT|N-M"),
+        ("BUFFER_QUEUE", '{"Ethernet0|3": {"profile": 7}}', "is not a profile name"),
+        ("BUFFER_QUEUE", '{"Ethernet0|3": {}}', "is not a profile name"),
+    ],
+)
+def test_unreadable_buffer_bindings_are_parse_errors(table: str, entry: str, message: str) -> None:
+    with pytest.raises(ParseError, match=message):
+        switch_sonic.parse_config_db(f'{{"PORT": {{"Ethernet0": {{}}}}, "{table}": {entry}}}')
 
 
 def test_pfcwd_stats_reads_a_storm() -> None:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from fabcheck.desired.switch import SONIC_DYNAMIC_LOSSLESS_PROFILE
 from fabcheck.errors import FabcheckError
 from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.connect import READ_TIMEOUT_S
@@ -56,7 +57,7 @@ PATCH_PREFIX = "fabcheck-patch-"  # + the checkpoint's stamp: one file per push,
 HEREDOC_END = "FABCHECK_PATCH_END"
 STARTUP_CONFIG = "/etc/sonic/config_db.json"  # what `config save` writes and a reboot loads
 MAX_PATCH_LINE = 512  # longer ops are written one field a line (a tty line holds 4095 bytes)
-DYNAMIC_BUFFER_PROFILE = "NULL"  # BUFFER_PG profile of a lossless PG in the dynamic buffer model
+DYNAMIC_BUFFER_PROFILE = SONIC_DYNAMIC_LOSSLESS_PROFILE  # BUFFER_PG of a lossless PG (dynamic model)
 POLL_S = 0.01
 PER_CHANGE_S = 2.0  # the updater's ~1 s per change (reported up to 4 s a change on 150-change patches)
 APPLY_MARGIN_S = 120.0  # sorting, validation and the final read-back of the whole CONFIG_DB

@@ -35,6 +35,7 @@ from fabcheck.parsers.switch_records import (
     RunningConfigText,
     Schedulers,
     StartupConfigText,
+    TrafficPools,
     Trust,
     WatchdogConfig,
     WatchdogSettings,
@@ -375,6 +376,24 @@ def _judge_buffers(
     return (Status.PASS if ok else Status.FAIL), _buffers_text(groups, queues)
 
 
+def _wanted_pools(d: DesiredSwitch) -> dict[str, int]:
+    return {"default-lossless": d.lossless_pool_percent, "default-lossy": 100 - d.lossless_pool_percent}
+
+
+def _want_pools(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
+    return ", ".join(f"{pool} {share} %" for pool, share in _wanted_pools(d).items())
+
+
+def _judge_pools(
+    r: Record, _port: str | None, d: DesiredSwitch, _p: DesiredSwitchPort | None, _more: object, _i: Inputs
+) -> Verdict:
+    assert isinstance(r, TrafficPools)
+    have = r.mapping
+    shown = {pool: have.get(pool) for pool in _wanted_pools(d)}
+    text = ", ".join(f"{pool} {'unset' if share is None else f'{share} %'}" for pool, share in shown.items())
+    return (Status.PASS if shown == _wanted_pools(d) else Status.FAIL), text
+
+
 def _want_drops(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return f"no drops on lossless traffic class {d.lossless_traffic_class} while the gate ran"
 
@@ -442,6 +461,7 @@ MTU = "switch.mtu"
 LOSSLESS_DROPS = "switch.lossless_drops"
 STARTUP_CONFIG = "switch.startup_config"
 BUFFERS = "switch.buffers"
+LOSSLESS_POOL = "switch.lossless_pool"
 
 
 def _switch_check(
@@ -538,8 +558,20 @@ SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
             BufferProfiles,
             _want_buffers,
             _judge_buffers,
-            not_shown="the gate reads no per-port buffer profiles there",
+            not_shown="fabcheck binds no per-port buffer profiles on this platform",
         ),
+    ),
+    _switch_check(
+        LOSSLESS_POOL,
+        "buffers",
+        "the shared buffer's lossless pool PFC needs",
+        SwitchJudge(
+            TrafficPools,
+            _want_pools,
+            _judge_pools,
+            not_shown="fabcheck splits no shared buffer into pools on this platform",
+        ),
+        applies=_needs_pfc,
     ),
     _switch_check(
         LOSSLESS_DROPS,
@@ -607,13 +639,7 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
     OwnedField("nvue", "qos pfc-watchdog polling-interval", "switch", WATCHDOG_SETTINGS),
     OwnedField("nvue", "qos pfc-watchdog robustness", "switch", WATCHDOG_SETTINGS),
     OwnedField("nvue", "interface <port> link mtu", "port", MTU),
-    OwnedField(
-        "nvue",
-        "qos traffic-pool <pool> memory-percent",
-        "switch",
-        None,
-        "the lossless buffer split: no gate check reads NVUE's traffic pools yet (role switch_qos owns it)",
-    ),
+    OwnedField("nvue", "qos traffic-pool <pool> memory-percent", "switch", LOSSLESS_POOL),
     OwnedField("sonic", "PORT_QOS_MAP|<port> pfc_enable", "port", PFC),
     OwnedField("sonic", "PORT_QOS_MAP|<port> pfcwd_sw_enable", "port", WATCHDOG),
     OwnedField("sonic", "DSCP_TO_TC_MAP|FABCHECK <d>", "switch", DSCP_MAP),

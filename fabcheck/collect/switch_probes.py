@@ -27,6 +27,7 @@ from fabcheck.parsers.switch_records import (
     RunningConfigText,
     Schedulers,
     StartupConfigText,
+    TrafficPools,
     Trust,
     WatchdogConfig,
     WatchdogSettings,
@@ -72,6 +73,13 @@ NVUE_PROBES = (
         "nv show qos pfc-watchdog -o json",
         switch_nvue.parse_watchdog_global,
         (WatchdogSettings,),
+    ),
+    Probe(
+        "nvue.traffic_pools",
+        "switch",
+        "nv show qos traffic-pool -o json",
+        switch_nvue.parse_traffic_pools,
+        (TrafficPools,),
     ),
     Probe(
         "nvue.roce_status",

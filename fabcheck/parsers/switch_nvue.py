@@ -3,7 +3,7 @@
 Switch-wide: `nv show qos mapping default-global` (trust, DSCP -> switch priority),
 `nv show qos egress-queue-mapping default-global` (switch priority -> traffic class),
 `nv show qos egress-scheduler default-global` (per traffic class), `nv show qos pfc-watchdog`
-(polling-interval, robustness). Per port:
+(polling-interval, robustness), `nv show qos traffic-pool` (the buffer split). Per port:
 `nv show interface P qos egress-scheduler` (the port's own egress-scheduler profile, when one is
 bound), `nv show interface P qos roce status` (PFC priorities, ECN as the ASIC programmed it: thresholds in
 whole buffer cells, so 150 000 B reads 150 528 B or more), `... qos pfc-watchdog` (state and per-class
@@ -27,6 +27,7 @@ from fabcheck.parsers.switch_records import (
     QueueEcn,
     QueueScheduler,
     Schedulers,
+    TrafficPools,
     Trust,
     WatchdogConfig,
     WatchdogSettings,
@@ -202,6 +203,20 @@ def parse_watchdog_global(text: str, port: str | None = None, source: str = "<te
         if key in tree
     )
     return [(None, WatchdogSettings(settings))]
+
+
+def parse_traffic_pools(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    """The shared buffer split: `{"default-lossy": {"memory-percent": 50, ...}, ...}` (NVUE command
+    reference, `nv set qos traffic-pool <id> memory-percent`; the JSON shape is unverified). A pool
+    shown without its memory-percent is refused: its share is unknown, not zero."""
+    what = "nv show qos traffic-pool -o json"
+    tree = obj(load_json(text, source, what), source, what)
+    pools = []
+    for name, entry in sorted(tree.items()):
+        where = f"{what} {name[:40]}"
+        share = field(obj(entry, source, where), "memory-percent", source, where)
+        pools.append((name, number(share, source, f"{where} memory-percent", low=0, high=100)))
+    return [(None, TrafficPools(tuple(pools)))]
 
 
 def parse_port_link(text: str, port: str | None, source: str = "<text>") -> list[Placed]:

@@ -130,6 +130,17 @@ class Mtu:
 
 
 @dataclass(frozen=True)
+class TrafficPools:
+    """The switch's shared buffer split (NVUE traffic pools): (pool, memory percent) in pool order."""
+
+    pools: tuple[tuple[str, int], ...]
+
+    @property
+    def mapping(self) -> dict[str, int]:
+        return dict(self.pools)
+
+
+@dataclass(frozen=True)
 class BufferBinding:
     """One buffer profile bound to a priority group or a range of them (or of queues) on a port."""
 

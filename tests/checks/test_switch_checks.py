@@ -35,9 +35,10 @@ def test_a_converged_switch_passes_and_every_skip_says_why(name: str) -> None:
 
 
 EXPECTED_SKIPS = {
-    "leaf01": {checks.BUFFERS},  # NVUE's traffic pools are not read yet
-    "leaf02": {checks.PRIORITY_MAP},
-    "leaf03": {checks.PRIORITY_MAP, checks.BUFFERS},  # EOS: fabcheck configures no buffers there
+    # Buffers: SONiC's per-port profiles (switch.buffers), NVUE's pools (switch.lossless_pool), none on EOS.
+    "leaf01": {checks.BUFFERS},
+    "leaf02": {checks.PRIORITY_MAP, checks.LOSSLESS_POOL},
+    "leaf03": {checks.PRIORITY_MAP, checks.BUFFERS, checks.LOSSLESS_POOL},
 }
 
 

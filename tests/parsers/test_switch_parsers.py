@@ -27,6 +27,7 @@ from fabcheck.parsers.switch_records import (
     QueueEcn,
     QueueScheduler,
     Schedulers,
+    TrafficPools,
     Trust,
     WatchdogConfig,
     WatchdogSettings,
@@ -150,6 +151,26 @@ def test_sonic_buffer_profile_references_of_older_releases_read_as_names() -> No
 def test_unreadable_buffer_bindings_are_parse_errors(table: str, entry: str, message: str) -> None:
     with pytest.raises(ParseError, match=message):
         switch_sonic.parse_config_db(f'{{"PORT": {{"Ethernet0": {{}}}}, "{table}": {entry}}}')
+
+
+def test_nvue_traffic_pools_read_the_buffer_split() -> None:
+    converged = records("converged", "leaf01", "nvue.traffic_pools")[(TrafficPools, None)]
+    assert converged == TrafficPools((("default-lossless", 50), ("default-lossy", 50)))
+    factory = records("factory", "leaf01", "nvue.traffic_pools")[(TrafficPools, None)]
+    assert factory.mapping == {"default-lossy": 100}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"default-lossless": {}}', "memory-percent"),
+        ('{"default-lossless": {"memory-percent": 150}}', "memory-percent"),
+        ('{"default-lossless": 50}', "default-lossless"),
+    ],
+)
+def test_unreadable_traffic_pools_are_parse_errors(text: str, message: str) -> None:
+    with pytest.raises(ParseError, match=message):
+        switch_nvue.parse_traffic_pools(text)
 
 
 def test_pfcwd_stats_reads_a_storm() -> None:

@@ -418,6 +418,8 @@ class NvueSession(CliSession):
             return show.show_mapping(config, rest[0], int(rest[2]))
         if head == "pfc-watchdog" and not rest:
             return show.show_watchdog_global(config)
+        if head == "traffic-pool" and not rest:
+            return show.show_traffic_pools(config)
         if head == "egress-queue-mapping" and len(rest) == 1:
             return show.show_queue_mapping(config, rest[0])
         return None

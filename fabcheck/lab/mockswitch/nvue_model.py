@@ -166,6 +166,20 @@ def roce_priority(q: NvueQos) -> int:
 LOSSLESS_POOLS = ("default-lossless", "roce-lossless")
 
 
+def traffic_pools(config: Mapping[str, Any]) -> dict[str, int]:
+    """The buffer split as the switch runs it: each configured pool's memory-percent, and
+    default-lossy, unless set itself, keeping the rest (100 % by default: NVIDIA's Flow Control
+    Buffers note). How a real switch shows an unset pool is unverified."""
+    configured = {
+        name: int(pool.get("memory-percent", 0))
+        for name, pool in config.get("qos", {}).get("traffic-pool", {}).items()
+        if "memory-percent" in pool
+    }
+    if "default-lossy" not in configured:
+        configured["default-lossy"] = max(0, 100 - sum(configured.values()))
+    return dict(sorted(configured.items()))
+
+
 def lossless_priorities(config: Mapping[str, Any], q: NvueQos) -> set[int] | None:
     """Which PFC priorities a lossless pool buffers: None (every one) when the RoCE lossless preset
     or a lossless traffic pool with memory is configured, else none. By default 100 % of the buffer

@@ -18,6 +18,7 @@ from fabcheck.lab.mockswitch.nvue_model import (
     port_view,
     port_watchdog,
     roce_priority,
+    traffic_pools,
 )
 from fabcheck.lab.mockswitch.textfmt import (
     comma_list,
@@ -540,6 +541,15 @@ def show_watchdog_global(config: Mapping[str, Any]) -> Shown:
         nvue_attributes(["operational", "applied", "description"], rows),
         {"polling-interval": q.wd_polling_interval, "robustness": q.wd_robustness},
     )
+
+
+def show_traffic_pools(config: Mapping[str, Any]) -> Shown:
+    """`nv show qos traffic-pool`: each pool's share of the shared buffer (table and JSON shape
+    unverified: no real capture; the pool ids and memory-percent are the NVUE command reference's)."""
+    pools = traffic_pools(config)
+    rows = [[name, str(share)] for name, share in pools.items()]
+    data = {name: {"memory-percent": share} for name, share in pools.items()}
+    return simple_table(["Traffic Pool", "memory-percent"], rows, "lr"), data
 
 
 def show_port_watchdog(config: Mapping[str, Any], port: str) -> Shown:

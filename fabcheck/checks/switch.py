@@ -28,6 +28,7 @@ from fabcheck.parsers.switch_records import (
     EcnQueues,
     Mtu,
     PfcPriorities,
+    PortSpeed,
     PriorityMap,
     QueueDrops,
     QueueEcn,
@@ -94,6 +95,8 @@ class SwitchJudge:
     also: tuple[type, ...] = ()  # further records the verdict reads when the platform provides them
     ports: Callable[[DesiredSwitchPort], bool] = lambda _port: True  # which ports it concerns
     not_shown: str = ""  # why a platform whose probes lack the record cannot answer it
+    # Who sets what it judges when no fabcheck role does (the check's role is then None): the hint.
+    owner: str = ""
 
 
 SwitchCheck = Check[SwitchJudge]
@@ -394,6 +397,20 @@ def _judge_pools(
     return (Status.PASS if shown == _wanted_pools(d) else Status.FAIL), text
 
 
+def _want_speed(_d: DesiredSwitch, p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
+    return f"{p.speed_gbps if p else '?'}G (switch_port_speeds, else link.speed_gbps)"
+
+
+def _judge_speed(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _i: Inputs
+) -> Verdict:
+    assert isinstance(r, PortSpeed)
+    if p is None or p.speed_gbps is None:
+        return Status.ERROR, "a port speed shown for the switch, not for a port"
+    shown = f"{r.mbps // 1000}G" if r.mbps % 1000 == 0 else f"{r.mbps}M"
+    return (Status.PASS if r.mbps == p.speed_gbps * 1000 else Status.FAIL), shown
+
+
 def _want_drops(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     return f"no drops on lossless traffic class {d.lossless_traffic_class} while the gate ran"
 
@@ -462,6 +479,7 @@ LOSSLESS_DROPS = "switch.lossless_drops"
 STARTUP_CONFIG = "switch.startup_config"
 BUFFERS = "switch.buffers"
 LOSSLESS_POOL = "switch.lossless_pool"
+PORT_SPEED = "switch.port_speed"
 
 
 def _switch_check(
@@ -559,6 +577,26 @@ SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
             _want_buffers,
             _judge_buffers,
             not_shown="fabcheck binds no per-port buffer profiles on this platform",
+        ),
+    ),
+    SwitchCheck(
+        PORT_SPEED,
+        "switch",
+        SCOPE,
+        (PortSpeed.__name__,),
+        "port speed as the inventory cables it",
+        None,
+        None,
+        SwitchJudge(
+            PortSpeed,
+            _want_speed,
+            _judge_speed,
+            ports=lambda port: port.speed_gbps is not None,
+            owner=(
+                "the switch operator or its port profile (SONiC `config interface speed PORT MBPS`, NVUE "
+                "`nv set interface PORT link speed 400G`, EOS `speed 400g-8`) and the optics; fabcheck "
+                "pushes no port speed"
+            ),
         ),
     ),
     _switch_check(
@@ -772,11 +810,10 @@ def _finding(
         return Finding(
             check.id, status, subject, expected, actual, "the switch's output cannot be judged as shown"
         )
-    return Finding(
-        check.id,
-        status,
-        subject,
-        expected,
-        actual,
-        fix_hint(switch, check.tag or "", f"{subject}: {check.summary}"),
+    what = f"{subject}: {check.summary}"
+    hint = (
+        fix_hint(switch, check.tag or "", what)
+        if check.role
+        else f"{what}; no fabcheck role sets it: {check.judge.owner if check.judge else 'unknown'}"
     )
+    return Finding(check.id, status, subject, expected, actual, hint)

@@ -22,6 +22,7 @@ from fabcheck.parsers.switch_records import (
     LldpNeighbor,
     Mtu,
     PfcPriorities,
+    PortSpeed,
     PriorityMap,
     QueueDrops,
     RunningConfigText,
@@ -108,7 +109,7 @@ NVUE_PROBES = (
         "switch-port",
         "nv show interface {port} link -o json",
         switch_nvue.parse_port_link,
-        (Mtu,),
+        (Mtu, PortSpeed),
     ),
     Probe(
         "nvue.roce_counters",
@@ -153,7 +154,9 @@ EOS_PROBES = (
         switch_eos.parse_qos_interfaces,
         (Trust, EcnQueues, Schedulers),
     ),
-    Probe("eos.interfaces", "switch", "show interfaces | json", switch_eos.parse_interfaces, (Mtu,)),
+    Probe(
+        "eos.interfaces", "switch", "show interfaces | json", switch_eos.parse_interfaces, (Mtu, PortSpeed)
+    ),
     Probe(
         "eos.watchdog_counters",
         "switch",
@@ -188,6 +191,7 @@ SONIC_PROBES = (
             WatchdogConfig,
             WatchdogSettings,
             Mtu,
+            PortSpeed,
             RunningConfigText,
         ),
     ),

@@ -23,6 +23,7 @@ from fabcheck.parsers.switch_records import (
     Mtu,
     PfcPriorities,
     Placed,
+    PortSpeed,
     QueueDrops,
     QueueEcn,
     QueueScheduler,
@@ -43,6 +44,7 @@ TRUST_WORDS = {"dscp": "dscp", "cos": "pcp"}
 # ECN threshold units EOS prints that convert to bytes; segments and milliseconds do not.
 BYTES_PER_UNIT = {"bytes": 1, "kbytes": 1024, "mbytes": 1024 * 1024}
 MAX_MTU = 65535
+MAX_BANDWIDTH_BPS = 1_600_000_000_000  # 1.6 Tb/s: the fastest Ethernet port a switch has
 # Queue detail keys: one class or drop precedence ("TC3", "DP0"), or a range EOS folds into one counter.
 _TC_KEY = re.compile(r"TC([0-7])(?:-([0-7]))?", re.ASCII)
 _DP_KEY = re.compile(r"DP([0-9])(?:-([0-9]))?", re.ASCII)
@@ -172,6 +174,11 @@ def parse_interfaces(text: str, port: str | None = None, source: str = "<text>")
         mtu = number(field(entry, "mtu", source, where), source, f"{where} mtu", high=MAX_MTU)
         if mtu:  # a Vxlan interface shows mtu 0 (real output, aristanetworks/anta tests): it has none
             placed.append((name, Mtu(mtu)))
+        # `bandwidth` in bit/s (what ANTA's VerifyInterfacesSpeed reads); 0 on a port that is down
+        if "bandwidth" in entry:
+            bps = number(entry["bandwidth"], source, f"{where} bandwidth", high=MAX_BANDWIDTH_BPS)
+            if bps:
+                placed.append((name, PortSpeed(bps // 1_000_000)))
     return placed
 
 

@@ -12,6 +12,7 @@ OK/DEADLOCK), `... link` (MTU), `... qos roce counters` (RoCE drops).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fabcheck.errors import ParseError
@@ -22,6 +23,7 @@ from fabcheck.parsers.switch_records import (
     Mtu,
     PfcPriorities,
     Placed,
+    PortSpeed,
     PriorityMap,
     QueueDrops,
     QueueEcn,
@@ -48,6 +50,7 @@ TRUST_WORDS = {"l3": "dscp", "l2": "pcp", "both": "pcp,dscp", "port": "port"}
 # `trust-mode`: a real CL 5.x capture shows `pcp,dscp` under the RoCE preset.
 PORT_TRUST_WORDS = {"dscp": "dscp", "pcp": "pcp", "pcp,dscp": "pcp,dscp", "port": "port"}
 MAX_MTU = 65535
+_NVUE_SPEED = re.compile(r"(?P<rate>[0-9]{1,4})(?P<unit>[MG])", re.ASCII)  # 10M .. 1600G
 
 
 def parse_mapping(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
@@ -220,9 +223,22 @@ def parse_traffic_pools(text: str, port: str | None = None, source: str = "<text
 
 
 def parse_port_link(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
+    """MTU and, where the link shows one, its speed (`400G`, `100G`, `10M`; NVUE's `link speed`
+    values) in Mb/s; `auto` (nothing trained) is no speed. A speed NVUE does not spell is refused."""
     what = f"nv show interface {port} link -o json"
     tree = obj(load_json(text, source, what), source, what)
-    return [(port, Mtu(number(field(tree, "mtu", source, what), source, f"{what} mtu", low=1, high=MAX_MTU)))]
+    mtu = number(field(tree, "mtu", source, what), source, f"{what} mtu", low=1, high=MAX_MTU)
+    placed: list[Placed] = [(port, Mtu(mtu))]
+    if tree.get("speed", "auto") != "auto":  # `auto`: a link that has not trained shows no rate
+        placed.append((port, PortSpeed(_nvue_speed(tree["speed"], source, f"{what} speed"))))
+    return placed
+
+
+def _nvue_speed(value: Any, source: str, what: str) -> int:
+    match = _NVUE_SPEED.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise ParseError(f"{what}: {str(value)[:20]!r} is not a link speed such as 400G", source=source)
+    return int(match["rate"]) * (1000 if match["unit"] == "G" else 1)
 
 
 def parse_roce_counters(text: str, port: str | None, source: str = "<text>") -> list[Placed]:

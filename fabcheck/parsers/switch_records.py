@@ -130,6 +130,13 @@ class Mtu:
 
 
 @dataclass(frozen=True)
+class PortSpeed:
+    """The rate a port runs at, in Mb/s (SONiC's unit; NVUE's `400G` and EOS's bit/s converted)."""
+
+    mbps: int
+
+
+@dataclass(frozen=True)
 class TrafficPools:
     """The switch's shared buffer split (NVUE traffic pools): (pool, memory percent) in pool order."""
 

@@ -22,6 +22,7 @@ from fabcheck.parsers.switch_records import (
     Mtu,
     PfcPriorities,
     Placed,
+    PortSpeed,
     QueueDrops,
     QueueEcn,
     QueueScheduler,
@@ -39,6 +40,7 @@ from fabcheck.parsers.switch_records import (
 )
 
 MAX_MTU = 65535
+MAX_SPEED_MBPS = 1_600_000  # 1.6 Tb/s: the fastest Ethernet port a switch has
 SCHEDULER_TYPES = {"DWRR": "dwrr", "WRR": "dwrr", "STRICT": "strict"}
 _QUEUE_KEY = re.compile(r"(?P<port>[^|]+)\|(?P<first>[0-9])(?:-(?P<last>[0-9]))?", re.ASCII)
 _UNICAST_QUEUE = re.compile(r"UC(?P<queue>[0-9]{1,2})", re.ASCII)
@@ -98,6 +100,9 @@ def parse_config_db(text: str, port: str | None = None, source: str = "<text>") 
             placed.append(
                 (name, Mtu(number(port_fields["mtu"], source, f"{where} mtu", low=1, high=MAX_MTU)))
             )
+        if "speed" in port_fields:  # Mb/s, as `config interface speed` writes it
+            speed = number(port_fields["speed"], source, f"{where} speed", low=1, high=MAX_SPEED_MBPS)
+            placed.append((name, PortSpeed(speed)))
     return placed
 
 

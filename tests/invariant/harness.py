@@ -66,6 +66,11 @@ def converged(platform: str) -> SwitchDevice:
     return device
 
 
+def repush(platform: str, device: SwitchDevice) -> None:
+    """A real push of the desired config over what the switch runs now (site.yml without --check)."""
+    push(_driver(platform, device), render_switch(desired(NAMES[platform])), check=False)
+
+
 def check_diff(platform: str, device: SwitchDevice) -> str:
     """What `site.yml --check --diff` shows for the switch: the driver's check-mode diff."""
     result = push(_driver(platform, device), render_switch(desired(NAMES[platform])), check=True)

@@ -1,15 +1,24 @@
 """Drifts typed the way an operator types them into the mock switches' CLIs (not `lab inject`): each
 fails exactly the check that owns the field, where it is, and nothing else. The commands follow the real
 platforms: SONiC `config pfcwd` (sonic-utilities config/main.py and pfcwd/main.py: start replaces a
-port's PFC_WD entry, stop removes every port's) and `sonic-db-cli CONFIG_DB hset`; NVUE `nv set` +
-`nv config apply -y` with a per-port mapping profile; EOS global config lines.
+port's PFC_WD entry, stop removes every port's), `sonic-db-cli CONFIG_DB hset` and `config interface
+speed`; NVUE `nv set` + `nv config apply -y` with a per-port mapping profile and a link speed; EOS global
+config lines and an interface's `speed`.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.invariant.harness import check_diff, converged, judged, not_passing, session_of, type_lines
+from tests.invariant.harness import (
+    check_diff,
+    converged,
+    judged,
+    not_passing,
+    repush,
+    session_of,
+    type_lines,
+)
 
 ALL_SONIC = ("Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12")
 CASES = [
@@ -70,6 +79,22 @@ CASES = [
     ),
     # EOS's default map still sends DSCP 26 to traffic class 3: no finding (issue 23's noise).
     ("eos", ["configure", "no qos map dscp 26 to traffic-class 3", "end"], set()),
+    # A port forced to another rate than the inventory's: no fabcheck role sets it, the gate names who.
+    (
+        "sonic",
+        ["sudo config interface speed Ethernet4 100000"],
+        {("switch.port_speed", "leaf02:Ethernet4", "fail")},
+    ),
+    (
+        "nvue",
+        ["nv set interface swp2 link speed 100G", "nv config apply -y"],
+        {("switch.port_speed", "leaf01:swp2", "fail")},
+    ),
+    (
+        "eos",
+        ["configure", "interface Ethernet2", "speed 100g-4", "end"],
+        {("switch.port_speed", "leaf03:Ethernet2", "fail")},
+    ),
 ]
 
 
@@ -105,6 +130,25 @@ def test_an_unsaved_drift_also_fails_startup_config_until_saved(platform: str, s
     assert "a reboot reverts them" in lag.actual and "--tags switch" in lag.hint
     type_lines(session_of(device, platform), SAVES[platform])
     assert not_passing(judged(platform, device)) == failing
+
+
+SPEED_CASES = [(platform, lines, failing) for platform, lines, failing in CASES if "speed" in " ".join(lines)]
+
+
+@pytest.mark.parametrize(("platform", "lines", "failing"), SPEED_CASES, ids=_case_id)
+def test_a_port_speed_is_not_the_pushs_own_it_neither_diffs_nor_reverts_it(
+    platform: str, lines: list[str], failing: set
+) -> None:
+    """No role sets a port's speed: check mode shows nothing, a push leaves it, the gate keeps failing it
+    with a hint naming who sets it."""
+    device = converged(platform)
+    type_lines(session_of(device, platform), [*lines, *SAVES[platform]])
+    assert check_diff(platform, device) == ""
+    repush(platform, device)
+    found = judged(platform, device)
+    assert not_passing(found) == failing
+    [speed] = [f for f in found if f.check == "switch.port_speed" and f.status.value == "fail"]
+    assert speed.actual == "100G" and "no fabcheck role sets it" in speed.hint and "--tags" not in speed.hint
 
 
 def test_sonic_config_qos_reload_undoes_the_push_and_the_push_redoes_it() -> None:

@@ -22,6 +22,7 @@ from fabcheck.parsers.switch_records import (
     EcnQueues,
     Mtu,
     PfcPriorities,
+    PortSpeed,
     PriorityMap,
     QueueDrops,
     QueueEcn,
@@ -72,7 +73,10 @@ def test_nvue_converged_outputs() -> None:
         (WatchdogConfig, "swp1"): WatchdogConfig(True),
         (WatchdogStatus, "swp1"): WatchdogStatus(()),
     }
-    assert records("converged", "leaf01", "nvue.link@swp2", "swp2") == {(Mtu, "swp2"): Mtu(9216)}
+    assert records("converged", "leaf01", "nvue.link@swp2", "swp2") == {
+        (Mtu, "swp2"): Mtu(9216),
+        (PortSpeed, "swp2"): PortSpeed(400_000),
+    }
     assert records("converged", "leaf01", "nvue.watchdog_settings")[(WatchdogSettings, None)] == (
         WatchdogSettings((("polling-interval", "100"), ("robustness", "2")))
     )
@@ -171,6 +175,32 @@ def test_nvue_traffic_pools_read_the_buffer_split() -> None:
 def test_unreadable_traffic_pools_are_parse_errors(text: str, message: str) -> None:
     with pytest.raises(ParseError, match=message):
         switch_nvue.parse_traffic_pools(text)
+
+
+@pytest.mark.parametrize(
+    ("parser", "text", "mbps"),
+    [
+        (switch_nvue.parse_port_link, '{"mtu": 9216, "speed": "100G"}', 100_000),
+        (switch_nvue.parse_port_link, '{"mtu": 1500, "speed": "10M"}', 10),
+        (switch_sonic.parse_config_db, '{"PORT": {"Ethernet0": {"speed": "200000"}}}', 200_000),
+        (
+            switch_eos.parse_interfaces,
+            '{"interfaces": {"Ethernet1": {"mtu": 9214, "bandwidth": 100000000000}}}',
+            100_000,
+        ),
+    ],
+)
+def test_port_speeds_read_in_mbps(parser: Callable[..., list], text: str, mbps: int) -> None:
+    assert [r for _p, r in parser(text, "swp1") if isinstance(r, PortSpeed)] == [PortSpeed(mbps)]
+
+
+def test_a_down_eos_port_has_no_speed_and_an_nvue_speed_it_cannot_spell_is_refused() -> None:
+    down = switch_eos.parse_interfaces('{"interfaces": {"Ethernet1": {"mtu": 9214, "bandwidth": 0}}}')
+    assert not [r for _p, r in down if isinstance(r, PortSpeed)]
+    untrained = switch_nvue.parse_port_link('{"mtu": 9216, "speed": "auto"}', "swp1")
+    assert not [r for _p, r in untrained if isinstance(r, PortSpeed)]
+    with pytest.raises(ParseError, match="is not a link speed"):
+        switch_nvue.parse_port_link('{"mtu": 9216, "speed": "fast"}', "swp1")
 
 
 def test_pfcwd_stats_reads_a_storm() -> None:

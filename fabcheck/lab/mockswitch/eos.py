@@ -26,6 +26,7 @@ from fabcheck.lab.mockswitch.eos_model import (
     ECN_UNITS,
     factory_config,
     parse_interfaces,
+    parse_speed_gbps,
     port_qos,
     short_name,
 )
@@ -91,6 +92,8 @@ BLOCK_RULES = [
 INTERFACE_RULES = [
     _R("mtu <int:68-9214>", "mtu"),
     _R("no mtu", "no_mtu"),
+    _R("speed <word>", "speed"),
+    _R("no speed", "no_speed"),
     _R("service-profile <word>", "service_profile"),
     _R("no service-profile", "no_service_profile"),
     _R("description <rest>", "description"),
@@ -443,6 +446,17 @@ class EosSession(CliSession):
 
     def _c_no_mtu(self, m: Matched) -> None:
         self._set(("mtu",), None)
+
+    def _c_speed(self, m: Matched) -> None:
+        # `speed 100g-4`, `speed 400g-8`, `speed auto` (Arista's interface speed command; the lanes
+        # suffix optional): the mock's ports take the rates of a 400G port.
+        token = m.values[0]
+        if token != "auto" and parse_speed_gbps(token) is None:
+            raise EosInputError(f"% Invalid input (at token 1: '{token}')")
+        self._set(("speed",), token)
+
+    def _c_no_speed(self, m: Matched) -> None:
+        self._set(("speed",), None)
 
     def _c_service_profile(self, m: Matched) -> None:
         self._set(("service_profile",), m.values[0])

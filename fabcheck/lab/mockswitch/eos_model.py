@@ -94,6 +94,8 @@ def block_lines(block: Mapping[str, Any]) -> list[str]:
         lines.append("   shutdown")
     if "mtu" in block:
         lines.append(f"   mtu {block['mtu']}")
+    if "speed" in block:
+        lines.append(f"   speed {block['speed']}")
     if "trust" in block:
         lines.append(f"   qos trust {block['trust']}")
     if block.get("pfc") == "on":
@@ -172,6 +174,20 @@ def sections(text: str) -> list[list[str]]:
 
 
 # -- effective behaviour --------------------------------------------------------------------------
+
+
+PORT_SPEED_GBPS = 400  # the mock's ports and cables: `speed auto` trains here
+_SPEED = re.compile(r"(?P<gbps>10|25|40|50|100|200|400)g(?:-[1248])?", re.ASCII)
+
+
+def parse_speed_gbps(token: str) -> int | None:
+    match = _SPEED.fullmatch(token)
+    return int(match["gbps"]) if match else None
+
+
+def port_speed_gbps(config: Mapping[str, Any], port: str) -> int:
+    speed = config["interfaces"].get(port, {}).get("speed", "auto")
+    return parse_speed_gbps(speed) or PORT_SPEED_GBPS
 
 
 def effective_block(config: Mapping[str, Any], port: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from fabcheck.lab.mockswitch.eos_model import (
     EOS_VERSION,
     effective_block,
     port_qos,
+    port_speed_gbps,
     running_config_text,
     sections,
     short_name,
@@ -187,13 +188,14 @@ def interfaces(config: Mapping[str, Any], ports: Sequence[str]) -> Shown:
     blocks, model = [], {}
     for port in ports:
         mtu = int(effective_block(config, port).get("mtu", DEFAULT_MTU))
+        gbps = port_speed_gbps(config, port)
         blocks.append(
             "\n".join(
                 [
                     f"{port} is up, line protocol is up (connected)",
                     "  Hardware is Ethernet, address is 001c.7300.0001 (bia 001c.7300.0001)",
-                    f"  Ethernet MTU {mtu} bytes, BW 400000000 kbit",
-                    "  Full-duplex, 400Gb/s, auto negotiation: off, uni-link: n/a",
+                    f"  Ethernet MTU {mtu} bytes, BW {gbps * 1_000_000} kbit",
+                    f"  Full-duplex, {gbps}Gb/s, auto negotiation: off, uni-link: n/a",
                 ]
             )
         )
@@ -208,7 +210,7 @@ def interfaces(config: Mapping[str, Any], ports: Sequence[str]) -> Shown:
             "mtu": mtu,
             "l3MtuConfigured": False,
             "l2Mru": 0,
-            "bandwidth": 400_000_000_000,
+            "bandwidth": gbps * 1_000_000_000,
             "duplex": "duplexFull",
         }
     return "\n".join(blocks), {"interfaces": model}

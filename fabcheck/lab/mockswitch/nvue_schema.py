@@ -118,6 +118,8 @@ def interface_ids(ports: Sequence[str]) -> Callable[[str], list[str]]:
 
 # Traffic pools NVUE knows (NVUE command reference, `nv set qos traffic-pool <id> memory-percent`).
 TRAFFIC_POOLS = ("default-lossy", "default-lossless", "mc-lossy", "roce-lossy", "roce-lossless")
+# `nv set interface <id> link speed` (NVUE command reference): auto or a rate the port takes.
+LINK_SPEEDS = ("auto", "10G", "25G", "40G", "50G", "100G", "200G", "400G", "800G")
 WATCHDOG_SINCE = (5, 6)  # `nv set qos pfc-watchdog` and per-interface `qos pfc-watchdog` from CL 5.6
 
 
@@ -235,7 +237,13 @@ def interface_schema(release: tuple[int, int] = (5, 11)) -> Branch:
     watchdog = {"pfc-watchdog": Branch({"state": ENABLE}, bare=True)} if release >= WATCHDOG_SINCE else {}
     return Branch(
         {
-            "link": Branch({"mtu": Leaf(552, 9216), "state": Leaf(choices=("up", "down"))}),
+            "link": Branch(
+                {
+                    "mtu": Leaf(552, 9216),
+                    "state": Leaf(choices=("up", "down")),
+                    "speed": Leaf(choices=LINK_SPEEDS),
+                }
+            ),
             "qos": Branch(
                 {
                     "pfc": Branch({"profile": PROFILE_REF}),

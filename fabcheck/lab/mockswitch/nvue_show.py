@@ -30,6 +30,7 @@ from fabcheck.lab.mockswitch.textfmt import (
 
 Shown = tuple[str, Any]  # (table text, JSON object)
 CELL_BYTES = 3072
+PORT_SPEED = "400G"  # the mock's ports and cables
 POOL_IDS = {
     "lossy-default-ingress": "2",
     "roce-reserved-ingress": "3",
@@ -572,12 +573,15 @@ def show_port_link(config: Mapping[str, Any], port: str) -> Shown:
     mtu = port_mtu(config, port)
     link = config.get("interface", {}).get(port, {}).get("link", {})
     state = link.get("state", "up")
+    applied_speed = link.get("speed", "auto")
+    # The mock's ports and cables are 400G: auto trains there, a set speed runs as set.
+    speed = PORT_SPEED if applied_speed == "auto" else applied_speed
     rows = [
         ["auto-negotiate", "off", "on", "Link speed and characteristic auto negotiation"],
         ["duplex", "full", "full", "Link duplex"],
         ["fec", "rs", "auto", "Link forward error correction mechanism"],
         ["mtu", str(mtu), str(link.get("mtu", mtu)), "interface mtu"],
-        ["speed", "400G", "auto", "Link speed"],
+        ["speed", speed, applied_speed, "Link speed"],
         ["state", state, state, "The state of the interface"],
     ]
     data = {
@@ -585,7 +589,7 @@ def show_port_link(config: Mapping[str, Any], port: str) -> Shown:
         "duplex": "full",
         "fec": "rs",
         "mtu": mtu,
-        "speed": "400G",
+        "speed": speed,
         "state": state,
     }
     return nvue_attributes(["operational", "applied", "description"], rows), data

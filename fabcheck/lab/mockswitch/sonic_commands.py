@@ -27,6 +27,7 @@ CHECKPOINT_DIR = "/etc/sonic/checkpoints"
 # The generic config updater applies about one change a second; the lab runs it LAB_TIME_SCALE
 # times faster (10 ms a change) so that a 300-change push still takes seconds, not minutes.
 PER_CHANGE_S = 1.0
+SUPPORTED_SPEEDS_MBPS = ("10000", "25000", "40000", "50000", "100000", "200000", "400000")
 LAB_TIME_SCALE = 0.01
 # Tables whose changes need the port admin-down (sonic-utilities patch_sorter RequiredValueIdentifier).
 ADMIN_DOWN_TABLES = (
@@ -258,9 +259,27 @@ class SonicCommands:
                 )
             self.db["PORT"][port]["mtu"] = mtu
             return Result()
+        if args[:1] == ["speed"]:
+            return self._interface_speed(args[1:])
         return click_error(
             "config interface", "COMMAND [ARGS]...", f'No such command "{args[:1] and args[0]}".'
         )
+
+    def _interface_speed(self, args: list[str]) -> Result:
+        """`config interface speed PORT MBPS` (sonic-utilities config/main.py: CONFIG_DB PORT speed in
+        Mb/s, through scripts/portconfig, which refuses a speed the port does not support; its message
+        is unverified). The mock's ports take the Spectrum/Tomahawk Ethernet rates."""
+        usage = "<interface_name> <interface_speed>"
+        if len(args) != 2:
+            return click_error("config interface speed", usage, "Missing argument.")
+        port, speed = args
+        if port not in self.device.ports:
+            return click_error("config interface speed", usage, f"Interface name {port} is invalid")
+        if speed not in SUPPORTED_SPEEDS_MBPS:
+            valid = ",".join(SUPPORTED_SPEEDS_MBPS)
+            return Result(f"Invalid speed specified: {speed}\nValid speeds:{valid}\n", status=1)
+        self.db["PORT"][port]["speed"] = speed
+        return Result()
 
     # What `config qos reload` clears before it renders the platform's buffers and QoS templates again
     # (sonic-utilities config/main.py, _clear_qos); PFC_WD is not among them.

@@ -48,6 +48,7 @@ SLURMD_BASE_PORT = 16900  # slurmd of host node i listens on SLURMD_BASE_PORT + 
 CLUSTER_NAME = "fabcheck-lab"
 PARTITION = "lab"
 MUNGE_KEY_BYTES = 1024
+MESSAGE_TIMEOUT_S = 60  # slurm.conf MessageTimeout of the lab (Slurm's default 10)
 UP_TIMEOUT_S = 60.0  # every slurmd registered and idle; seconds on a loaded 2-core machine
 CLIENT_TIMEOUT_S = 15.0  # one sinfo call; Slurm's own MessageTimeout is 10 s
 # A node's network namespace is the controller's (lo). `--root`: the node's own / (its private /dev/shm,
@@ -191,6 +192,9 @@ def slurm_conf(files: SlurmFiles, controller: str, hosts: Sequence[NodeRecord]) 
         "MailProg=/bin/true",
         "KillWait=5",
         "InactiveLimit=0",
+        # Every slurmd and slurmstepd of the lab shares the machine's cores with the step's tasks: at
+        # 1,024 nodes on 2 cores Slurm's 10 s default lost step RPCs (slurmctld resent them).
+        f"MessageTimeout={MESSAGE_TIMEOUT_S}",
     ]
     for node in hosts:
         lines.append(

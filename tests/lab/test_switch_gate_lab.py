@@ -29,11 +29,12 @@ from fabcheck.lab import faults
 pytestmark = [pytest.mark.lab, requires_lab]
 
 SWITCHES = {"leaf01": "nvue", "leaf02": "sonic", "leaf03": "eos"}  # the lab cycles platforms in this order
-# What each platform's probes cannot show (skipped with that reason): see fabcheck/gate/switch_probes.py.
+# What each platform's probes cannot show, or fabcheck does not set there (skipped with that reason):
+# see fabcheck/collect/switch_probes.py. Buffers: SONiC's per-port profiles, NVUE's pools, none on EOS.
 SKIPPED = {
-    "leaf01": set(),
-    "leaf02": {checks.PRIORITY_MAP},
-    "leaf03": {checks.PRIORITY_MAP},
+    "leaf01": {checks.BUFFERS},
+    "leaf02": {checks.PRIORITY_MAP, checks.LOSSLESS_POOL},
+    "leaf03": {checks.PRIORITY_MAP, checks.BUFFERS, checks.LOSSLESS_POOL},
 }
 
 

@@ -379,12 +379,8 @@ def _judge_buffers(
     return (Status.PASS if ok else Status.FAIL), _buffers_text(groups, queues)
 
 
-def _wanted_pools(d: DesiredSwitch) -> dict[str, int]:
-    return {"default-lossless": d.lossless_pool_percent, "default-lossy": 100 - d.lossless_pool_percent}
-
-
 def _want_pools(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
-    return ", ".join(f"{pool} {share} %" for pool, share in _wanted_pools(d).items())
+    return ", ".join(f"{pool} {share} %" for pool, share in d.traffic_pools.items())
 
 
 def _judge_pools(
@@ -392,9 +388,9 @@ def _judge_pools(
 ) -> Verdict:
     assert isinstance(r, TrafficPools)
     have = r.mapping
-    shown = {pool: have.get(pool) for pool in _wanted_pools(d)}
+    shown = {pool: have.get(pool) for pool in d.traffic_pools}
     text = ", ".join(f"{pool} {'unset' if share is None else f'{share} %'}" for pool, share in shown.items())
-    return (Status.PASS if shown == _wanted_pools(d) else Status.FAIL), text
+    return (Status.PASS if shown == d.traffic_pools else Status.FAIL), text
 
 
 def _want_speed(_d: DesiredSwitch, p: DesiredSwitchPort | None, _inputs: Inputs) -> str:

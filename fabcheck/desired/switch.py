@@ -172,6 +172,12 @@ class DesiredSwitch:
         )
 
     @property
+    def traffic_pools(self) -> dict[str, int]:
+        """NVUE's shared-buffer split: the lossless pool's share, the lossy pool the rest."""
+        lossless = self.lossless_pool_percent
+        return {"default-lossless": lossless, "default-lossy": 100 - lossless}
+
+    @property
     def queue_buffer_profiles(self) -> tuple[tuple[str, str], ...]:
         """SONiC's BUFFER_QUEUE per port: (queue or range, the stock profile it holds)."""
         return tuple((queues, SONIC_EGRESS_PROFILES[lossless]) for queues, lossless in self.queue_buffers)

@@ -32,6 +32,7 @@ from fabcheck.parsers.switch_records import (
     PriorityMap,
     QueueDrops,
     QueueEcn,
+    QueueGuarantees,
     Record,
     RunningConfigText,
     Schedulers,
@@ -286,8 +287,17 @@ def _judge_scheduler(
     return (Status.PASS if ok else Status.FAIL), "; ".join(shown)
 
 
+def _guarantees_text(guarantees: Mapping[int, str]) -> str:
+    return ", ".join(f"tx-queue {tc} guaranteed {rate}" for tc, rate in sorted(guarantees.items()))
+
+
+def _wanted_guarantees(d: DesiredSwitch) -> dict[int, str]:
+    return {tc: f"percent {percent}" for tc, percent in d.watchdog_guarantees.items()}
+
+
 def _want_watchdog(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
-    return "PFC watchdog enabled, no class stormed"
+    watched = _guarantees_text(_wanted_guarantees(d))
+    return "PFC watchdog enabled, no class stormed" + (f", watching {watched}" if watched else "")
 
 
 def _judge_watchdog(
@@ -301,6 +311,15 @@ def _judge_watchdog(
     assert isinstance(r, WatchdogConfig)
     status = more.get(WatchdogStatus)
     state = "enabled" if r.enabled else "disabled"
+    guaranteed = more.get(QueueGuarantees)
+    wanted = _wanted_guarantees(d)
+    if r.enabled and wanted and isinstance(guaranteed, QueueGuarantees):
+        # EOS watches only PFC queues with guaranteed bandwidth: one without it is never watched.
+        have = dict(guaranteed.by_queue)
+        shown = {tc: have.get(tc, "nothing") for tc in wanted}
+        if shown != wanted:
+            unwatched = _guarantees_text(shown)
+            return Status.FAIL, f"PFC watchdog {state}, but {unwatched}: EOS watches no such queue"
     if status is None:
         return (Status.PASS if r.enabled else Status.FAIL), f"PFC watchdog {state} (storm state not shown)"
     assert isinstance(status, WatchdogStatus)
@@ -544,7 +563,7 @@ SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
             WatchdogConfig,
             _want_watchdog,
             _judge_watchdog,
-            also=(WatchdogStatus,),
+            also=(WatchdogStatus, QueueGuarantees),
             ports=lambda port: port.pfc_watchdog,
         ),
         applies=_needs_watchdog,
@@ -696,6 +715,9 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
     OwnedField("eos", "qos profile FABCHECK-ROCE: priority-flow-control pause watchdog", "switch", WATCHDOG),
     OwnedField("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> random-detect ecn", "switch", ECN),
     OwnedField("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth percent", "switch", SCHEDULER),
+    OwnedField(
+        "eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth guaranteed percent", "switch", WATCHDOG
+    ),
     OwnedField("eos", "priority-flow-control pause watchdog default timeout", "switch", WATCHDOG_SETTINGS),
     OwnedField(
         "eos", "priority-flow-control pause watchdog default recovery-time", "switch", WATCHDOG_SETTINGS

@@ -25,6 +25,7 @@ from fabcheck.parsers.switch_records import (
     PortSpeed,
     PriorityMap,
     QueueDrops,
+    QueueGuarantees,
     RunningConfigText,
     Schedulers,
     StartupConfigText,
@@ -135,7 +136,7 @@ EOS_PROBES = (
         "switch",
         eos.STARTUP_LAG_PROBES[0],
         with_running_text(switch_eos.parse_running_config),
-        (DscpMap, WatchdogSettings, RunningConfigText),
+        (DscpMap, WatchdogSettings, QueueGuarantees, RunningConfigText),
     ),
     Probe(
         "eos.startup_config", "switch", eos.STARTUP_LAG_PROBES[1], parse_startup_text, (StartupConfigText,)

@@ -146,6 +146,21 @@ class DesiredSwitch:
         return dict(self.watchdog.settings(self.platform))
 
     @property
+    def watchdog_guarantees(self) -> dict[int, int]:
+        """EOS: traffic class -> the bandwidth percent its tx-queue is guaranteed, for every lossless DWRR
+        queue while the watchdog runs. Arista's PFC watchdog watches only PFC queues that have guaranteed
+        bandwidth (EOS User Manual, DCBX and Flow Control; a later release lifts it on 7050X/7060X per
+        Arista's PFC TOIs), so each gets its DWRR share as its guarantee: no queue gets more than the
+        intent gives it. Other platforms watch every PFC class: none."""
+        if self.platform != "eos" or not self.watchdog.enabled:
+            return {}
+        return {
+            q.traffic_class: q.weight_percent
+            for q in self.queues
+            if q.lossless and q.scheduler == "dwrr" and q.weight_percent is not None
+        }
+
+    @property
     def dscp_to_switch_priority(self) -> dict[int, int]:
         return dict(self.dscp_to_switch_priority_pairs)
 

@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 INDENT = "   "  # EOS indents each config level by three spaces
 # `qos map dscp 24 26 to traffic-class 3`: the DSCPs, then their class.
 DSCP_MAP_LINE = re.compile(r"qos map dscp ((?:\d+ )+)to traffic-class (\d+)")
+# A unicast egress queue block and its guaranteed bandwidth (`bandwidth guaranteed percent 50`), as
+# AVD's qos-profile and interface templates write them; another form (a rate) is kept as worded.
+TX_QUEUE_LINE = re.compile(r"(?:uc-tx-queue|tx-queue) ([0-7])")
+GUARANTEE_LINE = re.compile(r"bandwidth guaranteed (\S+(?: \S+)?)")
 
 
 @dataclass(frozen=True, order=True)
@@ -98,3 +102,37 @@ def dscp_map(nodes: Iterable[ConfigNode]) -> dict[int, int]:
             for dscp in found.group(1).split():
                 mapping[int(dscp)] = int(found.group(2))
     return mapping
+
+
+def queue_guarantees(nodes: Iterable[ConfigNode]) -> dict[str, dict[int, str]]:
+    """Per interface: tx-queue -> its guaranteed bandwidth as the line words it (`percent 50`). An
+    interface's own tx-queue lines apply over its `service-profile`'s, line by line (a profile's
+    guarantee stays in force under an interface's `uc-tx-queue 3` that sets none). Every interface
+    is listed."""
+    nodes = tuple(nodes)
+    profiles = {
+        node.line.removeprefix("qos profile "): _guarantees(node.children)
+        for node in nodes
+        if node.line.startswith("qos profile ")
+    }
+    found: dict[str, dict[int, str]] = {}
+    for node in nodes:
+        if not node.line.startswith("interface "):
+            continue
+        bound = next((c.line for c in node.children if c.line.startswith("service-profile ")), "")
+        profile = profiles.get(bound.removeprefix("service-profile "), {})
+        found[node.line.removeprefix("interface ")] = {**profile, **_guarantees(node.children)}
+    return found
+
+
+def _guarantees(nodes: Iterable[ConfigNode]) -> dict[int, str]:
+    guaranteed: dict[int, str] = {}
+    for node in nodes:
+        queue = TX_QUEUE_LINE.fullmatch(node.line)
+        if queue is None:
+            continue
+        for child in node.children:
+            rate = GUARANTEE_LINE.fullmatch(child.line)
+            if rate:
+                guaranteed[int(queue.group(1))] = rate.group(1)
+    return guaranteed

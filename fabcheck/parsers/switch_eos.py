@@ -1,7 +1,8 @@
 """Arista EOS show outputs -> switch records (pure).
 
-`show running-config` (the DSCP -> traffic-class map over EOS's default map, and the PFC watchdog
-settings, read with fabcheck.parsers.eos_config, the driver's reader too),
+`show running-config` (the DSCP -> traffic-class map over EOS's default map, the PFC watchdog
+settings and, per port, the tx-queues with guaranteed bandwidth the watchdog watches, read with
+fabcheck.parsers.eos_config, the driver's reader too),
 `show priority-flow-control | json` (per port: PFC priorities, watchdog),
 `show qos interfaces | json` (per port: trust, tx-queue scheduling and ECN), `show interfaces | json`
 (per port: MTU), `show interfaces counters queue detail | json` (per port: unicast egress queue
@@ -16,7 +17,7 @@ from typing import Any
 
 from fabcheck.errors import ParseError
 from fabcheck.parsers._text import split_checked_lines
-from fabcheck.parsers.eos_config import effective_dscp_map, parse_config, watchdog_settings
+from fabcheck.parsers.eos_config import effective_dscp_map, parse_config, queue_guarantees, watchdog_settings
 from fabcheck.parsers.switch_records import (
     DscpMap,
     EcnQueues,
@@ -26,6 +27,7 @@ from fabcheck.parsers.switch_records import (
     PortSpeed,
     QueueDrops,
     QueueEcn,
+    QueueGuarantees,
     QueueScheduler,
     Schedulers,
     Trust,
@@ -70,9 +72,14 @@ def parse_running_config(text: str, port: str | None = None, source: str = "<tex
     if bad:
         raise ParseError(f"show running-config: qos map dscp {bad[0]} out of range", source=source)
     settings = {key: _watchdog_value(key, value, source) for key, value in watchdog_settings(tree).items()}
+    guarantees: list[Placed] = [
+        (name, QueueGuarantees(tuple(sorted(queues.items()))))
+        for name, queues in queue_guarantees(tree).items()
+    ]
     return [
         (None, DscpMap("traffic-class", tuple(sorted(mapping.items())))),
         (None, WatchdogSettings(tuple(sorted(settings.items())))),
+        *guarantees,
     ]
 
 

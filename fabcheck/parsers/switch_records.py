@@ -125,6 +125,14 @@ class WatchdogStatus:
 
 
 @dataclass(frozen=True)
+class QueueGuarantees:
+    """EOS, per port: the tx-queues with guaranteed bandwidth (traffic class, `percent 50` as the line
+    words it), its own tx-queue lines over its service-profile's. EOS's PFC watchdog watches only these."""
+
+    by_queue: tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True)
 class Mtu:
     mtu: int
 
@@ -224,6 +232,7 @@ Record = (
     | WatchdogConfig
     | WatchdogSettings
     | WatchdogStatus
+    | QueueGuarantees
     | Mtu
     | QueueDrops
     | RunningConfigText

@@ -4,7 +4,12 @@ check on exactly its ports, and anything unread is an error, never a pass."""
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
+import switchfabric
 from switchfabric import PORTS, SWITCHES, desired, replayed
 
 from fabcheck.checks import switch as checks
@@ -160,3 +165,46 @@ def test_per_port_findings_name_switch_port_and_cabled_nic_as_fields(name: str) 
     assert pfc.to_json()["where"]["node"] == name
     whole = [f for f in findings if f.subject == name]
     assert whole and all(f.where is None or f.where.part == "" for f in whole)
+
+
+GUARANTEE = "      bandwidth guaranteed percent 50\n"
+ETHERNET2 = "interface Ethernet2\n   mtu 9214\n   service-profile FABCHECK-ROCE\n"
+CONVERGED_EOS = switchfabric.DATA / "converged" / "leaf03"
+
+
+def eos_edited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: Callable[[str], str]) -> set:
+    """leaf03 converged, its running and startup config edited alike (a saved hand edit), judged."""
+    folder = tmp_path / "edited" / "leaf03"
+    shutil.copytree(CONVERGED_EOS, folder)
+    for name in ("eos.running_config.txt", "eos.startup_config.txt"):
+        text = (folder / name).read_text()
+        assert GUARANTEE in text and ETHERNET2 in text
+        (folder / name).write_text(edit(text))
+    monkeypatch.setattr(switchfabric, "DATA", tmp_path)
+    return {f for f in not_passing(judged("edited", "leaf03")) if f[1] != "skip"}
+
+
+def test_eos_watchdog_fails_every_port_whose_lossless_queue_has_no_guaranteed_bandwidth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Arista's watchdog watches only PFC queues with guaranteed bandwidth: without it, it watches none.
+    failing = eos_edited(tmp_path, monkeypatch, lambda text: text.replace(GUARANTEE, ""))
+    assert failing == {("switch.watchdog", "fail", f"leaf03:{port}") for port in PORTS["eos"]}
+    findings = judged("edited", "leaf03")
+    actual = next(f.actual for f in findings if f.check == "switch.watchdog")
+    assert actual == "PFC watchdog enabled, but tx-queue 3 guaranteed nothing: EOS watches no such queue"
+
+
+def test_eos_interface_tx_queue_lines_apply_over_the_profile_on_that_port_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = ETHERNET2 + "   uc-tx-queue 3\n      bandwidth guaranteed percent 20\n"
+    failing = eos_edited(tmp_path, monkeypatch, lambda text: text.replace(ETHERNET2, own))
+    assert failing == {("switch.watchdog", "fail", "leaf03:Ethernet2")}
+    # The profile loses its guarantee and one port keeps its own: the other ports fail.
+    own = ETHERNET2 + "   uc-tx-queue 3\n      bandwidth guaranteed percent 50\n"
+    failing = eos_edited(
+        tmp_path / "second", monkeypatch, lambda text: text.replace(GUARANTEE, "").replace(ETHERNET2, own)
+    )
+    ports = [port for port in PORTS["eos"] if port != "Ethernet2"]
+    assert failing == {("switch.watchdog", "fail", f"leaf03:{port}") for port in ports}

@@ -192,6 +192,9 @@ DRIFTS: dict[tuple[str, str], Drift] = {
     ("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth percent"): _eos_profile(
         ["tx_queues", "3", "bandwidth_percent"], 30
     ),
+    ("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth guaranteed percent"): _eos_profile(
+        ["tx_queues", "3", "bandwidth_guaranteed"], 20
+    ),
     ("eos", "priority-flow-control pause watchdog default timeout"): _eos_set(
         ["pfc_watchdog", "timeout"], "10"
     ),

@@ -166,6 +166,7 @@ ECN_LINE = (
                 "-   priority-flow-control on",
                 "-   priority-flow-control priority 3 no-drop",
                 "-   priority-flow-control pause watchdog",
+                "-      bandwidth guaranteed percent 50",  # guaranteed only for the watchdog's scope
             ],
         ),
         ({"mtu": {"switch": 9100}}, ["-   mtu 9214", "+   mtu 9100"] * 4),

@@ -89,7 +89,7 @@ _LINES: tuple[OwnedLine, ...] = tuple(
         (r"mtu \d+", "no mtu", {"mtu"}),
         (r"service-profile \S+", "no service-profile", _PROFILE_CONCERNS),
         (r"bandwidth percent \d+", "no bandwidth percent", {"scheduler"}),
-        (r"bandwidth guaranteed percent \d+", "no bandwidth guaranteed", {"scheduler"}),
+        (r"bandwidth guaranteed percent \d+", "no bandwidth guaranteed", {"watchdog"}),  # the watchdog scope
         (r"priority strict", "no priority", {"scheduler"}),
         (r"no priority", "priority strict", {"scheduler"}),
         (r"random-detect ecn minimum-threshold .+", "no random-detect ecn", {"ecn"}),

@@ -22,6 +22,12 @@ MS_REC = 0x4000
 MNT_DETACH = 0x2
 PIVOT_ROOT_SYSCALL = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 SSHD = "/usr/sbin/sshd"
+# Attributes only the kernel writes (the link's trained speed, the RDMA port's rate): a write fails on
+# hardware (sysfs gives them no store method), so they are read-only mounts in the node. The mock tools
+# that play the kernel (`ethtool -s IF speed N` retrains the link) write them through KERNEL_SYSCLASS,
+# the node's sysfs tree without those mounts (fabcheck/lab/mockhost/tools/common.py Node.write_sys).
+KERNEL_ONLY_ATTRIBUTES = frozenset({"speed", "rate"})
+KERNEL_SYSCLASS = "/run/fabcheck-lab/sysclass"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -74,13 +80,24 @@ def make_sysfs_strict(top: str) -> None:
 
     Real sysfs lets a writer change an existing attribute but never create, rename or replace a file;
     without this, Ansible's copy/template (temp file + rename) would succeed here and fail on hardware.
+    A kernel-only attribute is not writable at all.
     """
     for directory, _dirs, files in os.walk(top):
         for name in files:
             path = os.path.join(directory, name)
             if not os.path.islink(path):
-                mount(path, path, None, MS_BIND)
+                bind(path, path, read_only=name in KERNEL_ONLY_ATTRIBUTES)
     mount(None, top, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+
+
+def make_kernel_only_read_only(top: str) -> None:
+    """The kernel-only attributes under `top` read-only, the rest of the tree as it is (the RDMA tree
+    stays writable: host faults delete and recreate it, and a recreated attribute is writable again)."""
+    for directory, _dirs, files in os.walk(top):
+        for name in files:
+            path = os.path.join(directory, name)
+            if name in KERNEL_ONLY_ATTRIBUTES and not os.path.islink(path):
+                bind(path, path, read_only=True)
 
 
 def build_root(node_root: str, bin_dir: str, state_mount: str) -> str:
@@ -101,6 +118,8 @@ def build_root(node_root: str, bin_dir: str, state_mount: str) -> str:
     if os.path.isdir(f"{node_root}/sys_class/net"):
         bind(f"{node_root}/sys_class/net", f"{merged}/sys/class/net")
         make_sysfs_strict(f"{merged}/sys/class/net")
+    if os.path.isdir(f"{node_root}/sys_class/infiniband"):
+        make_kernel_only_read_only(f"{merged}/sys/class/infiniband")
 
     bind(f"{node_root}/home", f"{merged}/root")
     state_target = merged + state_mount
@@ -110,6 +129,9 @@ def build_root(node_root: str, bin_dir: str, state_mount: str) -> str:
     for scratch in ("tmp", "run"):
         mount(f"fabcheck-lab-{scratch}", f"{merged}/{scratch}", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
     os.chmod(f"{merged}/run", 0o755)
+    # The kernel's own view of the node's sysfs: the tree without the node's strict mounts.
+    os.makedirs(merged + KERNEL_SYSCLASS, 0o700)
+    bind(f"{node_root}/sys_class", merged + KERNEL_SYSCLASS)
     os.mkdir(f"{merged}/run/sshd", 0o755)  # sshd's privilege-separation directory
     return merged
 

@@ -188,6 +188,20 @@ def test_mock_sysfs_is_strict_like_the_real_one() -> None:
         assert lines[2] == "4200"
         assert lines[3] == "1" and lines[4] == "4200"
         assert (paths.node_root("gpu01") / "sys_class" / "net" / "ens1np0" / "mtu").read_text() == "4200\n"
+        # Kernel-only attributes refuse every writer (hardware: no store method); `ethtool -s` retrains
+        # the link, in the tool server and in the node's own interpreter path (the dispatcher the client
+        # falls back to).
+        speed, rate = "/sys/class/net/ens1np0/speed", "/sys/class/infiniband/mlx5_0/ports/1/rate"
+        script = (
+            f"(echo 1 > {speed}) 2>&1 | grep -c 'Read-only file system'; "
+            f"(echo x > {rate}) 2>&1 | grep -c 'Read-only file system'; cat {speed}; "
+            "ethtool -s ens1np0 speed 100000 && cat " + speed + " " + rate + "; "
+            "/usr/local/bin/fabcheck-mock ethtool -s ens1np0 speed 200000 && cat " + speed + " " + rate
+        )
+        lines = _ssh(paths, "gpu01", script).stdout.splitlines()
+        assert lines[:3] == ["1", "1", "400000"], lines
+        assert lines[3:5] == ["100000", "100 Gb/sec (4X EDR)"], lines
+        assert lines[5:] == ["200000", "200 Gb/sec (4X HDR)"], lines
 
 
 def test_a_node_that_cannot_start_is_named_with_its_log_and_nothing_is_left(

@@ -9,6 +9,7 @@ while a stat proves the file unchanged since.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -25,6 +26,7 @@ ETC_ENV = "FABCHECK_MOCK_ETC"
 DEFAULT_STATE = "/var/lib/fabcheck-mock"
 DEFAULT_SYSCLASS = "/sys/class"
 DEFAULT_ETC = "/etc"
+KERNEL_SYSCLASS = "/run/fabcheck-lab/sysclass"  # a lab node's sysfs as the kernel writes it
 
 # RoCE MTU = largest IB MTU that fits in the netdev MTU minus the RoCEv2 headers (GRH, UDP, BTH,
 # extended headers and ICRC), as the kernel's iboe_get_mtu() computes it.
@@ -198,7 +200,15 @@ class Node:
             # controller the same write would create a file, so the node itself must run this call.
             raise Delegate
         self.wrote = True
-        path.write_text(value + "\n")
+        try:
+            path.write_text(value + "\n")
+        except OSError as err:
+            # A kernel-only attribute (speed, rate) is read-only in the node; the tool playing the kernel
+            # writes it through the node's kernel view (fabcheck/lab/nodeinit.py KERNEL_SYSCLASS).
+            kernel = Path(KERNEL_SYSCLASS) / rel
+            if self.served or err.errno != errno.EROFS or not kernel.is_file():
+                raise
+            kernel.write_text(value + "\n")
 
     def process_id(self) -> int:
         """The pid the tool reports as its own (tools such as ibstat print it in their messages)."""

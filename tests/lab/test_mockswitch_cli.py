@@ -590,3 +590,34 @@ def test_nvue_qos_object_shows_follow_documented_layouts() -> None:
     assert pfc[4] == "rx                 disable      disable  PFC Rx State"
     assert pfc[-1] == "[switch-priority]  0            0        Collection of switch priorities."
     assert dev.port_qos()["swp1"].pfc_priorities == (0,)
+
+
+def test_eos_watchdog_monitors_only_no_drop_queues_with_guaranteed_bandwidth() -> None:
+    dev = eos()
+    s = dev.new_session("admin")
+    run(
+        s,
+        "enable",
+        "configure",
+        "qos profile ROCE",
+        "priority-flow-control on",
+        "priority-flow-control priority 3 no-drop",
+        "priority-flow-control pause watchdog",
+        "uc-tx-queue 3",
+        "no priority",
+        "bandwidth percent 50",
+        "interface Ethernet1-2",
+        "service-profile ROCE",
+        "interface Ethernet2",
+        "uc-tx-queue 3",
+        "bandwidth guaranteed percent 50",
+        "end",
+    )
+    rows = {
+        line.split()[0]: line.split()[1:]
+        for line in s.handle("show priority-flow-control watchdog").splitlines()
+        if line.strip()
+    }
+    assert rows["Et1"] == ["enabled", "-", "3"]  # no guarantee: Arista's watchdog leaves the queue alone
+    assert rows["Et2"] == ["enabled", "3", "-"]
+    assert s.handle("show priority-flow-control watchdog | json") == "% This is an unconverted command\n"

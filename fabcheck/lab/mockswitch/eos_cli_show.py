@@ -29,6 +29,8 @@ SHOW_RULES = [
     _R("show priority-flow-control counters", "pfc_counters"),
     _R("show priority-flow-control interfaces <ifs> counters", "pfc_counters"),
     _R("show priority-flow-control counters watchdog", "pfc_watchdog"),
+    _R("show priority-flow-control watchdog", "watchdog_scope"),
+    _R("show priority-flow-control interfaces <ifs> watchdog", "watchdog_scope"),
     _R("show priority-flow-control interfaces <ifs> counters watchdog", "pfc_watchdog"),
     _R("show qos interfaces", "qos"),
     _R("show qos interfaces <ifs>", "qos"),
@@ -88,6 +90,8 @@ def _render(
         return show.ecn_counters(config, device.counters, ports)
     if action == "pfc_watchdog":
         return show.watchdog_counters(ports)
+    if action == "watchdog_scope":
+        return show.watchdog_scope(config, ports)
     if action == "qos":
         return show.qos_interfaces(config, ports)
     if action == "interfaces":

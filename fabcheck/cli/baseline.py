@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from fabcheck.collect.ssh import TimeLimits
+from fabcheck.cli.options import add_time_limits, positive_count, time_limits
 from fabcheck.desired.perftest import DRIFT_MAX_DROP
 from fabcheck.errors import UsageError
 from fabcheck.gate.plan import limited_hosts
@@ -84,39 +83,10 @@ def _measuring(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mode", choices=MODES, default=FAST, help="fast: one matching per rail (default); all: every pair"
     )
+    add_time_limits(parser, "seconds one perftest may run", "ssh ConnectTimeout")
     parser.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=TimeLimits().command_s,
-        metavar="S",
-        help=f"seconds one perftest may run (default {TimeLimits().command_s:g})",
+        "--concurrency", type=positive_count, default=16, metavar="N", help="pairs run at once (default 16)"
     )
-    parser.add_argument(
-        "--connect-timeout",
-        type=_seconds,
-        default=TimeLimits().connect_s,
-        metavar="S",
-        help=f"ssh ConnectTimeout (default {TimeLimits().connect_s:g})",
-    )
-    parser.add_argument(
-        "--concurrency", type=_count, default=16, metavar="N", help="pairs run at once (default 16)"
-    )
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"{text!r}: seconds must be above 0")
-    return value
-
-
-def _count(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of at least 1")
-    return int(text)
 
 
 def _path(args: argparse.Namespace) -> Path:
@@ -132,7 +102,7 @@ def _measure(args: argparse.Namespace) -> tuple[Session, Diagnosis]:
     hosts = [h for h in limited_hosts(inventory, args.limit) if GPU_HOSTS in h.groups]
     if len(hosts) < 2:
         raise UsageError(f"perftest needs two GPU hosts (group {GPU_HOSTS}); {len(hosts)} selected")
-    limits = TimeLimits(connect_s=args.connect_timeout, command_s=args.timeout)
+    limits = time_limits(args)
     session = open_session(hosts, limits, args.concurrency, args.mode)
     diagnosis = localise(session.rounds, session.measure, session.judge_of, session.endpoints)
     for host, reason in sorted(session.left_out.items()):

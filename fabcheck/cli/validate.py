@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from fabcheck.collect.ssh import TimeLimits
+from fabcheck.cli.options import add_time_limits, positive_count, seconds, time_limits
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
 from fabcheck.gate.catalog import EVERY_CHECK, Selection, patterns
@@ -26,8 +25,6 @@ from fabcheck.report import text
 from fabcheck.report.model import EXIT_CODES_HELP, Affinity
 from fabcheck.report.outputs import add_output_arguments, check_report_paths, emit
 from fabcheck.report.progress import Progress
-
-DEFAULT_LIMITS = TimeLimits()
 
 EPILOG = f"""\
 A progress bar is drawn on stderr while hosts are collected, only when stderr is a terminal.
@@ -79,24 +76,14 @@ def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool)
         metavar="PATTERN",
         help="only these hosts, as for ansible-playbook --limit (names, groups, globs, !x, &g, a:b, @file)",
     )
-    parser.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=DEFAULT_LIMITS.command_s,
-        metavar="S",
-        help="seconds the collection may run on each host once connected, enforced there too "
-        f"(default {DEFAULT_LIMITS.command_s:g})",
-    )
-    parser.add_argument(
-        "--connect-timeout",
-        type=_seconds,
-        default=DEFAULT_LIMITS.connect_s,
-        metavar="S",
-        help=f"ssh ConnectTimeout for each host (default {DEFAULT_LIMITS.connect_s:g})",
+    add_time_limits(
+        parser,
+        "seconds the collection may run on each host once connected, enforced there too",
+        "ssh ConnectTimeout for each host",
     )
     parser.add_argument(
         "--deadline",
-        type=_seconds,
+        type=seconds,
         metavar="S",
         help="seconds for the whole run; hosts not collected by then are errors (default: none)",
     )
@@ -111,7 +98,7 @@ def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool)
         )
     parser.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive_count,
         default=DEFAULT_CONCURRENCY,
         metavar="N",
         help="nodes collected at once, open connections never more (default "
@@ -133,23 +120,6 @@ def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool)
     parser.set_defaults(func=run)
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, at least 1")
-    return int(text)
-
-
-def _seconds(text: str) -> float:
-    """A positive, finite number of seconds (argparse reports anything else as a usage error)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be a positive, finite number of seconds")
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     check_report_paths(args)
     replaying = args.from_snapshot is not None
@@ -164,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     for note in notes:
         # stdout stays one JSON object per line with --json; notes go to stderr there.
         print(note, file=sys.stderr if args.json else sys.stdout)
-    limits = TimeLimits(connect_s=args.connect_timeout, command_s=args.timeout)
+    limits = time_limits(args)
     source = choose_source(args, inventory, chosen.hosts, chosen.switches, limits)
     stage_collectors = _stage_collectors(args, chosen, source)
     progress = Progress(sys.stderr)

@@ -24,6 +24,25 @@ class BandwidthInputs(Inputs):
 BANDWIDTH_INPUTS = BandwidthInputs()  # perftest.bandwidth (fabcheck analyze) and the perftest stage's pairs
 
 
+@dataclass(frozen=True)
+class OutlierInputs(Inputs):
+    # A pair is slow against its peers when below their median by more than `mads` robust standard
+    # deviations (1.4826 x MAD) AND by more than `min_drop` of the median: the second bound keeps a very
+    # quiet fabric (MAD near 0) from flagging noise.
+    mads: float = 5.0
+    min_drop: float = 0.03
+
+
+@dataclass(frozen=True)
+class DriftInputs(Inputs):
+    # Drift against the stored baseline: slower than the pair's recorded median by more than this share.
+    max_drop: float = 0.10
+
+
+OUTLIER_INPUTS = OutlierInputs()  # perftest.nic / perftest.host: the pair rounds' peer reference
+DRIFT_INPUTS = DriftInputs()  # perftest.drift, and `fabcheck baseline diff`
+
+
 def check_perftest(
     run: PerftestRun, intent: FabricIntent, line_rate_gbps: float | None = None
 ) -> list[Finding]:
@@ -203,8 +222,26 @@ DRIFT = "perftest.drift"
 _PAIRS = ("ib_write_bw between NIC pairs of the rail",)
 
 PAIR_CHECK_DECLS: tuple[Check[Any], ...] = (
-    Check(NIC, "perftest", "NIC", _PAIRS, "every NIC reaches the floor with its peers", None, None),
-    Check(HOST, "perftest", "host", _PAIRS, "no host slow with every known-good peer", None, None),
+    Check(
+        NIC,
+        "perftest",
+        "NIC",
+        _PAIRS,
+        "every NIC reaches the floor with its peers",
+        None,
+        None,
+        inputs=OUTLIER_INPUTS,
+    ),
+    Check(
+        HOST,
+        "perftest",
+        "host",
+        _PAIRS,
+        "no host slow with every known-good peer",
+        None,
+        None,
+        inputs=OUTLIER_INPUTS,
+    ),
     Check(
         LINK,
         "perftest",
@@ -223,5 +260,6 @@ PAIR_CHECK_DECLS: tuple[Check[Any], ...] = (
         "within the allowed drop of the pair's baseline median",
         None,
         None,
+        inputs=DRIFT_INPUTS,
     ),
 )

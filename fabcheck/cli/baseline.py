@@ -11,8 +11,8 @@ import datetime
 from collections.abc import Sequence
 from pathlib import Path
 
+from fabcheck.checks.perftest import DRIFT_INPUTS
 from fabcheck.cli.options import add_time_limits, positive_count, time_limits
-from fabcheck.desired.perftest import DRIFT_MAX_DROP
 from fabcheck.errors import UsageError
 from fabcheck.gate.plan import limited_hosts
 from fabcheck.intent.fabric import GPU_HOSTS
@@ -26,7 +26,7 @@ from fabcheck.pairs.verdict import Measurement
 EPILOG = f"""\
 The file defaults to {stored.FILE_NAME} in the inventory's folder; commit it with the inventory.
 A record keeps the last {stored.HISTORY_LIMIT} samples of each link; diff flags a link more than
-{DRIFT_MAX_DROP:.0%} below its recorded median. `fabcheck validate --stages host,perftest` judges the
+{DRIFT_INPUTS.max_drop:.0%} below its recorded median. `fabcheck validate --stages host,perftest` judges the
 same drift when the file exists.
 
 exit codes:

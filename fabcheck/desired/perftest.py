@@ -8,14 +8,6 @@ from dataclasses import dataclass
 from fabcheck.desired.nic import desired_host
 from fabcheck.intent.model import FabricIntent
 
-# Outliers against peers: a pair is slow when it is below the median of its peers by more than
-# OUTLIER_MADS robust standard deviations (1.4826 x MAD) AND by more than OUTLIER_MIN_DROP of the
-# median. The second bound keeps a very quiet fabric (MAD near 0) from flagging noise.
-OUTLIER_MADS = 5.0
-OUTLIER_MIN_DROP = 0.03
-# Drift against the stored baseline: slower than the link's recorded median by more than this.
-DRIFT_MAX_DROP = 0.10
-
 
 @dataclass(frozen=True)
 class DesiredPerftest:

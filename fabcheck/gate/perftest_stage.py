@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fabcheck.checks.model import Finding, Measure, Status, Where, errored, failed, passed, skipped
-from fabcheck.checks.perftest import DRIFT, HOST, LINK, NIC
-from fabcheck.desired.perftest import DRIFT_MAX_DROP
+from fabcheck.checks.perftest import DRIFT, DRIFT_INPUTS, HOST, LINK, NIC
 from fabcheck.errors import UsageError
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
 from fabcheck.intent.fabric import GPU_HOSTS, Fabric
@@ -207,7 +206,7 @@ def _drift(
     by_link = {stored.link_name(m.pair.key): m for m in diagnosis.measurements}
     blamed = set(diagnosis.bad_nics)
     for drift in stored.drifts(recorded, diagnosis.measurements):
-        expected = f"within {DRIFT_MAX_DROP:.0%} of the baseline median {drift.reference:.2f} Gb/sec"
+        expected = f"within {DRIFT_INPUTS.max_drop:.0%} of the baseline median {drift.reference:.2f} Gb/sec"
         direction = f"{drift.drop:.1%} below" if drift.drop > 0 else f"{-drift.drop:.1%} above"
         actual = f"{drift.gbps:.2f} Gb/sec ({direction}, {drift.samples} samples)"
         ends = by_link[drift.link].pair.ends

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabcheck.desired.perftest import DRIFT_MAX_DROP
+from fabcheck.checks.perftest import DRIFT_INPUTS
 from fabcheck.errors import UsageError
 from fabcheck.pairs.rounds import Endpoint
 from fabcheck.pairs.verdict import Measurement
@@ -64,7 +64,7 @@ class Drift:
 
     @property
     def drifted(self) -> bool:
-        return self.drop > DRIFT_MAX_DROP
+        return self.drop > DRIFT_INPUTS.max_drop
 
 
 def link_name(key: tuple[Endpoint, Endpoint]) -> str:

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from fabcheck.desired.perftest import OUTLIER_MADS, OUTLIER_MIN_DROP
+from fabcheck.checks.perftest import OUTLIER_INPUTS, OutlierInputs
 from fabcheck.pairs.rounds import Pair
 
 MAD_TO_SIGMA = 1.4826  # MAD x this = the standard deviation, for normally distributed noise
@@ -31,20 +31,21 @@ class PeerStats:
     median: float
     sigma: float
     count: int
+    inputs: OutlierInputs = OUTLIER_INPUTS
 
     @property
     def outlier_below(self) -> float:
         """Bandwidth under which a pair is an outlier against these peers."""
-        return self.median - max(OUTLIER_MADS * self.sigma, OUTLIER_MIN_DROP * self.median)
+        return self.median - max(self.inputs.mads * self.sigma, self.inputs.min_drop * self.median)
 
 
-def peer_stats(values: Sequence[float]) -> PeerStats | None:
+def peer_stats(values: Sequence[float], inputs: OutlierInputs = OUTLIER_INPUTS) -> PeerStats | None:
     """Median and robust sigma; None when too few values to speak for the peers."""
     if len(values) < MIN_PEERS_FOR_OUTLIERS:
         return None
     median = statistics.median(values)
     mad = statistics.median(abs(v - median) for v in values)
-    return PeerStats(median, MAD_TO_SIGMA * mad, len(values))
+    return PeerStats(median, MAD_TO_SIGMA * mad, len(values), inputs)
 
 
 @dataclass(frozen=True)

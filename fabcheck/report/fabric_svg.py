@@ -2,17 +2,18 @@
 each cell the NIC, its cable and the switch port the cabling map puts at its other end, each filled with
 the worst verdict of the findings about it. Pure: a Run in, SVG text out; no script, nothing fetched.
 
-What colours what:
-- a NIC: the host's findings whose subject is the NIC (`mlx5_0`), one of its ports (`mlx5_0/1`) or
-  `host:mlx5_0`, and the GPU-NIC affinity finding of the GPU whose rail it is (when the rails are known);
-- a cable: the `link.*` findings that name `host:nic`;
-- a switch port: the switch's findings about `switch:port`. Switch-wide findings (subject `leaf01`) colour
-  the switch's box in the strip under the grid, not every port.
+What colours what (a finding's part and ends are its Where fields, node / part / peer, where the check
+gave them; only a finding without them, an analyzer's or an older snapshot's, is read by its subject):
+- a NIC: the host's findings about the NIC (`mlx5_0`) or one of its ports (`mlx5_0/1`), and the GPU-NIC
+  affinity finding of the GPU whose rail it is (when the rails are known);
+- a cable: the `link.*` findings about `host:nic`;
+- a switch port: the switch's findings about one of its ports. Switch-wide findings (no part) colour the
+  switch's box in the strip under the grid, not every port.
 The worst verdict is fail, then error, then pass, then skip; a part no finding is about is "not judged".
 
-The cabling map is read from the run's link details and from the `link.*` subjects
-(`gpu01:mlx5_0 <-> leaf01:swp1`). A host's NICs are those the cabling map or its rails name, and those
-its port findings (`mlx5_0/1`) name.
+The cabling map is read from the run's link details and from the `link.*` findings' ends (Where, or the
+subject `gpu01:mlx5_0 <-> leaf01:swp1`). A host's NICs are those the cabling map or its rails name, and
+those its port findings (`mlx5_0/1`) name.
 
 Size rule: up to DETAIL_MAX_HOSTS hosts every host gets a full row (NIC, cable, switch and port names).
 Above that the picture is compact (one thin row per host, three squares per NIC: NIC, cable, port), and
@@ -156,6 +157,32 @@ def link_ends(subject: str, hosts: Iterable[str] = (), switches: Iterable[str] =
     return LinkEnds(host[0], host[1], switch[0], switch[1])
 
 
+def finding_ends(
+    finding: Finding, hosts: Iterable[str] = (), switches: Iterable[str] = ()
+) -> LinkEnds | None:
+    """The two ends of a link finding: its Where (host, NIC, the switch end as peer) where the check
+    gave one, else the ends its subject names (an analyzer's finding, an older snapshot's)."""
+    where = finding.where
+    if where is not None and where.part and where.peer:
+        switch = split_end(where.peer, switches)
+        if switch is not None:
+            return LinkEnds(where.node, where.part, switch[0], switch[1])
+    return link_ends(finding.subject, hosts, switches)
+
+
+def finding_part(finding: Finding, node: str) -> str | None:
+    """The part of `node` a finding is about (a NIC, `NIC/port`, a switch port): its Where's where the
+    check gave one for this node, else what its subject names (`mlx5_0/1`, `leaf01:swp1`); None for the
+    node as a whole."""
+    where = finding.where
+    if where is not None and where.node == node:
+        return where.part or None
+    end = split_end(finding.subject, [node])
+    if end is not None and end[0] == node:
+        return end[1]
+    return finding.subject if finding.subject != node and ":" not in finding.subject else None
+
+
 @dataclass(frozen=True)
 class Cables:
     """The cabling map as far as the run tells: (host, NIC) -> (switch, port), and back."""
@@ -178,7 +205,7 @@ def cable_map(run: Run) -> Cables:
         out.setdefault((detail.ends.host, detail.ends.nic), (detail.ends.switch, detail.ends.port))
     for _, finding in run.findings():
         if finding.check.startswith(LINK_PREFIX):
-            ends = link_ends(finding.subject, hosts, switches)
+            ends = finding_ends(finding, hosts, switches)
             if ends is not None:
                 out.setdefault((ends.host, ends.nic), (ends.switch, ends.port))
     back = {f"{s}:{p}": f"{h}:{n}" for (h, n), (s, p) in out.items()}
@@ -205,17 +232,19 @@ def derived_links(run: Run) -> tuple[LinkDetail, ...]:
 def where(subject: Subject, finding: Finding, cables: Cables) -> tuple[str, str]:
     """(host NIC, switch port) a finding is about, as far as the cabling map tells; "" when unknown."""
     if finding.check.startswith(LINK_PREFIX):
-        ends = link_ends(finding.subject, cables.hosts, cables.switches)
+        ends = finding_ends(finding, cables.hosts, cables.switches)
         if ends is not None:
             return ends.host_end, ends.switch_end
         if finding.subject in cables.by_port:
             return cables.by_port[finding.subject], finding.subject
     if subject.kind is NodeKind.SWITCH:
-        if finding.subject in cables.by_port:
-            return cables.by_port[finding.subject], finding.subject
-        return "", finding.subject if finding.subject.startswith(f"{subject.name}:") else ""
+        port = finding_part(finding, subject.name)
+        if port is None:
+            return "", ""
+        end = f"{subject.name}:{port}"
+        return cables.by_port.get(end, ""), end
     if subject.kind is NodeKind.HOST:
-        nic = _nic_of(subject.name, finding.subject, cables.nics_of(subject.name))
+        nic = _nic_of(finding_part(finding, subject.name), cables.nics_of(subject.name))
         if nic is not None:
             cable = cables.by_nic.get((subject.name, nic))
             return f"{subject.name}:{nic}", (f"{cable[0]}:{cable[1]}" if cable else "")
@@ -233,9 +262,9 @@ def fabric(run: Run) -> Fabric:
         for finding in switch.findings:
             if finding.check.startswith(LINK_PREFIX):
                 continue
-            end = split_end(finding.subject, [switch.name])
-            if end is not None and end[0] == switch.name:
-                ports.setdefault(end, []).append(finding)
+            port = finding_part(finding, switch.name)
+            if port is not None:
+                ports.setdefault((switch.name, port), []).append(finding)
     rows = []
     for subject in host_subjects:
         nics = _host_nics(subject, cables)
@@ -271,7 +300,7 @@ def link_findings_by_nic(run: Run, cables: Cables) -> dict[tuple[str, str], list
     finding that names no host NIC is left out (the link table gives it a row of its own)."""
     out: dict[tuple[str, str], list[Finding]] = {}
     for finding in _unique(f for _, f in run.findings() if f.check.startswith(LINK_PREFIX)):
-        ends = link_ends(finding.subject, cables.hosts, cables.switches)
+        ends = finding_ends(finding, cables.hosts, cables.switches)
         if ends is not None:
             out.setdefault((ends.host, ends.nic), []).append(finding)
             continue
@@ -307,21 +336,20 @@ def _host_nics(subject: Subject, cables: Cables) -> list[str]:
     if subject.affinity is not None:
         nics |= set(subject.affinity.rails.values())
     for finding in subject.findings:
-        match = _PORT.match(finding.subject)
+        match = _PORT.match(finding_part(finding, subject.name) or "")
         if match:
             nics.add(match.group("nic"))
     return sorted(nics, key=_natural)
 
 
-def _nic_of(host: str, subject: str, nics: Iterable[str]) -> str | None:
-    """The NIC a host finding's subject names: `mlx5_0`, `mlx5_0/1`, `host:mlx5_0`; None otherwise."""
-    match = _PORT.match(subject)
+def _nic_of(part: str | None, nics: Iterable[str]) -> str | None:
+    """The NIC a host finding's part names: `mlx5_0` or one of its ports `mlx5_0/1`; None otherwise."""
+    if part is None:
+        return None
+    match = _PORT.match(part)
     if match:
         return match.group("nic")
-    for nic in nics:
-        if subject in (nic, f"{host}:{nic}"):
-            return nic
-    return None
+    return part if part in set(nics) else None
 
 
 def _finding_nic(subject: Subject, finding: Finding, nics: Sequence[str]) -> str | None:
@@ -331,7 +359,7 @@ def _finding_nic(subject: Subject, finding: Finding, nics: Sequence[str]) -> str
             return None
         rails = {f"GPU{index}": name for index, name in subject.affinity.rails.items()}
         return rails.get(finding.subject)
-    return _nic_of(subject.name, finding.subject, nics)
+    return _nic_of(finding_part(finding, subject.name), nics)
 
 
 def _natural(name: str) -> list[tuple[int, int | str]]:

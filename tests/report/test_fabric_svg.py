@@ -185,3 +185,38 @@ def test_worst_is_fail_then_error_then_pass_then_skip() -> None:
     assert fabric_svg.worst([f(Status.SKIP), f(Status.PASS)]) is Status.PASS
     assert fabric_svg.worst([f(Status.PASS), f(Status.ERROR)]) is Status.ERROR
     assert fabric_svg.worst([f(Status.ERROR), f(Status.FAIL)]) is Status.FAIL
+
+
+def test_the_picture_reads_a_findings_where_fields_not_its_subject_text() -> None:
+    # Subjects in prose: only the Where fields say which NIC, cable and port each finding is about.
+    from dataclasses import replace
+
+    from fabcheck.checks.model import Where
+
+    nic = replace(
+        failed("host.pfc", "the first rail NIC", "3", "4", "role roce_host"), where=Where("gpu01", "mlx5_0/1")
+    )
+    wire = replace(
+        failed("link.mtu", "cable A", "9216", "1500", "role switch_qos"),
+        where=Where("gpu01", "mlx5_0", "leaf01:swp1"),
+    )
+    port = replace(
+        failed("switch.pfc", "host port one", "3", "none", "role switch_qos"),
+        where=Where("leaf01", "swp1", "gpu01:mlx5_0"),
+    )
+    whole = passed("switch.mtu", "leaf01", "9216", "9216")
+    run = Run(
+        "validate",
+        (
+            Subject("gpu01", NodeKind.HOST, (nic, wire)),
+            Subject("leaf01", NodeKind.SWITCH, (port, whole, wire)),
+        ),
+    )
+    cell = fabric_svg.fabric(run).cell("gpu01", "mlx5_0")
+    assert cell is not None and (cell.switch, cell.port) == ("leaf01", "swp1")  # cabled by the link's Where
+    assert (cell.nic_status, cell.cable_status, cell.port_status) == (Status.FAIL, Status.FAIL, Status.FAIL)
+    assert cell.nic_findings == (nic,) and cell.port_findings == (port,)
+    assert fabric_svg.where(run.subjects[1], port, fabric_svg.cable_map(run)) == (
+        "gpu01:mlx5_0",
+        "leaf01:swp1",
+    )

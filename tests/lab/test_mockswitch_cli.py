@@ -22,6 +22,14 @@ from fabcheck.parsers.switch_records import QueueDrops, WatchdogStatus
 
 SWITCH_CORPUS = CORPUS / "switch"
 ECN_150K_1500K = "random-detect ecn minimum-threshold 150 kbytes maximum-threshold 1500 kbytes"
+# An EOS qos profile with PFC no-drop on priority 3, typed from the exec prompt.
+EOS_PFC_PROFILE = (
+    "enable",
+    "configure",
+    "qos profile ROCE",
+    "priority-flow-control on",
+    "priority-flow-control priority 3 no-drop",
+)
 
 
 def nvue(ports: tuple[str, ...] = ("swp1", "swp2", "swp16")) -> NvueDevice:
@@ -459,11 +467,7 @@ def test_eos_faults_and_heal() -> None:
     s = dev.new_session("admin")
     run(
         s,
-        "enable",
-        "configure",
-        "qos profile ROCE",
-        "priority-flow-control on",
-        "priority-flow-control priority 3 no-drop",
+        *EOS_PFC_PROFILE,
         "uc-tx-queue 3",
         ECN_150K_1500K,
         "interface Ethernet1-2",
@@ -597,11 +601,7 @@ def test_eos_watchdog_monitors_only_no_drop_queues_with_guaranteed_bandwidth() -
     s = dev.new_session("admin")
     run(
         s,
-        "enable",
-        "configure",
-        "qos profile ROCE",
-        "priority-flow-control on",
-        "priority-flow-control priority 3 no-drop",
+        *EOS_PFC_PROFILE,
         "priority-flow-control pause watchdog",
         "uc-tx-queue 3",
         "no priority",

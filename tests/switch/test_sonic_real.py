@@ -41,7 +41,7 @@ def real(name: str) -> str:
 
 def test_release_from_real_show_version() -> None:
     assert release_of(real("show-version-202205.txt")) == (2022, 5) >= MIN_RELEASE
-    assert release_of(real("show-version-20220531.txt")) == (2022, 5)
+    assert release_of(real("show-version-20241211.txt")) == (2024, 12)  # the dated form YYYYMMDD.NN
     assert release_of(real("show-version-no-branch.txt")) is None  # refused: no branch to check
     assert release_of("SONiC Software Version: SONiC.202111.5") < MIN_RELEASE
 

@@ -62,9 +62,13 @@ def test_parse_and_format_round_trip_the_rendered_config() -> None:
     tree = parse_config(text)
     assert format_config(tree) == "\n".join(line for line in text.splitlines() if line.strip() != "!")
     profile = next(node for node in tree if node.line == "qos profile FABCHECK-ROCE")
-    queue = next(node for node in profile.children if node.line == "uc-tx-queue 3")
-    # EOS tx-queues are strict by default: a DWRR share comes after `no priority`
-    assert [child.line for child in queue.children[:2]] == ["no priority", "bandwidth percent 50"]
+    lossless = next(node for node in profile.children if node.line == "uc-tx-queue 3")
+    lossy = next(node for node in profile.children if node.line == "uc-tx-queue 0")
+    # EOS tx-queues are strict by default: a DWRR share comes after `no priority`; the watched lossless
+    # queue's share is its guarantee, one bandwidth line per queue as AVD writes them
+    assert [child.line for child in lossy.children] == ["no priority", "bandwidth percent 50"]
+    assert [child.line for child in lossless.children[:2]] == ["no priority", "bandwidth guaranteed percent 50"]
+    assert not [child for child in lossless.children if child.line.startswith("bandwidth percent")]
 
 
 def test_managed_view_keeps_what_fabcheck_owns_only() -> None:
@@ -152,7 +156,8 @@ def test_stale_lines_are_negated_inside_their_block() -> None:
     profile = lines.index("qos profile FABCHECK-ROCE")
     assert lines[profile + 1] == "no uc-tx-queue 5"
     queue = lines.index("uc-tx-queue 3", profile)
-    assert lines[queue + 1] == "no random-detect ecn count"
+    # an older push's DWRR weight on the watched lossless queue goes: its share is now its guarantee
+    assert lines[queue + 1 : queue + 3] == ["no bandwidth percent", "no random-detect ecn count"]
     ethernet1 = lines.index("interface Ethernet1")
     assert lines[ethernet1 + 1 : ethernet1 + 4] == [
         "no priority-flow-control",

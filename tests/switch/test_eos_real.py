@@ -58,7 +58,9 @@ def shape(value: Any) -> Any:
 
 def test_the_model_of_a_real_show_version_picks_tx_queue() -> None:
     model = real_json("show-version.json")["modelName"]
-    assert model == "DCS-7280SR3K-48YC8-F" and queue_keyword(model) == "tx-queue"
+    assert model == "DCS-7280SR-48C6-M-R" and queue_keyword(model) == "tx-queue"
+    container = real_json("show-version-ceoslab-napalm.json")["modelName"]
+    assert container == "cEOSLab" and queue_keyword(container) == "uc-tx-queue"
     driver = ScriptedEos({"show version | json": (REAL / "show-version.json").read_text()})
     assert driver.model_name() == model
     assert queue_keyword("DCS-7060CX-32S") == "uc-tx-queue" and queue_keyword("cEOSLab") == "uc-tx-queue"

@@ -166,7 +166,9 @@ ECN_LINE = (
                 "-   priority-flow-control on",
                 "-   priority-flow-control priority 3 no-drop",
                 "-   priority-flow-control pause watchdog",
-                "-      bandwidth guaranteed percent 50",  # guaranteed only for the watchdog's scope
+                # the lossless queue's share is its guarantee while the watchdog runs, a DWRR weight without
+                "-      bandwidth guaranteed percent 50",
+                "+      bandwidth percent 50",
             ],
         ),
         ({"mtu": {"switch": 9100}}, ["-   mtu 9214", "+   mtu 9100"] * 4),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from test_eos_templates import rendered
+from test_eos_templates import NON_DEFAULT, rendered
 
 from fabcheck.parsers.eos_config import ConfigNode, dscp_map, format_config, parse_config
-from fabcheck.switch.platforms.eos import managed_view, negation, session_lines
+from fabcheck.switch.platforms.eos import OWNED_PROFILES, managed_view, negation, session_lines
 
 # A running config as EOS prints it: fabcheck's parts plus things it must leave alone, and the
 # leftovers of an older intent (DSCP 24 25 and 10 mapped, PFC on priority 4, queue 5, a polling timer).
@@ -67,7 +69,8 @@ def test_parse_and_format_round_trip_the_rendered_config() -> None:
     # EOS tx-queues are strict by default: a DWRR share comes after `no priority`; the watched lossless
     # queue's share is its guarantee, one bandwidth line per queue as AVD writes them
     assert [child.line for child in lossy.children] == ["no priority", "bandwidth percent 50"]
-    assert [child.line for child in lossless.children[:2]] == ["no priority", "bandwidth guaranteed percent 50"]
+    first_two = [child.line for child in lossless.children[:2]]
+    assert first_two == ["no priority", "bandwidth guaranteed percent 50"]
     assert not [child for child in lossless.children if child.line.startswith("bandwidth percent")]
 
 
@@ -82,11 +85,10 @@ def test_managed_view_keeps_what_fabcheck_owns_only() -> None:
         "priority-flow-control pause watchdog default polling-interval 0.1",
         "priority-flow-control pause watchdog action drop",
         "qos profile FABCHECK-ROCE",
-        "qos profile OTHER",
         "interface Ethernet1",
         "interface Ethernet9",
-    ]
-    ethernet1 = view[8]
+    ]  # `qos profile OTHER` is the operator's: fabcheck renders no such profile
+    ethernet1 = view[7]
     assert [child.line for child in ethernet1.children] == [
         "mtu 9214",
         "priority-flow-control on",
@@ -172,3 +174,12 @@ def test_tree_nodes_compare_by_content() -> None:
     assert parse_config("interface Ethernet1\n   mtu 9214\n") == (
         ConfigNode("interface Ethernet1", (ConfigNode("mtu 9214"),)),
     )
+
+
+@pytest.mark.parametrize("intent", [None, NON_DEFAULT], ids=["default", "non-default"])
+def test_the_profiles_a_render_writes_are_the_owned_ones(intent: dict[str, Any] | None) -> None:
+    """The gate and the planner count only OWNED_PROFILES: a render naming another would go unjudged."""
+    tree = parse_config(rendered(intent))
+    profiles = [node.line for node in tree if node.line.startswith("qos profile ")]
+    written = {line.removeprefix("qos profile ") for line in profiles}
+    assert written == set(OWNED_PROFILES)

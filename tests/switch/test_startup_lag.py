@@ -73,6 +73,31 @@ def test_eos_startup_lag(lab: MockSwitches) -> None:
         conn.disconnect()
 
 
+def test_eos_an_operators_unsaved_qos_profile_is_not_fabchecks_to_save(lab: MockSwitches) -> None:
+    """Issue 33: the gate counted every qos profile while the push owns only those it renders, so an
+    operator's unrelated profile left unsaved failed switch.startup_config forever (no push saves it).
+    An unsaved change inside the profile fabcheck renders still shows."""
+    conn = connect(lab.login("lag-eos"))
+    try:
+        driver = eos.EosDriver(conn)
+        ports = ("Ethernet1", "Ethernet2", "Ethernet3", "Ethernet4")
+        push(driver, render_switch(eos_desired(None, "lag-eos", ports[:3], ports[3:])), check=False)
+        assert lag(driver, eos, driver._command) == []
+        for line in ("configure", "qos profile OPERATOR-LAB", "qos trust cos", "end"):
+            driver._command(line)  # as an operator types it, and never saves it
+        assert "qos profile OPERATOR-LAB" in driver._command("show running-config")
+        assert lag(driver, eos, driver._command) == []
+        for line in ("configure", "qos profile FABCHECK-ROCE", "qos trust cos", "end"):
+            driver._command(line)
+        lines = lag(driver, eos, driver._command)
+        assert "+   qos trust cos" in lines and "-   qos trust dscp" in lines
+        assert not [line for line in lines if "OPERATOR-LAB" in line]
+        driver._command("copy running-config startup-config")
+        assert lag(driver, eos, driver._command) == []
+    finally:
+        conn.disconnect()
+
+
 def test_sonic_startup_lag(lab: MockSwitches) -> None:
     conn = connect(lab.login("lag-sonic"))
     try:

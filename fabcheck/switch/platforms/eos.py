@@ -17,8 +17,9 @@ both proceed).
 Tx-queues are strict priority on EOS until `no priority`: a DWRR queue gets `no priority` and
 `bandwidth percent`, except a lossless queue the PFC watchdog watches, whose share is written as
 `bandwidth guaranteed percent` (EOS watches only queues with guaranteed bandwidth): one bandwidth line
-per queue, as AVD's tx-queue templates write them. Jericho/VOQ families (7280R, 7500R, 7800R) name unicast queues `tx-queue` and
-refuse `uc-tx-queue`: the keyword follows the model `show version | json` reports.
+per queue, as AVD's tx-queue templates write them. Jericho/VOQ families (7280R, 7500R, 7800R) name
+unicast queues `tx-queue` and refuse `uc-tx-queue`: the keyword follows the model `show version | json`
+reports.
 
 What fabcheck owns: the whole DSCP -> traffic-class map (a DSCP the config does not map goes back
 to EOS's default class), the global PFC watchdog lines, every `qos profile` block it renders, and
@@ -101,7 +102,11 @@ _LINES: tuple[OwnedLine, ...] = tuple(
     )
 )
 _GLOBAL_OWNED = re.compile(r"qos map dscp |priority-flow-control pause watchdog ")
-_BLOCKS_OWNED_WHOLE = re.compile(r"qos profile \S+")
+# The qos profiles the push renders (templates/eos/switch.j2 names one; tests/switch/test_eos_plan.py
+# fails if a render names another): only these are fabcheck's. An operator's own profile, saved or not,
+# is neither planned against nor counted by the gate's startup view (no push would ever save it).
+OWNED_PROFILES = ("FABCHECK-ROCE",)
+_BLOCKS_OWNED_WHOLE = re.compile("|".join(f"qos profile {re.escape(name)}" for name in OWNED_PROFILES))
 _BLOCKS_OWNED_QOS = re.compile(r"interface \S+")
 
 
@@ -206,8 +211,9 @@ STARTUP_LAG_PROBES = ("show running-config", SHOW_STARTUP)
 
 
 def startup_lag_lines(running: str, startup: str) -> list[str]:
-    """Pure, for the gate: unified-diff lines of the parts fabcheck manages (its global lines, qos
-    profiles, and the QoS lines of interfaces) where startup-config differs from running-config."""
+    """Pure, for the gate: unified-diff lines of the parts fabcheck manages (its global lines, the qos
+    profiles it renders, and the QoS lines of interfaces) where startup-config differs from
+    running-config."""
 
     def owned(text: str) -> list[str]:
         return format_config(managed_view(parse_config(text))).splitlines()

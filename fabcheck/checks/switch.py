@@ -422,6 +422,8 @@ def _judge_speed(
     assert isinstance(r, PortSpeed)
     if p is None or p.speed_gbps is None:
         return Status.ERROR, "a port speed shown for the switch, not for a port"
+    if r.mbps == 0:  # a link that is down (EOS notconnect): its nominal rate is not a trained one
+        return Status.FAIL, "link down: not trained at any rate"
     shown = f"{r.mbps // 1000}G" if r.mbps % 1000 == 0 else f"{r.mbps}M"
     return (Status.PASS if r.mbps == p.speed_gbps * 1000 else Status.FAIL), shown
 

@@ -181,12 +181,27 @@ def parse_interfaces(text: str, port: str | None = None, source: str = "<text>")
         mtu = number(field(entry, "mtu", source, where), source, f"{where} mtu", high=MAX_MTU)
         if mtu:  # a Vxlan interface shows mtu 0 (real output, aristanetworks/anta tests): it has none
             placed.append((name, Mtu(mtu)))
-        # `bandwidth` in bit/s (what ANTA's VerifyInterfacesSpeed reads); 0 on a port that is down
+        # `bandwidth` in bit/s (what ANTA's VerifyInterfacesSpeed reads) is the port's nominal rate: a
+        # `notconnect` port whose line protocol is down still shows it (napalm's real EOS sample,
+        # tests/data/real/eos/INDEX.tsv), so only a connected, up port runs at it; a down one trains
+        # at no rate (0), which switch.port_speed fails as a link down.
         if "bandwidth" in entry:
             bps = number(entry["bandwidth"], source, f"{where} bandwidth", high=MAX_BANDWIDTH_BPS)
-            if bps:
+            if not _link_up(entry, source, where):
+                placed.append((name, PortSpeed(0)))
+            elif bps:  # 0 on an up port (a virtual one): no rate shown, so none read
                 placed.append((name, PortSpeed(bps // 1_000_000)))
     return placed
+
+
+def _link_up(entry: Any, source: str, where: str) -> bool:
+    """`interfaceStatus` `connected` and `lineProtocolStatus` `up`; any other word (notconnect, disabled,
+    errdisabled; down, lowerLayerDown, notPresent) is a link that carries nothing."""
+    status = field(entry, "interfaceStatus", source, where)
+    protocol = field(entry, "lineProtocolStatus", source, where)
+    if not isinstance(status, str) or not isinstance(protocol, str):
+        raise ParseError(f"{where}: interfaceStatus and lineProtocolStatus must be words", source=source)
+    return status == "connected" and protocol == "up"
 
 
 def _flag(value: Any, source: str, what: str) -> bool:

@@ -139,7 +139,8 @@ class Mtu:
 
 @dataclass(frozen=True)
 class PortSpeed:
-    """The rate a port runs at, in Mb/s (SONiC's unit; NVUE's `400G` and EOS's bit/s converted)."""
+    """The rate a port runs at, in Mb/s (SONiC's unit; NVUE's `400G` and EOS's bit/s converted); 0 for a
+    link that is down (trained at no rate)."""
 
     mbps: int
 

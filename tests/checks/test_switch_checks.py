@@ -4,6 +4,7 @@ check on exactly its ports, and anything unread is an error, never a pass."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -170,6 +171,7 @@ def test_per_port_findings_name_switch_port_and_cabled_nic_as_fields(name: str) 
 GUARANTEE = "      bandwidth guaranteed percent 50\n"
 ETHERNET2 = "interface Ethernet2\n   mtu 9214\n   service-profile FABCHECK-ROCE\n"
 CONVERGED_EOS = switchfabric.DATA / "converged" / "leaf03"
+REAL_EOS = Path(__file__).resolve().parents[1] / "data" / "real" / "eos"
 
 
 def eos_edited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: Callable[[str], str]) -> set:
@@ -208,3 +210,31 @@ def test_eos_interface_tx_queue_lines_apply_over_the_profile_on_that_port_only(
     )
     ports = [port for port in PORTS["eos"] if port != "Ethernet2"]
     assert failing == {("switch.watchdog", "fail", f"leaf03:{port}") for port in ports}
+
+
+def test_eos_a_notconnect_port_with_its_nominal_bandwidth_fails_port_speed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33: EOS keeps a `notconnect` port's nominal `bandwidth` (napalm's real `show interfaces |
+    json`, tests/data/real/eos/show-interfaces-json-napalm-notconnect.json: Ethernet1 notconnect, line
+    protocol down, bandwidth 10000000000), so the rate alone read a down link as trained at it."""
+    real = json.loads((REAL_EOS / "show-interfaces-json-napalm-notconnect.json").read_text())
+    down = real["interfaces"]["Ethernet1"]
+    assert (down["interfaceStatus"], down["lineProtocolStatus"], down["bandwidth"]) == (
+        "notconnect",
+        "down",
+        10_000_000_000,
+    )
+    folder = tmp_path / "down" / "leaf03"
+    shutil.copytree(CONVERGED_EOS, folder)
+    shown = json.loads((folder / "eos.interfaces.txt").read_text())
+    port = shown["interfaces"]["Ethernet1"]
+    assert port["bandwidth"] == 400_000_000_000  # the nominal rate the intent cables
+    port |= {key: down[key] for key in ("interfaceStatus", "lineProtocolStatus")}
+    (folder / "eos.interfaces.txt").write_text(json.dumps(shown))
+    monkeypatch.setattr(switchfabric, "DATA", tmp_path)
+    findings = judged("down", "leaf03")
+    failing = {f for f in not_passing(findings) if f[1] != "skip"}
+    assert failing == {("switch.port_speed", "fail", "leaf03:Ethernet1")}
+    actual = next(f.actual for f in findings if f.check == "switch.port_speed" and f.status is Status.FAIL)
+    assert actual == "link down: not trained at any rate"

@@ -185,7 +185,8 @@ def test_unreadable_traffic_pools_are_parse_errors(text: str, message: str) -> N
         (switch_sonic.parse_config_db, '{"PORT": {"Ethernet0": {"speed": "200000"}}}', 200_000),
         (
             switch_eos.parse_interfaces,
-            '{"interfaces": {"Ethernet1": {"mtu": 9214, "bandwidth": 100000000000}}}',
+            '{"interfaces": {"Ethernet1": {"mtu": 9214, "bandwidth": 100000000000,'
+            ' "interfaceStatus": "connected", "lineProtocolStatus": "up"}}}',
             100_000,
         ),
     ],
@@ -194,9 +195,14 @@ def test_port_speeds_read_in_mbps(parser: Callable[..., list], text: str, mbps: 
     assert [r for _p, r in parser(text, "swp1") if isinstance(r, PortSpeed)] == [PortSpeed(mbps)]
 
 
-def test_a_down_eos_port_has_no_speed_and_an_nvue_speed_it_cannot_spell_is_refused() -> None:
-    down = switch_eos.parse_interfaces('{"interfaces": {"Ethernet1": {"mtu": 9214, "bandwidth": 0}}}')
-    assert not [r for _p, r in down if isinstance(r, PortSpeed)]
+def test_an_up_eos_port_without_a_rate_has_no_speed_and_an_nvue_speed_it_cannot_spell_is_refused() -> None:
+    rateless = switch_eos.parse_interfaces(
+        '{"interfaces": {"Ethernet1": {"mtu": 9214, "bandwidth": 0,'
+        ' "interfaceStatus": "connected", "lineProtocolStatus": "up"}}}'
+    )
+    assert not [r for _p, r in rateless if isinstance(r, PortSpeed)]
+    with pytest.raises(ParseError, match="interfaceStatus"):
+        switch_eos.parse_interfaces('{"interfaces": {"Ethernet1": {"mtu": 9214, "bandwidth": 0}}}')
     untrained = switch_nvue.parse_port_link('{"mtu": 9216, "speed": "auto"}', "swp1")
     assert not [r for _p, r in untrained if isinstance(r, PortSpeed)]
     with pytest.raises(ParseError, match="is not a link speed"):

@@ -18,6 +18,8 @@ import pytest
 from mockswitches import MockSwitches, mock_switches
 from test_eos_templates import eos_desired
 
+from fabcheck.parsers.switch_eos import parse_interfaces
+from fabcheck.parsers.switch_records import PortSpeed
 from fabcheck.switch.connect import connect
 from fabcheck.switch.driver import ForeignWork, PushError, SwitchLocked, push
 from fabcheck.switch.platforms.eos import EosDriver, for_model, queue_keyword
@@ -212,3 +214,15 @@ def test_two_concurrent_pushes_never_both_succeed(lab: MockSwitches) -> None:
     finally:
         conn.disconnect()
     assert lab.state(name)["pending"] == {}
+
+
+def test_a_real_notconnect_port_is_read_as_not_trained_not_at_its_nominal_rate() -> None:
+    # napalm's real `show interfaces | json`: Ethernet1 notconnect/down keeps bandwidth 10 Gb/s; the
+    # port-channels it belongs to are notconnect/lowerLayerDown with bandwidth 0
+    text = (REAL / "show-interfaces-json-napalm-notconnect.json").read_text()
+    speeds = {port: record for port, record in parse_interfaces(text) if isinstance(record, PortSpeed)}
+    assert speeds == {
+        "Ethernet1": PortSpeed(0),
+        "Port-Channel1": PortSpeed(0),
+        "Port-Channel1.20": PortSpeed(0),
+    }

@@ -717,8 +717,12 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
     OwnedField("eos", "qos profile FABCHECK-ROCE: priority-flow-control pause watchdog", "switch", WATCHDOG),
     OwnedField("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> random-detect ecn", "switch", ECN),
     OwnedField("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth percent", "switch", SCHEDULER),
-    OwnedField(
-        "eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth guaranteed percent", "switch", WATCHDOG
+    OwnedField(  # the watched lossless queue's share, written as the guarantee the watchdog needs
+        "eos",
+        "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth guaranteed percent",
+        "switch",
+        WATCHDOG,
+        also=(SCHEDULER,),
     ),
     OwnedField("eos", "priority-flow-control pause watchdog default timeout", "switch", WATCHDOG_SETTINGS),
     OwnedField(

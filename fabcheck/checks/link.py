@@ -269,7 +269,17 @@ def _lldp(ends: _Ends) -> Finding:
             f"no LLDP neighbour on {link.switch_end}: run lldpd on {link.host} (portidsubtype ifname) "
             "so the gate can prove this cable",
         )
-    actual = f"{link.switch_end} hears {record.system} {record.port}"
+    if record.ambiguous:
+        heard = "; ".join(_heard(system, port) for system, port in _neighbours(record))
+        return errored(
+            LLDP,
+            ends.subject,
+            expected,
+            f"{link.switch_end} hears {len(record.others) + 1} LLDP neighbours: {heard}",
+            "one cable cannot carry several neighbours (a hub, a shared segment or a miswired breakout): "
+            f"the gate cannot prove which is {link.host}; cable {link.switch_end} point to point",
+        )
+    actual = f"{link.switch_end} hears {_heard(record.system, record.port)}"
     system_ok = _same_system(record.system, link.host)
     # A MAC port id (lldpd's default), or a NIC whose interface the host did not name, proves the
     # host only.
@@ -299,20 +309,36 @@ def _heard_off_the_map(
         for (_kind, port), record in evidence.records.items():
             if not isinstance(record, LldpNeighbor) or port is None or (name, port) in mapped:
                 continue
-            host = next((h for h in sorted(judged) if _same_system(record.system, h)), None)
-            if host is None:
-                continue
-            findings.append(
-                failed(
-                    LLDP,
-                    f"{name}:{port}",
-                    f"fabric_links cables no NIC to {name}:{port}",
-                    f"LLDP on {name}:{port} hears {record.system} {record.port}",
-                    f"add the NIC of {host} behind {record.port} to {host}'s fabric_links as "
-                    f"`<nic>: {name}:{port}`",
+            if MANAGEMENT_PORT.fullmatch(port):
+                continue  # the switch's own management port: never a fabric cable
+            for system, remote in _neighbours(record):
+                host = next((h for h in sorted(judged) if _same_system(system, h)), None)
+                if host is None:
+                    continue
+                findings.append(
+                    failed(
+                        LLDP,
+                        f"{name}:{port}",
+                        f"fabric_links cables no NIC to {name}:{port}",
+                        f"LLDP on {name}:{port} hears {_heard(system, remote)}",
+                        f"add the NIC of {host} behind {remote} to {host}'s fabric_links as "
+                        f"`<nic>: {name}:{port}`",
+                    )
                 )
-            )
     return findings
+
+
+# A switch's out-of-band management port, as SONiC and Cumulus (eth0) and EOS (Management1, 1/1)
+# name it: it hears the management network, never a fabric NIC.
+MANAGEMENT_PORT = re.compile(r"eth[0-9]+|Management[0-9]+(?:/[0-9]+)*", re.ASCII)
+
+
+def _neighbours(record: LldpNeighbor) -> list[tuple[str, str]]:
+    return [(record.system, record.port), *record.others]
+
+
+def _heard(system: str, port: str) -> str:
+    return f"{system or '(no system name)'} {port}"
 
 
 def _what_missing(ends: _Ends, host_value: object, record: object, what: str) -> str:

@@ -33,6 +33,7 @@ from fabcheck.parsers.switch_records import (
     QueueDrops,
     QueueEcn,
     QueueGuarantees,
+    QueueMaps,
     Record,
     RunningConfigText,
     Schedulers,
@@ -180,12 +181,84 @@ def _want_pfc(d: DesiredSwitch, p: DesiredSwitchPort | None, _inputs: Inputs) ->
 
 
 def _judge_pfc(
-    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
+    r: Record,
+    port: str | None,
+    d: DesiredSwitch,
+    p: DesiredSwitchPort | None,
+    more: Mapping[type, Record],
+    _inputs: Inputs,
 ) -> Verdict:
     assert isinstance(r, PfcPriorities)
     wanted = p.pfc_priorities if p else d.pfc_priorities
     ok = set(r.priorities) == set(wanted)
-    return (Status.PASS if ok else Status.FAIL), f"PFC on priorities {_ids(r.priorities)}"
+    shown = f"PFC on priorities {_ids(r.priorities)}"
+    maps = more.get(QueueMaps)
+    if isinstance(maps, QueueMaps):  # SONiC: which queue a pause stops, which group's headroom sends it
+        off = _map_drift(
+            "MAP_PFC_PRIORITY_TO_QUEUE",
+            "priority",
+            "queue",
+            d.pfc_priority_to_queue,
+            maps.pfc_priority_to_queue,
+        ) + _map_drift(
+            "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+            "priority",
+            "priority group",
+            d.pfc_priority_to_priority_group,
+            maps.pfc_priority_to_priority_group,
+        )
+        if off:
+            return Status.FAIL, f"{shown}; {'; '.join(off)}"
+    return (Status.PASS if ok else Status.FAIL), shown
+
+
+def _map_drift(
+    table: str, source: str, target: str, wanted: Mapping[int, int], have: Sequence[tuple[int, int]] | None
+) -> list[str]:
+    """How a SONiC map bound to the port differs from the intent's, entry by entry ([] = the same)."""
+    if have is None:
+        return [f"the port binds no {table}"]
+    shown = dict(have)
+    return [
+        f"{table}: {source} {key} -> {target} {shown.get(key, 'unmapped')} (not {value})"
+        for key, value in sorted(wanted.items())
+        if shown.get(key) != value
+    ]
+
+
+def _want_queue_map(d: DesiredSwitch, p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
+    wanted = (
+        f"traffic class->queue {_pairs(d.traffic_class_to_queue)}; "
+        f"traffic class->priority group {_pairs(d.traffic_class_to_priority_group)}"
+    )
+    if (p.trust if p else d.trust) != "dscp":
+        wanted += f"; PCP->traffic class {_pairs(d.pcp_to_traffic_class)}"
+    return wanted
+
+
+def _judge_queue_map(
+    r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
+) -> Verdict:
+    """SONiC: the class -> queue and class -> ingress group maps the port binds (the other checks judge
+    queue n as class n's: a class that leaves by another queue gets another queue's ECN, scheduler and
+    buffer), and on a port that trusts PCP its PCP -> class map."""
+    assert isinstance(r, QueueMaps)
+    off = _map_drift("TC_TO_QUEUE_MAP", "class", "queue", d.traffic_class_to_queue, r.tc_to_queue)
+    off += _map_drift(
+        "TC_TO_PRIORITY_GROUP_MAP",
+        "class",
+        "priority group",
+        d.traffic_class_to_priority_group,
+        r.tc_to_priority_group,
+    )
+    if (p.trust if p else d.trust) != "dscp":
+        off += _map_drift("DOT1P_TO_TC_MAP", "PCP", "class", d.pcp_to_traffic_class, r.pcp_to_tc)
+    if off:
+        return Status.FAIL, "; ".join(off)
+    return Status.PASS, (
+        f"traffic class->queue {_pairs(dict(r.tc_to_queue or ()))}; "
+        f"traffic class->priority group {_pairs(dict(r.tc_to_priority_group or ()))}"
+    )
 
 
 def _want_ecn(d: DesiredSwitch, _p: DesiredSwitchPort | None, inputs: Inputs) -> str:
@@ -486,6 +559,7 @@ def _needs_watchdog(d: DesiredSwitch) -> str | None:
 TRUST = "switch.trust"
 DSCP_MAP = "switch.dscp_map"
 PRIORITY_MAP = "switch.priority_map"
+QUEUE_MAP = "switch.queue_map"
 PFC = "switch.pfc"
 ECN = "switch.ecn"
 SCHEDULER = "switch.scheduler"
@@ -543,7 +617,23 @@ SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
             not_shown="DSCP maps straight to traffic classes; there is no switch-priority stage to check",
         ),
     ),
-    _switch_check(PFC, "pfc", "PFC priorities per port", SwitchJudge(PfcPriorities, _want_pfc, _judge_pfc)),
+    _switch_check(
+        QUEUE_MAP,
+        "dscp",
+        "traffic class -> egress queue and ingress priority group",
+        SwitchJudge(
+            QueueMaps,
+            _want_queue_map,
+            _judge_queue_map,
+            not_shown="a traffic class leaves by the queue of its number; there is no class -> queue map",
+        ),
+    ),
+    _switch_check(
+        PFC,
+        "pfc",
+        "PFC priorities per port (SONiC: and the queue and priority group each priority maps to)",
+        SwitchJudge(PfcPriorities, _want_pfc, _judge_pfc, also=(QueueMaps,)),
+    ),
     _switch_check(
         ECN,
         "ecn",
@@ -700,6 +790,14 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
     OwnedField("sonic", "DSCP_TO_TC_MAP|FABCHECK <d>", "switch", DSCP_MAP),
     OwnedField("sonic", "PORT_QOS_MAP|<port> dscp_to_tc_map", "port", DSCP_MAP),
     OwnedField("sonic", "PORT_QOS_MAP|<port> dot1p_to_tc_map", "port", TRUST),
+    OwnedField("sonic", "TC_TO_QUEUE_MAP|FABCHECK <tc>", "switch", QUEUE_MAP),
+    OwnedField("sonic", "PORT_QOS_MAP|<port> tc_to_queue_map", "port", QUEUE_MAP),
+    OwnedField("sonic", "TC_TO_PRIORITY_GROUP_MAP|FABCHECK <tc>", "switch", QUEUE_MAP),
+    OwnedField("sonic", "PORT_QOS_MAP|<port> tc_to_pg_map", "port", QUEUE_MAP),
+    OwnedField("sonic", "MAP_PFC_PRIORITY_TO_QUEUE|FABCHECK <p>", "switch", PFC),
+    OwnedField("sonic", "PORT_QOS_MAP|<port> pfc_to_queue_map", "port", PFC),
+    OwnedField("sonic", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP|FABCHECK <p>", "switch", PFC),
+    OwnedField("sonic", "PORT_QOS_MAP|<port> pfc_to_pg_map", "port", PFC),
     OwnedField("sonic", "QUEUE|<port>|<tc> wred_profile", "port", ECN),
     OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> green_min_threshold", "switch", ECN),
     OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> yellow_max_threshold", "switch", ECN),

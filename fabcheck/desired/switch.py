@@ -202,6 +202,35 @@ class DesiredSwitch:
         lossless = any(q.lossless and q.traffic_class == traffic_class for q in self.queues)
         return traffic_class if lossless else SONIC_LOSSY_PRIORITY_GROUP
 
+    @property
+    def traffic_class_to_queue(self) -> dict[int, int]:
+        """SONiC's TC_TO_QUEUE_MAP: every class leaves by the queue of its own number (the queue the
+        QUEUE, BUFFER_QUEUE and WRED settings of that class name)."""
+        return {tc: tc for tc in range(len(self.switch_priority_to_traffic_class))}
+
+    @property
+    def traffic_class_to_priority_group(self) -> dict[int, int]:
+        """SONiC's TC_TO_PRIORITY_GROUP_MAP: a lossless class has its own ingress group, the rest share
+        the lossy one."""
+        return {tc: self.priority_group(tc) for tc in range(len(self.switch_priority_to_traffic_class))}
+
+    @property
+    def pfc_priority_to_queue(self) -> dict[int, int]:
+        """SONiC's MAP_PFC_PRIORITY_TO_QUEUE: a pause for priority p stops the queue of p's class."""
+        return {
+            p: self.traffic_class_to_queue[tc] for p, tc in enumerate(self.switch_priority_to_traffic_class)
+        }
+
+    @property
+    def pfc_priority_to_priority_group(self) -> dict[int, int]:
+        """SONiC's PFC_PRIORITY_TO_PRIORITY_GROUP_MAP: priority p pauses from its class's ingress group."""
+        return {p: self.priority_group(tc) for p, tc in enumerate(self.switch_priority_to_traffic_class)}
+
+    @property
+    def pcp_to_traffic_class(self) -> dict[int, int]:
+        """SONiC's DOT1P_TO_TC_MAP on a port that trusts PCP: the PCP value is the switch priority."""
+        return dict(enumerate(self.switch_priority_to_traffic_class))
+
     def priority_group_buffers(self, port: DesiredSwitchPort) -> tuple[tuple[int, str], ...]:
         """SONiC's BUFFER_PG of one port: (priority group, profile) of each group its PFC priorities use."""
         groups = {self.priority_group(self.switch_priority_to_traffic_class[p]) for p in port.pfc_priorities}

@@ -175,6 +175,23 @@ class BufferProfiles:
 
 
 @dataclass(frozen=True)
+class QueueMaps:
+    """SONiC, per port: the maps its PORT_QOS_MAP entry binds beyond the DSCP map, each as the entries of
+    the bound map ((from, to) pairs), or None where the port binds none. Traffic class -> egress queue
+    (TC_TO_QUEUE_MAP, tc_to_queue_map) and -> ingress priority group (TC_TO_PRIORITY_GROUP_MAP,
+    tc_to_pg_map); PFC priority -> the queue its pause frames stop (MAP_PFC_PRIORITY_TO_QUEUE,
+    pfc_to_queue_map) and -> the priority group whose headroom triggers them
+    (PFC_PRIORITY_TO_PRIORITY_GROUP_MAP, pfc_to_pg_map); PCP -> traffic class (DOT1P_TO_TC_MAP,
+    dot1p_to_tc_map) where the port classifies by PCP."""
+
+    tc_to_queue: tuple[tuple[int, int], ...] | None
+    tc_to_priority_group: tuple[tuple[int, int], ...] | None
+    pfc_priority_to_queue: tuple[tuple[int, int], ...] | None
+    pfc_priority_to_priority_group: tuple[tuple[int, int], ...] | None
+    pcp_to_tc: tuple[tuple[int, int], ...] | None = None
+
+
+@dataclass(frozen=True)
 class QueueDrops:
     """Dropped packets per egress queue, or (NVUE) for the RoCE class only; a counter reading."""
 
@@ -197,11 +214,18 @@ def _since(now: int, before: int) -> int:
 
 @dataclass(frozen=True)
 class LldpNeighbor:
-    """Who the port hears over LLDP: the neighbour's system name and port id (an interface name, or a
-    MAC where the neighbour's agent sends that)."""
+    """Who the port hears over LLDP: the neighbour's system name ("" where it sends none) and port id
+    (an interface name, or a MAC where the neighbour's agent sends that). `others`: further
+    (system, port) neighbours the same port hears (a hub, a miswired breakout, a management port on a
+    shared segment): the port is ambiguous, and only that port."""
 
     system: str
     port: str
+    others: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def ambiguous(self) -> bool:
+        return bool(self.others)
 
 
 @dataclass(frozen=True)
@@ -236,6 +260,7 @@ Record = (
     | QueueGuarantees
     | Mtu
     | QueueDrops
+    | QueueMaps
     | RunningConfigText
     | StartupConfigText
 )

@@ -25,6 +25,7 @@ from fabcheck.parsers.switch_records import (
     PortSpeed,
     QueueDrops,
     QueueEcn,
+    QueueMaps,
     QueueScheduler,
     Schedulers,
     Trust,
@@ -40,10 +41,18 @@ from fabcheck.parsers.switch_records import (
 )
 
 MAX_MTU = 65535
+MAX_QUEUE_INDEX = 255  # no switch has more egress queues or priority groups a port
 MAX_SPEED_MBPS = 1_600_000  # 1.6 Tb/s: the fastest Ethernet port a switch has
 SCHEDULER_TYPES = {"DWRR": "dwrr", "WRR": "dwrr", "STRICT": "strict"}
 _QUEUE_KEY = re.compile(r"(?P<port>[^|]+)\|(?P<first>[0-9])(?:-(?P<last>[0-9]))?", re.ASCII)
-_UNICAST_QUEUE = re.compile(r"UC(?P<queue>[0-9]{1,2})", re.ASCII)
+# `show queue counters --json` (sonic-utilities scripts/queuestat): per port, each queue as its type and
+# index (UC unicast, MC multicast, ALL, VOQ on a VOQ chassis) beside the reading's "time", and
+# "cached_time" where a build prints the `sonic-clear queuecounters` snapshot's time.
+_QUEUE_NAME = re.compile(r"(?P<type>UC|MC|ALL|VOQ)(?P<queue>[0-9]{1,3})", re.ASCII)
+_READING_KEYS = frozenset(("time", "cached_time"))
+# After `sonic-clear queuecounters` queuestat prints each counter as its difference from the saved
+# snapshot through utilities_common/netstat.py ns_diff, '{:,}'.format(...): "1,234".
+_GROUPED_DIGITS = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+", re.ASCII)
 # Rows `Ethernet0:3  stormed ...`; multi-ASIC switches list backplane ports (`Ethernet-BP0:12`) and
 # queues 0..15, and a queue whose watchdog state is not in COUNTERS_DB shows `N/A` (sonic-utilities
 # tests/pfcwd_input/pfcwd_test_vectors.py: real `show pfcwd stats` output over mock tables).
@@ -74,6 +83,26 @@ WATCHDOG_SETTINGS = (
 # Beside the CONFIG_DB tables `show runningconfiguration all` prints FRR's config as the string "bgpraw"
 # (sonic-utilities show/main.py): not a table.
 FRR_CONFIG_KEY = "bgpraw"
+# Before 202111 CONFIG_DB wrote a reference to another table's entry in ABNF form, `[BUFFER_PROFILE|name]`;
+# db_migrator rewrites them to plain names on upgrade (sonic-utilities scripts/db_migrator.py,
+# migrate_qos_fieldval_reference_format, first in the 202111 branch).
+_OLD_REFERENCE = re.compile(r"\[(?P<table>[A-Z_]+)\|(?P<name>[^\]|]+)\]")
+
+
+def _refuse_old_reference(value: Any, source: str, where: str) -> None:
+    """A reference in the pre-202111 `[TABLE|name]` form is not a missing entry: the switch runs a
+    release older than the driver's minimum, whose CONFIG_DB fabcheck neither reads nor writes."""
+    if not isinstance(value, str) or _OLD_REFERENCE.fullmatch(value.strip()) is None:
+        return
+    # The driver module loads jinja2 and pydantic; only this refusal needs its constant.
+    from fabcheck.switch.platforms.sonic import MIN_RELEASE
+
+    minimum = f"{MIN_RELEASE[0]}{MIN_RELEASE[1]:02d}"
+    raise ParseError(
+        f"{where}: {value[:60]!r} is the old reference syntax [TABLE|name] (SONiC before 202111): "
+        f"the switch runs a release below the minimum fabcheck supports, {minimum}; upgrade it",
+        source=source,
+    )
 
 
 def parse_config_db(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
@@ -121,16 +150,19 @@ def _port_records(
     switch_wide = obj(tables.get("PORT_QOS_MAP", {}).get("global", {}), source, f"{what} PORT_QOS_MAP|global")
     if "dscp_to_tc_map" in qos:
         placed.append((port, Trust("dscp")))
-        placed.append((port, _dscp_map(tables, qos["dscp_to_tc_map"], source, what)))
+        placed.append((port, _dscp_map(tables, qos["dscp_to_tc_map"], source, where)))
     elif "dot1p_to_tc_map" in qos:
         placed.append((port, Trust("pcp")))
         placed.append((port, DscpMap("traffic-class", ())))  # the port classifies by PCP: no DSCP map
     elif "dscp_to_tc_map" in switch_wide:
         placed.append((port, Trust("dscp")))
-        placed.append((port, _dscp_map(tables, switch_wide["dscp_to_tc_map"], source, what)))
+        placed.append(
+            (port, _dscp_map(tables, switch_wide["dscp_to_tc_map"], source, f"{what} PORT_QOS_MAP|global"))
+        )
     else:
         placed.append((port, Trust("none")))
         placed.append((port, DscpMap("traffic-class", tuple((dscp, 0) for dscp in range(64)))))
+    placed.append((port, _queue_maps(qos, tables, source, where)))
     pfc = id_list(qos.get("pfc_enable", ""), source, f"{where} pfc_enable")
     watched = id_list(qos.get("pfcwd_sw_enable", ""), source, f"{where} pfcwd_sw_enable")
     watchdog = port in tables.get("PFC_WD", {}) and bool(watched)
@@ -162,19 +194,67 @@ def _setting(value: Any, source: str, what: str) -> str:
 
 def _dscp_map(tables: Mapping[str, Mapping[str, Any]], name: Any, source: str, what: str) -> DscpMap:
     maps = tables.get("DSCP_TO_TC_MAP", {})
+    _refuse_old_reference(name, source, f"{what} dscp_to_tc_map")
     if not isinstance(name, str) or name not in maps:
         raise ParseError(
             f"{what}: DSCP_TO_TC_MAP {str(name)[:40]!r} is bound to a port but missing", source=source
         )
-    entries = obj(maps[name], source, f"{what} DSCP_TO_TC_MAP|{name}")
+    table = "show runningconfiguration all DSCP_TO_TC_MAP"
+    entries = obj(maps[name], source, f"{table}|{name}")
     pairs = [
         (
-            dscp_number(d, source, f"{what} DSCP_TO_TC_MAP|{name} key"),
-            class_number(tc, source, f"{what} DSCP_TO_TC_MAP|{name}|{d}"),
+            dscp_number(d, source, f"{table}|{name} key"),
+            class_number(tc, source, f"{table}|{name}|{d}"),
         )
         for d, tc in entries.items()
     ]
     return DscpMap("traffic-class", tuple(sorted(pairs)))
+
+
+# PORT_QOS_MAP field -> the map table it names, for the maps QueueMaps holds (each 0..7 -> 0..7).
+QUEUE_MAP_BINDINGS = {
+    "tc_to_queue_map": "TC_TO_QUEUE_MAP",
+    "tc_to_pg_map": "TC_TO_PRIORITY_GROUP_MAP",
+    "pfc_to_queue_map": "MAP_PFC_PRIORITY_TO_QUEUE",
+    "pfc_to_pg_map": "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+    "dot1p_to_tc_map": "DOT1P_TO_TC_MAP",
+}
+
+
+def _queue_maps(
+    qos: Mapping[str, Any], tables: Mapping[str, Mapping[str, Any]], source: str, where: str
+) -> QueueMaps:
+    """The maps the port binds, read from the same CONFIG_DB dump (no further command)."""
+    read: dict[str, tuple[tuple[int, int], ...] | None] = {}
+    for binding, table in QUEUE_MAP_BINDINGS.items():
+        name = qos.get(binding)
+        if name is None:
+            read[binding] = None
+            continue
+        _refuse_old_reference(name, source, f"{where} {binding}")
+        maps = tables.get(table, {})
+        if not isinstance(name, str) or name not in maps:
+            raise ParseError(
+                f"{where}: {binding} names {table} {str(name)[:40]!r}, which does not exist", source=source
+            )
+        entries = obj(maps[name], source, f"{where} {table}|{name}")
+        read[binding] = tuple(
+            sorted(
+                (
+                    class_number(key, source, f"{where} {table}|{name} key"),
+                    # a queue or group index as the map holds it; the check judges its value
+                    number(value, source, f"{where} {table}|{name}|{key}", high=MAX_QUEUE_INDEX),
+                )
+                for key, value in entries.items()
+            )
+        )
+    return QueueMaps(
+        read["tc_to_queue_map"],
+        read["tc_to_pg_map"],
+        read["pfc_to_queue_map"],
+        read["pfc_to_pg_map"],
+        read["dot1p_to_tc_map"],
+    )
 
 
 def _queue_entries(
@@ -196,7 +276,7 @@ def _buffer_bindings(
     tables: Mapping[str, Mapping[str, Any]], table: str, source: str, what: str
 ) -> dict[str, list[BufferBinding]]:
     """BUFFER_PG|Ethernet0|3 or BUFFER_QUEUE|Ethernet0|0-2 -> port -> its bindings in span order. A
-    profile is named plainly (202012 on) or as a reference, `[BUFFER_PROFILE|name]` (earlier releases)."""
+    profile named as a reference, `[BUFFER_PROFILE|name]` (releases before 202111), is refused."""
     found: dict[str, list[BufferBinding]] = {}
     for key, fields in tables.get(table, {}).items():
         match = _QUEUE_KEY.fullmatch(key)
@@ -206,8 +286,7 @@ def _buffer_bindings(
         profile = obj(fields, source, where).get("profile")
         if not isinstance(profile, str) or not profile:
             raise ParseError(f"{where}: profile {str(profile)[:40]!r} is not a profile name", source=source)
-        if profile.startswith("[BUFFER_PROFILE|") and profile.endswith("]"):
-            profile = profile[len("[BUFFER_PROFILE|") : -1]
+        _refuse_old_reference(profile, source, f"{where} profile")
         first, last = int(match["first"]), int(match["last"] or match["first"])
         span = key.partition("|")[2]
         found.setdefault(match["port"], []).append(
@@ -224,6 +303,7 @@ def _queue_ecn(
     name = fields.get("wred_profile")
     if name is None:
         return QueueEcn(tc, False, None, None, None)
+    _refuse_old_reference(name, source, f"{where} wred_profile")
     if not isinstance(name, str) or name not in profiles:
         raise ParseError(f"{where}: wred_profile {str(name)[:40]!r} does not exist", source=source)
     profile = obj(profiles[name], source, f"{where} WRED_PROFILE|{name}")
@@ -263,6 +343,7 @@ def _scheduler(
     name = fields.get("scheduler")
     if name is None:
         return None
+    _refuse_old_reference(name, source, f"{where} scheduler")
     if not isinstance(name, str) or name not in schedulers:
         raise ParseError(f"{where}: scheduler {str(name)[:40]!r} does not exist", source=source)
     profile = obj(schedulers[name], source, f"{where} SCHEDULER|{name}")
@@ -280,24 +361,52 @@ def _scheduler(
 
 
 def parse_queue_counters(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:
+    """Dropped packets per unicast queue. A port that lists no unicast queue (a VOQ chassis's `VOQ0..`,
+    or no queue at all) is refused: RoCE leaves by a unicast queue, and without one there is nothing
+    to judge lossless drops on, so it must never read as a port without drops."""
     what = "show queue counters --json"
     tree = obj(load_json(text, source, what), source, what)
     placed: list[Placed] = []
     for name, entry in tree.items():
         drops = []
+        listed: list[str] = []
         for queue_name, counters in obj(entry, source, f"{what} {name}").items():
-            match = _UNICAST_QUEUE.fullmatch(queue_name)
+            if queue_name in _READING_KEYS:
+                continue  # when the counters were read (and last cleared): not a queue
+            match = _QUEUE_NAME.fullmatch(queue_name)
             if match is None:
-                continue  # multicast queues (MC*) carry no RoCE
+                raise ParseError(
+                    f"{what} {name}: {queue_name[:40]!r} is not a queue (UC, MC, ALL or VOQ and its "
+                    "index) nor time / cached_time",
+                    source=source,
+                )
+            listed.append(queue_name)
+            if match["type"] != "UC":
+                continue  # multicast and VOQ queues carry no RoCE egress to judge
             where = f"{what} {name} {queue_name}"
             fields = obj(counters, source, where)
             if "droppacket" not in fields:
                 raise ParseError(f"{where}: no droppacket counter", source=source)
             if fields["droppacket"] == "N/A":
                 continue  # no counter for this queue in COUNTERS_DB: its drops are unknown, not 0
-            drops.append((int(match["queue"]), number(fields["droppacket"], source, f"{where} droppacket")))
+            drops.append((int(match["queue"]), _counter(fields["droppacket"], source, f"{where} droppacket")))
+        if not any(queue.startswith("UC") for queue in listed):
+            shown = (
+                f"only {', '.join(listed[:3])}{' ...' if len(listed) > 3 else ''}" if listed else "no queue"
+            )
+            raise ParseError(
+                f"{what} {name}: no unicast (UC) queue ({shown}): no UC queue to judge lossless drops on",
+                source=source,
+            )
         placed.append((name, QueueDrops(by_queue=tuple(sorted(drops)))))
     return placed
+
+
+def _counter(value: Any, source: str, what: str) -> int:
+    """A queuestat counter: plain digits, or grouped by thousands after a clear ("1,234")."""
+    if isinstance(value, str) and _GROUPED_DIGITS.fullmatch(value.strip()):
+        value = value.strip().replace(",", "")
+    return number(value, source, what)
 
 
 def parse_pfcwd_stats(text: str, port: str | None = None, source: str = "<text>") -> list[Placed]:

@@ -175,3 +175,31 @@ def test_a_silent_port_is_skipped_with_the_reason_and_a_stray_neighbour_fails() 
     assert silent.status is Status.SKIP and "lldpd" in silent.actual
     stray = lldp[(link.LLDP, "leaf02:Ethernet8")]
     assert stray.status is Status.FAIL and stray.actual == "LLDP on leaf02:Ethernet8 hears gpu01 ens8np0"
+
+
+def test_only_the_port_that_hears_several_neighbours_is_ambiguous() -> None:
+    """A cabled port hearing two neighbours cannot prove its cable (an error naming both); the other
+    cables are judged as usual, and a management port hearing the management network (and even a
+    host there) is no fabric port: no finding."""
+    two = LldpNeighbor("gpu01", "ens2np0", (("gpu09", "ens2np0"),))
+    lldp = judge_heard(
+        {
+            ("leaf02", "Ethernet0"): two,
+            ("leaf02", "eth0"): LldpNeighbor("mgmt-sw01", "swp10", (("gpu01", "eno1"),)),
+        }
+    )
+    ambiguous = lldp[(link.LLDP, "gpu01:mlx5_1 <-> leaf02:Ethernet0")]
+    assert ambiguous.status is Status.ERROR
+    assert ambiguous.actual == "leaf02:Ethernet0 hears 2 LLDP neighbours: gpu01 ens2np0; gpu09 ens2np0"
+    assert "point to point" in ambiguous.hint
+    others = {
+        key: f.status for key, f in lldp.items() if key != (link.LLDP, "gpu01:mlx5_1 <-> leaf02:Ethernet0")
+    }
+    assert set(others.values()) == {Status.PASS} and len(others) == len(NICS) - 1
+
+
+def test_a_neighbour_without_a_system_name_fails_saying_so() -> None:
+    lldp = judge_heard({("leaf02", "Ethernet0"): LldpNeighbor("", "1c:34:da:5e:00:04")})
+    unnamed = lldp[(link.LLDP, "gpu01:mlx5_1 <-> leaf02:Ethernet0")]
+    assert unnamed.status is Status.FAIL
+    assert unnamed.actual == "leaf02:Ethernet0 hears (no system name) 1c:34:da:5e:00:04"

@@ -42,9 +42,9 @@ def test_a_converged_switch_passes_and_every_skip_says_why(name: str) -> None:
 
 EXPECTED_SKIPS = {
     # Buffers: SONiC's per-port profiles (switch.buffers), NVUE's pools (switch.lossless_pool), none on EOS.
-    "leaf01": {checks.BUFFERS},
+    "leaf01": {checks.BUFFERS, checks.QUEUE_MAP},
     "leaf02": {checks.PRIORITY_MAP, checks.LOSSLESS_POOL},
-    "leaf03": {checks.PRIORITY_MAP, checks.BUFFERS, checks.LOSSLESS_POOL},
+    "leaf03": {checks.PRIORITY_MAP, checks.BUFFERS, checks.LOSSLESS_POOL, checks.QUEUE_MAP},
 }
 
 

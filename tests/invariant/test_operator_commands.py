@@ -21,6 +21,10 @@ from tests.invariant.harness import (
 )
 
 ALL_SONIC = ("Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12")
+SONIC_CLASS_3_BY_QUEUE_1 = [
+    "sonic-db-cli CONFIG_DB hset 'TC_TO_QUEUE_MAP|OPERATOR' 0 0 1 1 2 2 3 1 4 4 5 5 6 6 7 7",
+    "sonic-db-cli CONFIG_DB hset 'PORT_QOS_MAP|Ethernet4' tc_to_queue_map OPERATOR",
+]
 CASES = [
     (
         "sonic",
@@ -94,6 +98,13 @@ CASES = [
         "eos",
         ["configure", "interface Ethernet2", "speed 100g-4", "end"],
         {("switch.port_speed", "leaf03:Ethernet2", "fail")},
+    ),
+    # SONiC has no `config` command for a port's class -> queue map: an operator writes CONFIG_DB. One
+    # port bound to a map that sends class 3 to queue 1 (redis HSET takes field/value pairs).
+    (
+        "sonic",
+        SONIC_CLASS_3_BY_QUEUE_1,
+        {("switch.queue_map", "leaf02:Ethernet4", "fail")},
     ),
 ]
 
@@ -203,3 +214,20 @@ def test_sonic_show_interfaces_status_has_intfutils_columns() -> None:
         "PFC",
     ]
     assert text.splitlines()[2].split()[:4] == ["Ethernet0", "0,1,2,3,4,5,6,7", "400G", "9216"]
+
+
+def test_sonic_a_port_whose_class_3_leaves_by_queue_1_fails_and_a_push_repairs_it() -> None:
+    """The gate reads the class -> queue map each port binds (TC_TO_QUEUE_MAP via PORT_QOS_MAP, from the
+    CONFIG_DB it already reads): the drifted port fails switch.queue_map naming the entry and the tag
+    that pushes it; check mode shows the binding; a push rebinds it and the gate passes."""
+    device = converged("sonic")
+    type_lines(session_of(device, "sonic"), [*SONIC_CLASS_3_BY_QUEUE_1, *SAVES["sonic"]])
+    [finding] = [f for f in judged("sonic", device) if f.status.value == "fail"]
+    assert finding.subject == "leaf02:Ethernet4"
+    assert finding.actual == "TC_TO_QUEUE_MAP: class 3 -> queue 1 (not 3)"
+    assert "--tags dscp" in finding.hint
+    diff = check_diff("sonic", device)
+    assert "/PORT_QOS_MAP/Ethernet4/tc_to_queue_map" in diff, diff
+    repush("sonic", device)
+    assert device.running["PORT_QOS_MAP"]["Ethernet4"]["tc_to_queue_map"] == "FABCHECK"
+    assert not_passing(judged("sonic", device)) == set()

@@ -208,6 +208,25 @@ DRIFTS: dict[tuple[str, str], Drift] = {
     ),
     # the port falls back to PORT_QOS_MAP|global's map (stock AZURE: DSCP 26 -> TC 1)
     ("sonic", "PORT_QOS_MAP|<port> dscp_to_tc_map"): _sonic("PORT_QOS_MAP", "<port>", "dscp_to_tc_map", None),
+    # class 3 leaves by queue 1 (an ECN-less, lossy queue) on every port bound to the map
+    ("sonic", "TC_TO_QUEUE_MAP|FABCHECK <tc>"): _sonic("TC_TO_QUEUE_MAP", "FABCHECK", "3", "1"),
+    ("sonic", "PORT_QOS_MAP|<port> tc_to_queue_map"): _sonic(
+        "PORT_QOS_MAP", "<port>", "tc_to_queue_map", None
+    ),
+    ("sonic", "TC_TO_PRIORITY_GROUP_MAP|FABCHECK <tc>"): _sonic(
+        "TC_TO_PRIORITY_GROUP_MAP", "FABCHECK", "3", "0"
+    ),
+    ("sonic", "PORT_QOS_MAP|<port> tc_to_pg_map"): _sonic("PORT_QOS_MAP", "<port>", "tc_to_pg_map", None),
+    ("sonic", "MAP_PFC_PRIORITY_TO_QUEUE|FABCHECK <p>"): _sonic(
+        "MAP_PFC_PRIORITY_TO_QUEUE", "FABCHECK", "3", "4"
+    ),
+    ("sonic", "PORT_QOS_MAP|<port> pfc_to_queue_map"): _sonic(
+        "PORT_QOS_MAP", "<port>", "pfc_to_queue_map", None
+    ),
+    ("sonic", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP|FABCHECK <p>"): _sonic(
+        "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "FABCHECK", "3", "0"
+    ),
+    ("sonic", "PORT_QOS_MAP|<port> pfc_to_pg_map"): _sonic("PORT_QOS_MAP", "<port>", "pfc_to_pg_map", None),
     # the port bound to a PCP map instead: it trusts PCP (switch.dscp_map is a skip there)
     ("sonic", "PORT_QOS_MAP|<port> dot1p_to_tc_map"): _sonic_rebind(
         "dscp_to_tc_map", "dot1p_to_tc_map", "AZURE"

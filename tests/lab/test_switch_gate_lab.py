@@ -32,9 +32,9 @@ SWITCHES = {"leaf01": "nvue", "leaf02": "sonic", "leaf03": "eos"}  # the lab cyc
 # What each platform's probes cannot show, or fabcheck does not set there (skipped with that reason):
 # see fabcheck/collect/switch_probes.py. Buffers: SONiC's per-port profiles, NVUE's pools, none on EOS.
 SKIPPED = {
-    "leaf01": {checks.BUFFERS},
+    "leaf01": {checks.BUFFERS, checks.QUEUE_MAP},
     "leaf02": {checks.PRIORITY_MAP, checks.LOSSLESS_POOL},
-    "leaf03": {checks.PRIORITY_MAP, checks.BUFFERS, checks.LOSSLESS_POOL},
+    "leaf03": {checks.PRIORITY_MAP, checks.BUFFERS, checks.LOSSLESS_POOL, checks.QUEUE_MAP},
 }
 
 

@@ -85,13 +85,20 @@ def _shape(value: Any) -> Any:
 
 
 def _same_structure(real: Any, mock: Any, where: str) -> list[str]:
-    """Where the mock's JSON differs from the real one in keys or value types (for an object keyed by
-    names, like ports or queues, one real entry is compared with one mock entry)."""
+    """Where the mock's JSON differs from the real one in keys or value types (for entries keyed by
+    names, like ports or queues, one real entry is compared with one mock entry; the object's other
+    keys, such as queuestat's per-port "time" beside its queues, one by one)."""
     if isinstance(real, dict) and isinstance(mock, dict):
-        if real and mock and all(k[:1].isupper() for k in real) and all(k[:1].isupper() for k in mock):
-            return _same_structure(next(iter(real.values())), next(iter(mock.values())), f"{where}.*")
-        gaps = [f"{where}.{key}: the mock lacks it" for key in real if key not in mock]
-        for key in real.keys() & mock.keys():
+        real_named = [value for key, value in real.items() if key[:1].isupper()]
+        mock_named = [value for key, value in mock.items() if key[:1].isupper()]
+        gaps = []
+        if real_named and mock_named:
+            gaps += _same_structure(real_named[0], mock_named[0], f"{where}.*")
+        elif real_named:
+            gaps.append(f"{where}: the mock lacks the named entries")
+        fields = [key for key in real if not key[:1].isupper()]
+        gaps += [f"{where}.{key}: the mock lacks it" for key in fields if key not in mock]
+        for key in [key for key in fields if key in mock]:
             gaps += _same_structure(real[key], mock[key], f"{where}.{key}")
         return gaps
     if type(real) is not type(mock):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -93,8 +94,47 @@ def test_damaged_output_is_a_parse_error(parse: Callable[..., object], text: str
         parse(text, None, "probe")
 
 
-def test_a_port_with_two_neighbours_is_refused_not_guessed() -> None:
+def test_a_port_with_two_neighbours_is_ambiguous_alone_not_guessed() -> None:
     doubled = dict(EOS)
     doubled["lldpNeighbors"] = [*EOS["lldpNeighbors"], {**EOS["lldpNeighbors"][0], "neighborDevice": "gpu02"}]
-    with pytest.raises(ParseError, match="Ethernet4 hears two LLDP neighbours"):
-        parse_eos_lldp(json.dumps(doubled))
+    assert parse_eos_lldp(json.dumps(doubled)) == [
+        ("Ethernet4", LldpNeighbor("gpu01.dc1", "ens3np0", (("gpu02", "ens3np0"),))),
+        ("Ethernet7", LldpNeighbor("spine02", "Ethernet7")),
+    ]
+    ambiguous = [port for port, heard in parse_eos_lldp(json.dumps(doubled)) if heard.ambiguous]
+    assert ambiguous == ["Ethernet4"]
+
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "sonic"
+
+
+def test_sonic_table_read_by_its_columns_an_empty_system_shifts_nothing() -> None:
+    """lldpshow's table (tabulate 0.9.0, as sonic-utilities pins it) with a neighbour that sends no
+    SysName: its RemoteDevice cell is empty; the MAC stays the port id, `O` stays the capability. eth0,
+    the management port, hears two switches: only eth0 is ambiguous."""
+    text = (REAL / "show-lldp-table-no-sysname-mgmt-two.txt").read_text()
+    assert parse_sonic_lldp(text, None, "real") == [
+        ("Ethernet0", LldpNeighbor("gpu01", "ens1np0")),
+        ("Ethernet4", LldpNeighbor("", "1c:34:da:5e:00:04")),
+        ("Ethernet8", LldpNeighbor("spine01", "Ethernet1/51")),
+        ("eth0", LldpNeighbor("mgmt-sw01", "swp10", (("mgmt-sw02", "swp12"),))),
+    ]
+    # sonic-utilities' own two-MAC test vector: Ethernet0 ambiguous, nothing refused
+    two = (REAL / "show-lldp-table-two-macs-one-port.txt").read_text()
+    [(port, heard)] = parse_sonic_lldp(two, None, "real")
+    assert port == "Ethernet0" and heard.others == (("dummy", "00:00:00:00:00:02"),)
+
+
+def test_sonic_rows_off_the_header_columns_are_refused() -> None:
+    # a cell wider than its column (a table that is not tabulate's) crosses the next column's start
+    shifted = SONIC.replace("spine01         Ethernet1/51", "spine01-a-very-long Ethernet1/51")
+    with pytest.raises(ParseError, match="does not line up with the header's columns"):
+        parse_sonic_lldp(shifted)
+    no_rule = SONIC.replace(
+        "-----------  --------------  ---------------  ------------  -----------------\n", ""
+    )
+    with pytest.raises(ParseError, match="dashed rule under the"):
+        parse_sonic_lldp(no_rule)
+    no_port = SONIC.replace("ens1np0          O", "                 O")
+    with pytest.raises(ParseError, match="without a LocalPort or RemotePortID"):
+        parse_sonic_lldp(no_port)

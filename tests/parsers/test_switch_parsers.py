@@ -4,8 +4,10 @@ input: every parser returns typed records or raises ParseError, never anything e
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hostile import hostile_text, mutated
@@ -26,6 +28,7 @@ from fabcheck.parsers.switch_records import (
     PriorityMap,
     QueueDrops,
     QueueEcn,
+    QueueMaps,
     QueueScheduler,
     Schedulers,
     TrafficPools,
@@ -135,13 +138,99 @@ def test_sonic_buffer_profiles_per_port_in_span_order() -> None:
     assert BufferBinding("3-4", (3, 4), "NULL") in factory[(BufferProfiles, "Ethernet0")].priority_groups  # type: ignore[attr-defined]
 
 
-def test_sonic_buffer_profile_references_of_older_releases_read_as_names() -> None:
-    text = (
-        '{"PORT": {"Ethernet0": {}}, "BUFFER_PG": {"Ethernet0|3-4": '
-        '{"profile": "[BUFFER_PROFILE|pg_lossless_400000_5m_profile]"}}}'
-    )
-    [buffers] = [r for _p, r in switch_sonic.parse_config_db(text) if isinstance(r, BufferProfiles)]
-    assert buffers.priority_groups == (BufferBinding("3-4", (3, 4), "pg_lossless_400000_5m_profile"),)
+REAL = Path(__file__).resolve().parents[1] / "data" / "real"
+# sonic-utilities scripts/db_migrator.py (202111 on) rewrites these reference fields to plain names.
+OLD_REFERENCE_FIELDS = [
+    ("QUEUE", "scheduler"),
+    ("QUEUE", "wred_profile"),
+    ("PORT_QOS_MAP", "dscp_to_tc_map"),
+    ("PORT_QOS_MAP", "tc_to_queue_map"),
+    ("PORT_QOS_MAP", "tc_to_pg_map"),
+    ("PORT_QOS_MAP", "pfc_to_queue_map"),
+    ("BUFFER_PG", "profile"),
+    ("BUFFER_QUEUE", "profile"),
+]
+
+
+def _old_reference_db(kept: tuple[str, str] | None) -> dict[str, Any]:
+    """The real pre-202111 CONFIG_DB excerpt with every reference rewritten to its plain name as
+    db_migrator does, except the one field `kept`."""
+    db = json.loads((REAL / "sonic" / "config-db-old-reference-syntax-excerpt.json").read_text())
+    for table, entries in db.items():
+        for fields in entries.values():
+            for name, value in fields.items():
+                if (table, name) != kept and value.startswith("[") and value.endswith("]"):
+                    fields[name] = value[1:-1].split("|", 1)[1]
+    return db
+
+
+@pytest.mark.parametrize(
+    ("table", "field"), OLD_REFERENCE_FIELDS, ids=[f"{t}.{f}" for t, f in OLD_REFERENCE_FIELDS]
+)
+def test_an_old_syntax_reference_is_named_below_the_minimum_release_not_missing(
+    table: str, field: str
+) -> None:
+    """A real CONFIG_DB of a release before 202111 (sonic-utilities' db_migrator input) names other
+    tables' entries as `[TABLE|name]`: the parser says so and names the driver's minimum release."""
+    from fabcheck.switch.platforms.sonic import MIN_RELEASE
+
+    minimum = f"{MIN_RELEASE[0]}{MIN_RELEASE[1]:02d}"
+    with pytest.raises(ParseError) as refused:
+        switch_sonic.parse_config_db(json.dumps(_old_reference_db((table, field))), None, "old")
+    message = refused.value.message
+    assert f"{table}|Ethernet0" in message and field in message, message
+    assert "old reference syntax" in message and f"minimum fabcheck supports, {minimum}" in message
+    assert "missing" not in message and "does not exist" not in message
+    # the same dump with plain names (as db_migrator leaves it) reads
+    placed = switch_sonic.parse_config_db(json.dumps(_old_reference_db(None)), None, "migrated")
+    assert (("Ethernet0", PfcPriorities((3, 4)))) in placed
+
+
+def test_the_whole_old_syntax_dump_is_refused_as_below_the_minimum_release() -> None:
+    text = (REAL / "sonic" / "config-db-old-reference-syntax-excerpt.json").read_text()
+    with pytest.raises(ParseError, match=r"old reference syntax \[TABLE\|name\] \(SONiC before 202111\)"):
+        switch_sonic.parse_config_db(text, None, "old")
+
+
+def test_sonic_queue_maps_read_per_port_from_the_same_dump() -> None:
+    db = records("converged", "leaf02", "sonic.config_db")
+    maps = db[(QueueMaps, "Ethernet4")]
+    assert isinstance(maps, QueueMaps)
+    assert maps.tc_to_queue == tuple((tc, tc) for tc in range(8))
+    assert dict(maps.pfc_priority_to_queue or ())[3] == 3 and maps.pcp_to_tc is None
+    unbound = '{"PORT": {"Ethernet0": {}}, "PORT_QOS_MAP": {"Ethernet0": {"pfc_enable": "3"}}}'
+    assert (("Ethernet0", QueueMaps(None, None, None, None, None))) in switch_sonic.parse_config_db(unbound)
+    dangling = '{"PORT": {"Ethernet0": {}}, "PORT_QOS_MAP": {"Ethernet0": {"tc_to_queue_map": "X"}}}'
+    with pytest.raises(ParseError, match="tc_to_queue_map names TC_TO_QUEUE_MAP 'X', which does not exist"):
+        switch_sonic.parse_config_db(dangling)
+
+
+def test_sonic_queue_counters_after_a_clear_read_grouped_thousands() -> None:
+    """queuestat prints differences from the `sonic-clear queuecounters` snapshot as '{:,}' (ns_diff)
+    beside each port's "time": read as numbers; a "cached_time" key is no queue either."""
+    text = (REAL / "sonic" / "show-queue-counters-json-after-clear.txt").read_text()
+    placed = dict(switch_sonic.parse_queue_counters(text, None, "cleared"))
+    assert dict(placed["Ethernet4"].by_queue)[3] == 1234  # type: ignore[union-attr]
+    cached = json.loads(text)
+    cached["Ethernet4"]["cached_time"] = "2026-07-23T16:01:02.000001"
+    assert dict(switch_sonic.parse_queue_counters(json.dumps(cached)))["Ethernet4"] == placed["Ethernet4"]
+    for bad in ("1,23", "12,345,67", "1.234", ",123"):
+        cached["Ethernet4"]["UC3"]["droppacket"] = bad
+        with pytest.raises(ParseError, match="droppacket"):
+            switch_sonic.parse_queue_counters(json.dumps(cached))
+
+
+def test_sonic_queue_counters_without_a_unicast_queue_are_refused_never_read_as_no_drops() -> None:
+    """A VOQ reply (sonic-utilities' show_queue_voq_counters_json) lists VOQ0..7 and no UC queue."""
+    text = (REAL / "sonic" / "show-queue-counters-voq-json.txt").read_text()
+    with pytest.raises(
+        ParseError, match=r"testsw\|Ethernet0: no unicast \(UC\) queue \(only VOQ0, VOQ1, VOQ2"
+    ):
+        switch_sonic.parse_queue_counters(text, None, "voq")
+    with pytest.raises(ParseError, match="Ethernet0: no unicast \\(UC\\) queue \\(no queue\\)"):
+        switch_sonic.parse_queue_counters('{"Ethernet0": {"time": "2026-07-23T16:04:11"}}')
+    with pytest.raises(ParseError, match="'QQ1' is not a queue"):
+        switch_sonic.parse_queue_counters('{"Ethernet0": {"QQ1": {}, "UC3": {"droppacket": "0"}}}')
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ class SonicDevice(SwitchDevice):
         self.checkpoints: dict[str, Any] = {}
         self.files: dict[str, str] = {}
         self.port_flaps: dict[str, int] = {}  # port -> times the config updater took it admin-down
+        self.queue_counters_cleared = False  # `sonic-clear queuecounters` ran: show prints differences
 
     def factory_config(self) -> dict[str, Any]:
         return factory_config_db(self.spec.name, self.spec.ports)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import time
 from collections.abc import Callable
@@ -131,7 +132,9 @@ class SonicCommands:
         if args[:2] == ["queue", "counters"]:
             dev.refresh_counters()
             as_json = "-j" in args or "--json" in args
-            return Result(show.queue_counters(dev.counters, chosen, as_json) + "\n")
+            read_at = datetime.datetime.now().isoformat()
+            cleared = dev.queue_counters_cleared
+            return Result(show.queue_counters(dev.counters, chosen, as_json, read_at, cleared) + "\n")
         if args[:2] == ["queue", "wredcounters"]:
             dev.refresh_counters()
             return Result(show.wred_counters(dev.counters, chosen) + "\n")
@@ -644,4 +647,6 @@ class SonicCommands:
                 "sonic-clear", "COMMAND [ARGS]...", f'No such command "{argv[1:] and argv[1]}".'
             )
         self.device.counters.clear(self.device.ports, kinds[argv[1]])
+        if argv[1] == "queuecounters":  # queuestat now prints differences from this snapshot
+            self.device.queue_counters_cleared = True
         return Result("Cleared counters\n")

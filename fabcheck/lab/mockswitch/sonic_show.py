@@ -26,21 +26,34 @@ def pfc_counters(counters: Counters, ports: Sequence[str]) -> str:
     return "\n\n".join([_table(["Port Rx", *heads], rx, "r" * 9), _table(["Port Tx", *heads], tx, "r" * 9)])
 
 
-def queue_counters(counters: Counters, ports: Sequence[str], as_json: bool) -> str:
+def queue_counters(
+    counters: Counters, ports: Sequence[str], as_json: bool, read_at: str = "", cleared: bool = False
+) -> str:
+    """`show queue counters [--json]`. As sonic-utilities scripts/queuestat prints it: JSON through
+    json_dump (sorted keys, indent 2) with each port's reading `time` (isoformat); after `sonic-clear
+    queuecounters` every count is a difference from the saved snapshot, grouped by thousands
+    (utilities_common/netstat.py ns_diff: '{:,}')."""
     if as_json:
-        data = {
+
+        def count(n: int) -> str:
+            return f"{n:,}" if cleared else str(n)
+
+        data: dict[str, dict[str, object]] = {
             p: {
-                f"UC{q}": {
-                    "totalpacket": str(c["tx_packets"][q]),
-                    "totalbytes": str(c["tx_bytes"][q]),
-                    "droppacket": str(c["drops"][q]),
-                    "dropbytes": str(c["drops"][q] * 1078),
-                }
-                for q in range(8)
+                **{
+                    f"UC{q}": {
+                        "totalpacket": count(c["tx_packets"][q]),
+                        "totalbytes": count(c["tx_bytes"][q]),
+                        "droppacket": count(c["drops"][q]),
+                        "dropbytes": count(c["drops"][q] * 1078),
+                    }
+                    for q in range(8)
+                },
+                "time": read_at,
             }
             for p, c in ((p, counters.ports[p]) for p in ports)
         }
-        return json.dumps(data, indent=4)
+        return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False)
     blocks = []
     for port in ports:
         c = counters.ports[port]

@@ -8,6 +8,8 @@ config lines and an interface's `speed`.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.invariant.harness import (
@@ -231,3 +233,23 @@ def test_sonic_a_port_whose_class_3_leaves_by_queue_1_fails_and_a_push_repairs_i
     repush("sonic", device)
     assert device.running["PORT_QOS_MAP"]["Ethernet4"]["tc_to_queue_map"] == "FABCHECK"
     assert not_passing(judged("sonic", device)) == set()
+
+
+def test_sonic_queue_counters_after_sonic_clear_print_grouped_differences_the_gate_reads() -> None:
+    """As queuestat does (scripts/queuestat, utilities_common/netstat.py ns_diff): each port's reading
+    `time`, and after `sonic-clear queuecounters` counts since the clear grouped by thousands; the gate's
+    parser reads both forms to the same numbers."""
+    from fabcheck.parsers.switch_sonic import parse_queue_counters
+
+    device = converged("sonic")
+    session = session_of(device, "sonic")
+    device.counters.add("Ethernet4", {"tx_packets": {"3": 1234567}, "drops": {"3": 1234}})
+    plain = json.loads(session.handle("show queue counters --json"))
+    assert plain["Ethernet4"]["UC3"]["droppacket"] == "1234" and "time" in plain["Ethernet4"]
+    assert session.handle("sonic-clear queuecounters") == "Cleared counters\n"
+    device.counters.add("Ethernet4", {"tx_packets": {"3": 1234567}, "drops": {"3": 1234}})
+    text = session.handle("show queue counters --json")
+    cleared = json.loads(text)
+    assert cleared["Ethernet4"]["UC3"]["totalpacket"] == "1,234,567"
+    assert cleared["Ethernet4"]["UC3"]["droppacket"] == "1,234"
+    assert dict(dict(parse_queue_counters(text))["Ethernet4"].by_queue)[3] == 1234  # type: ignore[union-attr]

@@ -334,29 +334,29 @@ def _shown_colour(colour: str, on: bool, low: int | None, high: int | None, chan
 
 
 def _want_scheduler(d: DesiredSwitch, _p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
-    return "; ".join(
-        f"TC{q.traffic_class} {q.scheduler}" + (f" {q.weight_percent} %" if q.scheduler == "dwrr" else "")
-        for q in d.queues
-    )
+    return "; ".join(_scheduled_text(c.traffic_class, c.mode, c.share) for c in d.egress_schedule)
+
+
+def _scheduled_text(traffic_class: int, mode: str, share: int | None) -> str:
+    return f"TC{traffic_class} {mode}" + (f" {_or_unknown(share)} %" if mode == "dwrr" else "")
 
 
 def _judge_scheduler(
     r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
 ) -> Verdict:
+    """Every class the push writes (DesiredSwitch.egress_schedule: on NVUE all eight classes of
+    default-global, the unplanned ones at their small share), mode and DWRR share as shown."""
     assert isinstance(r, Schedulers)
     shown, ok = [], True
-    for queue in d.queues:
-        have = r.queue(queue.traffic_class)
+    for wanted in d.egress_schedule:
+        have = r.queue(wanted.traffic_class)
         if have is None:
-            shown.append(f"TC{queue.traffic_class} not scheduled")
+            shown.append(f"TC{wanted.traffic_class} not scheduled")
             ok = False
             continue
-        shown.append(
-            f"TC{have.traffic_class} {have.mode}"
-            + (f" {_or_unknown(have.weight_percent)} %" if have.mode == "dwrr" else "")
-        )
-        same_weight = queue.scheduler != "dwrr" or have.weight_percent == queue.weight_percent
-        ok = ok and have.mode == queue.scheduler and same_weight
+        shown.append(_scheduled_text(have.traffic_class, have.mode, have.weight_percent))
+        same_weight = wanted.mode != "dwrr" or have.weight_percent == wanted.share
+        ok = ok and have.mode == wanted.mode and same_weight
     return (Status.PASS if ok else Status.FAIL), "; ".join(shown)
 
 

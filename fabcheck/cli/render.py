@@ -14,8 +14,10 @@ from fabcheck.desired.switch import desired_switch
 from fabcheck.errors import UsageError
 from fabcheck.intent.fabric import fabric_of
 from fabcheck.intent.loader import load_inventory
+from fabcheck.intent.platforms import NVUE, SONIC
 from fabcheck.intent.platforms import PLATFORMS as SWITCH_PLATFORMS
-from fabcheck.intent.platforms import SONIC
+from fabcheck.switch import nvue_openapi
+from fabcheck.switch.platforms.nvue import WATCHDOG_SINCE
 from fabcheck.switch.platforms.sonic import SonicError, parse_fragment
 from fabcheck.switch.render import RenderedConfig, render_switch
 from fabcheck.switch.sonic_yang import SonicYangError, validate_config_db
@@ -26,10 +28,15 @@ examples:
   fabcheck render -i inventory/lab --limit leaf01
   fabcheck render -i inventory/lab --platform eos --json
   fabcheck render -i inventory/lab --platform sonic --validate
+  fabcheck render -i inventory/lab --platform nvue --validate --nvue-release 5.11
 
 --validate judges each render with its platform's own schema: a SONiC render is translated to YANG
-instance data and validated by yanglint against sonic-buildimage's models (vendor/sonic-yang/).
-fabcheck holds no schema of NVUE or EOS: their renders are reported as NOT validated (exit 3).
+instance data and validated by yanglint against sonic-buildimage's models (vendor/sonic-yang/). An
+NVUE render's `nv set` lines are walked, strictly, down NVIDIA's NVUE OpenAPI of the switch's Cumulus
+Linux release (the nvueschema package's models: pip install 'fabcheck[nvue-schema]'): --nvue-release
+names it (repeatable); without it every release the package carries from CL 5.6 (the PFC watchdog)
+on. A release the package lacks, or no package, is NOT validated (exit 3). fabcheck holds no schema
+of EOS: its renders are reported as NOT validated (exit 3).
 
 exit codes:
   0  rendered (with --validate: every render validated and valid)
@@ -57,8 +64,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--validate",
         action="store_true",
-        help="validate each render with its platform's schema (SONiC: YANG via yanglint; "
-        "NVUE/EOS: reported as not available)",
+        help="validate each render with its platform's schema (SONiC: YANG via yanglint; NVUE: NVIDIA's "
+        "NVUE OpenAPI via nvueschema; EOS: reported as not available)",
+    )
+    parser.add_argument(
+        "--nvue-release",
+        action="append",
+        default=[],
+        metavar="X.Y",
+        help="--validate: the Cumulus Linux release(s) to judge NVUE renders against (repeatable; "
+        "default: every release nvueschema carries from 5.6 on)",
     )
     parser.set_defaults(func=run)
 
@@ -83,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     for switch in chosen:
         desired = desired_switch(inventory.intent, fabric, switch.name)
         rendered = render_switch(desired)
-        validation = validate_render(rendered) if args.validate else None
+        validation = validate_render(rendered, tuple(args.nvue_release)) if args.validate else None
         if args.json:
             record = {
                 "switch": switch.name,
@@ -125,8 +140,11 @@ class Validation:
         return {"status": self.status, "summary": self.summary, "messages": list(self.messages)}
 
 
-def validate_render(rendered: RenderedConfig) -> Validation:
-    """SONiC: the fragment through yanglint and SONiC's YANG; other platforms: not validated, said so."""
+def validate_render(rendered: RenderedConfig, nvue_releases: tuple[str, ...] = ()) -> Validation:
+    """SONiC: the fragment through yanglint and SONiC's YANG; NVUE: the lines down NVIDIA's NVUE OpenAPI
+    of each release; other platforms: not validated, said so."""
+    if rendered.platform == NVUE.name:
+        return validate_nvue_render(rendered, nvue_releases)
     if rendered.platform != SONIC.name:
         return Validation(
             NOT_VALIDATED,
@@ -142,3 +160,41 @@ def validate_render(rendered: RenderedConfig) -> Validation:
     except SonicYangError as err:  # no yanglint, a too old one: the render was not judged
         return Validation(NOT_VALIDATED, f"NOT validated: {err}")
     return Validation(VALID if verdict.valid else REFUSED, verdict.summary(), verdict.messages)
+
+
+def nvue_default_releases() -> tuple[str, ...]:
+    """Every release nvueschema carries from the one fabcheck's NVUE renders need (CL 5.6)."""
+    return tuple(
+        name for name in nvue_openapi.releases() if tuple(map(int, name.split("."))) >= WATCHDOG_SINCE
+    )
+
+
+def validate_nvue_render(rendered: RenderedConfig, releases: tuple[str, ...] = ()) -> Validation:
+    """Each `nv set` line walked down NVIDIA's NVUE OpenAPI of each release (fabcheck.switch.nvue_openapi):
+    REFUSED naming the release and the line; a release nvueschema lacks is NOT validated, never valid."""
+    wanted = releases or nvue_default_releases()
+    if not wanted:
+        return Validation(
+            NOT_VALIDATED,
+            f"NOT validated: the NVUE schema package is not installed (pip install '{nvue_openapi.PINNED}')",
+        )
+    refused: list[str] = []
+    skipped: list[str] = []
+    judged: list[str] = []
+    for release in wanted:
+        try:
+            problems = nvue_openapi.lines_problems(rendered.lines, release)
+        except nvue_openapi.NvueSchemaUnavailable as err:
+            skipped.append(f"CL {release}: NOT validated: {err}")
+            continue
+        judged.append(release)
+        refused += [f"CL {release}: {problem}" for problem in problems]
+    source = f"NVIDIA's NVUE OpenAPI ({nvue_openapi.PINNED})"
+    if refused:
+        return Validation(REFUSED, f"REFUSED by {source}: {len(refused)} line(s)", tuple(refused + skipped))
+    if skipped:
+        summary = f"NOT validated for {len(skipped)} release(s)" + (
+            f"; valid against {source} of CL {', '.join(judged)}" if judged else ""
+        )
+        return Validation(NOT_VALIDATED, summary, tuple(skipped))
+    return Validation(VALID, f"valid against {source} of CL {', '.join(judged)}")

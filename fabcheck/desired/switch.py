@@ -37,6 +37,20 @@ SONIC_STOCK_LOSSLESS_QUEUES = frozenset({3, 4})
 SONIC_LOSSY_PRIORITY_GROUP = 0
 SONIC_DYNAMIC_LOSSLESS_PROFILE = "NULL"
 SONIC_EGRESS_PROFILES = {True: "egress_lossless_profile", False: "egress_lossy_profile"}
+# NVUE's egress scheduler (NVIDIA's QoS guide, Egress Scheduler; CumulusNetworks/docs
+# content/cumulus-linux-516/Layer-1-and-Switch-Ports/Quality-of-Service/_index.md): default-global
+# holds all eight traffic classes, DWRR 12 % on 0,2,4,6 and 13 % on 1,3,5,7 from the factory (the
+# same values in NVIDIA's published CL 5.5 NVUE API dump, tests/data/real/nvue/INDEX.tsv); a DWRR
+# class takes bw-percent 1..100 and the shares of a profile must add up to at most 100.
+NVUE_TRAFFIC_CLASSES = 8
+NVUE_DWRR_TOTAL = 100
+NVUE_FACTORY_SCHEDULE = tuple((tc, "dwrr", 12 if tc % 2 == 0 else 13) for tc in range(NVUE_TRAFFIC_CLASSES))
+# What a traffic class no switch priority reaches gets: the smallest DWRR share NVUE takes (1 %).
+# `nv unset` gives it back its factory 12-13 % (163 % in all with the RoCE classes' 50 + 50), and no
+# NVUE value removes it from the schedule: the guide's range starts at 1, and in qos_features.conf,
+# which NVUE writes, a 0 share means strict. Strict would let whatever lands there (no priority maps
+# to it) starve the RoCE class; 1 % carries nothing and leaves the planned classes the rest.
+NVUE_UNPLANNED_SHARE = 1
 
 
 @dataclass(frozen=True)
@@ -106,8 +120,72 @@ class PfcWatchdog:
             raise WatchdogUnrepresentable(f"watchdog action {self.action}: NVUE's PFC watchdog only drops")
 
 
-class WatchdogUnrepresentable(ValueError):
+class Unrepresentable(ValueError):
+    """A desired value that has no form on the switch's platform (the render stops with it)."""
+
+
+class WatchdogUnrepresentable(Unrepresentable):
     """The watchdog's timers or action have no form on the switch's platform."""
+
+
+class ScheduleUnfit(Unrepresentable):
+    """Queue shares that do not fit the platform's egress scheduler (NVUE: 1..100 each, <= 100 in all)."""
+
+
+@dataclass(frozen=True)
+class ScheduledClass:
+    """One traffic class of the egress scheduler as the switch is written and runs it."""
+
+    traffic_class: int
+    mode: Literal["strict", "dwrr"]
+    share: int | None  # DWRR weight (NVUE bw-percent); None for strict
+    planned: bool  # a queue of the record; False: no switch priority reaches it
+
+
+def nvue_schedule(queues: tuple[DesiredQueue, ...]) -> tuple[ScheduledClass, ...]:
+    """NVUE's default-global egress scheduler, all eight classes: the planned queues with their shares,
+    every other class NVUE_UNPLANNED_SHARE. Planned DWRR shares that do not fit beside those are
+    scaled down in proportion (DWRR divides the link by the ratio of the shares, which scaling keeps,
+    rounded down); ScheduleUnfit when a share is outside 1..100 or one would round to 0."""
+    planned = {q.traffic_class: q for q in queues}
+    for queue in queues:
+        where = f"queue {queue.traffic_class}"
+        if not 0 <= queue.traffic_class < NVUE_TRAFFIC_CLASSES:
+            raise ScheduleUnfit(f"{where} is not one of NVUE's traffic classes 0-{NVUE_TRAFFIC_CLASSES - 1}")
+        if queue.scheduler not in ("dwrr", "strict"):
+            raise ScheduleUnfit(f"{where} scheduler {queue.scheduler} is not dwrr or strict")
+        if queue.scheduler == "dwrr":
+            share = queue.weight_percent
+            if share is None or not 1 <= share <= NVUE_DWRR_TOTAL:
+                raise ScheduleUnfit(f"{where} weight_percent {share} is not 1..100 (NVUE bw-percent)")
+    unplanned = [tc for tc in range(NVUE_TRAFFIC_CLASSES) if tc not in planned]
+    room = NVUE_DWRR_TOTAL - NVUE_UNPLANNED_SHARE * len(unplanned)
+    wanted = {tc: q.weight_percent or 0 for tc, q in planned.items() if q.scheduler == "dwrr"}
+    total = sum(wanted.values())
+    shares = dict(wanted)
+    if total > room:
+        shares = {tc: share * room // total for tc, share in wanted.items()}
+        small = sorted(tc for tc, share in shares.items() if share < 1)
+        if small:
+            raise ScheduleUnfit(
+                f"the DWRR shares {_shares_text(wanted)} do not fit NVUE's 100 % beside "
+                f"{len(unplanned)} unplanned class(es) at {NVUE_UNPLANNED_SHARE} %: scaled to {room} %, "
+                f"queue(s) {', '.join(map(str, small))} would get 0"
+            )
+    schedule = []
+    for tc in range(NVUE_TRAFFIC_CLASSES):
+        queue = planned.get(tc)
+        if queue is None:
+            schedule.append(ScheduledClass(tc, "dwrr", NVUE_UNPLANNED_SHARE, planned=False))
+        elif queue.scheduler == "strict":
+            schedule.append(ScheduledClass(tc, "strict", None, planned=True))
+        else:
+            schedule.append(ScheduledClass(tc, "dwrr", shares[tc], planned=True))
+    return tuple(schedule)
+
+
+def _shares_text(shares: dict[int, int]) -> str:
+    return ", ".join(f"TC{tc} {share} %" for tc, share in sorted(shares.items()))
 
 
 @dataclass(frozen=True)
@@ -159,6 +237,19 @@ class DesiredSwitch:
             for q in self.queues
             if q.lossless and q.scheduler == "dwrr" and q.weight_percent is not None
         }
+
+    @property
+    def egress_schedule(self) -> tuple[ScheduledClass, ...]:
+        """The egress scheduler as this switch is written: NVUE's default-global, all eight classes
+        (nvue_schedule; ScheduleUnfit when the shares cannot fit); elsewhere the planned queues."""
+        if self.platform == "nvue":
+            return nvue_schedule(self.queues)
+        return tuple(
+            ScheduledClass(
+                q.traffic_class, q.scheduler, q.weight_percent if q.scheduler == "dwrr" else None, True
+            )
+            for q in self.queues
+        )
 
     @property
     def dscp_to_switch_priority(self) -> dict[int, int]:

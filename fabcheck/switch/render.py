@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from fabcheck.desired.switch import DesiredSwitch, WatchdogUnrepresentable
+from fabcheck.desired.switch import DesiredSwitch, Unrepresentable
 from fabcheck.errors import FabcheckError
 from fabcheck.intent.platforms import PLATFORMS, UnknownPlatform, platform_named
 
@@ -85,7 +85,7 @@ def render_switch(desired: DesiredSwitch) -> RenderedConfig:
     except jinja2.TemplateError as err:
         where = f"{getattr(err, 'filename', None) or desired.platform}:{getattr(err, 'lineno', '?')}"
         raise RenderError(f"{where}: cannot render switch {desired.name}: {err}") from None
-    except WatchdogUnrepresentable as err:
+    except Unrepresentable as err:
         where = f"platform {desired.platform}"
         raise RenderError(f"{where}: cannot render switch {desired.name}: {err}") from None
     return RenderedConfig(desired.name, desired.platform, text)

@@ -108,16 +108,13 @@ def assert_holds(drv: NvueDriver, want: DesiredSwitch) -> None:
         roce.ecn_max_bytes,
         roce.ecn_probability,
     )
-    for traffic_class in range(8):
-        queue = want.queue(traffic_class)
-        if queue is None:
-            continue  # no switch priority reaches it: left as the switch runs it (no bw-percent 0)
-        expected = (
-            {"mode": "strict"}
-            if queue.scheduler == "strict"
-            else {"mode": "dwrr", "bw-percent": queue.weight_percent}
-        )
-        assert got["scheduler"][traffic_class] == expected, traffic_class
+    # every class as the record writes it, the unplanned ones at 1 %: at most 100 % of DWRR in all
+    expected_schedule = {
+        c.traffic_class: {"mode": "strict"} if c.mode == "strict" else {"mode": "dwrr", "bw-percent": c.share}
+        for c in want.egress_schedule
+    }
+    assert got["scheduler"] == expected_schedule
+    assert sum(entry.get("bw-percent", 0) for entry in got["scheduler"].values()) <= 100
     assert got["watchdog_detection_ms"] == want.watchdog.detection_ms
     pfc = ",".join(str(p) for p in want.pfc_priorities)
     for port in want.ports:
@@ -235,17 +232,14 @@ def test_non_default_intent_over_the_default_one(lab: MockSwitches) -> None:
     assert result.changed
     unset = next(doc["unset"] for doc in diff_document(result) if "unset" in doc)
     # PFC priority 3, DSCPs 26 and 48 (sent to the old lossless and CNP classes), ECN on the now
-    # unused queue 3, and the scheduling of the old RoCE and CNP classes 3 and 6, which no switch
-    # priority reaches now: back to NVUE's default (never `bw-percent 0`)
+    # unused queue 3, and the 1 % share of class 5, now the strict CNP class; the old RoCE and CNP
+    # classes 3 and 6 stay scheduled, at the 1 % of a class no switch priority reaches
+    # (default-global's DWRR stays within 100 %: nothing goes back to the factory 12-13 %)
     assert unset == {
         "qos": {
             "pfc": {"default-global": {"switch-priority": {3: {}}}},
             "mapping": {"default-global": {"dscp": {26: {"switch-priority": 3}, 48: {"switch-priority": 6}}}},
-            "egress-scheduler": {
-                "default-global": {
-                    "traffic-class": {3: {"mode": "dwrr", "bw-percent": 50}, 6: {"mode": "strict"}}
-                }
-            },
+            "egress-scheduler": {"default-global": {"traffic-class": {5: {"bw-percent": 1}}}},
             "congestion-control": {
                 "default-global": {
                     "traffic-class": {

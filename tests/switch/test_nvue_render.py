@@ -149,13 +149,17 @@ ONE_VALUE_CHANGES: list[tuple[dict[str, Any], list[str], list[str]]] = [
             f"{MAPPING} dscp 48 switch-priority 6",
             f"{QUEUES} switch-priority 0,1,2,4,5,7 traffic-class 0",
             f"{QUEUES} switch-priority 6 traffic-class 6",
+            f"{SCHED} traffic-class 0,1,2,3,4,5,7 mode dwrr",
             f"{SCHED} traffic-class 6 mode strict",
+            f"{SCHED} traffic-class 1,2,4,5,7 bw-percent 1",
         ],
         [
             f"{MAPPING} dscp 48 switch-priority 5",
             f"{QUEUES} switch-priority 0,1,2,4,6,7 traffic-class 0",
             f"{QUEUES} switch-priority 5 traffic-class 5",
+            f"{SCHED} traffic-class 0,1,2,3,4,6,7 mode dwrr",
             f"{SCHED} traffic-class 5 mode strict",
+            f"{SCHED} traffic-class 1,2,4,6,7 bw-percent 1",
         ],
     ),
     (
@@ -169,8 +173,8 @@ ONE_VALUE_CHANGES: list[tuple[dict[str, Any], list[str], list[str]]] = [
             f"{ECN} traffic-class 3 max-threshold 1500000",
             f"{ECN} traffic-class 3 probability 100",
             f"{ECN} traffic-class 3 ecn enable",
-            f"{SCHED} traffic-class 0,3 mode dwrr",
-            f"{SCHED} traffic-class 0,3 bw-percent 50",
+            f"{SCHED} traffic-class 1,2,4,5,7 bw-percent 1",
+            f"{SCHED} traffic-class 0,3 bw-percent 47",
         ],
         [
             f"{MAPPING} dscp 26 switch-priority 2",
@@ -181,8 +185,8 @@ ONE_VALUE_CHANGES: list[tuple[dict[str, Any], list[str], list[str]]] = [
             f"{ECN} traffic-class 2 max-threshold 1500000",
             f"{ECN} traffic-class 2 probability 100",
             f"{ECN} traffic-class 2 ecn enable",
-            f"{SCHED} traffic-class 0,2 mode dwrr",
-            f"{SCHED} traffic-class 0,2 bw-percent 50",
+            f"{SCHED} traffic-class 1,3,4,5,7 bw-percent 1",
+            f"{SCHED} traffic-class 0,2 bw-percent 47",
         ],
     ),
     (
@@ -256,6 +260,80 @@ def test_values_nvue_cannot_express_are_render_errors() -> None:
         (
             _with(desired, queues=(dataclasses.replace(desired.queues[1], ecn_min_bytes=None),)),
             "queue 3 ecn_min_bytes is not set",
+        ),
+    ]
+    for broken, message in cases:
+        with pytest.raises(RenderError, match=message) as err:
+            render_switch(broken)
+        assert "cannot render switch leaf01" in str(err.value)
+
+
+# NVIDIA's QoS guide (Egress Scheduler): a DWRR class takes bw-percent 1..100 and the shares of a
+# profile add up to at most 100; default-global starts with 12 % / 13 % on every class.
+def _scheduled(lines: list[str]) -> dict[int, tuple[str, int | None]]:
+    """default-global's eight classes as the switch runs them after these lines: the factory
+    12/13 % DWRR, overwritten by the rendered mode and bw-percent lines."""
+    classes: dict[int, tuple[str, int | None]] = {tc: ("dwrr", 12 if tc % 2 == 0 else 13) for tc in range(8)}
+    for line in lines:
+        words = line.split()
+        if line.startswith(f"{SCHED} traffic-class "):
+            for tc in (int(t) for t in words[6].split(",")):
+                mode, share = classes[tc]
+                classes[tc] = (words[8], share) if words[7] == "mode" else (mode, int(words[8]))
+    return classes
+
+
+def _dwrr_total(lines: list[str]) -> int:
+    return sum(share or 0 for mode, share in _scheduled(lines).values() if mode == "dwrr")
+
+
+def test_every_class_of_default_global_is_scheduled_within_100_percent() -> None:
+    lines = rendered_lines()
+    assert _scheduled(lines) == {
+        0: ("dwrr", 47), 1: ("dwrr", 1), 2: ("dwrr", 1), 3: ("dwrr", 47),
+        4: ("dwrr", 1), 5: ("dwrr", 1), 6: ("strict", 12), 7: ("dwrr", 1),
+    }  # fmt: skip
+    assert _dwrr_total(lines) == 99  # was 50 + 50 + 5 untouched factory classes (12-13 %) = 163
+
+
+def test_a_non_default_intent_with_other_weights_and_an_extra_queue_fits_too() -> None:
+    desired = nvue_desired(NON_DEFAULT_INTENT)
+    roce, cnp, default = (desired.queue(tc) for tc in (4, 5, 0))
+    assert roce is not None and cnp is not None and default is not None
+    extra = dataclasses.replace(default, traffic_class=2, weight_percent=20)
+    weighted = _with(
+        desired,
+        queues=(
+            dataclasses.replace(default, weight_percent=30),
+            extra,
+            dataclasses.replace(roce, weight_percent=90),
+            cnp,
+        ),
+    )
+    lines = render_switch(weighted).text.splitlines()
+    scheduled = _scheduled(lines)
+    # 30 : 20 : 90 keep their ratio in the 96 % the four unplanned classes (1 % each) leave
+    assert {tc: scheduled[tc] for tc in (0, 2, 4)} == {0: ("dwrr", 20), 2: ("dwrr", 13), 4: ("dwrr", 61)}
+    assert scheduled[5] == ("strict", 13) and _dwrr_total(lines) == 98
+    small = _with(desired, queues=(dataclasses.replace(default, weight_percent=20), roce, cnp))
+    assert _scheduled(render_switch(small).text.splitlines())[0] == ("dwrr", 20)  # fits: kept as asked
+
+
+def test_shares_that_cannot_fit_are_render_errors() -> None:
+    desired = nvue_desired()
+    dwrr = desired.queues[0]
+    crowded = tuple(
+        dataclasses.replace(dwrr, traffic_class=tc, weight_percent=1 if tc == 7 else 100) for tc in range(8)
+    )
+    cases = [
+        (_with(desired, queues=crowded), r"queue\(s\) 7 would get 0"),
+        (
+            _with(desired, queues=(dataclasses.replace(dwrr, weight_percent=0),)),
+            "weight_percent 0 is not 1..100",
+        ),
+        (
+            _with(desired, queues=(dataclasses.replace(dwrr, traffic_class=8),)),
+            "not one of NVUE's traffic classes",
         ),
     ]
     for broken, message in cases:

@@ -307,13 +307,13 @@ def test_render_validate_passes_a_sonic_render(
     assert pfc == ("4" if intent else "3")
 
 
-def test_render_validate_says_nvue_and_eos_are_not_validated(
+def test_render_validate_judges_nvue_and_says_eos_is_not_validated(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(["render", "-i", str(inventory(tmp_path)), "--validate"])
     err = capsys.readouterr().err
     assert code == 3, err
-    assert "leaf01: validation is not available for platform nvue" in err
+    assert "leaf01: valid against NVIDIA's NVUE OpenAPI" in err  # tests/switch/test_nvue_openapi.py
     assert "leaf02: validation is not available for platform eos" in err
     assert "leaf03: SONiC YANG (fragment" in err
 

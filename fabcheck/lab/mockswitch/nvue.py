@@ -20,13 +20,18 @@ from fabcheck.lab.mockswitch.device import (
     delete_path,
     set_path,
 )
-from fabcheck.lab.mockswitch.nvue_model import config_problems, effective_qos, port_pfc_profile, port_qos
+from fabcheck.lab.mockswitch.nvue_model import (
+    auto_save,
+    config_problems,
+    effective_qos,
+    port_pfc_profile,
+    port_qos,
+)
 from fabcheck.lab.mockswitch.nvue_schema import NvueError, root_schema, walk
 from fabcheck.lab.mockswitch.textfmt import simple_table
 
 DRIFT_PROFILE = "drift-pfc"
 DEFAULT_RELEASE = "5.11.0"
-AUTO_SAVE_SINCE = (5, 9)  # from CL 5.9 `nv config apply` also saves: it prints applied_and_saved
 NO_ITEM = "Error: The requested item does not exist."
 CONFIG_LINE_VERBS = {"set", "unset", "action"}
 
@@ -150,8 +155,9 @@ class NvueDevice(SwitchDevice):
             )
         rev = self.pending_rev
         self.running = staged
-        auto_save = self.release_tuple >= AUTO_SAVE_SINCE
-        if auto_save:
+        # `system config auto-save` as the revision sets it, else the release's default (on from 5.9)
+        saves = auto_save(staged, self.release_tuple)
+        if saves:
             self.startup = copy.deepcopy(staged)
         self.pending, self.pending_rev = None, None
         self.applied_rev = int(rev or 0)
@@ -166,7 +172,7 @@ class NvueDevice(SwitchDevice):
                 "state": "applied",
             }
         )
-        return f"applied_and_saved [rev_id: {rev}]" if auto_save else f"applied [rev_id: {rev}]"
+        return f"applied_and_saved [rev_id: {rev}]" if saves else f"applied [rev_id: {rev}]"
 
 
 class NvueSession(CliSession):

@@ -1,4 +1,9 @@
-"""NVUE QoS as the ASIC runs it: factory defaults, then the RoCE preset, then explicit `nv set` keys."""
+"""NVUE QoS as the ASIC runs it: factory defaults, then the RoCE preset, then explicit `nv set` keys.
+
+The factory defaults are NVIDIA's: the CL 5.5 NVUE API dump of a factory switch (CumulusNetworks/docs,
+Running-the-Playbooks.md; tests/data/real/nvue/nvue-api-cl55-factory-qos.json) and, where the dump is
+silent, the QoS guide. `factory_qos_tree` spells them back as NVUE's config tree; a conformance test
+diffs it with the dump and lists every difference with its reason."""
 
 from __future__ import annotations
 
@@ -199,6 +204,95 @@ def _port_profile(config: Mapping[str, Any], port: str, feature: str) -> Mapping
     return config.get("qos", {}).get(feature, {}).get(name, {})
 
 
+DWRR_TOTAL = 100  # NVIDIA's QoS guide: the bw-percent of a profile's classes add up to at most 100
+AUTO_SAVE_SINCE = (5, 9)  # NVUE command reference (nv config apply): auto-save on by default from 5.9
+
+
+def auto_save(config: Mapping[str, Any], release: tuple[int, int]) -> bool:
+    """Whether `nv config apply` also saves: the applied `system config auto-save` setting, else the
+    release's default (off before CL 5.9, on from it)."""
+    node = config.get("system", {}).get("config", {}).get("auto-save", {})
+    if "state" in node:
+        return bool(node["state"] == "enabled")
+    if "enable" in node:
+        return bool(node["enable"] == "on")
+    return release >= AUTO_SAVE_SINCE
+
+
+def factory_qos_tree() -> dict[str, Any]:
+    """The QoS tree a factory switch of this mock runs (no `nv set` at all), in NVUE's config-tree
+    shape: what the mock's model holds, spelled as the CL 5.5 API dump spells its defaults."""
+    q = effective_qos({})
+    return {
+        "congestion-control": {
+            "default-global": {
+                "traffic-class": {
+                    str(tc): {
+                        "ecn": "enable" if cfg["ecn"] else "disable",
+                        "max-threshold": cfg["max"],
+                        "min-threshold": cfg["min"],
+                        "probability": cfg["probability"],
+                        "red": "enable" if cfg["red"] else "disable",
+                    }
+                    for tc, cfg in sorted(q.ecn.items())
+                }
+            }
+        },
+        "egress-queue-mapping": {
+            "default-global": {
+                "switch-priority": {str(sp): {"traffic-class": tc} for sp, tc in enumerate(q.sp_to_tc)}
+            }
+        },
+        "egress-scheduler": {
+            "default-global": {
+                "traffic-class": {
+                    str(tc): {"mode": mode, **({} if mode == "strict" else {"bw-percent": bw})}
+                    for tc, (mode, bw) in sorted(q.scheduler.items())
+                }
+            }
+        },
+        "mapping": {
+            "default-global": {
+                "dscp": {str(d): {"switch-priority": sp} for d, sp in enumerate(q.dscp_to_sp)},
+                "pcp": {str(p): {"switch-priority": sp} for p, sp in enumerate(q.pcp_to_sp)},
+                "port-default-sp": q.port_default_sp,
+                "trust": q.trust,
+            }
+        },
+        "pfc": {
+            name: {"switch-priority": {str(p): {} for p in sorted(prof.priorities)}}
+            for name, prof in q.pfc.items()
+        },
+        "pfc-watchdog": {"polling-interval": q.wd_polling_interval, "robustness": q.wd_robustness},
+        "roce": {"enable": "on" if q.roce_enabled else "off"},
+        "traffic-pool": {name: {"memory-percent": share} for name, share in traffic_pools({}).items()},
+    }
+
+
+def _dwrr_problems(qos_cfg: Mapping[str, Any], q: NvueQos) -> list[str]:
+    """Egress-scheduler profiles whose DWRR shares add up to more than 100 (NVIDIA's QoS guide):
+    default-global as it runs (factory 12/13 % under the explicit keys), another profile by the
+    classes it names (NVIDIA's port-group example gives a profile only some classes)."""
+    problems = []
+    profiles = {"default-global": q.scheduler}
+    for name, cfg in qos_cfg.get("egress-scheduler", {}).items():
+        if name != "default-global":
+            classes = cfg.get("traffic-class", {})
+            profiles[name] = {
+                int(tc): (entry.get("mode", "dwrr"), entry.get("bw-percent", 0))
+                for tc, entry in classes.items()
+            }
+    for name, classes in sorted(profiles.items()):
+        total = sum(bw for mode, bw in classes.values() if mode == "dwrr")
+        if total > DWRR_TOTAL:
+            shares = ", ".join(f"{tc}: {bw}" for tc, (mode, bw) in sorted(classes.items()) if mode == "dwrr")
+            problems.append(
+                f"qos egress-scheduler {name}: the bw-percent of the dwrr traffic classes adds up to "
+                f"{total}, above {DWRR_TOTAL} ({shares})"
+            )
+    return problems
+
+
 def _overlay_scheduler(q: NvueQos, tcs: Mapping[str, Any]) -> None:
     for tc, entry in tcs.items():
         mode, bw = q.scheduler.get(int(tc), ("dwrr", 0))
@@ -259,7 +353,8 @@ def port_qos(config: Mapping[str, Any], ports: Sequence[str]) -> dict[str, PortQ
 
 
 def config_problems(config: Mapping[str, Any]) -> list[str]:
-    """What `nv config apply` refuses: dangling profile references, inverted thresholds."""
+    """What `nv config apply` refuses: dangling profile references, pools or DWRR shares over 100 %,
+    inverted thresholds. NVUE's own wording of these refusals is not public: unverified."""
     problems = []
     qos_cfg = config.get("qos", {})
     for port, cfg in sorted(config.get("interface", {}).items()):
@@ -271,7 +366,9 @@ def config_problems(config: Mapping[str, Any]) -> list[str]:
     total = sum(int(pool.get("memory-percent", 0)) for pool in pools.values())
     if total > 100:
         problems.append(f"qos traffic-pool: the memory-percent of the pools adds up to {total}, above 100")
-    for tc, cfg in sorted(effective_qos(config).ecn.items()):
+    q = effective_qos(config)
+    problems += _dwrr_problems(qos_cfg, q)
+    for tc, cfg in sorted(q.ecn.items()):
         if cfg["min"] > cfg["max"]:
             problems.append(
                 f"qos congestion-control default-global traffic-class {tc}: min-threshold "

@@ -257,9 +257,29 @@ def interface_schema(release: tuple[int, int] = (5, 11)) -> Branch:
     )
 
 
+# `nv set system config auto-save`: from CL 5.4 `enable on|off`, from 5.10 `state enabled|disabled`
+# (NVUE command reference; NVIDIA's NVUE OpenAPI per release, as the nvueschema models carry it).
+AUTO_SAVE_SETTING_SINCE = (5, 4)
+AUTO_SAVE_STATE_SINCE = (5, 10)
+
+
+def system_schema(release: tuple[int, int] = (5, 11)) -> Branch:
+    if release < AUTO_SAVE_SETTING_SINCE:
+        return Branch({})
+    if release < AUTO_SAVE_STATE_SINCE:
+        auto_save = Branch({"enable": ON_OFF}, bare=True)
+    else:
+        auto_save = Branch({"state": Leaf(choices=("enabled", "disabled"))}, bare=True)
+    return Branch({"config": Branch({"auto-save": auto_save})})
+
+
 def root_schema(ports: Sequence[str], release: tuple[int, int] = (5, 11)) -> Branch:
     return Branch(
-        {"qos": qos_schema(release), "interface": Keyed(interface_ids(ports), interface_schema(release))}
+        {
+            "qos": qos_schema(release),
+            "interface": Keyed(interface_ids(ports), interface_schema(release)),
+            "system": system_schema(release),
+        }
     )
 
 

@@ -6,7 +6,10 @@ types the rendered `nv set` lines (plus `nv unset` for stale fabcheck-owned entr
 running); the first must answer `created [rev_id: N]` (NVUE opened our revision; silence would mean
 it joined someone else's), the rest answer nothing. It returns `nv config diff`; `commit` is
 `nv config apply -y`, which NVUE applies whole or not at all and answers `applied [rev_id: N]`, or
-`applied_and_saved [rev_id: N]` where auto-save is on (CL 5.9+: then no `nv config save`);
+`applied_and_saved [rev_id: N]` where auto-save is on (then no `nv config save`). Auto-save is a
+setting, read from the applied config (`system config auto-save`: `enable on|off` on CL 5.4-5.9,
+`state enabled|disabled` from 5.10, NVIDIA's NVUE OpenAPI); only where it is not set does the
+release's default stand (off before CL 5.9, on from it: NVUE command reference, nv config apply);
 `discard` is `nv config detach`, sent only for the revision this push opened. Nothing reaches the
 running config before the apply. The PFC watchdog commands exist from CL 5.6 (the release is read
 from the switch's config header): a push of the watchdog concern to an older switch is refused.
@@ -60,7 +63,7 @@ SAVE = "nv config save"
 SHOW_CONFIG = "nv config show -o json"
 SHOW_STARTUP = "nv config show --rev startup -o json"  # the saved revision, what a reboot loads
 MANAGED_TOP_LEVEL = ("qos", "interface")  # what running() shows: everything fabcheck writes is below
-AUTO_SAVE_SINCE = (5, 9)  # from CL 5.9 `nv config apply` also saves the startup config
+AUTO_SAVE_SINCE = (5, 9)  # auto-save's default: on from CL 5.9 (off before), where it is not set
 WATCHDOG_SINCE = (5, 6)  # `nv set qos pfc-watchdog ...` and `interface ... qos pfc-watchdog` from CL 5.6
 APPLIED = re.compile(r"^(?P<verb>applied|applied_and_saved) \[rev_id: (?P<rev>\d+)\]", re.MULTILINE)
 CREATED = re.compile(r"^created \[rev_id: (?P<rev>\d+)\]$")
@@ -117,8 +120,27 @@ def release_of(version: str | None) -> tuple[int, int] | None:
     return None if found is None else (int(found["major"]), int(found["minor"]))
 
 
-def needs_save(version: str | None) -> bool:
-    """Whether `nv config apply` leaves the startup config behind (CL before 5.9, or unknown)."""
+def auto_save_setting(tree: Mapping[str, Any]) -> bool | None:
+    """`system config auto-save` of an applied config tree: True/False where it is set (`enable
+    on|off`, CL 5.4-5.9; `state enabled|disabled`, 5.10+), None where it is not; NvueCommandError for
+    a value neither form has."""
+    node = _subtree(_mapping(tree.get("system")), "config", "auto-save")
+    for key, on, off in (("state", "enabled", "disabled"), ("enable", "on", "off")):
+        if key in node:
+            if node[key] not in (on, off):
+                raise NvueCommandError(
+                    f"system config auto-save {key} {str(node[key])[:40]!r} is not {on} or {off}"
+                )
+            return bool(node[key] == on)
+    return None
+
+
+def needs_save(version: str | None, tree: Mapping[str, Any] | None = None) -> bool:
+    """Whether `nv config apply` leaves the startup config behind: auto-save off in the applied config
+    `tree`, or not set there and the release's default off (CL before 5.9, or a release unknown)."""
+    setting = auto_save_setting(tree or {})
+    if setting is not None:
+        return not setting
     release = release_of(version)
     return release is None or release < AUTO_SAVE_SINCE
 
@@ -328,6 +350,8 @@ class NvueDriver(SwitchDriver):
         self.last_step = ""  # a stage right after a commit verifies that push; any other starts one
         self.own_revision: int | None = None  # the pending revision this push opened (only it is detached)
         self.saved_by_apply = False  # the apply answered applied_and_saved (auto-save)
+        self.applied_unsaved = False  # the apply answered plain `applied`: whatever the setting, unsaved
+        self.auto_save: bool | None = None  # `system config auto-save` of the applied config, when set
 
     locks = True
 
@@ -345,6 +369,7 @@ class NvueDriver(SwitchDriver):
         self.switch = config.switch
         if self.last_step != "commit":
             self.committed = False  # a new push on this connection
+            self.saved_by_apply = self.applied_unsaved = False
         self.last_step = "stage"
         lines = config.lines
         foreign = [line for line in lines if not line.startswith(("nv set ", "nv unset "))]
@@ -401,6 +426,7 @@ class NvueDriver(SwitchDriver):
             )
         self.committed = True
         self.saved_by_apply = applied["verb"] == "applied_and_saved"
+        self.applied_unsaved = not self.saved_by_apply
         self.own_revision = None
         self.last_step = "commit"
 
@@ -411,11 +437,17 @@ class NvueDriver(SwitchDriver):
         self.last_step = "discard"
 
     def needs_save(self) -> bool:
+        """After an apply its answer says it (applied_and_saved or not); before one, the switch's
+        auto-save setting (read with the applied config), else its release's default."""
         if self.saved_by_apply:
             return False
-        if self.version is None:
+        if self.applied_unsaved:
+            return True
+        if self.version is None and self.auto_save is None:
             self.config_tree()
-        return needs_save(self.version)  # the module's function, by the header's version
+        if self.auto_save is not None:
+            return not self.auto_save
+        return needs_save(self.version)  # not set: the release's default
 
     def startup_lag(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
         running = {key: value for key, value in self.config_tree().items() if key in MANAGED_TOP_LEVEL}
@@ -438,8 +470,11 @@ class NvueDriver(SwitchDriver):
 
     # -- NVUE commands ----------------------------------------------------------------------------
     def config_tree(self) -> dict[str, Any]:
-        """The applied configuration (`nv config show -o json`, its `set` document)."""
-        return self._documents_set(SHOW_CONFIG)
+        """The applied configuration (`nv config show -o json`, its `set` document); notes the
+        switch's auto-save setting from it."""
+        tree = self._documents_set(SHOW_CONFIG)
+        self.auto_save = auto_save_setting(tree)
+        return tree
 
     def _documents_set(self, show: str) -> dict[str, Any]:
         """The `set` document of a `nv config show ... -o json` (noting the version in its header)."""

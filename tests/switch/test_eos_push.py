@@ -257,4 +257,6 @@ def test_running_is_the_managed_part_in_eos_terms(switches: MockSwitches) -> Non
         text = driver.running()
     assert text == format_config(parse_config(config.text))
     assert "hostname" not in text and "spanning-tree" not in text
-    assert text.splitlines()[0] == "qos map dscp 26 to traffic-class 3"
+    # EOS 4.35's running-config order: the profile first, the qos maps and PFC defaults after interfaces
+    assert text.splitlines()[0] == "qos profile FABCHECK-ROCE"
+    assert text.splitlines()[-1] == "priority-flow-control pause watchdog action drop"

@@ -111,7 +111,7 @@ def test_dwrr_queues_get_no_priority_before_their_share() -> None:
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MockSwitches]:
     names = dict.fromkeys(("eos-real", "eos-voq", "eos-foreign", "eos-lock"), "eos")
     with mock_switches(
-        tmp_path_factory.mktemp("eos-real"), names, 210, models={"eos-voq": "DCS-7280SR3K-48YC8-F"}
+        tmp_path_factory.mktemp("eos-real"), names, 210, models={"eos-voq": "DCS-7280SR-48C6-M-R"}
     ) as switches:
         yield switches
 
@@ -131,7 +131,7 @@ def test_mock_show_version_and_sessions_have_the_real_keys(lab: MockSwitches) ->
     finally:
         conn.disconnect()
     real_version = real_json("show-version.json")
-    assert version["modelName"] == "DCS-7280SR3K-48YC8-F"
+    assert version["modelName"] == "DCS-7280SR-48C6-M-R"
     assert {key: shape(version[key]) for key in ("modelName", "version")} == {
         key: shape(real_version[key]) for key in ("modelName", "version")
     }

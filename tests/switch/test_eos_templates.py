@@ -119,12 +119,12 @@ ECN_LINE = (
         (
             {"lossless": {"priority": 2}},
             [
-                "-qos map dscp 26 to traffic-class 3",
-                "+qos map dscp 26 to traffic-class 2",
                 "-   priority-flow-control priority 3 no-drop",
                 "+   priority-flow-control priority 2 no-drop",
                 "-   uc-tx-queue 3",
                 "+   uc-tx-queue 2",
+                "-qos map dscp 26 to traffic-class 3",
+                "+qos map dscp 26 to traffic-class 2",
             ],
         ),
         (
@@ -134,10 +134,10 @@ ECN_LINE = (
         (
             {"cnp": {"priority": 7}},
             [
-                "-qos map dscp 48 to traffic-class 6",
-                "+qos map dscp 48 to traffic-class 7",
                 "-   uc-tx-queue 6",
                 "+   uc-tx-queue 7",
+                "-qos map dscp 48 to traffic-class 6",
+                "+qos map dscp 48 to traffic-class 7",
             ],
         ),
         (
@@ -159,16 +159,16 @@ ECN_LINE = (
         (
             {"congestion_control": "ecn_only", "lossless": {"pfc": False}},
             [
-                "-priority-flow-control pause watchdog default timeout 0.2",
-                "-priority-flow-control pause watchdog default recovery-time 0.2",
-                "-priority-flow-control pause watchdog action drop",
-                "-!",
                 "-   priority-flow-control on",
                 "-   priority-flow-control priority 3 no-drop",
                 "-   priority-flow-control pause watchdog",
                 # the lossless queue's share is its guarantee while the watchdog runs, a DWRR weight without
                 "-      bandwidth guaranteed percent 50",
                 "+      bandwidth percent 50",
+                "-priority-flow-control pause watchdog default timeout 0.2",
+                "-priority-flow-control pause watchdog default recovery-time 0.2",
+                "-priority-flow-control pause watchdog action drop",
+                "-!",
             ],
         ),
         ({"mtu": {"switch": 9100}}, ["-   mtu 9214", "+   mtu 9100"] * 4),

@@ -8,7 +8,7 @@ from typing import Any
 
 from fabcheck.lab.mockswitch.device import ROCE_DSCP, PortQos
 
-EOS_VERSION = "4.32.1F"
+EOS_VERSION = "4.35.0F"  # the release whose running-config order the mock prints
 DEFAULT_MTU = 1500
 DEFAULT_TRUST = "cos"  # switched ports trust CoS until `qos trust dscp`
 ECN_UNITS = ("segments", "bytes", "kbytes", "mbytes", "milliseconds")
@@ -60,14 +60,15 @@ def parse_interfaces(token: str, ports: Sequence[str]) -> list[str] | None:
 
 def _txq_lines(kind_num: str, q: Mapping[str, Any]) -> list[str]:
     lines = [f"   {q.get('kind', 'uc-tx-queue')} {kind_num}"]
+    # The priority line first, then bandwidth, shape, random-detect (AVD PR #4579, tested on a 7280R).
     if "kind" in q and q.get("priority") != "strict":
         lines.append("      no priority")  # tx-queues are strict until `no priority` (UNVERIFIED rendering)
+    if q.get("priority") == "strict":
+        lines.append("      priority strict")  # shown even as the default (UNVERIFIED: EOS may omit it)
     if "bandwidth_percent" in q:
         lines.append(f"      bandwidth percent {q['bandwidth_percent']}")
     if "bandwidth_guaranteed" in q:
         lines.append(f"      bandwidth guaranteed percent {q['bandwidth_guaranteed']}")
-    if q.get("priority") == "strict":
-        lines.append("      priority strict")  # shown even as the default (UNVERIFIED: EOS may omit it)
     ecn = q.get("ecn")
     if ecn:
         tail = "".join(
@@ -149,11 +150,13 @@ def running_config_text(config: Mapping[str, Any]) -> str:
         "spanning-tree mode mstp",
         "!",
     ]
-    lines += _global_lines(config)
+    # EOS 4.35's order (AVD's intended configs; pyavd 6.4.0): qos profiles (their PFC lines before the
+    # tx-queues), interfaces, then the qos maps and the PFC watchdog defaults.
     for name, profile in sorted(config["qos_profiles"].items()):
         lines += [f"qos profile {name}", *block_lines(profile), "!"]
     for port, block in sorted(config["interfaces"].items(), key=lambda kv: _port_key(kv[0])):
         lines += [f"interface {port}", *block_lines(block), "!"]
+    lines += _global_lines(config)
     lines += ["end"]
     return "\n".join(lines)
 

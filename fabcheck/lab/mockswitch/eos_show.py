@@ -276,7 +276,7 @@ def version(hostname: str, model_name: str = "cEOSLab") -> Shown:
             "",
             f"Software image version: {EOS_VERSION}",
             "Architecture: x86_64",
-            "Internal build version: 4.32.1F-mock",
+            f"Internal build version: {EOS_VERSION}-mock",
             "",
             "cEOS tools version: (unknown)",
             "Kernel version: 6.1.0",

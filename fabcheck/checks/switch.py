@@ -442,20 +442,23 @@ def _judge_mtu(
 
 def _buffers_text(groups: Sequence[tuple[str, str]], queues: Sequence[tuple[str, str]]) -> str:
     shown = [f"PG {span} {profile}" for span, profile in groups] or ["no lossless PG"]
-    shown += [f"queues {span} {profile}" for span, profile in queues]
+    shown += [f"queue {span} {profile}" for span, profile in queues] or ["no lossless queue bound"]
     return ", ".join(shown)
 
 
 def _want_buffers(d: DesiredSwitch, p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
     groups = [(str(group), profile) for group, profile in d.priority_group_buffers(p)] if p else []
-    return _buffers_text(groups, d.queue_buffer_profiles)
+    queues = [(str(queue), profile) for queue, profile in d.queue_buffers(p)] if p else []
+    return _buffers_text(groups, queues)
 
 
 def _judge_buffers(
     r: Record, port: str | None, d: DesiredSwitch, p: DesiredSwitchPort | None, _more: object, _inputs: Inputs
 ) -> Verdict:
-    """The port's lossless priority groups (a group bound to the dynamic lossless profile, or one the
-    intent makes lossless, whatever it holds: what the push owns) and every egress queue range."""
+    """What a push binds on a port with PFC, and nothing else: its lossless priority groups (a group
+    bound to the dynamic lossless profile, or one the intent makes lossless, whatever it holds) and
+    the binding of each lossless egress queue (the range holding it, e.g. stock 3-4). The lossy
+    queues' bindings (q_lossy_profile on the dynamic model) are the switch's own and not judged."""
     assert isinstance(r, BufferProfiles)
     if p is None:
         return Status.ERROR, "buffer profiles shown for the switch, not for a port"
@@ -466,8 +469,14 @@ def _judge_buffers(
         return binding.profile == SONIC_DYNAMIC_LOSSLESS_PROFILE or bool(lossless & set(binding.members))
 
     groups = [(b.span, b.profile) for b in r.priority_groups if owned(b)]
-    queues = [(b.span, b.profile) for b in r.queues]
-    ok = dict(groups) == wanted and queues == list(d.queue_buffer_profiles)
+    ok = dict(groups) == wanted
+    queues: list[tuple[str, str]] = []
+    for queue, profile in d.queue_buffers(p):
+        holders = [b for b in r.queues if queue in b.members]
+        queues += [(b.span, b.profile) for b in holders if (b.span, b.profile) not in queues]
+        ok = ok and [b.profile for b in holders] == [profile]
+    if not queues and d.queue_buffers(p):
+        queues = [(str(queue), "unbound") for queue, _profile in d.queue_buffers(p)]
     return (Status.PASS if ok else Status.FAIL), _buffers_text(groups, queues)
 
 
@@ -678,11 +687,12 @@ SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
     _switch_check(
         BUFFERS,
         "buffers",
-        "buffer profiles of the lossless priority groups and egress queues",
+        "buffer profiles of the lossless priority groups and egress queues of the ports with PFC",
         SwitchJudge(
             BufferProfiles,
             _want_buffers,
             _judge_buffers,
+            ports=lambda port: bool(port.pfc_priorities),  # a port without PFC keeps its buffers
             not_shown="fabcheck binds no per-port buffer profiles on this platform",
         ),
     ),

@@ -26,17 +26,16 @@ WATCHDOG_ACTION = "drop"
 # example), and the PFC headroom is sized for 100 m cables (the value NVIDIA's RoCE preset uses).
 LOSSLESS_POOL_PERCENT = 50
 PFC_CABLE_LENGTH_M = 100
-# SONiC's egress queue buffers (sonic-buildimage files/build_templates/buffers_config.j2): queues 0-6
-# hold a profile, 3-4 the lossless one. A lossless class inside 3-4 keeps that stock layout; any other
-# puts the lossless profile on its own queue and every other queue, 3-4 included, back to lossy.
-SONIC_BUFFERED_QUEUES = 7
-SONIC_STOCK_LOSSLESS_QUEUES = frozenset({3, 4})
 # SONiC's buffer bindings: a lossless ingress priority group holds BUFFER_PG profile "NULL" (the
-# dynamic buffer model: buffermgrd sizes its headroom), every other class shares the lossy group 0,
-# and each egress queue range holds the stock lossless or lossy profile (buffers_config.j2).
+# dynamic buffer model: buffermgrd sizes its headroom), and each lossless egress queue of a port with
+# PFC holds the stock lossless queue profile. That is all a push binds: the lossy groups and queues
+# keep whatever profile the switch gives them (on the dynamic model's Mellanox SKUs the lossy queues
+# hold `q_lossy_profile`; `egress_lossy_profile` is the port-level profile of
+# BUFFER_PORT_EGRESS_PROFILE_LIST: sonic-utilities tests/db_migrator_input/config_db/acs-msn4700-t1-
+# version_3_0_3.json, cited in tests/data/real/sonic/INDEX.tsv), and so do the ports without PFC.
 SONIC_LOSSY_PRIORITY_GROUP = 0
 SONIC_DYNAMIC_LOSSLESS_PROFILE = "NULL"
-SONIC_EGRESS_PROFILES = {True: "egress_lossless_profile", False: "egress_lossy_profile"}
+SONIC_LOSSLESS_QUEUE_PROFILE = "egress_lossless_profile"
 # NVUE's egress scheduler (NVIDIA's QoS guide, Egress Scheduler; CumulusNetworks/docs
 # content/cumulus-linux-516/Layer-1-and-Switch-Ports/Quality-of-Service/_index.md): default-global
 # holds all eight traffic classes, DWRR 12 % on 0,2,4,6 and 13 % on 1,3,5,7 from the factory (the
@@ -261,32 +260,17 @@ class DesiredSwitch:
         return {d: self.switch_priority_to_traffic_class[p] for d, p in self.dscp_to_switch_priority_pairs}
 
     @property
-    def queue_buffers(self) -> tuple[tuple[str, bool], ...]:
-        """SONiC's BUFFER_QUEUE per port: (queue or range as its key writes it, lossless), in queue order."""
-        lossless = {q.traffic_class for q in self.queues if q.lossless}
-        if lossless <= SONIC_STOCK_LOSSLESS_QUEUES:
-            lossless = set(SONIC_STOCK_LOSSLESS_QUEUES)
-        runs: list[list[int]] = []  # [first, last, lossless]
-        for queue in range(max(SONIC_BUFFERED_QUEUES, max(lossless) + 1)):
-            kind = int(queue in lossless)
-            if runs and runs[-1][2] == kind:
-                runs[-1][1] = queue
-            else:
-                runs.append([queue, queue, kind])
-        return tuple(
-            (f"{first}" if first == last else f"{first}-{last}", bool(kind)) for first, last, kind in runs
-        )
-
-    @property
     def traffic_pools(self) -> dict[str, int]:
         """NVUE's shared-buffer split: the lossless pool's share, the lossy pool the rest."""
         lossless = self.lossless_pool_percent
         return {"default-lossless": lossless, "default-lossy": 100 - lossless}
 
-    @property
-    def queue_buffer_profiles(self) -> tuple[tuple[str, str], ...]:
-        """SONiC's BUFFER_QUEUE per port: (queue or range, the stock profile it holds)."""
-        return tuple((queues, SONIC_EGRESS_PROFILES[lossless]) for queues, lossless in self.queue_buffers)
+    def queue_buffers(self, port: DesiredSwitchPort) -> tuple[tuple[int, str], ...]:
+        """SONiC's BUFFER_QUEUE of one port, as far as a push binds it: (queue, profile) of each lossless
+        queue when the port runs PFC; none otherwise. Every other queue keeps the switch's binding."""
+        if not port.pfc_priorities:
+            return ()
+        return tuple((q.traffic_class, SONIC_LOSSLESS_QUEUE_PROFILE) for q in self.queues if q.lossless)
 
     def priority_group(self, traffic_class: int) -> int:
         """SONiC's ingress priority group of a traffic class: its own if lossless, else the lossy one."""

@@ -307,6 +307,9 @@ def test_patch_from_factory_converges_owned_keys_and_leaves_the_rest() -> None:
         for key, fields in entries.items():
             if table in ("PORT", "PFC_WD"):
                 assert fields.items() <= after[table][key].items()
+            elif table == "BUFFER_QUEUE":  # held by the stock range around it (3-4)
+                port, _, queue = key.partition("|")
+                assert profile_per_queue(after, port)[int(queue)] == fields["profile"]
             else:
                 assert after[table][key] == fields
     # Not ours: the stock AZURE objects, the global map, the lossy PG, other PORT fields, DEVICE_METADATA.
@@ -431,7 +434,7 @@ def test_managed_state_is_the_owned_tables_and_port_mtus() -> None:
     assert state["PORT"]["Ethernet0"] == {"mtu": "9100"} and "DEVICE_METADATA" not in state
 
 
-# -- BUFFER_QUEUE follows the lossless class ----------------------------------------------------------
+# -- BUFFER_QUEUE: the lossless queues of the ports with PFC, nothing else -----------------------------
 
 
 def queue_profiles(db: dict[str, Any], port: str) -> dict[str, str]:
@@ -440,56 +443,85 @@ def queue_profiles(db: dict[str, Any], port: str) -> dict[str, str]:
     }
 
 
-STOCK_QUEUES = {
-    "0-2": "egress_lossy_profile",
-    "3-4": "egress_lossless_profile",
-    "5-6": "egress_lossy_profile",
-}
+def profile_per_queue(db: dict[str, Any], port: str) -> dict[int, str]:
+    """Queue -> the profile its binding holds, whatever range keys it."""
+    out: dict[int, str] = {}
+    for span, profile in queue_profiles(db, port).items():
+        first, _, last = span.partition("-")
+        out |= dict.fromkeys(range(int(first), int(last or first) + 1), profile)
+    return out
+
+
+# The cited factory layout (sonic-utilities acs-msn4700-t1-version_3_0_3.json, dynamic buffer model).
+STOCK_QUEUES = {"0-2": "q_lossy_profile", "3-4": "egress_lossless_profile", "5-6": "q_lossy_profile"}
 
 
 @pytest.mark.parametrize("priority", [3, 4])
-def test_a_lossless_class_inside_the_stock_3_4_keeps_the_stock_queue_buffers(priority: int) -> None:
+def test_a_lossless_class_inside_the_stock_3_4_binds_only_its_queue_and_changes_nothing(
+    priority: int,
+) -> None:
     want = fragment({"lossless": {"priority": priority}})
     for port in MOCK_PORTS:
-        assert queue_profiles(want, port) == STOCK_QUEUES  # buffers_config.j2's own layout
+        assert queue_profiles(want, port) == {str(priority): "egress_lossless_profile"}
+        assert queue_profiles(factory(), port) == STOCK_QUEUES
     patch = compute_patch(factory(), want)
-    assert not [op for op in patch if op["path"].startswith("/BUFFER_QUEUE")]
+    assert not [op for op in patch if op["path"].startswith("/BUFFER_QUEUE")]  # stock 3-4 holds it
 
 
-def test_a_non_default_lossless_class_gets_the_lossless_queue_buffer_and_3_4_go_lossy() -> None:
+def test_a_non_default_lossless_queue_is_split_out_of_its_range_and_the_rest_keeps_its_profile() -> None:
     want = fragment({"lossless": {"priority": 5}})
     for port in MOCK_PORTS:
-        assert queue_profiles(want, port) == {
-            "0-4": "egress_lossy_profile",
-            "5": "egress_lossless_profile",
-            "6": "egress_lossy_profile",
-        }
+        assert queue_profiles(want, port) == {"5": "egress_lossless_profile"}
         assert want["BUFFER_PG"][f"{port}|5"] == {"profile": "NULL"}
     running = factory()
     patch = compute_patch(running, want)
     after = apply_patch(running, patch, MOCK_PORTS)
     assert compute_patch(after, want) == []
     for port in MOCK_PORTS:
-        assert queue_profiles(after, port) == queue_profiles(want, port)  # the stock 3-4 entry is gone
-        assert f"{port}|3-4" not in after["BUFFER_PG"] and after["BUFFER_PG"][f"{port}|0"] == {
-            "profile": "ingress_lossy_profile"
+        assert queue_profiles(after, port) == {
+            "0-2": "q_lossy_profile",
+            "3-4": "egress_lossless_profile",  # the switch's own binding, untouched
+            "5": "egress_lossless_profile",
+            "6": "q_lossy_profile",  # read from the switch's 5-6, never assumed
         }
-    removed = {op["path"] for op in patch if op["op"] == "remove" and op["path"].startswith("/BUFFER_QUEUE")}
-    assert pointer("BUFFER_QUEUE", "Ethernet0|3-4") in removed
+    assert [op for op in patch if op["path"].startswith("/BUFFER_QUEUE/Ethernet0")] == [
+        {"op": "remove", "path": pointer("BUFFER_QUEUE", "Ethernet0|5-6")},
+        {
+            "op": "add",
+            "path": pointer("BUFFER_QUEUE", "Ethernet0|5"),
+            "value": {"profile": "egress_lossless_profile"},
+        },
+        {
+            "op": "add",
+            "path": pointer("BUFFER_QUEUE", "Ethernet0|6"),
+            "value": {"profile": "q_lossy_profile"},
+        },
+    ]
 
 
-def test_lossless_priority_7_buffers_queue_7_beyond_the_stock_0_6() -> None:
-    want = fragment({"lossless": {"priority": 7}})
-    assert queue_profiles(want, "Ethernet0") == {
-        "0-6": "egress_lossy_profile",
-        "7": "egress_lossless_profile",
+def test_a_lossless_queue_inside_a_range_splits_it_in_runs_keeping_every_field() -> None:
+    running = factory()
+    running["BUFFER_QUEUE"]["Ethernet0|0-2"] = {"profile": "q_lossy_profile"}
+    want = fragment({"lossless": {"priority": 1}})
+    after = apply_patch(running, compute_patch(running, want), MOCK_PORTS)
+    assert queue_profiles(after, "Ethernet0") == {
+        "0": "q_lossy_profile",
+        "1": "egress_lossless_profile",
+        "2": "q_lossy_profile",
+        "3-4": "egress_lossless_profile",
+        "5-6": "q_lossy_profile",
     }
 
 
-def test_moving_back_to_the_default_class_restores_the_stock_queue_buffers() -> None:
-    running = apply_patch(
-        factory(), compute_patch(factory(), fragment({"lossless": {"priority": 5}})), MOCK_PORTS
-    )
-    after = apply_patch(running, compute_patch(running, fragment()), MOCK_PORTS)
-    for port in MOCK_PORTS:
-        assert queue_profiles(after, port) == STOCK_QUEUES == queue_profiles(factory(), port)
+def test_lossless_priority_7_binds_queue_7_beyond_the_stock_0_6() -> None:
+    want = fragment({"lossless": {"priority": 7}})
+    assert queue_profiles(want, "Ethernet0") == {"7": "egress_lossless_profile"}
+    after = apply_patch(factory(), compute_patch(factory(), want), MOCK_PORTS)
+    assert queue_profiles(after, "Ethernet0") == STOCK_QUEUES | {"7": "egress_lossless_profile"}
+
+
+def test_without_pfc_no_buffer_binding_is_rendered_or_touched() -> None:
+    want = fragment({"lossless": {"pfc": False}})
+    assert "BUFFER_QUEUE" not in want and "BUFFER_PG" not in want
+    patch = compute_patch(factory(), want)
+    assert not [op for op in patch if op["path"].startswith(("/BUFFER_QUEUE", "/BUFFER_PG"))]

@@ -69,7 +69,7 @@ def test_a_fragment_passes_only_because_the_switch_owns_lanes_and_speed() -> Non
     that, and the models are really applied."""
     verdict = validate_config_db(golden("default"), fragment=False)
     assert not verdict.valid  # BUFFER_QUEUE names the switch's stock profiles, absent from a fragment
-    assert any('Invalid leafref value "egress_lossy_profile"' in m for m in verdict.messages), (
+    assert any('Invalid leafref value "egress_lossless_profile"' in m for m in verdict.messages), (
         verdict.messages
     )
     without_queues = {t: e for t, e in golden("default").items() if t != "BUFFER_QUEUE"}
@@ -361,7 +361,7 @@ def test_render_validate_passes_a_non_default_lossless_queue_also_over_the_facto
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Lossless priority 5: BUFFER_QUEUE names queue 5 with the lossless profile; `render --validate`
-    passes it, and SONiC's YANG takes the factory CONFIG_DB with it pushed over (stock 3-4 removed)."""
+    passes it, and SONiC's YANG takes the factory CONFIG_DB with it pushed over (stock 5-6 split)."""
     intent = {"lossless": {"priority": 5, "dscp": [26], "pfc": True}}
     code = main(
         ["render", "-i", str(inventory(tmp_path, intent)), "--limit", "leaf03", "--validate", "--json"]
@@ -372,10 +372,11 @@ def test_render_validate_passes_a_non_default_lossless_queue_also_over_the_facto
     assert record["validation"]["status"] == "valid"
     fragment = json.loads(record["config"])
     assert fragment["BUFFER_QUEUE"]["Ethernet0|5"] == {"profile": "egress_lossless_profile"}
-    assert fragment["BUFFER_QUEUE"]["Ethernet0|0-4"] == {"profile": "egress_lossy_profile"}
+    assert [key for key in fragment["BUFFER_QUEUE"] if key.startswith("Ethernet0|")] == ["Ethernet0|5"]
     ports = sorted(fragment["PORT"])
     factory = factory_config_db("leaf03", ports)
     pushed = apply_patch(factory, compute_patch(factory, fragment), ports)
-    assert "Ethernet0|3-4" not in pushed["BUFFER_QUEUE"]
+    assert pushed["BUFFER_QUEUE"]["Ethernet0|3-4"] == {"profile": "egress_lossless_profile"}  # the switch's
+    assert pushed["BUFFER_QUEUE"]["Ethernet0|6"] == {"profile": "q_lossy_profile"}  # split out of 5-6
     verdict = validate_config_db(pushed, fragment=False)
     assert verdict.valid, verdict.messages

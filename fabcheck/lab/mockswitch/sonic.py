@@ -15,7 +15,13 @@ from fabcheck.lab.mockswitch.device import (
     SwitchDevice,
 )
 from fabcheck.lab.mockswitch.sonic_commands import SonicCommands
-from fabcheck.lab.mockswitch.sonic_db import expand_range, factory_config_db, port_qos, priority_list
+from fabcheck.lab.mockswitch.sonic_db import (
+    FACTORY_HWSKU,
+    expand_range,
+    factory_config_db,
+    port_qos,
+    priority_list,
+)
 from fabcheck.lab.mockswitch.sonic_shell import (
     Chain,
     FileSystem,
@@ -29,6 +35,7 @@ from fabcheck.lab.mockswitch.sonic_shell import (
 
 ROOT_SHELL_ARGS = ([], ["-s"], ["-i"], ["su"], ["bash"], ["-E", "-s"], ["su", "-"])
 WRITING_COMMANDS = {"config", "ecnconfig", "tee"}
+DEFAULT_RELEASE = "202405.0-mock"  # no 8-digit build: GCU's validators check no minimum build
 
 
 class SonicDevice(SwitchDevice):
@@ -41,8 +48,13 @@ class SonicDevice(SwitchDevice):
         self.port_flaps: dict[str, int] = {}  # port -> times the config updater took it admin-down
         self.queue_counters_cleared = False  # `sonic-clear queuecounters` ran: show prints differences
 
+    @property
+    def release(self) -> str:
+        """What `show version` names after 'SONiC.' (GCU's validators and log lines depend on it)."""
+        return self.spec.release or DEFAULT_RELEASE
+
     def factory_config(self) -> dict[str, Any]:
-        return factory_config_db(self.spec.name, self.spec.ports)
+        return factory_config_db(self.spec.name, self.spec.ports, self.spec.model or FACTORY_HWSKU)
 
     def new_session(self, username: str) -> CliSession:
         return SonicSession(self, username)

@@ -5,18 +5,21 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+import jsonpatch
 
 from fabcheck.lab.mockswitch import sonic_show as show
 from fabcheck.lab.mockswitch.sonic_db import (
     LOSSLESS_PROFILE,
     WRED_COLORS,
     ConfigDbError,
-    apply_patch,
     config_problems,
     priority_list,
+    simulate_patch,
 )
 from fabcheck.lab.mockswitch.sonic_shell import FileSystem, Result
 
@@ -39,31 +42,79 @@ ADMIN_DOWN_TABLES = (
     "PORT_QOS_MAP",
     "QUEUE",
 )
-PFC_WD_FIELDS = (
-    "restoration_time",
-    "detection_time",
-    "action",
-    "global/poll_interval",
-    "pfc_stat_history",
-    "",
-)
+# GCU's field-operation validators (sonic-utilities generic_config_updater: gu_common.ConfigWrapper.
+# validate_field_operation, field_operation_validators.rdma_config_update_validator and its
+# gcu_field_operation_validators.conf.json, at the commits tests/data/real/sonic/INDEX.tsv cites).
+# They judge JsonPatch.from_diff(running, target), not the operations sent.
+GCU_ILLEGAL_REMOVES = ("/PFC_WD/GLOBAL/POLL_INTERVAL", "/PFC_WD/GLOBAL")
+PFC_WD_VALIDATOR = "generic_config_updater.field_operation_validators.rdma_config_update_validator"
+PFC_WD_OPERATIONS = ("remove", "add", "replace")
+# The PFC_WD fields the validator allows: pfc_stat_history from 202511 on (sonic-utilities #4102).
+PFC_WD_FIELDS_BEFORE_202511 = ("restoration_time", "detection_time", "action", "global/poll_interval", "")
+PFC_WD_FIELDS = (*PFC_WD_FIELDS_BEFORE_202511[:4], "pfc_stat_history", "")
+STAT_HISTORY_BRANCH = "202511"
+# hwsku -> ASIC for the Mellanox SKUs (helper_data mellanox_asics at master, trimmed to the families'
+# ACS and SN4700/SN5600 SKUs) and each ASIC's minimum 8-digit build for PFC_WD.
+MELLANOX_ASICS = {
+    "spc1": ("ACS-MSN2700", "ACS-MSN2740", "ACS-MSN2100", "ACS-MSN2410", "ACS-MSN2010", "Mellanox-SN2700"),
+    "spc2": ("ACS-MSN3800", "Mellanox-SN3800-D112C8", "ACS-MSN3420", "ACS-MSN3700C", "ACS-MSN3700"),
+    "spc3": (
+        "ACS-MSN4700",
+        "ACS-MSN4600",
+        "ACS-MSN4600C",
+        "ACS-MSN4410",
+        "Mellanox-SN4600C-C64",
+        "Mellanox-SN4700-O8C48",
+        "Mellanox-SN4700-O28",
+    ),
+    "spc4": ("ACS-SN5600", "Mellanox-SN5600-O128", "Mellanox-SN5600-V256", "ACS-SN5400"),
+}
+PFC_WD_MIN_BUILD = {"spc1": "20181100", "spc2": "20191100", "spc3": "20220500", "spc4": "20221100"}
 
 
-def field_validator_refusal(patch: list) -> str:
-    """GCU's PFC_WD field validator: fields outside its list (a whole-table op names entries, not
-    fields) are refused ('' = allowed). Port names are dropped from the path as GCU does."""
-    for op in patch:
-        parts = [p for p in op.get("path", "").split("/")[1:] if p]
-        if not parts or parts[0] != "PFC_WD":
-            continue
-        rest = [p for p in parts[1:] if not any(ch.isdigit() for ch in p)]
-        field = "/".join(rest).lower()
-        value = op.get("value")
-        fields = [f"{field}/{key}" if field else key for key in value] if isinstance(value, dict) else [field]
-        if any(f not in PFC_WD_FIELDS for f in fields):
+def _asic_of(hwsku: str) -> str:
+    for asic, skus in MELLANOX_ASICS.items():
+        if hwsku.lower() in (sku.lower() for sku in skus):
+            return asic
+    return "unknown"
+
+
+def _branch_build(release: str) -> str | None:
+    """The 8-digit build GCU compares ('20220531' of '20220531.18'); None for '202205.263207-...'."""
+    found = [part for part in release.split(".") if re.fullmatch(r"\d{8}", part)]
+    return found[-1] if found else None
+
+
+def _pfc_wd_op_allowed(op: dict, hwsku: str, release: str) -> bool:
+    asic = _asic_of(hwsku)
+    if asic == "unknown":
+        return False
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+    cleaned = "/".join(p for p in parts[1:] if not any(ch.isdigit() for ch in p)).lower()
+    value = op.get("value")
+    fields = [f"{cleaned}/{k}" if cleaned else k for k in value] if isinstance(value, dict) else [cleaned]
+    branch = _branch_build(release)
+    newer = release[:6].isdigit() and release[:6] >= STAT_HISTORY_BRANCH
+    allowed = PFC_WD_FIELDS if newer else PFC_WD_FIELDS_BEFORE_202511
+    for field in fields:
+        if field not in allowed or op["op"] not in PFC_WD_OPERATIONS:
+            return False
+        if branch is not None and branch < PFC_WD_MIN_BUILD[asic]:
+            return False
+    return True
+
+
+def field_validator_refusal(running: dict, target: dict, hwsku: str, release: str) -> str:
+    """GCU's verdict on the diff from `running` to `target` ('' = allowed), in its own words."""
+    diff = list(jsonpatch.JsonPatch.from_diff(running, target))
+    for op in diff:
+        if op["op"] == "remove" and op["path"] in GCU_ILLEGAL_REMOVES:
+            return f"Given patch operation is invalid. Operation: remove is illegal on field: {op['path']}"
+    for op in diff:
+        if op["path"].split("/")[1] == "PFC_WD" and not _pfc_wd_op_allowed(op, hwsku, release):
             return (
-                "Modification of PFC_WD table is illegal- validating function generic_config_updater."
-                "field_operation_validators.rdma_config_update_validator returned False"
+                f"Modification of PFC_WD table is illegal- validating function {PFC_WD_VALIDATOR} "
+                "returned False"
             )
     return ""
 
@@ -88,6 +139,53 @@ _ECN_OPTIONS = {
     for c in WRED_COLORS
     for k, field in (("min", "min_threshold"), ("max", "max_threshold"), ("drop", "drop_probability"))
 }
+
+
+# PatchApplier.apply's console lines (gu_common.TitledLogger prefixes 'Patch Applier: '): 202405 on
+# name the scope (localhost) and list the changes once; 202205-202311 name none and list them twice,
+# 'The patch was sorted into' up to 202211, 'converted into' from 202305 (generic_updater.py at the
+# commits tests/data/real/sonic/INDEX.tsv cites).
+SCOPED_LOG_BRANCH = "202405"
+_LEGACY_LINES = {
+    "start": "Patch application starting.",
+    "patch": "Patch: {}",
+    "get": "Getting current config db.",
+    "simulate": "Simulating the target full config after applying the patch.",
+    "validate": "Validating all JsonPatch operations are permitted on the specified fields",
+    "empty": "Validating target config does not have empty tables, since they do not show up in ConfigDb.",
+    "sort": "Sorting patch updates.",
+    "sorted": "The patch was sorted into {count} change{plural}{colon}",
+    "applying": "Applying {count} change{plural} in order{colon}",
+    "verify": "Verifying patch updates are reflected on ConfigDB.",
+    "done": "Patch application completed.",
+}
+_SCOPED_LINES = {
+    "start": "localhost: Patch application starting.",
+    "patch": "localhost: Patch: {}",
+    "get": "localhost getting current config db.",
+    "simulate": "localhost: simulating the target full config after applying the patch.",
+    "validate": "localhost: validating all JsonPatch operations are permitted on the specified fields",
+    "empty": "localhost: validating target config does not have empty tables, since they do not show up in "
+    "ConfigDb.",
+    "sort": "localhost: sorting patch updates.",
+    "sorted": "The localhost patch was converted into {count} change{plural}{colon}",
+    "applying": "localhost: applying {count} change{plural} in order{colon}",
+    "verify": "localhost: verifying patch updates are reflected on ConfigDB.",
+    "done": "localhost patch application completed.",
+}
+
+
+def _log(lines: dict[str, str], step: str, text: str = "", count: int = 0) -> str:
+    plural, colon = ("s" if count != 1 else ""), (":" if count else ".")
+    return "Patch Applier: " + lines[step].format(text, count=count, plural=plural, colon=colon)
+
+
+def _legacy_log(step: str, text: str = "", count: int = 0) -> str:
+    return _log(_LEGACY_LINES, step, text, count)
+
+
+def _scoped_log(step: str, text: str = "", count: int = 0) -> str:
+    return _log(_SCOPED_LINES, step, text, count)
 
 
 def click_error(command: str, usage: str, message: str) -> Result:
@@ -149,7 +247,8 @@ class SonicCommands:
         if args[:2] == ["interfaces", "status"]:
             return Result(show.interfaces_status(self.db, chosen) + "\n")
         if args == ["version"]:
-            return Result(show.version(dev.name, dev.spec.release or "202405.0-mock") + "\n")
+            metadata = self.db.get("DEVICE_METADATA", {}).get("localhost", {})
+            return Result(show.version(dev.name, dev.release, metadata) + "\n")
         if args == ["lldp", "table"]:
             return Result(show.lldp_table(dev.lldp_neighbors()) + "\n")
         if not args:
@@ -438,41 +537,39 @@ class SonicCommands:
                 f'Invalid value for "PATCH_FILE_PATH": Path "{paths[0]}" does not exist.',
             )
         dry_run = "-d" in args or "--dry-run" in args
+        release = self.device.release
+        legacy = not (release[:6].isdigit() and release[:6] >= SCOPED_LOG_BRANCH)
+        say = _legacy_log if legacy else _scoped_log
         lines = ["** DRY RUN EXECUTION **"] if dry_run else []
-        lines.append("Patch Applier: localhost: Patch application starting.")
+        lines.append(say("start"))
         try:
             patch = json.loads(text)
-            lines.append(f"Patch Applier: localhost: Patch: {json.dumps(patch)}")
-            refused = field_validator_refusal(patch)
+            lines.append(say("patch", json.dumps(patch)))
+            lines += [say("get"), say("simulate")]
+            target = simulate_patch(self.db, patch)
+            lines.append(say("validate"))
+            hwsku = self.db.get("DEVICE_METADATA", {}).get("localhost", {}).get("hwsku", "")
+            refused = field_validator_refusal(self.db, target, hwsku, release)
             if refused:
                 raise ConfigDbError(refused)
-            target = apply_patch(self.db, patch, self.device.ports)
+            lines.append(say("empty"))
+            problems = config_problems(target, self.device.ports)
+            if problems:
+                raise ConfigDbError("Given patch will produce invalid config. Error: " + "; ".join(problems))
         except (ValueError, ConfigDbError) as exc:
             reason = f"Invalid patch JSON: {exc}" if isinstance(exc, ValueError) else str(exc)
             fail = click_error("config apply-patch", usage, reason)
-            return Result(
-                out="\n".join(lines) + "\n",
-                err=f"Failed to apply patch due to: {reason}\n{fail.err}",
-                status=1,
-            )
-        lines += [
-            "Patch Applier: localhost getting current config db.",
-            "Patch Applier: localhost: simulating the target full config after applying the patch.",
-            "Patch Applier: localhost: validating all JsonPatch operations are permitted on the specified "
-            "fields",
-            "Patch Applier: localhost: validating target config does not have empty tables, since "
-            "they do not show up in ConfigDb.",
-            "Patch Applier: localhost: sorting patch updates.",
-        ]
+            head = "Failed to apply patch" if legacy else f"Failed to apply patch due to: {reason}"
+            return Result(out="\n".join(lines) + "\n", err=f"{head}\n{fail.err}", status=1)
+        lines.append(say("sort"))
         changes = sorted_changes(patch, self.db)
-        plural = "s" if len(changes) != 1 else ""
-        colon = ":" if changes else "."
-        lines.append(
-            f"Patch Applier: The localhost patch was converted into {len(changes)} change{plural}{colon}"
-        )
-        lines.append(f"Patch Applier: localhost: applying {len(changes)} change{plural} in order{colon}")
-        for change in changes:
-            lines.append(f"Patch Applier:   * {json.dumps([change])}")
+        listed = [f"Patch Applier:   * {json.dumps([change])}" for change in changes]
+        lines.append(say("sorted", count=len(changes)))
+        if legacy:
+            lines += listed  # 202205-202311 list the sorted changes, then again while applying them
+        lines.append(say("applying", count=len(changes)))
+        for change, line in zip(changes, listed, strict=True):
+            lines.append(line)
             if not dry_run:
                 time.sleep(PER_CHANGE_S * LAB_TIME_SCALE)  # the updater's pace, scaled for the lab
                 if change["path"].endswith("/admin_status"):
@@ -481,10 +578,7 @@ class SonicCommands:
                         change["value"] == "down"
                     )
                     self.device.record("gcu", "port", f"{port} admin {change['value']}")
-        lines += [
-            "Patch Applier: localhost: verifying patch updates are reflected on ConfigDB.",
-            "Patch Applier: localhost patch application completed.",
-        ]
+        lines += [say("verify"), say("done")]
         if not dry_run:
             self.device.running = target
         lines.append("Patch applied successfully.")

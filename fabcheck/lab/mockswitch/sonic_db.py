@@ -40,21 +40,42 @@ def _stock_dscp_map() -> dict[str, str]:
     return {str(d): special.get(d, "1") for d in range(64)}
 
 
-def factory_config_db(hostname: str, ports: Sequence[str]) -> ConfigDb:
-    """What a SONiC switch boots with from the stock qos_config.j2 / buffers templates."""
+# The factory state is a real dynamic-buffer Mellanox CONFIG_DB: sonic-utilities
+# tests/db_migrator_input/config_db/acs-msn4700-t1-version_3_0_3.json (trimmed copy and commit in
+# tests/data/real/sonic/, INDEX.tsv). Its switch-wide tables are copied whole and its Ethernet0
+# entries onto each port; tests/switch/test_sonic_factory.py diffs this against the file and lists
+# every difference with its reason. The QoS tables (maps, schedulers, WRED, QUEUE, PORT_QOS_MAP,
+# PFC_WD) are not in that dump: they are qos_config.j2's, as the mock had them before.
+FACTORY_HWSKU = "ACS-MSN4700"
+FACTORY_PLATFORM = "x86_64-mlnx_msn4700-r0"
+FACTORY_PORT_SPEED = "400000"  # the cited dump's ports run 10G/25G; the lab's hosts link at 400G
+FACTORY_CABLE_LENGTH = "300m"
+
+
+def factory_config_db(hostname: str, ports: Sequence[str], hwsku: str = FACTORY_HWSKU) -> ConfigDb:
+    """What a SONiC switch boots with: the cited Mellanox dynamic-buffer CONFIG_DB plus the stock
+    qos_config.j2 QoS tables, with the PFC watchdog started by default (`pfcwd start_default`)."""
     identity = {str(i): str(i) for i in range(8)}
     db: ConfigDb = {
         "DEVICE_METADATA": {
             "localhost": {
-                "hostname": hostname,
-                "hwsku": "Mellanox-SN4700-O8C48",
-                "platform": "x86_64-nvidia_sn4700-r0",
+                "hwsku": hwsku,
+                "default_bgp_status": "up",
                 "type": "LeafRouter",
-                "buffer_model": "dynamic",
+                "synchronous_mode": "enable",
+                "region": "None",
+                "hostname": hostname,
+                "platform": FACTORY_PLATFORM,
+                "mac": "00:01:02:03:04:00",
                 "default_pfcwd_status": "enable",
-                "mac": "1c:34:da:00:00:01",
+                "bgp_asn": "65100",
+                "buffer_model": "dynamic",
+                "deployment_id": "1",
+                "docker_routing_config_mode": "separated",
+                "cloudtype": "None",
             }
         },
+        "VERSIONS": {"DATABASE": {"VERSION": "version_3_0_3"}},
         "PORT": {},
         "PORT_QOS_MAP": {"global": {"dscp_to_tc_map": "AZURE"}},
         "DSCP_TO_TC_MAP": {"AZURE": _stock_dscp_map()},
@@ -81,28 +102,36 @@ def factory_config_db(hostname: str, ports: Sequence[str]) -> ConfigDb:
         },
         "QUEUE": {},
         "PFC_WD": {"GLOBAL": {"POLL_INTERVAL": "200"}},
-        "CABLE_LENGTH": {"AZURE": {p: "5m" for p in ports}},
+        "CABLE_LENGTH": {"AZURE": {p: FACTORY_CABLE_LENGTH for p in ports}},
+        "DEFAULT_LOSSLESS_BUFFER_PARAMETER": {"AZURE": {"default_dynamic_th": "0"}},
+        "LOSSLESS_TRAFFIC_PATTERN": {"AZURE": {"small_packet_percentage": "100", "mtu": "1024"}},
         "BUFFER_POOL": {
-            "ingress_lossless_pool": {"mode": "dynamic", "type": "ingress"},
-            "egress_lossless_pool": {"mode": "static", "size": "60817392", "type": "egress"},
-            "egress_lossy_pool": {"mode": "dynamic", "type": "egress"},
+            "egress_lossless_pool": {"type": "egress", "mode": "dynamic", "size": "60817392"},
+            "egress_lossy_pool": {"type": "egress", "mode": "dynamic"},
+            "ingress_lossless_pool": {"type": "ingress", "mode": "dynamic"},
+            "ingress_lossy_pool": {"type": "ingress", "mode": "dynamic"},
         },
         "BUFFER_PROFILE": {
-            "ingress_lossy_profile": {"dynamic_th": "3", "pool": "ingress_lossless_pool", "size": "0"},
             "egress_lossless_profile": {"dynamic_th": "7", "pool": "egress_lossless_pool", "size": "0"},
             "egress_lossy_profile": {"dynamic_th": "7", "pool": "egress_lossy_pool", "size": "9216"},
+            "ingress_lossless_profile": {"dynamic_th": "7", "pool": "ingress_lossless_pool", "size": "0"},
+            "ingress_lossy_profile": {"dynamic_th": "3", "pool": "ingress_lossy_pool", "size": "0"},
+            "q_lossy_profile": {"dynamic_th": "3", "pool": "egress_lossy_pool", "size": "0"},
         },
+        "BUFFER_PORT_EGRESS_PROFILE_LIST": {},
+        "BUFFER_PORT_INGRESS_PROFILE_LIST": {},
         "BUFFER_PG": {},
         "BUFFER_QUEUE": {},
     }
     for index, port in enumerate(ports):
         db["PORT"][port] = {
-            "admin_status": "up",
-            "alias": f"etp{index + 1}",
             "index": str(index + 1),
             "lanes": ",".join(str(index * 8 + i) for i in range(8)),
+            "admin_status": "up",
             "mtu": "9100",
-            "speed": "400000",
+            "alias": f"etp{index + 1}",
+            "pfc_asym": "off",
+            "speed": FACTORY_PORT_SPEED,
             "fec": "rs",
         }
         db["PORT_QOS_MAP"][port] = {
@@ -120,11 +149,17 @@ def factory_config_db(hostname: str, ports: Sequence[str]) -> ConfigDb:
             "restoration_time": "200",
             "pfc_stat_history": "disable",
         }
+        db["BUFFER_PORT_EGRESS_PROFILE_LIST"][port] = {
+            "profile_list": "egress_lossless_profile,egress_lossy_profile"
+        }
+        db["BUFFER_PORT_INGRESS_PROFILE_LIST"][port] = {
+            "profile_list": "ingress_lossless_profile,ingress_lossy_profile"
+        }
         db["BUFFER_PG"][f"{port}|0"] = {"profile": "ingress_lossy_profile"}
         db["BUFFER_PG"][f"{port}|3-4"] = {"profile": "NULL"}
-        db["BUFFER_QUEUE"][f"{port}|0-2"] = {"profile": "egress_lossy_profile"}
+        db["BUFFER_QUEUE"][f"{port}|0-2"] = {"profile": "q_lossy_profile"}
         db["BUFFER_QUEUE"][f"{port}|3-4"] = {"profile": "egress_lossless_profile"}
-        db["BUFFER_QUEUE"][f"{port}|5-6"] = {"profile": "egress_lossy_profile"}
+        db["BUFFER_QUEUE"][f"{port}|5-6"] = {"profile": "q_lossy_profile"}
     return db
 
 
@@ -297,7 +332,24 @@ def _check_entry(
         return _check_wred(key, fields)
     if table == "QUEUE":
         return _check_queue(db, key, fields, ports)
+    if table in ("BUFFER_PG", "BUFFER_QUEUE"):
+        return _check_buffer_binding(db, table, key, fields, ports)
     return _check_misc(table, key, fields, ports)
+
+
+def _check_buffer_binding(
+    db: ConfigDb, table: str, key: str, fields: Mapping[str, Any], ports: Sequence[str]
+) -> list[str]:
+    """sonic-buffer-pg / sonic-buffer-queue YANG: PORT|N or PORT|N-M keys, the profile a leafref to
+    BUFFER_PROFILE ("NULL" on a priority group: the dynamic model sizes its headroom)."""
+    port, _, span = key.partition("|")
+    problems = []
+    if port not in ports or not re.fullmatch(r"[0-7](-[0-7])?", span):
+        problems.append(f"{table}|{key}: not a port|range key")
+    profile = fields.get("profile")
+    if not (table == "BUFFER_PG" and profile == "NULL") and profile not in db.get("BUFFER_PROFILE", {}):
+        problems.append(f'{table}|{key}: Invalid leafref value "{profile}" (no BUFFER_PROFILE|{profile})')
+    return problems
 
 
 # -- RFC 6902 JSON patch (what `config apply-patch` takes) -----------------------------------------
@@ -346,13 +398,19 @@ def _apply_op(doc: dict[str, Any], op: Mapping[str, Any]) -> None:
         raise ConfigDbError(f"unsupported patch operation {kind!r}")
 
 
-def apply_patch(db: ConfigDb, patch: Any, ports: Sequence[str]) -> ConfigDb:
-    """The config after the patch, or ConfigDbError; the input is never modified (all or nothing)."""
+def simulate_patch(db: ConfigDb, patch: Any) -> ConfigDb:
+    """The config the patch's operations make (GCU's simulate_patch), unvalidated; `db` stays as is."""
     if not isinstance(patch, list) or not all(isinstance(op, dict) for op in patch):
         raise ConfigDbError("a patch is a JSON list of operations")
     target = copy.deepcopy(db)
     for op in patch:
         _apply_op(target, op)
+    return target
+
+
+def apply_patch(db: ConfigDb, patch: Any, ports: Sequence[str]) -> ConfigDb:
+    """The config after the patch, or ConfigDbError; the input is never modified (all or nothing)."""
+    target = simulate_patch(db, patch)
     problems = config_problems(target, ports)
     if problems:
         raise ConfigDbError("Given patch will produce invalid config. Error: " + "; ".join(problems))

@@ -204,7 +204,8 @@ def keys(db: ConfigDb, pattern: str) -> str:
     return "\n".join(sorted(found))
 
 
-def version(name: str, release: str = "202405.0-mock") -> str:
+def version(name: str, release: str, metadata: Mapping[str, str]) -> str:
+    """`show version`: the platform and hwsku are DEVICE_METADATA's (as on a switch)."""
     return "\n".join(
         [
             "",
@@ -216,8 +217,8 @@ def version(name: str, release: str = "202405.0-mock") -> str:
             "Build date: Mon Jun 10 00:00:00 UTC 2024",
             "Built by: sonicbld@mock",
             "",
-            "Platform: x86_64-nvidia_sn4700-r0",
-            "HwSKU: Mellanox-SN4700-O8C48",
+            f"Platform: {metadata.get('platform', '')}",
+            f"HwSKU: {metadata.get('hwsku', '')}",
             "ASIC: mellanox",
             "ASIC Count: 1",
             f"Serial Number: MT0000X{name[:5].upper()}",

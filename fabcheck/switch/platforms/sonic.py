@@ -14,14 +14,24 @@ affected port admin-down and up again. So: the plan (and --check --diff) names t
 commit's time limit is changes x PER_CHANGE_S + APPLY_MARGIN_S, with progress per applied change;
 a timeout or a lost session during the apply leaves the outcome UNKNOWN (PushError.unknown) until
 the switch is read back, the checkpoint is kept for `config rollback`, and the push lock stays until
-it expires. PFC_WD is changed entry by entry and field by field (the updater's field validator
-refuses a whole-table `add /PFC_WD`). The release must be MIN_RELEASE or later (`show version`): the
-fragment is valid SONiC YANG from 202205 on (`pfcwd_sw_enable`, BUFFER_PG profile "NULL").
+it expires. The changes counted are GCU's, not our patch ops (`gcu_change_estimate`: one per leaf
+field, as 202205's LowLevelMoveGenerator sorts them, plus an admin-down and -up per affected port),
+and once the updater prints its own count (`Applying N changes in order:` up to 202311, `localhost:
+applying N changes in order:` from 202405) the limit grows to that count if it is larger.
+
+GCU's field validators judge `JsonPatch.from_diff(running, target)` (gu_common.validate_field_
+operation), not the ops we send: PFC_WD changes pass only on a switch whose hwsku is on the allow-list
+of gcu_field_operation_validators.conf.json for its release, and never as the creation of the whole
+table. A dry run refused that way is reported as such (`explain_refusal`). The release must be
+MIN_RELEASE or later (`show version`): the fragment is valid SONiC YANG from 202205 on
+(`pfcwd_sw_enable`, BUFFER_PG profile "NULL").
 
 What fabcheck owns (OWNED_TABLES): entries named FABCHECK* (maps, WRED profiles, schedulers); the
-PORT_QOS_MAP, QUEUE and PFC_WD entries of the ports the inventory lists; their lossless
-(dynamic-model) BUFFER_PG entries; their BUFFER_QUEUE entries (the stock egress profiles, the
-lossless one on the lossless queues); the `mtu` field of those ports. Everything else is left alone.
+PORT_QOS_MAP, QUEUE and PFC_WD entries of the ports the inventory lists; the lossless (dynamic-model)
+BUFFER_PG entries and the lossless queues' BUFFER_QUEUE binding of the ports it runs PFC on (a stock
+range around a lossless queue is split, the rest keeping the profile it had); the `mtu` field of
+those ports. Everything else is left alone: the lossy queues' profiles (q_lossy_profile on the
+dynamic model) and the buffers of ports without PFC stay as the switch has them.
 
 Every owned table, or field of a table that mixes concerns, belongs to one concern (OWNED_TABLES);
 a push scoped to some concerns keeps only the patch operations on those, an operation on a whole
@@ -42,6 +52,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fabcheck.desired.switch import SONIC_DYNAMIC_LOSSLESS_PROFILE
+from fabcheck.desired.switch import SONIC_LOSSLESS_QUEUE_PROFILE as LOSSLESS_QUEUE_PROFILE
 from fabcheck.errors import FabcheckError
 from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.connect import READ_TIMEOUT_S
@@ -66,15 +77,23 @@ MIN_RELEASE = (2022, 5)  # 202205: the first branch whose YANG takes this fragme
 # RequiredValueIdentifier: PORT/<port>/admin_status must be "down" while they change).
 ADMIN_DOWN_TABLES = ("BUFFER_PG", "BUFFER_QUEUE", "PORT_QOS_MAP", "QUEUE")
 RELEASE = re.compile(r"SONiC Software Version: SONiC\.(?P<branch>\S+)")
+# The updater's progress, as it prints it (gu_common.TitledLogger: 'Patch Applier: ' + message).
+# 202205-202311 list the sorted changes twice, under 'The patch was sorted (converted) into N changes:'
+# and again under 'Applying N changes in order:' while applying them; 202405 on list them once, under
+# '<scope>: applying N changes in order:' (generic_updater.py at the commits INDEX.tsv cites).
 CHANGE_LINE = re.compile(r"^Patch Applier:\s+\* ", re.MULTILINE)
-CHANGE_COUNT = re.compile(r"applying (?P<count>\d+) changes? in order")
+CHANGE_COUNT = re.compile(
+    r"^Patch Applier: (?:\S+: )?[Aa]pplying (?P<count>\d+) changes? in order", re.MULTILINE
+)
+GCU_FIELD_VALIDATOR = "rdma_config_update_validator"
 
 
 class Scope(enum.Enum):
     NAMED = "entries named FABCHECK*"
     PORT = "entries of the managed ports"
     PORT_FIELDS = "entries of the managed ports: removed when not rendered, else only the rendered fields"
-    LOSSLESS_PG = "lossless priority groups of the managed ports"
+    LOSSLESS_PG = "lossless priority groups of the managed ports with PFC"
+    LOSSLESS_QUEUES = "lossless queues of the managed ports with PFC (a range around one is split)"
     FIELDS = "only the rendered fields"
 
 
@@ -118,7 +137,7 @@ OWNED_TABLES: Mapping[str, Owned] = {
     ),
     "QUEUE": Owned(Scope.PORT, {"scheduler": "scheduler", "wred_profile": "ecn"}),
     "BUFFER_PG": Owned(Scope.LOSSLESS_PG, "buffers"),
-    "BUFFER_QUEUE": Owned(Scope.PORT, "buffers"),  # every queue range of the port, lossless or lossy
+    "BUFFER_QUEUE": Owned(Scope.LOSSLESS_QUEUES, "buffers"),  # the lossy queues stay the switch's
     "PFC_WD": Owned(Scope.PORT_FIELDS, "watchdog"),  # pfc_stat_history is not ours
     "PORT": Owned(Scope.FIELDS, {"mtu": "mtu"}),
 }
@@ -176,7 +195,7 @@ def pointer(*parts: str) -> str:
 
 
 def _priority_groups(key: str) -> set[int]:
-    """'Ethernet0|3-4' -> {3, 4}; an unreadable range owns nothing."""
+    """'Ethernet0|3-4' -> {3, 4} (priority groups or queues); an unreadable range owns nothing."""
     _, _, groups = key.partition("|")
     first, _, last = groups.partition("-")
     if not first.isdigit() or not (last or first).isdigit():
@@ -217,14 +236,13 @@ def _field_ops(
     return ops
 
 
-ENTRY_BY_ENTRY = ("PFC_WD",)  # never a whole-table add or remove (GCU's field validator refuses it)
-
-
 def _table_ops(
     table: str, scope: Scope, have: Mapping[str, Any], want: Mapping[str, Any], ports: set[str]
 ) -> Patch:
-    if table in ENTRY_BY_ENTRY:
-        return _entry_ops(table, scope, have, want, ports)
+    if scope is Scope.LOSSLESS_QUEUES:
+        return _lossless_queue_ops(table, have, want)
+    if scope is Scope.LOSSLESS_PG:
+        ports = {key.partition("|")[0] for key in want}  # a port without PFC keeps its groups
     if scope is Scope.FIELDS:
         ops: Patch = []
         for key, fields in want.items():
@@ -246,20 +264,60 @@ def _table_ops(
     return ops
 
 
-def _entry_ops(
-    table: str, scope: Scope, have: Mapping[str, Any], want: Mapping[str, Any], ports: set[str]
-) -> Patch:
-    """Entry by entry, field by field: adds of one entry, field ops, removes of one entry."""
-    stale = [
-        key for key, fields in have.items() if key not in want and _owns(scope, key, fields, ports, want)
-    ]
-    ops: Patch = [{"op": "remove", "path": pointer(table, key)} for key in sorted(stale, key=_key_order)]
+def _lossless_queue_ops(table: str, have: Mapping[str, Any], want: Mapping[str, Any]) -> Patch:
+    """Bind each wanted queue to its profile and leave every other queue's binding as it is.
+
+    A queue already inside a range bound to the wanted profile needs nothing (stock 3-4 holds
+    egress_lossless_profile). Otherwise each range holding a wanted queue is split: the wanted queue
+    gets its own key, the rest of the range keeps the range's fields (read from the switch, never
+    assumed), in runs of consecutive queues."""
+    if not have:
+        return [{"op": "add", "path": pointer(table), "value": dict(want)}] if want else []
+    ops: Patch = []
+    wanted: dict[str, dict[int, dict[str, str]]] = {}
     for key, fields in want.items():
-        if key in have:
-            ops += _field_ops(table, key, have[key], fields, drop_extra=scope is not Scope.PORT_FIELDS)
-        else:
-            ops.append({"op": "add", "path": pointer(table, key), "value": dict(fields)})
+        for queue in _priority_groups(key):
+            wanted.setdefault(key.partition("|")[0], {})[queue] = dict(fields)
+    for port in sorted(wanted, key=_key_order):
+        held = {key: fields for key, fields in have.items() if key.partition("|")[0] == port}
+        holder = {queue: key for key in held for queue in _priority_groups(key)}
+        changed = {
+            queue: fields
+            for queue, fields in wanted[port].items()
+            if queue not in holder or held[holder[queue]].get("profile") != fields.get("profile")
+        }
+        if not changed:
+            continue
+        touched = sorted({holder[queue] for queue in changed if queue in holder}, key=_key_order)
+        layout: dict[str, dict[str, str]] = {}
+        for key in touched:
+            kept = sorted(_priority_groups(key) - set(changed))
+            layout |= {f"{port}|{span}": dict(held[key]) for span in _spans(kept)}
+        for profile in sorted({fields["profile"] for fields in changed.values()}):
+            queues = sorted(q for q, fields in changed.items() if fields["profile"] == profile)
+            layout |= {f"{port}|{span}": {"profile": profile} for span in _spans(queues)}
+        ops += [{"op": "remove", "path": pointer(table, key)} for key in touched if key not in layout]
+        for key in sorted(layout, key=_queue_key_order):
+            if key in held:
+                ops += _field_ops(table, key, held[key], layout[key], drop_extra=False)
+            else:
+                ops.append({"op": "add", "path": pointer(table, key), "value": layout[key]})
     return ops
+
+
+def _spans(queues: list[int]) -> list[str]:
+    """[0, 1, 2, 5] -> ['0-2', '5']: runs of consecutive queues as CONFIG_DB keys spell them."""
+    runs: list[list[int]] = []
+    for queue in sorted(queues):
+        if runs and runs[-1][1] == queue - 1:
+            runs[-1][1] = queue
+        else:
+            runs.append([queue, queue])
+    return [f"{first}" if first == last else f"{first}-{last}" for first, last in runs]
+
+
+def _queue_key_order(key: str) -> tuple[tuple[int, str], int]:
+    return (_key_order(key.partition("|")[0]), min(_priority_groups(key), default=-1))
 
 
 def disrupted_ports(patch: Patch) -> dict[str, list[str]]:
@@ -288,8 +346,56 @@ def disruption_note(patch: Patch) -> str:
 
 
 def apply_time_limit(changes: int) -> float:
-    """Seconds to wait for `config apply-patch` of `changes` changes."""
+    """Seconds to wait for `config apply-patch` of `changes` changes (GCU's, gcu_change_estimate)."""
     return changes * PER_CHANGE_S + APPLY_MARGIN_S
+
+
+def _leaves(value: Any) -> int:
+    return sum(_leaves(v) for v in value.values()) if isinstance(value, Mapping) else 1
+
+
+def gcu_change_estimate(patch: Patch, running: Mapping[str, Any]) -> int:
+    """Pure: how many changes `config apply-patch` sorts `patch` into, at most: one per leaf field it
+    adds, replaces or removes (202205's StrictPatchSorter generates low-level moves, one leaf each;
+    later releases group some, so fewer), plus, per port whose BUFFER_*/PORT_QOS_MAP/QUEUE entries
+    change while it is admin-up, one change taking it down and one bringing it up
+    (patch_sorter.RequiredValueIdentifier)."""
+    leaves = 0
+    for op in patch:
+        value = op.get("value") if op["op"] != "remove" else _lookup(running, op["path"])
+        leaves += max(1, _leaves(value)) if value is not None else 1
+    ports = running.get("PORT", {})
+    flapped = [p for p in disrupted_ports(patch) if ports.get(p, {}).get("admin_status", "down") == "up"]
+    return leaves + 2 * len(flapped)
+
+
+def explain_refusal(output: str, running: Mapping[str, Any], release: str) -> str:
+    """Pure: what a refused `config apply-patch` means and what to do, where fabcheck can tell ('' where
+    not). GCU's PFC_WD validator (field_operation_validators.rdma_config_update_validator) refuses a
+    switch whose hwsku maps to no ASIC on the allow-list of gcu_field_operation_validators.conf.json,
+    a build older than that ASIC's minimum, and the creation of the whole PFC_WD table (a diff
+    that adds /PFC_WD names port entries, not fields)."""
+    if GCU_FIELD_VALIDATOR not in output or "PFC_WD" not in output:
+        return ""
+    hwsku = running.get("DEVICE_METADATA", {}).get("localhost", {}).get("hwsku", "(no DEVICE_METADATA hwsku)")
+    if not running.get("PFC_WD"):
+        cause = (
+            "the switch has no PFC_WD table and GCU refuses to create it whole; create it outside GCU "
+            "(`sudo config pfcwd start_default` with DEVICE_METADATA default_pfcwd_status enable, or "
+            "`sudo config pfcwd start --action drop <ports> 200`), then push again"
+        )
+    else:
+        cause = (
+            f"hwsku {hwsku} on SONiC {release} is not on the allow-list of GCU's "
+            "gcu_field_operation_validators.conf.json for PFC_WD (or its build is older than the ASIC's "
+            "minimum there); set the watchdog with `config pfcwd` instead and push without the watchdog "
+            "concern (the switch play's --skip-tags watchdog), or upgrade to a release whose "
+            "allow-list has this hwsku"
+        )
+    return (
+        f"GCU's field validator {GCU_FIELD_VALIDATOR} refused the PFC_WD changes on hwsku {hwsku} "
+        f"(SONiC {release}): {cause}"
+    )
 
 
 def release_of(show_version: str) -> tuple[int, int] | None:
@@ -481,6 +587,8 @@ class SonicDriver(SwitchDriver):
         self._patch_file: str | None = None
         self._patch_written = False
         self._patch_size = 0
+        self._gcu_changes = 0  # GCU's sorted changes, estimated from the staged patch
+        self._release = "(release not read)"
         self._unsaved_commit = False
         prompt = str(getattr(connection, "base_prompt", "") or "")
         self.name = prompt.partition("@")[2].partition(":")[0] or str(getattr(connection, "host", "switch"))
@@ -510,13 +618,18 @@ class SonicDriver(SwitchDriver):
                 raise SonicError(f"{self.name}: {err}") from None
             if not patch:
                 return ""
+            self._check_queue_profiles(running, fragment)
             self._take_checkpoint()
             self._write_patch(patch)
+            self._gcu_changes = gcu_change_estimate(patch, running)
             assert self._patch_file is not None
-            self._expect(
-                f"sudo config apply-patch --dry-run {shlex.quote(self._patch_file)}",
-                "Patch applied successfully.",
-            )
+            command = f"sudo config apply-patch --dry-run {shlex.quote(self._patch_file)}"
+            output = self._run(command)
+            if "Patch applied successfully." not in output or ERROR_LINE.search(output):
+                why = explain_refusal(output, running, self._release)
+                raise SonicError(
+                    f"{self.name}: `{command}` failed: {_first_error(output)}" + (f"; {why}" if why else "")
+                )
             note = disruption_note(patch)
             return "\n".join(filter(None, [note, describe_patch(patch, running)]))
 
@@ -524,8 +637,12 @@ class SonicDriver(SwitchDriver):
         if not self._patch_written or self._checkpoint is None or self._patch_file is None:
             raise SonicError(f"{self.name}: nothing staged to commit")
         with self._session("commit (config apply-patch)", applying=True):
-            limit = apply_time_limit(self._patch_size)
-            self.on_progress(f"apply-patch: {self._patch_size} change(s), up to {limit:g} s")
+            changes = max(self._gcu_changes, self._patch_size)
+            limit = apply_time_limit(changes)
+            self.on_progress(
+                f"apply-patch: {self._patch_size} patch op(s), up to {changes} GCU change(s), "
+                f"up to {limit:g} s"
+            )
             output = self._run(f"sudo config apply-patch {shlex.quote(self._patch_file)}", timeout=limit)
             if "Patch applied successfully." in output and not ERROR_LINE.search(output):
                 self._unsaved_commit = True
@@ -599,8 +716,9 @@ class SonicDriver(SwitchDriver):
     def _check_release(self) -> None:
         output = self._run("show version")
         release = release_of(output)
+        found = RELEASE.search(output)
+        self._release = found["branch"] if found else "(unknown release)"
         if release is None or release < MIN_RELEASE:
-            found = RELEASE.search(output)
             named = found["branch"] if found else "(no 'SONiC Software Version' line)"
             raise SonicError(
                 f"{self.name} runs SONiC {named}: fabcheck needs SONiC "
@@ -614,6 +732,19 @@ class SonicDriver(SwitchDriver):
             raise SonicError(
                 f"{self.name}: DEVICE_METADATA|localhost buffer_model is {model!r}: fabcheck sizes lossless "
                 "priority groups with the dynamic buffer model (profile NULL); switch the model to dynamic"
+            )
+
+    def _check_queue_profiles(self, running: Mapping[str, Any], fragment: ConfigDb) -> None:
+        """The lossless queue profile a push binds must exist on the switch (YANG's leafref would refuse
+        the patch with less to go on)."""
+        profiles = running.get("BUFFER_PROFILE", {})
+        named = {f.get("profile") for f in fragment.get("BUFFER_QUEUE", {}).values()} - set(profiles)
+        if named:
+            raise SonicError(
+                f"{self.name}: BUFFER_PROFILE has no {', '.join(sorted(str(n) for n in named))} "
+                f"(its profiles: {', '.join(sorted(profiles)) or 'none'}): fabcheck binds the "
+                f"lossless queues to the stock {LOSSLESS_QUEUE_PROFILE} of the dynamic buffer model; "
+                "restore it (`config qos reload`)"
             )
 
     def _delete_stale_checkpoints(self) -> None:
@@ -680,17 +811,20 @@ class SonicDriver(SwitchDriver):
         deadline = time.monotonic() + timeout
         buffer = ""
         applied = 0
+        total: int | None = None
         while not self._prompt.search(buffer):
             chunk = conn.read_channel()
             buffer += chunk
             if chunk:
-                changes = len(CHANGE_LINE.findall(buffer))
+                header = CHANGE_COUNT.search(buffer)
+                if header and total is None:
+                    # GCU's own count is known now: wait for that many changes if it is more.
+                    total = int(header["count"])
+                    deadline = max(deadline, time.monotonic() + apply_time_limit(total))
+                changes = len(CHANGE_LINE.findall(buffer, header.end())) if header else 0
                 if changes > applied:
                     applied = changes
-                    total = CHANGE_COUNT.search(buffer)
-                    self.on_progress(
-                        f"apply-patch: {applied}/{total['count'] if total else '?'} changes applied"
-                    )
+                    self.on_progress(f"apply-patch: {applied}/{total} changes applied")
                 if re.search(r"\[sudo\] password for [^:]*:\s*$", buffer):
                     conn.write_channel("\x03")
                     raise SonicError(
@@ -736,6 +870,9 @@ class SonicDriver(SwitchDriver):
 
 
 def _first_error(output: str) -> str:
+    """The line that says why: 202205-202311 print a bare 'Failed to apply patch' and the reason on
+    click's 'Error: ' line; 202405 on print 'Failed to apply patch due to: <reason>' first."""
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ERROR_LINE.search(ln)]
-    return (errors or lines or ["no output"])[0][:300]
+    telling = [ln for ln in errors if not re.fullmatch(r"(Failed to [\w -]+|Usage: .*)", ln)]
+    return (telling or errors or lines or ["no output"])[0][:300]

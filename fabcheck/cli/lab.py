@@ -128,7 +128,7 @@ def register(subparsers: Any) -> None:
 
 
 # What `fabcheck lab` imports beyond the product's own dependencies: the extra fabcheck[lab] installs them.
-LAB_EXTRA_MODULES = ("asyncssh", "cryptography")
+LAB_EXTRA_MODULES = ("asyncssh", "cryptography", "jsonpatch")
 
 
 def require_lab_extra() -> None:

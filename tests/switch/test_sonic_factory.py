@@ -235,3 +235,22 @@ def test_a_switch_without_a_pfc_wd_table_is_told_to_create_it_outside_gcu() -> N
     with pytest.raises(PushError) as err:
         pushed(device, desired)
     assert "no PFC_WD table" in str(err.value) and "config pfcwd start" in str(err.value)
+
+
+def test_a_202205_switch_prints_each_change_twice_and_the_progress_counts_the_applied_ones() -> None:
+    device = SonicDevice(
+        SwitchSpec(
+            "leaf02", "sonic", "127.0.3.1", 2201, "admin", "pw", MANAGED, release="202205.263207-f2a687b33"
+        )
+    )
+    desired = sonic_desired(None, "leaf02", MANAGED[:3], MANAGED[3:])
+    steps: list[str] = []
+    connection = SessionConnection(device.new_session("admin"), "leaf02")
+    push(SonicDriver(connection), render_switch(desired), check=False, on_step=steps.append)
+    progress = [step for step in steps if step.endswith("changes applied")]
+    total = int(progress[-1].split("/")[1].split()[0])
+    assert progress[-1] == f"apply-patch: {total}/{total} changes applied"
+    assert all(int(step.split()[1].split("/")[0]) <= total for step in progress)
+    assert set(device.port_flaps) == set(MANAGED)
+    planned = [step for step in steps if step.startswith("apply-patch:") and "GCU change" in step]
+    assert planned and int(planned[0].split("up to ")[1].split()[0]) >= total  # the estimate covers it

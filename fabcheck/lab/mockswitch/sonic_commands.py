@@ -146,6 +146,7 @@ _ECN_OPTIONS = {
 # 'The patch was sorted into' up to 202211, 'converted into' from 202305 (generic_updater.py at the
 # commits tests/data/real/sonic/INDEX.tsv cites).
 SCOPED_LOG_BRANCH = "202405"
+CONVERTED_LOG_BRANCH = "202305"
 _LEGACY_LINES = {
     "start": "Patch application starting.",
     "patch": "Patch: {}",
@@ -564,7 +565,10 @@ class SonicCommands:
         lines.append(say("sort"))
         changes = sorted_changes(patch, self.db)
         listed = [f"Patch Applier:   * {json.dumps([change])}" for change in changes]
-        lines.append(say("sorted", count=len(changes)))
+        sorted_line = say("sorted", count=len(changes))
+        if legacy and release[:6] >= CONVERTED_LOG_BRANCH:
+            sorted_line = sorted_line.replace("sorted into", "converted into")
+        lines.append(sorted_line)
         if legacy:
             lines += listed  # 202205-202311 list the sorted changes, then again while applying them
         lines.append(say("applying", count=len(changes)))

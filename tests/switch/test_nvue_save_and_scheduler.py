@@ -168,3 +168,18 @@ def test_dwrr_shares_over_100_are_refused_at_apply_and_fabchecks_push_fits(lab: 
         sum(entry.get("bw-percent", 0) for entry in scheduler.values() if entry.get("mode") == "dwrr") <= 100
     )
     assert len(scheduler) == 8  # every class of default-global written, none left at its factory share
+
+
+def test_the_watchdog_takes_the_set_commands_words_not_the_show_tables(lab: MockSwitches) -> None:
+    # NVUE reference and NVIDIA's OpenAPI: `state enable|disable`; `enabled` is what the show prints
+    name = "ns-dwrr"
+    answers = _typed(
+        lab,
+        name,
+        "nv set interface swp1 qos pfc-watchdog state enabled",
+        "nv set interface swp1 qos pfc-watchdog state enable",
+        "nv config detach",
+    )
+    assert answers[0].startswith("Error: Invalid value 'enabled'") and not answers[1].startswith("Error")
+    rendered = [line for line in config(name).lines if "pfc-watchdog state" in line]
+    assert rendered and all(line.endswith(" state enable") for line in rendered)

@@ -177,7 +177,12 @@ def _judge_priority_map(
 
 
 def _want_pfc(d: DesiredSwitch, p: DesiredSwitchPort | None, _inputs: Inputs) -> str:
-    return f"PFC on priorities {_ids(p.pfc_priorities if p else d.pfc_priorities)}"
+    wanted = p.pfc_priorities if p else d.pfc_priorities
+    if not wanted:
+        return "PFC on priorities none"
+    # Only NVUE's PFC profile carries a cable length (it sizes the headroom from it).
+    cable = f", cable-length {d.pfc_cable_length_m} m" if d.platform == "nvue" else ""
+    return f"PFC on priorities {_ids(wanted)}, pause frames sent (tx) and honoured (rx){cable}"
 
 
 def _judge_pfc(
@@ -188,10 +193,19 @@ def _judge_pfc(
     more: Mapping[type, Record],
     _inputs: Inputs,
 ) -> Verdict:
+    """The PFC priorities; where the switch keeps them apart (NVUE's PFC profile), a lossless
+    priority also needs both directions on (PFC with tx or rx off drops) and the headroom sized for
+    the intent's cable length."""
     assert isinstance(r, PfcPriorities)
     wanted = p.pfc_priorities if p else d.pfc_priorities
+    shown = [f"PFC on priorities {_ids(r.priorities)}"]
     ok = set(r.priorities) == set(wanted)
-    shown = f"PFC on priorities {_ids(r.priorities)}"
+    if wanted and r.priorities and r.directions_off:
+        shown.append(f"{' and '.join(r.directions_off)} disabled")
+        ok = False
+    if wanted and r.cable_length_m is not None and r.cable_length_m != d.pfc_cable_length_m:
+        shown.append(f"cable-length {r.cable_length_m} m")
+        ok = False
     maps = more.get(QueueMaps)
     if isinstance(maps, QueueMaps):  # SONiC: which queue a pause stops, which group's headroom sends it
         off = _map_drift(
@@ -208,8 +222,8 @@ def _judge_pfc(
             maps.pfc_priority_to_priority_group,
         )
         if off:
-            return Status.FAIL, f"{shown}; {'; '.join(off)}"
-    return (Status.PASS if ok else Status.FAIL), shown
+            return Status.FAIL, f"{', '.join(shown)}; {'; '.join(off)}"
+    return (Status.PASS if ok else Status.FAIL), ", ".join(shown)
 
 
 def _map_drift(
@@ -778,6 +792,9 @@ OWNED_FIELDS: tuple[OwnedField, ...] = (
         PRIORITY_MAP,
     ),
     OwnedField("nvue", "qos pfc default-global switch-priority", "switch", PFC),
+    OwnedField("nvue", "qos pfc default-global tx", "switch", PFC),
+    OwnedField("nvue", "qos pfc default-global rx", "switch", PFC),
+    OwnedField("nvue", "qos pfc default-global cable-length", "switch", PFC),
     OwnedField("nvue", "interface <port> qos pfc profile", "port", PFC),
     OwnedField("nvue", "interface <port> qos mapping profile", "port", TRUST),
     OwnedField("nvue", "interface <port> qos congestion-control profile", "port", ECN),

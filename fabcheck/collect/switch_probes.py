@@ -48,87 +48,55 @@ def _saved_config_probe(name: str, command: str, kind: type[RunningConfigText | 
     return Probe(name, "switch", command, parse, (kind,))
 
 
+# NVUE reads what is verified: everything fabcheck owns from the applied configuration tree (read once,
+# also kept whole for switch.startup_config), and per port only what a configuration cannot show, in the
+# table layouts of NVIDIA's real samples (fabcheck.parsers.switch_nvue).
 NVUE_PROBES = (
     Probe(
-        "nvue.mapping",
+        "nvue.applied_config",
         "switch",
-        "nv show qos mapping default-global -o json",
-        switch_nvue.parse_mapping,
-        (Trust, DscpMap),
+        nvue.STARTUP_LAG_PROBES[0],
+        with_running_text(switch_nvue.parse_applied_config),
+        (
+            Trust,
+            DscpMap,
+            PriorityMap,
+            Schedulers,
+            WatchdogSettings,
+            TrafficPools,
+            PfcPriorities,
+            EcnQueues,
+            WatchdogConfig,
+            Mtu,
+            RunningConfigText,
+        ),
     ),
     Probe(
-        "nvue.queue_mapping",
-        "switch",
-        "nv show qos egress-queue-mapping default-global -o json",
-        switch_nvue.parse_egress_queue_mapping,
-        (PriorityMap,),
-    ),
-    Probe(
-        "nvue.scheduler",
-        "switch",
-        "nv show qos egress-scheduler default-global -o json",
-        switch_nvue.parse_scheduler,
-        (Schedulers,),
-    ),
-    Probe(
-        "nvue.watchdog_settings",
-        "switch",
-        "nv show qos pfc-watchdog -o json",
-        switch_nvue.parse_watchdog_global,
-        (WatchdogSettings,),
-    ),
-    Probe(
-        "nvue.traffic_pools",
-        "switch",
-        "nv show qos traffic-pool -o json",
-        switch_nvue.parse_traffic_pools,
-        (TrafficPools,),
-    ),
-    Probe(
-        "nvue.roce_status",
-        "switch-port",
-        "nv show interface {port} qos roce status -o json",
-        switch_nvue.parse_roce_status,
-        (PfcPriorities, EcnQueues, Trust),
-    ),
-    # A port bound to an egress-scheduler profile of its own is judged by it, the others by default-global.
-    Probe(
-        "nvue.port_scheduler",
-        "switch-port",
-        "nv show interface {port} qos egress-scheduler -o json",
-        switch_nvue.parse_port_scheduler,
-        (Schedulers,),
+        "nvue.startup_config", "switch", nvue.STARTUP_LAG_PROBES[1], parse_startup_text, (StartupConfigText,)
     ),
     Probe(
         "nvue.watchdog",
         "switch-port",
-        "nv show interface {port} qos pfc-watchdog -o json",
+        "nv show interface {port} qos pfc-watchdog",
         switch_nvue.parse_port_watchdog,
-        (WatchdogConfig, WatchdogStatus),
+        (WatchdogStatus,),
     ),
     Probe(
         "nvue.link",
         "switch-port",
         "nv show interface {port} link -o json",
         switch_nvue.parse_port_link,
-        (Mtu, PortSpeed),
+        (PortSpeed,),
     ),
     Probe(
         "nvue.roce_counters",
         "switch-port",
-        "nv show interface {port} qos roce counters -o json",
+        "nv show interface {port} qos roce counters",
         switch_nvue.parse_roce_counters,
         (QueueDrops,),
         counter=True,
     ),
     Probe("nvue.lldp", "switch", "nv show interface lldp", switch_lldp.parse_nvue_lldp, (LldpNeighbor,)),
-    # What a reboot would lose: the applied revision against the startup one (switch.startup_config).
-    Probe(
-        "nvue.applied_config", "switch", nvue.STARTUP_LAG_PROBES[0], parse_running_text, (RunningConfigText,)
-    ),
-    Probe(
-        "nvue.startup_config", "switch", nvue.STARTUP_LAG_PROBES[1], parse_startup_text, (StartupConfigText,)
-    ),
 )
 
 EOS_PROBES = (

@@ -24,7 +24,7 @@ from fabcheck.pairs.runner import SshRunner
 from fabcheck.parsers import switch_nvue
 from fabcheck.parsers.ethtool_stats import parse_ethtool_stats
 from fabcheck.parsers.hw_counters import parse_hw_counters
-from fabcheck.parsers.switch_records import Placed, QueueDrops, field, load_json, number, obj
+from fabcheck.parsers.switch_records import Placed, QueueDrops
 from fabcheck.switch.connect import SwitchLogin
 
 NicCounters = Mapping[str, Mapping[str, int]]  # netdev -> ethtool -S counter -> value
@@ -115,20 +115,11 @@ class PortPauseEcn:
 
 
 def parse_nvue_roce_counters(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
-    """The gate's NVUE drop reading of the port, plus its RoCE pause and ECN counters."""
+    """The gate's NVUE drop reading of the port, plus its RoCE pause and ECN counters (nested as
+    NVIDIA's CL 5.16 `qos roce counters` sample prints them: rx-stats / tx-stats groups)."""
     placed = switch_nvue.parse_roce_counters(text, port, source)
-    what = f"nv show interface {port} qos roce counters -o json"
-    tree = obj(load_json(text, source, what), source, what)
-
-    def count(group: str, key: str) -> int:
-        values = obj(field(tree, group, source, what), source, f"{what} {group}")
-        return number(field(values, key, source, f"{what} {group}"), source, f"{what} {group} {key}")
-
-    counters = PortPauseEcn(
-        count("rx-pfc-stats", "pause-packets"),
-        count("tx-pfc-stats", "pause-packets"),
-        count("tx-ecn-stats", "ecn-marked-packets"),
-    )
+    paths = (switch_nvue.ROCE_PAUSES_RX, switch_nvue.ROCE_PAUSES_TX, switch_nvue.ROCE_ECN_MARKED)
+    counters = PortPauseEcn(*switch_nvue.roce_counters(text, port, source, paths))
     return [*placed, (port, counters)]  # type: ignore[list-item]
 
 

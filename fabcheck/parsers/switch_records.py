@@ -60,7 +60,18 @@ class PriorityMap:
 
 @dataclass(frozen=True)
 class PfcPriorities:
+    """The priorities PFC is configured on, and (where the platform keeps them apart, NVUE's PFC
+    profile) whether the port sends pause frames (tx) and honours them (rx) and the cable length its
+    headroom is sized for; a priority is lossless only with both directions on."""
+
     priorities: tuple[int, ...]
+    tx: bool = True
+    rx: bool = True
+    cable_length_m: int | None = None  # None: the platform shows no cable length
+
+    @property
+    def directions_off(self) -> tuple[str, ...]:
+        return tuple(name for name, on in (("tx", self.tx), ("rx", self.rx)) if not on)
 
 
 @dataclass(frozen=True)

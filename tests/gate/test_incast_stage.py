@@ -5,7 +5,6 @@ queue; a counter that could not be read; a watchdog storm) on recorded counters 
 from __future__ import annotations
 
 import dataclasses
-import json
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -156,14 +155,10 @@ def test_a_host_capture_that_fails_is_the_reason_never_zeros() -> None:
     assert isinstance(said, str) and said.startswith("`ethtool -S` output unreadable")
 
 
-NVUE_COUNTERS = {
-    "rx-pfc-stats": {"pause-duration": 480, "pause-packets": 40},
-    "rx-stats": {"rocev2-bytes": 1078000, "rocev2-pkts": 1000},
-    "tx-cnp-stats": {"cnp-packets": 15},
-    "tx-ecn-stats": {"ecn-marked-packets": 150},
-    "tx-pfc-stats": {"pause-duration": 240, "pause-packets": 20},
-    "tx-stats": {"rocev2-bytes": 1078000, "rocev2-pkts": 1000, "unicast-no-buffer-discard": 3},
-}
+# NVIDIA's CL 5.16 samples (tests/data/real/INDEX.tsv): the nested counters table and the watchdog table.
+REAL_NVUE = Path(__file__).resolve().parents[1] / "data" / "real" / "nvue"
+NVUE_COUNTERS = (REAL_NVUE / "nv-show-interface-swp16-qos-roce-counters.txt").read_text()
+NVUE_WATCHDOG = (REAL_NVUE / "nv-show-interface-swp1-qos-pfc-watchdog.txt").read_text()
 
 
 class FakeSession:
@@ -189,17 +184,18 @@ def login(name: str = "leaf01") -> SwitchLogin:
 
 
 def test_a_leaf_capture_reads_drops_pause_and_ecn_of_each_port_and_the_watchdog() -> None:
-    watchdog = json.dumps({"state": "enabled", "status": {}})
     answers = {
-        "nv show interface swp1 qos roce counters -o json": json.dumps(NVUE_COUNTERS),
-        "nv show interface swp1 qos pfc-watchdog -o json": watchdog,
+        "nv show interface swp1 qos roce counters": NVUE_COUNTERS,
+        "nv show interface swp1 qos pfc-watchdog": NVUE_WATCHDOG,
     }
     session = FakeSession(answers)
     got = capture.capture_switch(login(), "nvue", ["swp1"], lambda _login: session)
     assert isinstance(got, Collected), got
     assert got.errors == [] and session.closed
-    assert got.get(QueueDrops, "swp1") == QueueDrops(roce_class=3)
-    assert got.get(capture.PortPauseEcn, "swp1") == capture.PortPauseEcn(40, 20, 150)
+    # tx-stats -> tx-roce-stats -> unicast-no-buffer-discard, not the CNP copy (0) beside it
+    assert got.get(QueueDrops, "swp1") == QueueDrops(roce_class=663060754115)
+    assert got.get(capture.PortPauseEcn, "swp1") == capture.PortPauseEcn(0, 0, 693777677344)
+    assert got.get(WatchdogStatus, "swp1") == WatchdogStatus((2, 7))
     assert session.sent == list(answers)  # each command once: the two captures make the difference
 
 

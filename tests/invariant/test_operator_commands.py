@@ -27,6 +27,7 @@ SONIC_CLASS_3_BY_QUEUE_1 = [
     "sonic-db-cli CONFIG_DB hset 'TC_TO_QUEUE_MAP|OPERATOR' 0 0 1 1 2 2 3 1 4 4 5 5 6 6 7 7",
     "sonic-db-cli CONFIG_DB hset 'PORT_QOS_MAP|Ethernet4' tc_to_queue_map OPERATOR",
 ]
+ALL_NVUE = ("swp1", "swp2", "swp3", "swp4")
 CASES = [
     (
         "sonic",
@@ -57,6 +58,30 @@ CASES = [
             "nv config apply -y",
         ],
         {("switch.trust", "leaf01:swp2", "fail")},
+    ),
+    # A per-port mapping profile sending DSCP 26 to switch priority 0 on one port: the port's own
+    # classification, read from the applied tree (not default-global's map).
+    (
+        "nvue",
+        [
+            "nv set qos mapping p2 trust l3",
+            "nv set qos mapping p2 dscp 26 switch-priority 0",
+            "nv set interface swp2 qos mapping profile p2",
+            "nv config apply -y",
+        ],
+        {("switch.dscp_map", "leaf01:swp2", "fail")},
+    ),
+    # PFC is lossless only with both directions on: tx off fails switch.pfc on every port the profile
+    # feeds (the finding names the direction: test_the_pfc_finding_names_what_is_off).
+    (
+        "nvue",
+        ["nv set qos pfc default-global tx disable", "nv config apply -y"],
+        {("switch.pfc", f"leaf01:{p}", "fail") for p in ALL_NVUE},
+    ),
+    (
+        "nvue",
+        ["nv set qos pfc default-global cable-length 5", "nv config apply -y"],
+        {("switch.pfc", f"leaf01:{p}", "fail") for p in ALL_NVUE},
     ),
     (
         "eos",
@@ -253,3 +278,42 @@ def test_sonic_queue_counters_after_sonic_clear_print_grouped_differences_the_ga
     assert cleared["Ethernet4"]["UC3"]["totalpacket"] == "1,234,567"
     assert cleared["Ethernet4"]["UC3"]["droppacket"] == "1,234"
     assert dict(dict(parse_queue_counters(text))["Ethernet4"].by_queue)[3] == 1234  # type: ignore[union-attr]
+
+
+NVUE_REPAIRED = [
+    case
+    for case in CASES
+    if case[0] == "nvue"
+    and any("qos pfc default-global" in line or "mapping profile" in line for line in case[1])
+]
+
+
+@pytest.mark.parametrize(("platform", "lines", "failing"), NVUE_REPAIRED, ids=_case_id)
+def test_an_nvue_drift_the_gate_now_reads_shows_in_check_mode_and_a_push_repairs_it(
+    platform: str, lines: list[str], failing: set
+) -> None:
+    """Issue 33's missed NVUE drifts: check mode shows each, a push repairs it, the gate passes again."""
+    device = converged(platform)
+    type_lines(session_of(device, platform), [*lines, *SAVES[platform]])
+    assert not_passing(judged(platform, device)) == failing
+    diff = check_diff(platform, device)
+    assert diff, "check mode shows nothing to repair"
+    repush(platform, device)
+    assert check_diff(platform, device) == ""
+    assert not_passing(judged(platform, device)) == set()
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("nv set qos pfc default-global tx disable", "PFC on priorities 3, tx disabled"),
+        ("nv set qos pfc default-global rx disable", "PFC on priorities 3, rx disabled"),
+        ("nv set qos pfc default-global cable-length 5", "PFC on priorities 3, cable-length 5 m"),
+    ],
+)
+def test_the_pfc_finding_names_what_is_off(line: str, said: str) -> None:
+    device = converged("nvue")
+    type_lines(session_of(device, "nvue"), [line, "nv config apply -y"])
+    found = [f for f in judged("nvue", device) if f.check == "switch.pfc" and f.subject == "leaf01:swp2"]
+    assert [f.actual for f in found] == [said]
+    assert "cable-length 100 m" in found[0].expected and "--tags pfc" in found[0].hint

@@ -123,6 +123,12 @@ DRIFTS: dict[tuple[str, str], Drift] = {
     ("nvue", "qos pfc default-global switch-priority"): _nvue_global(
         ["qos", "pfc", "default-global", "switch-priority"], {"4": {}}
     ),
+    # PFC with either direction off is not lossless; a cable length off the intent's mis-sizes headroom
+    ("nvue", "qos pfc default-global tx"): _nvue_global(["qos", "pfc", "default-global", "tx"], "disable"),
+    ("nvue", "qos pfc default-global rx"): _nvue_global(["qos", "pfc", "default-global", "rx"], "disable"),
+    ("nvue", "qos pfc default-global cable-length"): _nvue_global(
+        ["qos", "pfc", "default-global", "cable-length"], 5
+    ),
     ("nvue", "interface <port> qos pfc profile"): _nvue_port_profile("pfc", {"switch-priority": {"4": {}}}),
     ("nvue", "interface <port> qos mapping profile"): _nvue_port_profile("mapping", {"trust": "l2"}),
     ("nvue", "interface <port> qos congestion-control profile"): _nvue_port_profile(

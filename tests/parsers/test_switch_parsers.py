@@ -55,10 +55,10 @@ def records(
 
 
 def test_nvue_converged_outputs() -> None:
-    mapping = records("converged", "leaf01", "nvue.mapping")
-    assert mapping[(Trust, None)] == Trust("dscp")
-    assert dict(mapping[(DscpMap, None)].pairs)[26] == 3  # type: ignore[attr-defined]
-    assert records("converged", "leaf01", "nvue.queue_mapping")[(PriorityMap, None)].mapping == {  # type: ignore[attr-defined]
+    config = records("converged", "leaf01", "nvue.applied_config")
+    assert config[(Trust, None)] == Trust("dscp") and config[(Trust, "swp1")] == Trust("dscp")
+    assert dict(config[(DscpMap, None)].pairs)[26] == 3  # type: ignore[attr-defined]
+    assert config[(PriorityMap, None)].mapping == {  # type: ignore[attr-defined]
         0: 0,
         1: 0,
         2: 0,
@@ -68,25 +68,23 @@ def test_nvue_converged_outputs() -> None:
         6: 6,
         7: 0,
     }
-    status = records("converged", "leaf01", "nvue.roce_status@swp1", "swp1")
-    assert status[(PfcPriorities, "swp1")] == PfcPriorities((3,))
-    ecn = status[(EcnQueues, "swp1")]
-    assert ecn.queue(3) == QueueEcn(3, True, 150528, 1502208, 100)  # type: ignore[attr-defined]
+    assert config[(PfcPriorities, "swp1")] == PfcPriorities((3,), tx=True, rx=True, cable_length_m=100)
+    ecn = config[(EcnQueues, "swp1")]
+    assert ecn.queue(3) == QueueEcn(3, True, 150000, 1500000, 100)  # type: ignore[attr-defined]
+    assert config[(WatchdogConfig, "swp1")] == WatchdogConfig(True)
+    assert config[(Mtu, "swp2")] == Mtu(9216)
+    assert config[(WatchdogSettings, None)] == WatchdogSettings(
+        (("polling-interval", "100"), ("robustness", "2"))
+    )
+    assert config[(Schedulers, None)].queue(6) == QueueScheduler(6, "strict", None)  # type: ignore[attr-defined]
     assert records("converged", "leaf01", "nvue.watchdog@swp1", "swp1") == {
-        (WatchdogConfig, "swp1"): WatchdogConfig(True),
         (WatchdogStatus, "swp1"): WatchdogStatus(()),
     }
     assert records("converged", "leaf01", "nvue.link@swp2", "swp2") == {
-        (Mtu, "swp2"): Mtu(9216),
-        (PortSpeed, "swp2"): PortSpeed(400_000),
+        (PortSpeed, "swp2"): PortSpeed(400_000)
     }
-    assert records("converged", "leaf01", "nvue.watchdog_settings")[(WatchdogSettings, None)] == (
-        WatchdogSettings((("polling-interval", "100"), ("robustness", "2")))
-    )
     drops = records("switch-pfc-prio", "leaf01", "nvue.roce_counters@swp1", "swp1")[(QueueDrops, "swp1")]
     assert drops.roce_class and drops.roce_class > 0  # type: ignore[attr-defined]
-    scheduler = records("converged", "leaf01", "nvue.scheduler")[(Schedulers, None)]
-    assert scheduler.queue(6) == QueueScheduler(6, "strict", None)  # type: ignore[attr-defined]
 
 
 def test_eos_converged_outputs() -> None:
@@ -247,30 +245,29 @@ def test_unreadable_buffer_bindings_are_parse_errors(table: str, entry: str, mes
 
 
 def test_nvue_traffic_pools_read_the_buffer_split() -> None:
-    converged = records("converged", "leaf01", "nvue.traffic_pools")[(TrafficPools, None)]
+    converged = records("converged", "leaf01", "nvue.applied_config")[(TrafficPools, None)]
     assert converged == TrafficPools((("default-lossless", 50), ("default-lossy", 50)))
-    factory = records("factory", "leaf01", "nvue.traffic_pools")[(TrafficPools, None)]
+    factory = records("factory", "leaf01", "nvue.applied_config")[(TrafficPools, None)]
     assert factory.mapping == {"default-lossy": 100}  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
-    ("text", "message"),
+    ("pools", "message"),
     [
-        ('{"default-lossless": {}}', "memory-percent"),
         ('{"default-lossless": {"memory-percent": 150}}', "memory-percent"),
         ('{"default-lossless": 50}', "default-lossless"),
     ],
 )
-def test_unreadable_traffic_pools_are_parse_errors(text: str, message: str) -> None:
+def test_unreadable_traffic_pools_are_parse_errors(pools: str, message: str) -> None:
     with pytest.raises(ParseError, match=message):
-        switch_nvue.parse_traffic_pools(text)
+        switch_nvue.parse_applied_config(f'[{{"set": {{"qos": {{"traffic-pool": {pools}}}}}}}]')
 
 
 @pytest.mark.parametrize(
     ("parser", "text", "mbps"),
     [
         (switch_nvue.parse_port_link, '{"mtu": 9216, "speed": "100G"}', 100_000),
-        (switch_nvue.parse_port_link, '{"mtu": 1500, "speed": "10M"}', 10),
+        (switch_nvue.parse_port_link, '{"speed": "10M"}', 10),
         (switch_sonic.parse_config_db, '{"PORT": {"Ethernet0": {"speed": "200000"}}}', 200_000),
         (
             switch_eos.parse_interfaces,
@@ -329,9 +326,13 @@ def test_bad_id_lists_are_parse_errors(text: str) -> None:
 @pytest.mark.parametrize(
     ("parser", "text"),
     [
-        (switch_nvue.parse_mapping, '{"trust": "l3", "dscp": {"26": {"switch-priority": NaN}}}'),
-        (switch_nvue.parse_port_link, '{"mtu": ' + "9" * 5000 + "}"),
-        (switch_nvue.parse_port_link, '{"mtu": true}'),
+        (
+            switch_nvue.parse_applied_config,
+            '[{"set": {"qos": {"mapping": {"default-global": {"dscp": {"26": {"switch-priority": NaN}}}}}}}]',
+        ),
+        (switch_nvue.parse_applied_config, '[{"set": {"interface": {"swp1": {"link": {"mtu": true}}}}}]'),
+        (switch_nvue.parse_port_link, '{"speed": ' + "9" * 5000 + "}"),
+        (switch_nvue.parse_port_link, '{"speed": true}'),
         (switch_nvue.parse_port_watchdog, '{"state": "enabled", "status": {"3": {"status": "WHAT"}}}'),
         (switch_eos.parse_qos_interfaces, "% Invalid input (at token 1: 'qos')"),
         (switch_eos.parse_running_config, "qos map dscp 26 to traffic-class 3\n"),

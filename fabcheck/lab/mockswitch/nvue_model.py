@@ -41,7 +41,9 @@ class PfcProfile:
 
     @property
     def active(self) -> set[int]:
-        return self.priorities if (self.tx or self.rx) else set()
+        """Lossless priorities: a priority is lossless only while the port both sends pause frames
+        (tx) and honours them (rx); with either off its queue drops under congestion."""
+        return self.priorities if (self.tx and self.rx) else set()
 
 
 @dataclass

@@ -304,28 +304,116 @@ def show_port_roce_status(config: Mapping[str, Any], port: str) -> Shown:
     return text, data
 
 
+# `nv show interface P qos roce counters` as NVIDIA's CL 5.16 sample prints it (tests/data/real/nvue/
+# nv-show-interface-swp16-qos-roce-counters.txt): groups nested under rx-stats / tx-stats, each counter
+# with its description; byte counts in NVUE's human units.
+_COUNTER_ROWS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
+    (
+        "rx-stats",
+        "rx-non-roce-stats",
+        (
+            ("buffer-max-usage", "Max Ingress Pool-buffer usage for non-RoCE traffic"),
+            ("buffer-usage", "Current Ingress Pool-buffer usage for non-RoCE traffic"),
+            ("no-buffer-discard", "Rx buffer discards for non-RoCE traffic"),
+            ("non-roce-bytes", "non-roce rx bytes"),
+            ("non-roce-packets", "non-roce rx packets"),
+            ("pg-max-usage", "Max PG-buffer usage for non-RoCE traffic"),
+            ("pg-usage", "Current PG-buffer usage for non-RoCE traffic"),
+        ),
+    ),
+    (
+        "rx-stats",
+        "rx-pfc-stats",
+        (
+            ("pause-duration", "Rx PFC pause duration for RoCE traffic"),
+            ("pause-packets", "Rx PFC pause packets for RoCE traffic"),
+        ),
+    ),
+    (
+        "rx-stats",
+        "rx-roce-stats",
+        (
+            ("buffer-max-usage", "Max Ingress Pool-buffer usage for RoCE traffic"),
+            ("buffer-usage", "Current Ingress Pool-buffer usage for RoCE traffic"),
+            ("no-buffer-discard", "Rx buffer discards for RoCE traffic"),
+            ("pg-max-usage", "Max PG-buffer usage for RoCE traffic"),
+            ("pg-usage", "Current PG-buffer usage for RoCE traffic"),
+            ("roce-bytes", "Rx RoCE Bytes"),
+            ("roce-packets", "Rx RoCE Packets"),
+        ),
+    ),
+    (
+        "tx-stats",
+        "tx-cnp-stats",
+        (
+            ("buffer-max-usage", "Max Egress Pool-buffer usage for CNP traffic"),
+            ("buffer-usage", "Current Egress Pool-buffer usage for CNP traffic"),
+            ("cnp-bytes", "Tx CNP Packet Bytes"),
+            ("cnp-packets", "Tx CNP Packets"),
+            ("tc-max-usage", "Max TC-buffer usage for CNP traffic"),
+            ("tc-usage", "Current TC-buffer usage for CNP traffic"),
+            ("unicast-no-buffer-discard", "Tx buffer discards for CNP traffic"),
+        ),
+    ),
+    ("tx-stats", "tx-ecn-stats", (("ecn-marked-packets", "Tx ECN marked packets"),)),
+    (
+        "tx-stats",
+        "tx-pfc-stats",
+        (
+            ("pause-duration", "Tx PFC pause duration for RoCE traffic"),
+            ("pause-packets", "Tx PFC pause packets for RoCE traffic"),
+        ),
+    ),
+    (
+        "tx-stats",
+        "tx-roce-stats",
+        (
+            ("buffer-max-usage", "Max Egress Pool-buffer usage for RoCE traffic"),
+            ("buffer-usage", "Current Egress Pool-buffer usage for RoCE traffic"),
+            ("roce-bytes", "Tx RoCE Packet bytes"),
+            ("roce-packets", "Tx RoCE Packets"),
+            ("tc-max-usage", "Max TC-buffer usage for RoCE traffic"),
+            ("tc-usage", "Current TC-buffer usage for RoCE traffic"),
+            ("unicast-no-buffer-discard", "Tx buffer discards for RoCE traffic"),
+        ),
+    ),
+)
+
+
 def show_port_roce_counters(config: Mapping[str, Any], counters: Counters, port: str) -> Shown:
     q = effective_qos(config)
     sp = roce_priority(q)
     tc = q.sp_to_tc[sp]
     c = counters.ports[port]
-    values = {
-        "rx-pfc-stats": {"pause-duration": c["pfc_rx"][sp] * 12, "pause-packets": c["pfc_rx"][sp]},
-        "rx-stats": {"rocev2-bytes": c["rx_bytes"][tc], "rocev2-pkts": c["rx_packets"][tc]},
-        "tx-cnp-stats": {"cnp-packets": c["ecn_marked"][tc] // 10},
-        "tx-ecn-stats": {"ecn-marked-packets": c["ecn_marked"][tc]},
-        "tx-pfc-stats": {"pause-duration": c["pfc_tx"][sp] * 12, "pause-packets": c["pfc_tx"][sp]},
-        "tx-stats": {
-            "rocev2-bytes": c["tx_bytes"][tc],
-            "rocev2-pkts": c["tx_packets"][tc],
-            "unicast-no-buffer-discard": c["drops"][tc],
-        },
+    cnp_tc = q.sp_to_tc[CNP_PRIORITY]
+    values: dict[tuple[str, str], int] = {
+        ("rx-pfc-stats", "pause-duration"): c["pfc_rx"][sp] * 12,
+        ("rx-pfc-stats", "pause-packets"): c["pfc_rx"][sp],
+        ("rx-roce-stats", "roce-bytes"): c["rx_bytes"][tc],
+        ("rx-roce-stats", "roce-packets"): c["rx_packets"][tc],
+        ("tx-cnp-stats", "cnp-packets"): c["ecn_marked"][tc] // 10,
+        ("tx-cnp-stats", "unicast-no-buffer-discard"): c["drops"][cnp_tc] if cnp_tc != tc else 0,
+        ("tx-ecn-stats", "ecn-marked-packets"): c["ecn_marked"][tc],
+        ("tx-pfc-stats", "pause-duration"): c["pfc_tx"][sp] * 12,
+        ("tx-pfc-stats", "pause-packets"): c["pfc_tx"][sp],
+        ("tx-roce-stats", "roce-bytes"): c["tx_bytes"][tc],
+        ("tx-roce-stats", "roce-packets"): c["tx_packets"][tc],
+        ("tx-roce-stats", "unicast-no-buffer-discard"): c["drops"][tc],
     }
     rows: list[list[str]] = []
-    for group, items in values.items():
-        rows.append([group, "", ""])
-        rows.extend([f"  {k}", str(v), ""] for k, v in items.items())
-    return nvue_attributes(["operational", "applied"], rows), values
+    data: dict[str, dict[str, dict[str, int]]] = {}
+    for top, group, counters_ in _COUNTER_ROWS:
+        if top not in data:
+            rows.append([top, "", "", ""])
+            data[top] = {}
+        rows.append([f"  {group}", "", "", ""])
+        data[top][group] = {}
+        for name, description in counters_:
+            value = values.get((group, name), 0)
+            data[top][group][name] = value
+            shown = nvue_bytes(value) if "bytes" in name or "usage" in name else str(value)
+            rows.append([f"    {name}", shown, "", description])
+    return nvue_attributes(["operational", "applied", "description"], rows), data
 
 
 def _profile_rows(config: Mapping[str, Any], q: NvueQos, name: str) -> list[list[str]] | None:

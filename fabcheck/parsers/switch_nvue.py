@@ -53,7 +53,8 @@ from fabcheck.parsers.switch_records import (
 # -- factory values the applied tree leaves out ----------------------------------------------------
 # API_DUMP: NVIDIA's root GET of a factory CL 5.5.0 switch (VX), defaults filled in,
 #   CumulusNetworks/docs:content/guides/Data-Center-Network-Automation-Ansible-Deployment-Guide/
-#   Running-the-Playbooks.md@0bfc00271590a97c591a9b5d3e84fc16d386ba9b (tests/data/real/nvue/nvue-api-cl55-factory-qos.json)
+#   Running-the-Playbooks.md@0bfc00271590a97c591a9b5d3e84fc16d386ba9b
+#   (its qos object: tests/data/real/nvue/nvue-api-cl55-factory-qos.json)
 # QOS_GUIDE: CumulusNetworks/docs:content/cumulus-linux-516/Layer-1-and-Switch-Ports/Quality-of-Service/
 #   _index.md@057503ed2ca114f8dee8876a1fe01cf3b97f641e
 # PORT_GUIDE: CumulusNetworks/docs:content/cumulus-linux-516/Layer-1-and-Switch-Ports/

@@ -254,3 +254,16 @@ def test_a_202205_switch_prints_each_change_twice_and_the_progress_counts_the_ap
     assert set(device.port_flaps) == set(MANAGED)
     planned = [step for step in steps if step.startswith("apply-patch:") and "GCU change" in step]
     assert planned and int(planned[0].split("up to ")[1].split()[0]) >= total  # the estimate covers it
+
+
+def test_a_switch_without_the_lossless_queue_profile_is_refused_before_any_checkpoint() -> None:
+    device = switch()
+    device.running["BUFFER_PROFILE"].pop("egress_lossless_profile")
+    for key in [k for k in device.running["BUFFER_QUEUE"] if k.endswith("|3-4")]:
+        device.running["BUFFER_QUEUE"][key] = {"profile": "q_lossy_profile"}
+    desired = sonic_desired(None, "leaf02", MANAGED[:3], MANAGED[3:])
+    before = copy.deepcopy(device.running)
+    with pytest.raises(PushError) as err:
+        pushed(device, desired)
+    assert "BUFFER_PROFILE has no egress_lossless_profile" in str(err.value)
+    assert device.running == before and device.checkpoints == {}

@@ -127,9 +127,9 @@ def test_sonic_buffer_profiles_per_port_in_span_order() -> None:
     assert db[(BufferProfiles, "Ethernet0")] == BufferProfiles(
         (BufferBinding("0", (0,), "ingress_lossy_profile"), BufferBinding("3", (3,), "NULL")),
         (
-            BufferBinding("0-2", (0, 1, 2), "egress_lossy_profile"),
+            BufferBinding("0-2", (0, 1, 2), "q_lossy_profile"),  # the switch's own lossy binding, kept
             BufferBinding("3-4", (3, 4), "egress_lossless_profile"),
-            BufferBinding("5-6", (5, 6), "egress_lossy_profile"),
+            BufferBinding("5-6", (5, 6), "q_lossy_profile"),
         ),
     )
     factory = records("factory", "leaf02", "sonic.config_db")

@@ -182,10 +182,12 @@ def qos_interfaces(config: Mapping[str, Any], ports: Sequence[str]) -> Shown:
         trust = eff.get("trust", DEFAULT_TRUST)
         queues, rows = {}, []
         for q in range(7, -1, -1):
-            cfg = eff["tx_queues"].get(str(q), {})
+            configured = eff["tx_queues"].get(str(q))
+            cfg = configured or {}
             ecn = cfg.get("ecn")
             bw = cfg.get("bandwidth_percent", cfg.get("bandwidth_guaranteed"))
-            priority = "SP" if cfg.get("priority") == "strict" else "RR"
+            # a queue no block configures is strict, as a new block is until `no priority`
+            priority = "SP" if configured is None or cfg.get("priority") == "strict" else "RR"
             rows.append([q, "-" if bw is None else f"{bw}%", priority, "ECN" if ecn else "Disabled"])
             queues[str(q)] = {
                 "bandwidthPercent": bw,

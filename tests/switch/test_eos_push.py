@@ -111,7 +111,8 @@ def expected_read_back(desired: DesiredSwitch, all_ports: tuple[str, ...]) -> di
             }
         queues[str(number)] = {
             "bandwidthPercent": None if queue is None or strict else queue.weight_percent,
-            "priority": "strict" if strict else "roundRobin",
+            # a queue fabcheck configures no block for stays strict, EOS's default
+            "priority": "strict" if queue is None or strict else "roundRobin",
             "ecn": ecn,
         }
     managed = {port.port: port for port in desired.ports}

@@ -27,7 +27,7 @@ from fabcheck.lab.mockswitch.nvue_model import (
     port_pfc_profile,
     port_qos,
 )
-from fabcheck.lab.mockswitch.nvue_schema import NvueError, root_schema, walk
+from fabcheck.lab.mockswitch.nvue_schema import ROCE_STATE_SINCE, NvueError, root_schema, walk
 from fabcheck.lab.mockswitch.textfmt import simple_table
 
 DRIFT_PROFILE = "drift-pfc"
@@ -296,7 +296,11 @@ class NvueSession(CliSession):
                 for key in path:
                     node = node.setdefault(key, {})
                 if path == ("qos", "roce"):
-                    node.setdefault("enable", "on")  # bare `nv set qos roce` turns RoCE on
+                    # bare `nv set qos roce` turns RoCE on, in the release's words
+                    if self.device.release_tuple >= ROCE_STATE_SINCE:
+                        node.setdefault("state", "enabled")
+                    else:
+                        node.setdefault("enable", "on")
             else:
                 set_path(tree, path, value)
         return "" if created is None else f"created [rev_id: {created}]"

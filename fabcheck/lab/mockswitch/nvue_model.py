@@ -132,7 +132,7 @@ def effective_qos(config: Mapping[str, Any]) -> NvueQos:
     qos_cfg = config.get("qos", {})
     q = NvueQos()
     roce = qos_cfg.get("roce")
-    if roce is not None and roce.get("enable", "on") == "on":
+    if roce is not None and roce.get("state", "enabled") == "enabled" and roce.get("enable", "on") == "on":
         _apply_roce_preset(q, roce.get("mode", "lossless"))
     _overlay_mapping(q, qos_cfg.get("mapping", {}).get("default-global", {}))
     for sp, entry in (

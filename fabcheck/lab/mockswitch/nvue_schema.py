@@ -123,6 +123,17 @@ LINK_SPEEDS = ("auto", "10G", "25G", "40G", "50G", "100G", "200G", "400G", "800G
 WATCHDOG_SINCE = (5, 6)  # `nv set qos pfc-watchdog` and per-interface `qos pfc-watchdog` from CL 5.6
 
 
+# `nv set qos roce enable on|off` became `state enabled|disabled` in CL 5.15 (NVIDIA's NVUE OpenAPI)
+ROCE_STATE_SINCE = (5, 15)
+
+
+def roce_switch(release: tuple[int, int]) -> dict[str, Node]:
+    """The key that turns the RoCE preset on or off, in the release's words."""
+    if release >= ROCE_STATE_SINCE:
+        return {"state": Leaf(choices=("enabled", "disabled"))}
+    return {"enable": ON_OFF}
+
+
 def traffic_pool_ids(token: str) -> list[str]:
     if token not in TRAFFIC_POOLS:
         raise NvueError(
@@ -150,7 +161,7 @@ def qos_schema(release: tuple[int, int] = (5, 11)) -> Branch:
                     bare=True,
                 ),
             ),
-            "roce": Branch({"enable": ON_OFF, "mode": Leaf(choices=ROCE_MODES)}, bare=True),
+            "roce": Branch({**roce_switch(release), "mode": Leaf(choices=ROCE_MODES)}, bare=True),
             "pfc": Keyed(
                 profile_ids,
                 Branch(
@@ -159,9 +170,10 @@ def qos_schema(release: tuple[int, int] = (5, 11)) -> Branch:
                         "tx": ENABLE,
                         "rx": ENABLE,
                         "cable-length": Leaf(1, 100000),
-                        "port-buffer": Leaf(0, 4294967295),
-                        "xoff-threshold": Leaf(0, 4294967295),
-                        "xon-threshold": Leaf(0, 4294967295),
+                        # NVIDIA's NVUE OpenAPI (5.3-5.18): at least 1 byte; no maximum there
+                        "port-buffer": Leaf(1, 4294967295),
+                        "xoff-threshold": Leaf(1, 4294967295),
+                        "xon-threshold": Leaf(1, 4294967295),
                     },
                     bare=True,
                 ),

@@ -84,7 +84,7 @@ NVUE_PROBES = (
     Probe(
         "nvue.link",
         "switch-port",
-        "nv show interface {port} link -o json",
+        "nv show interface {port} link",
         switch_nvue.parse_port_link,
         (PortSpeed,),
     ),

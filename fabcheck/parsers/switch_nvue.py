@@ -9,9 +9,9 @@ set; what it leaves out runs at the factory values below, each from a public NVI
 
 Operational views only for what a configuration cannot show, read in the table layout of a real
 sample (tests/data/real/nvue/INDEX.tsv): `nv show interface P qos pfc-watchdog` (per traffic class OK
-or DEADLOCK) and `nv show interface P qos roce counters` (the RoCE class's tx discards, nested
-`tx-stats` -> `tx-roce-stats` -> `unicast-no-buffer-discard` as NVIDIA's CL 5.16 sample prints it).
-`nv show interface P link -o json` gives the trained speed (its JSON shape is unverified).
+or DEADLOCK), `nv show interface P qos roce counters` (the RoCE class's tx discards, nested
+`tx-stats` -> `tx-roce-stats` -> `unicast-no-buffer-discard` as NVIDIA's CL 5.16 sample prints it) and
+`nv show interface P link` (the speed the link trained at, NVIDIA's command-reference table).
 `nv show interface P qos roce status` is not read: its sub-nodes are documented only under the RoCE
 preset, which fabcheck does not enable.
 """
@@ -505,12 +505,15 @@ def parse_port_watchdog(text: str, port: str | None, source: str = "<text>") -> 
 
 
 def parse_port_link(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
-    """The speed the link trained at (`400G`, `100G`, `10M`; NVUE's `link speed` values) in Mb/s;
-    `auto` (nothing trained) is no speed. A speed NVUE does not spell is refused. The MTU is the
-    applied tree's."""
-    what = f"nv show interface {port} link -o json"
-    tree = obj(load_json(text, source, what), source, what)
-    if tree.get("speed", "auto") == "auto":  # `auto`: a link that has not trained shows no rate
+    """The speed the link trained at, the operational `speed` of `nv show interface P link` (NVIDIA's
+    command reference table: `1G` operational under `auto` applied), in Mb/s; `auto` or an empty cell
+    (nothing trained) is no speed. A speed NVUE does not spell is refused. The MTU is the applied
+    tree's."""
+    what = f"nv show interface {port} link"
+    tree = attribute_tree(text, source, what)
+    if "speed" not in tree:
+        raise ParseError(f"{what}: no speed row", source=source)
+    if tree["speed"] in ("", "auto"):  # a link that has not trained shows no rate
         return []
     return [(port, PortSpeed(_nvue_speed(tree["speed"], source, f"{what} speed")))]
 

@@ -263,11 +263,20 @@ def test_unreadable_traffic_pools_are_parse_errors(pools: str, message: str) -> 
         switch_nvue.parse_applied_config(f'[{{"set": {{"qos": {{"traffic-pool": {pools}}}}}}}]')
 
 
+# NVIDIA's `nv show interface P link` layout (tests/data/real/nvue/nv-show-interface-swp1-link.txt)
+NVUE_LINK = (
+    "       operational  applied  pending\n"
+    "-----  -----------  -------  -------\n"
+    "mtu    9216         9216     9216\n"
+    "speed  {speed:<11}  auto     auto\n"
+)
+
+
 @pytest.mark.parametrize(
     ("parser", "text", "mbps"),
     [
-        (switch_nvue.parse_port_link, '{"mtu": 9216, "speed": "100G"}', 100_000),
-        (switch_nvue.parse_port_link, '{"speed": "10M"}', 10),
+        (switch_nvue.parse_port_link, NVUE_LINK.format(speed="100G"), 100_000),
+        (switch_nvue.parse_port_link, NVUE_LINK.format(speed="10M"), 10),
         (switch_sonic.parse_config_db, '{"PORT": {"Ethernet0": {"speed": "200000"}}}', 200_000),
         (
             switch_eos.parse_interfaces,
@@ -289,10 +298,10 @@ def test_an_up_eos_port_without_a_rate_has_no_speed_and_an_nvue_speed_it_cannot_
     assert not [r for _p, r in rateless if isinstance(r, PortSpeed)]
     with pytest.raises(ParseError, match="interfaceStatus"):
         switch_eos.parse_interfaces('{"interfaces": {"Ethernet1": {"mtu": 9214, "bandwidth": 0}}}')
-    untrained = switch_nvue.parse_port_link('{"mtu": 9216, "speed": "auto"}', "swp1")
+    untrained = switch_nvue.parse_port_link(NVUE_LINK.format(speed="auto"), "swp1")
     assert not [r for _p, r in untrained if isinstance(r, PortSpeed)]
     with pytest.raises(ParseError, match="is not a link speed"):
-        switch_nvue.parse_port_link('{"mtu": 9216, "speed": "fast"}', "swp1")
+        switch_nvue.parse_port_link(NVUE_LINK.format(speed="fast"), "swp1")
 
 
 def test_pfcwd_stats_reads_a_storm() -> None:
@@ -331,8 +340,9 @@ def test_bad_id_lists_are_parse_errors(text: str) -> None:
             '[{"set": {"qos": {"mapping": {"default-global": {"dscp": {"26": {"switch-priority": NaN}}}}}}}]',
         ),
         (switch_nvue.parse_applied_config, '[{"set": {"interface": {"swp1": {"link": {"mtu": true}}}}}]'),
-        (switch_nvue.parse_port_link, '{"speed": ' + "9" * 5000 + "}"),
-        (switch_nvue.parse_port_link, '{"speed": true}'),
+        (switch_nvue.parse_port_link, NVUE_LINK.format(speed="9" * 5000)),
+        (switch_nvue.parse_port_link, NVUE_LINK.replace("speed", "sped")),
+        (switch_nvue.parse_port_link, '{"speed": "400G"}'),
         (switch_nvue.parse_port_watchdog, '{"state": "enabled", "status": {"3": {"status": "WHAT"}}}'),
         (switch_eos.parse_qos_interfaces, "% Invalid input (at token 1: 'qos')"),
         (switch_eos.parse_running_config, "qos map dscp 26 to traffic-class 3\n"),

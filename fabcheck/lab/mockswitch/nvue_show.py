@@ -658,19 +658,25 @@ def show_port_watchdog(config: Mapping[str, Any], port: str) -> Shown:
 
 
 def show_port_link(config: Mapping[str, Any], port: str) -> Shown:
+    """`nv show interface P link` in the layout of NVIDIA's command reference example (operational,
+    applied and pending columns; an empty [breakout] row; counters under `stats`)."""
     mtu = port_mtu(config, port)
     link = config.get("interface", {}).get(port, {}).get("link", {})
     state = link.get("state", "up")
     applied_speed = link.get("speed", "auto")
     # The mock's ports and cables are 400G: auto trains there, a set speed runs as set.
     speed = PORT_SPEED if applied_speed == "auto" else applied_speed
+    applied_mtu = str(link.get("mtu", mtu))
     rows = [
-        ["auto-negotiate", "off", "on", "Link speed and characteristic auto negotiation"],
-        ["duplex", "full", "full", "Link duplex"],
-        ["fec", "rs", "auto", "Link forward error correction mechanism"],
-        ["mtu", str(mtu), str(link.get("mtu", mtu)), "interface mtu"],
-        ["speed", speed, applied_speed, "Link speed"],
-        ["state", state, state, "The state of the interface"],
+        ["auto-negotiate", "off", "on", "on"],
+        ["duplex", "full", "full", "full"],
+        ["speed", speed, applied_speed, applied_speed],
+        ["fec", "rs", "auto", "auto"],
+        ["mtu", str(mtu), applied_mtu, applied_mtu],
+        ["[breakout]", "", "", ""],
+        ["state", state, state, state],
+        ["stats", "", "", ""],
+        *([f"  {name}", "0", "", ""] for name in ("carrier-transitions", "in-drops", "in-errors", "in-pkts")),
     ]
     data = {
         "auto-negotiate": "off",
@@ -680,7 +686,7 @@ def show_port_link(config: Mapping[str, Any], port: str) -> Shown:
         "speed": speed,
         "state": state,
     }
-    return nvue_attributes(["operational", "applied", "description"], rows), data
+    return nvue_attributes(["operational", "applied", "pending"], rows), data
 
 
 def yaml_lines(tree: Any, indent: int = 0) -> list[str]:

@@ -35,6 +35,9 @@ PFC_CABLE_LENGTH_M = 100
 # version_3_0_3.json, cited in tests/data/real/sonic/INDEX.tsv), and so do the ports without PFC.
 SONIC_LOSSY_PRIORITY_GROUP = 0
 SONIC_DYNAMIC_LOSSLESS_PROFILE = "NULL"
+# 202205: the first SONiC branch whose YANG takes the fragment fabcheck writes; the driver refuses older
+# switches and the CONFIG_DB reader names it when it meets the pre-202111 reference syntax.
+SONIC_MIN_RELEASE = (2022, 5)
 SONIC_LOSSLESS_QUEUE_PROFILE = "egress_lossless_profile"
 # NVUE's egress scheduler (NVIDIA's QoS guide, Egress Scheduler; CumulusNetworks/docs
 # content/cumulus-linux-516/Layer-1-and-Switch-Ports/Quality-of-Service/_index.md): default-global

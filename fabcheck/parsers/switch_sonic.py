@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from fabcheck.desired.switch import SONIC_MIN_RELEASE
 from fabcheck.errors import ParseError
 from fabcheck.parsers._text import split_checked_lines
 from fabcheck.parsers.switch_records import (
@@ -94,10 +95,7 @@ def _refuse_old_reference(value: Any, source: str, where: str) -> None:
     release older than the driver's minimum, whose CONFIG_DB fabcheck neither reads nor writes."""
     if not isinstance(value, str) or _OLD_REFERENCE.fullmatch(value.strip()) is None:
         return
-    # The driver module loads jinja2 and pydantic; only this refusal needs its constant.
-    from fabcheck.switch.platforms.sonic import MIN_RELEASE
-
-    minimum = f"{MIN_RELEASE[0]}{MIN_RELEASE[1]:02d}"
+    minimum = f"{SONIC_MIN_RELEASE[0]}{SONIC_MIN_RELEASE[1]:02d}"
     raise ParseError(
         f"{where}: {value[:60]!r} is the old reference syntax [TABLE|name] (SONiC before 202111): "
         f"the switch runs a release below the minimum fabcheck supports, {minimum}; upgrade it",

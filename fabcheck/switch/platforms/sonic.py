@@ -53,6 +53,7 @@ from typing import Any
 
 from fabcheck.desired.switch import SONIC_DYNAMIC_LOSSLESS_PROFILE
 from fabcheck.desired.switch import SONIC_LOSSLESS_QUEUE_PROFILE as LOSSLESS_QUEUE_PROFILE
+from fabcheck.desired.switch import SONIC_MIN_RELEASE as MIN_RELEASE
 from fabcheck.errors import FabcheckError
 from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.connect import READ_TIMEOUT_S
@@ -72,7 +73,6 @@ DYNAMIC_BUFFER_PROFILE = SONIC_DYNAMIC_LOSSLESS_PROFILE  # BUFFER_PG of a lossle
 POLL_S = 0.01
 PER_CHANGE_S = 2.0  # the updater's ~1 s per change (reported up to 4 s a change on 150-change patches)
 APPLY_MARGIN_S = 120.0  # sorting, validation and the final read-back of the whole CONFIG_DB
-MIN_RELEASE = (2022, 5)  # 202205: the first branch whose YANG takes this fragment
 # Tables whose changes make the updater take the port admin-down first (patch_sorter's
 # RequiredValueIdentifier: PORT/<port>/admin_status must be "down" while they change).
 ADMIN_DOWN_TABLES = ("BUFFER_PG", "BUFFER_QUEUE", "PORT_QOS_MAP", "QUEUE")

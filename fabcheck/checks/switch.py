@@ -10,6 +10,7 @@ intent makes moot, is a SKIP with the reason.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -769,6 +770,19 @@ SWITCH_CHECK_IDS = tuple(check.id for check in SWITCH_CHECKS)
 
 
 @dataclass(frozen=True)
+class FieldCheck:
+    """The one declaration of an owned-field key (fabcheck.switch.owned): the gate check that judges
+    the setting, and the checks a binding carries with it (`also`: they fail with it). check None: no
+    gate check reads it yet, and `why` names who is adding one."""
+
+    platform: str
+    field: str
+    check: str | None
+    also: tuple[str, ...] = ()
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class OwnedField:
     """One setting role switch_qos pushes, in the platform's own terms, and the check that judges it
     (None: no gate check reads it yet; `why` says so). `scope` port: the field is per port and the
@@ -782,83 +796,135 @@ class OwnedField:
     also: tuple[str, ...] = ()  # a binding carries other checks' settings: they fail with it
 
 
-OWNED_FIELDS: tuple[OwnedField, ...] = (
-    OwnedField("nvue", "qos mapping default-global trust", "switch", TRUST),
-    OwnedField("nvue", "qos mapping default-global dscp <d> switch-priority", "switch", DSCP_MAP),
-    OwnedField(
-        "nvue",
-        "qos egress-queue-mapping default-global switch-priority <p> traffic-class",
-        "switch",
-        PRIORITY_MAP,
+_PROFILE = "qos profile FABCHECK-ROCE:"
+_NVUE_ECN = "qos congestion-control default-global traffic-class <tc>"
+_NVUE_SCHED = "qos egress-scheduler default-global traffic-class <tc>"
+_WRED = "WRED_PROFILE|FABCHECK_ECN_TC<tc>"
+_PROFILE_CHECKS = (PFC, WATCHDOG, ECN, SCHEDULER)  # the class settings a service-profile binds
+
+# One declaration per key a push writes (derived from the renders: fabcheck.switch.owned), in the
+# README's order. tests/invariant/test_written_fields.py fails on a written key without one.
+FIELD_CHECKS: tuple[FieldCheck, ...] = (
+    FieldCheck("nvue", "qos mapping default-global trust", TRUST),
+    FieldCheck("nvue", "qos mapping default-global dscp <d> switch-priority", DSCP_MAP),
+    FieldCheck(
+        "nvue", "qos egress-queue-mapping default-global switch-priority <p> traffic-class", PRIORITY_MAP
     ),
-    OwnedField("nvue", "qos pfc default-global switch-priority", "switch", PFC),
-    OwnedField("nvue", "qos pfc default-global tx", "switch", PFC),
-    OwnedField("nvue", "qos pfc default-global rx", "switch", PFC),
-    OwnedField("nvue", "qos pfc default-global cable-length", "switch", PFC),
-    OwnedField("nvue", "interface <port> qos pfc profile", "port", PFC),
-    OwnedField("nvue", "interface <port> qos mapping profile", "port", TRUST),
-    OwnedField("nvue", "interface <port> qos congestion-control profile", "port", ECN),
-    OwnedField("nvue", "interface <port> qos egress-scheduler profile", "port", SCHEDULER),
-    OwnedField(
-        "nvue", "qos congestion-control default-global traffic-class <tc> min-threshold", "switch", ECN
+    FieldCheck("nvue", "qos pfc default-global switch-priority <p>", PFC),
+    # PFC with either direction off is not lossless; a cable length off the intent's mis-sizes headroom
+    FieldCheck("nvue", "qos pfc default-global tx", PFC),
+    FieldCheck("nvue", "qos pfc default-global rx", PFC),
+    FieldCheck("nvue", "qos pfc default-global cable-length", PFC),
+    FieldCheck("nvue", "interface <port> qos pfc profile", PFC),
+    FieldCheck("nvue", "interface <port> qos mapping profile", TRUST),
+    FieldCheck("nvue", "interface <port> qos congestion-control profile", ECN),
+    FieldCheck("nvue", "interface <port> qos egress-scheduler profile", SCHEDULER),
+    FieldCheck("nvue", f"{_NVUE_ECN} min-threshold", ECN),
+    FieldCheck("nvue", f"{_NVUE_ECN} max-threshold", ECN),
+    FieldCheck("nvue", f"{_NVUE_ECN} probability", ECN),
+    FieldCheck("nvue", f"{_NVUE_ECN} ecn", ECN),
+    FieldCheck("nvue", f"{_NVUE_SCHED} bw-percent", SCHEDULER),
+    FieldCheck("nvue", f"{_NVUE_SCHED} mode", SCHEDULER),
+    FieldCheck("nvue", "interface <port> qos pfc-watchdog state", WATCHDOG),
+    FieldCheck("nvue", "qos pfc-watchdog polling-interval", WATCHDOG_SETTINGS),
+    FieldCheck("nvue", "qos pfc-watchdog robustness", WATCHDOG_SETTINGS),
+    FieldCheck("nvue", "interface <port> link mtu", MTU),
+    FieldCheck("nvue", "qos traffic-pool <pool> memory-percent", LOSSLESS_POOL),
+    FieldCheck("sonic", "PORT_QOS_MAP|<port> pfc_enable", PFC),
+    FieldCheck("sonic", "PORT_QOS_MAP|<port> pfcwd_sw_enable", WATCHDOG),
+    FieldCheck("sonic", "DSCP_TO_TC_MAP|FABCHECK <d>", DSCP_MAP),
+    FieldCheck("sonic", "DOT1P_TO_TC_MAP|FABCHECK <pcp>", QUEUE_MAP),
+    FieldCheck("sonic", "PORT_QOS_MAP|<port> dscp_to_tc_map", DSCP_MAP),
+    FieldCheck("sonic", "PORT_QOS_MAP|<port> dot1p_to_tc_map", TRUST),
+    FieldCheck("sonic", "TC_TO_QUEUE_MAP|FABCHECK <tc>", QUEUE_MAP),
+    FieldCheck("sonic", "PORT_QOS_MAP|<port> tc_to_queue_map", QUEUE_MAP),
+    FieldCheck("sonic", "TC_TO_PRIORITY_GROUP_MAP|FABCHECK <tc>", QUEUE_MAP),
+    FieldCheck("sonic", "PORT_QOS_MAP|<port> tc_to_pg_map", QUEUE_MAP),
+    FieldCheck("sonic", "MAP_PFC_PRIORITY_TO_QUEUE|FABCHECK <p>", PFC),
+    FieldCheck("sonic", "PORT_QOS_MAP|<port> pfc_to_queue_map", PFC),
+    FieldCheck("sonic", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP|FABCHECK <p>", PFC),
+    FieldCheck("sonic", "PORT_QOS_MAP|<port> pfc_to_pg_map", PFC),
+    FieldCheck("sonic", "QUEUE|<port>|<tc> wred_profile", ECN),
+    FieldCheck("sonic", f"{_WRED} ecn", ECN),
+    FieldCheck(
+        "sonic",
+        f"{_WRED} wred_green_enable",
+        None,
+        why=(
+            "open: the reader takes green as marked by the ecn mode alone (yellow and red also need their "
+            "enable); no cited source says how a switch marks green with wred_green_enable false"
+        ),
     ),
-    OwnedField("nvue", "qos congestion-control default-global traffic-class <tc> ecn", "switch", ECN),
-    OwnedField(
-        "nvue", "qos egress-scheduler default-global traffic-class <tc> bw-percent", "switch", SCHEDULER
+    *(
+        FieldCheck("sonic", f"{_WRED} {field}", ECN)
+        for colour in ("green", "yellow", "red")
+        for field in (
+            *((f"wred_{colour}_enable",) if colour != "green" else ()),
+            f"{colour}_min_threshold",
+            f"{colour}_max_threshold",
+            f"{colour}_drop_probability",
+        )
     ),
-    OwnedField("nvue", "qos egress-scheduler default-global traffic-class <tc> mode", "switch", SCHEDULER),
-    OwnedField("nvue", "interface <port> qos pfc-watchdog state", "port", WATCHDOG),
-    OwnedField("nvue", "qos pfc-watchdog polling-interval", "switch", WATCHDOG_SETTINGS),
-    OwnedField("nvue", "qos pfc-watchdog robustness", "switch", WATCHDOG_SETTINGS),
-    OwnedField("nvue", "interface <port> link mtu", "port", MTU),
-    OwnedField("nvue", "qos traffic-pool <pool> memory-percent", "switch", LOSSLESS_POOL),
-    OwnedField("sonic", "PORT_QOS_MAP|<port> pfc_enable", "port", PFC),
-    OwnedField("sonic", "PORT_QOS_MAP|<port> pfcwd_sw_enable", "port", WATCHDOG),
-    OwnedField("sonic", "DSCP_TO_TC_MAP|FABCHECK <d>", "switch", DSCP_MAP),
-    OwnedField("sonic", "PORT_QOS_MAP|<port> dscp_to_tc_map", "port", DSCP_MAP),
-    OwnedField("sonic", "PORT_QOS_MAP|<port> dot1p_to_tc_map", "port", TRUST),
-    OwnedField("sonic", "TC_TO_QUEUE_MAP|FABCHECK <tc>", "switch", QUEUE_MAP),
-    OwnedField("sonic", "PORT_QOS_MAP|<port> tc_to_queue_map", "port", QUEUE_MAP),
-    OwnedField("sonic", "TC_TO_PRIORITY_GROUP_MAP|FABCHECK <tc>", "switch", QUEUE_MAP),
-    OwnedField("sonic", "PORT_QOS_MAP|<port> tc_to_pg_map", "port", QUEUE_MAP),
-    OwnedField("sonic", "MAP_PFC_PRIORITY_TO_QUEUE|FABCHECK <p>", "switch", PFC),
-    OwnedField("sonic", "PORT_QOS_MAP|<port> pfc_to_queue_map", "port", PFC),
-    OwnedField("sonic", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP|FABCHECK <p>", "switch", PFC),
-    OwnedField("sonic", "PORT_QOS_MAP|<port> pfc_to_pg_map", "port", PFC),
-    OwnedField("sonic", "QUEUE|<port>|<tc> wred_profile", "port", ECN),
-    OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> green_min_threshold", "switch", ECN),
-    OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> yellow_max_threshold", "switch", ECN),
-    OwnedField("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> red_min_threshold", "switch", ECN),
-    OwnedField("sonic", "SCHEDULER|FABCHECK_TC<tc> weight", "switch", SCHEDULER),
-    OwnedField("sonic", "PFC_WD|<port> action", "port", WATCHDOG_SETTINGS),
-    OwnedField("sonic", "PFC_WD|<port> detection_time", "port", WATCHDOG_SETTINGS),
-    OwnedField("sonic", "PFC_WD|<port> restoration_time", "port", WATCHDOG_SETTINGS),
-    OwnedField("sonic", "PORT|<port> mtu", "port", MTU),
-    OwnedField("sonic", "BUFFER_PG|<port>|<pg> profile", "port", BUFFERS),
-    OwnedField("sonic", "BUFFER_QUEUE|<port>|<queues> profile", "port", BUFFERS),
-    OwnedField("eos", "qos map dscp <d> to traffic-class <tc>", "switch", DSCP_MAP),
-    OwnedField("eos", "qos profile FABCHECK-ROCE: qos trust", "switch", TRUST),
-    OwnedField("eos", "qos profile FABCHECK-ROCE: priority-flow-control priority <p> no-drop", "switch", PFC),
-    OwnedField("eos", "qos profile FABCHECK-ROCE: priority-flow-control pause watchdog", "switch", WATCHDOG),
-    OwnedField("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> random-detect ecn", "switch", ECN),
-    OwnedField("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth percent", "switch", SCHEDULER),
-    OwnedField(  # the watched lossless queue's share, written as the guarantee the watchdog needs
-        "eos",
-        "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth guaranteed percent",
-        "switch",
-        WATCHDOG,
-        also=(SCHEDULER,),
+    FieldCheck("sonic", "QUEUE|<port>|<tc> scheduler", SCHEDULER),
+    FieldCheck("sonic", "SCHEDULER|FABCHECK_TC<tc> type", SCHEDULER),
+    FieldCheck("sonic", "SCHEDULER|FABCHECK_TC<tc> weight", SCHEDULER),
+    FieldCheck("sonic", "PFC_WD|<port> action", WATCHDOG_SETTINGS),
+    FieldCheck("sonic", "PFC_WD|<port> detection_time", WATCHDOG_SETTINGS),
+    FieldCheck("sonic", "PFC_WD|<port> restoration_time", WATCHDOG_SETTINGS),
+    FieldCheck("sonic", "PORT|<port> mtu", MTU),
+    FieldCheck("sonic", "BUFFER_PG|<port>|<pg> profile", BUFFERS),
+    FieldCheck("sonic", "BUFFER_QUEUE|<port>|<queues> profile", BUFFERS),
+    FieldCheck("eos", "qos map dscp <d> to traffic-class <tc>", DSCP_MAP),
+    *(
+        FieldCheck("eos", f"{block} {field}", check, also)
+        for block in (_PROFILE, "interface <port>:")
+        for field, check, also in (
+            ("qos trust", TRUST, ()),
+            ("priority-flow-control", PFC, ()),
+            ("priority-flow-control priority <p>", PFC, ()),
+            ("priority-flow-control pause watchdog", WATCHDOG, ()),
+            ("uc-tx-queue <tc> random-detect ecn", ECN, ()),
+            ("uc-tx-queue <tc> bandwidth percent", SCHEDULER, ()),
+            ("uc-tx-queue <tc> priority", SCHEDULER, ()),
+            # the watched lossless queue's DWRR share, written as the guarantee the watchdog needs
+            ("uc-tx-queue <tc> bandwidth guaranteed", WATCHDOG, (SCHEDULER,)),
+        )
     ),
-    OwnedField("eos", "priority-flow-control pause watchdog default timeout", "switch", WATCHDOG_SETTINGS),
-    OwnedField(
-        "eos", "priority-flow-control pause watchdog default recovery-time", "switch", WATCHDOG_SETTINGS
-    ),
-    OwnedField("eos", "priority-flow-control pause watchdog action", "switch", WATCHDOG_SETTINGS),
-    OwnedField("eos", "interface <port>: mtu", "port", MTU),
-    OwnedField(
-        "eos", "interface <port>: service-profile", "port", TRUST, also=(PFC, WATCHDOG, ECN, SCHEDULER)
-    ),
+    FieldCheck("eos", "priority-flow-control pause watchdog default timeout", WATCHDOG_SETTINGS),
+    FieldCheck("eos", "priority-flow-control pause watchdog default recovery-time", WATCHDOG_SETTINGS),
+    FieldCheck("eos", "priority-flow-control pause watchdog action", WATCHDOG_SETTINGS),
+    FieldCheck("eos", "interface <port>: mtu", MTU),
+    FieldCheck("eos", "interface <port>: service-profile", TRUST, also=_PROFILE_CHECKS),
 )
+NOT_DECLARED = "written by a push, but FIELD_CHECKS names no check for it"
+
+
+@functools.cache
+def owned_fields() -> tuple[OwnedField, ...]:
+    """The owned-field table, derived: every key the reference renders and the drivers write
+    (fabcheck.switch.owned.reference_fields), with its check from FIELD_CHECKS (none: NOT_DECLARED),
+    in FIELD_CHECKS order, the undeclared last."""
+    from fabcheck.switch.owned import reference_fields
+
+    declared = {(entry.platform, entry.field): entry for entry in FIELD_CHECKS}
+    order = {key: index for index, key in enumerate(declared)}
+    rows: list[OwnedField] = []
+    for platform in ("nvue", "sonic", "eos"):
+        for field in reference_fields(platform):
+            entry = declared.get((platform, field)) or FieldCheck(platform, field, None, why=NOT_DECLARED)
+            scope: Literal["port", "switch"] = "port" if "<port>" in field else "switch"
+            rows.append(OwnedField(platform, field, scope, entry.check, entry.why, entry.also))
+    last = len(order)
+    return tuple(
+        sorted(rows, key=lambda row: (order.get((row.platform, row.field), last), row.platform, row.field))
+    )
+
+
+def __getattr__(name: str) -> object:
+    # OWNED_FIELDS is derived from renders on first use, not at import (the gate never needs it).
+    if name == "OWNED_FIELDS":
+        return owned_fields()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def owned_fields_markdown(tests: Mapping[tuple[str, str], str]) -> str:
@@ -866,7 +932,7 @@ def owned_fields_markdown(tests: Mapping[tuple[str, str], str]) -> str:
     (`tests` maps (platform, field) to a test id)."""
     tags = {check.id: check.tag for check in SWITCH_CHECKS}
     rows = ["| platform | field | scope | concern tag | check | test |", "|---|---|---|---|---|---|"]
-    for owned in OWNED_FIELDS:
+    for owned in owned_fields():
         check = (
             ", ".join(f"`{name}`" for name in (owned.check, *owned.also))
             if owned.check

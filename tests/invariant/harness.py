@@ -21,6 +21,7 @@ from fabcheck.checks.model import Finding, Status  # noqa: E402
 from fabcheck.checks.switch import check_switch  # noqa: E402
 from fabcheck.collect.probes import collect  # noqa: E402
 from fabcheck.collect.switch_probes import PROBES  # noqa: E402
+from fabcheck.desired.switch import DesiredSwitch  # noqa: E402
 from fabcheck.gate.switch_stage import evidence_of  # noqa: E402
 from fabcheck.lab.mockswitch.device import CliSession, SwitchDevice  # noqa: E402
 from fabcheck.lab.mockswitch.eos import EosDevice  # noqa: E402
@@ -28,6 +29,7 @@ from fabcheck.lab.mockswitch.nvue import NvueDevice  # noqa: E402
 from fabcheck.lab.mockswitch.sonic import SonicDevice  # noqa: E402
 from fabcheck.lab.mockswitch.spec import SwitchSpec  # noqa: E402
 from fabcheck.switch.driver import SwitchDriver, driver_for, push  # noqa: E402
+from fabcheck.switch.owned import PORT_VARIANTS, REFERENCE_INTENTS  # noqa: E402
 from fabcheck.switch.render import render_switch  # noqa: E402
 from tests.invariant.fakeconn import SessionConnection  # noqa: E402
 
@@ -56,34 +58,45 @@ def _driver(platform: str, device: SwitchDevice) -> SwitchDriver:
     return driver_for(platform)(SessionConnection(session, NAMES[platform]))
 
 
-def converged(platform: str) -> SwitchDevice:
+def desired_of(platform: str, variant: str | None = None) -> DesiredSwitch:
+    """The desired state of the platform's test switch, under one of the reference intents or in a
+    per-port variant (fabcheck.switch.owned: REFERENCE_INTENTS; PORT_VARIANTS, whose second port,
+    the one drifts go to, differs)."""
+    if variant in REFERENCE_INTENTS:
+        return desired(NAMES[platform], dict(REFERENCE_INTENTS[variant]))
+    switch = desired(NAMES[platform])
+    return PORT_VARIANTS[variant][0](switch) if variant else switch
+
+
+def converged(platform: str, variant: str | None = None) -> SwitchDevice:
     """A factory mock switch of `platform` that the platform's own driver pushed the desired config
     of its test switch to (as `site.yml` does, over an in-process channel instead of SSH)."""
     name = NAMES[platform]
     spec = SwitchSpec(name, platform, "127.0.3.1", 2201, USERS[platform], "pw", PORTS[platform])
     device = DEVICES[platform](spec)
-    push(_driver(platform, device), render_switch(desired(name)), check=False)
+    push(_driver(platform, device), render_switch(desired_of(platform, variant)), check=False)
     return device
 
 
-def repush(platform: str, device: SwitchDevice) -> None:
+def repush(platform: str, device: SwitchDevice, variant: str | None = None) -> None:
     """A real push of the desired config over what the switch runs now (site.yml without --check)."""
-    push(_driver(platform, device), render_switch(desired(NAMES[platform])), check=False)
+    push(_driver(platform, device), render_switch(desired_of(platform, variant)), check=False)
 
 
-def check_diff(platform: str, device: SwitchDevice) -> str:
+def check_diff(platform: str, device: SwitchDevice, variant: str | None = None) -> str:
     """What `site.yml --check --diff` shows for the switch: the driver's check-mode diff."""
-    result = push(_driver(platform, device), render_switch(desired(NAMES[platform])), check=True)
+    result = push(_driver(platform, device), render_switch(desired_of(platform, variant)), check=True)
     return result.diff if result.changed else ""
 
 
-def judged(platform: str, device: SwitchDevice) -> list[Finding]:
+def judged(platform: str, device: SwitchDevice, variant: str | None = None) -> list[Finding]:
     """The gate's switch checks on the device as its probes read it now."""
     name = NAMES[platform]
+    wanted = desired_of(platform, variant)
     session = session_of(device, platform)
-    ports = [port.port for port in desired(name).ports]
+    ports = [port.port for port in wanted.ports]
     collected = collect(session.handle, PROBES[platform], ports, f"mock {name}")
-    return check_switch(evidence_of(name, platform, collected), desired(name))
+    return check_switch(evidence_of(name, platform, collected), wanted)
 
 
 def not_passing(findings: list[Finding]) -> set[tuple[str, str, str]]:

@@ -24,10 +24,22 @@ from fabcheck.checks.switch import (
     OWNED_FIELDS,
     PFC,
     STARTUP_CONFIG,
+    WATCHDOG,
     OwnedField,
     owned_fields_markdown,
 )
-from tests.invariant.harness import NAMES, PORTS, check_diff, converged, judged, not_passing
+from fabcheck.switch.platforms import eos
+from fabcheck.switch.render import render_switch
+from tests.invariant.harness import (
+    NAMES,
+    PORTS,
+    check_diff,
+    converged,
+    desired_of,
+    judged,
+    not_passing,
+    session_of,
+)
 
 DRIFTED = {platform: ports[1] for platform, ports in PORTS.items()}  # a host port, not the cabled one
 Drift = Callable[[dict[str, Any], str], None]
@@ -93,7 +105,25 @@ def _eos_profile(path: list[str], value: Any) -> Drift:
         node = tree["qos_profiles"]["FABCHECK-ROCE"]
         for key in path[:-1]:
             node = node[key]
-        node[path[-1]] = value
+        if value is None:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = value
+
+    return drift
+
+
+def _eos_port_block(path: list[str], value: Any) -> Drift:
+    """A setting of the port's own class lines (the port that carries them instead of the profile)."""
+
+    def drift(tree: dict[str, Any], port: str) -> None:
+        node = tree["interfaces"][port]
+        for key in path[:-1]:
+            node = node[key]
+        if value is None:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = value
 
     return drift
 
@@ -120,7 +150,7 @@ DRIFTS: dict[tuple[str, str], Drift] = {
     ("nvue", "qos egress-queue-mapping default-global switch-priority <p> traffic-class"): _nvue_global(
         ["qos", "egress-queue-mapping", "default-global", "switch-priority", "6", "traffic-class"], 0
     ),
-    ("nvue", "qos pfc default-global switch-priority"): _nvue_global(
+    ("nvue", "qos pfc default-global switch-priority <p>"): _nvue_global(
         ["qos", "pfc", "default-global", "switch-priority"], {"4": {}}
     ),
     # PFC with either direction off is not lossless; a cable length off the intent's mis-sizes headroom
@@ -139,6 +169,12 @@ DRIFTS: dict[tuple[str, str], Drift] = {
     ),
     ("nvue", "qos congestion-control default-global traffic-class <tc> min-threshold"): _nvue_global(
         [*NVUE_CC, "min-threshold"], 300000
+    ),
+    ("nvue", "qos congestion-control default-global traffic-class <tc> max-threshold"): _nvue_global(
+        [*NVUE_CC, "max-threshold"], 3000000
+    ),
+    ("nvue", "qos congestion-control default-global traffic-class <tc> probability"): _nvue_global(
+        [*NVUE_CC, "probability"], 50
     ),
     ("nvue", "qos congestion-control default-global traffic-class <tc> ecn"): _nvue_global(
         [*NVUE_CC, "ecn"], "disable"
@@ -174,6 +210,25 @@ DRIFTS: dict[tuple[str, str], Drift] = {
         "WRED_PROFILE", "FABCHECK_ECN_TC3", "red_min_threshold", "300000"
     ),
     ("sonic", "SCHEDULER|FABCHECK_TC<tc> weight"): _sonic("SCHEDULER", "FABCHECK_TC3", "weight", "30"),
+    ("sonic", "SCHEDULER|FABCHECK_TC<tc> type"): _sonic("SCHEDULER", "FABCHECK_TC3", "type", "STRICT"),
+    ("sonic", "QUEUE|<port>|<tc> scheduler"): _sonic("QUEUE", "<port>|3", "scheduler", "FABCHECK_TC6"),
+    ("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> ecn"): _sonic(
+        "WRED_PROFILE", "FABCHECK_ECN_TC3", "ecn", "ecn_none"
+    ),
+    **{
+        ("sonic", f"WRED_PROFILE|FABCHECK_ECN_TC<tc> {field}"): _sonic(
+            "WRED_PROFILE", "FABCHECK_ECN_TC3", field, value
+        )
+        for colour in ("green", "yellow", "red")
+        for field, value in (
+            (f"wred_{colour}_enable", "false"),
+            (f"{colour}_min_threshold", "300000"),
+            (f"{colour}_max_threshold", "3000000"),
+            (f"{colour}_drop_probability", "50"),
+        )
+    },
+    # on the switch that trusts PCP (VARIANTS): PCP 3 rides class 1
+    ("sonic", "DOT1P_TO_TC_MAP|FABCHECK <pcp>"): _sonic("DOT1P_TO_TC_MAP", "FABCHECK", "3", "1"),
     ("sonic", "PFC_WD|<port> action"): _sonic("PFC_WD", "<port>", "action", "alert"),
     ("sonic", "PFC_WD|<port> detection_time"): _sonic("PFC_WD", "<port>", "detection_time", "5000"),
     ("sonic", "PFC_WD|<port> restoration_time"): _sonic("PFC_WD", "<port>", "restoration_time", "5000"),
@@ -186,8 +241,12 @@ DRIFTS: dict[tuple[str, str], Drift] = {
     ),
     ("eos", "qos map dscp <d> to traffic-class <tc>"): _eos_set(["qos", "dscp_map", "26"], 1),
     ("eos", "qos profile FABCHECK-ROCE: qos trust"): _eos_profile(["trust"], "cos"),
-    ("eos", "qos profile FABCHECK-ROCE: priority-flow-control priority <p> no-drop"): _eos_profile(
+    ("eos", "qos profile FABCHECK-ROCE: priority-flow-control priority <p>"): _eos_profile(
         ["pfc_priorities"], {"4": "no-drop"}
+    ),
+    ("eos", "qos profile FABCHECK-ROCE: priority-flow-control"): _eos_profile(["pfc"], None),
+    ("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> priority"): _eos_profile(
+        ["tx_queues", "3", "priority"], "strict"
     ),
     ("eos", "qos profile FABCHECK-ROCE: priority-flow-control pause watchdog"): _eos_profile(
         ["pfc_watchdog"], False
@@ -198,7 +257,7 @@ DRIFTS: dict[tuple[str, str], Drift] = {
     ("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth percent"): _eos_profile(
         ["tx_queues", "3", "bandwidth_percent"], 30
     ),
-    ("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth guaranteed percent"): _eos_profile(
+    ("eos", "qos profile FABCHECK-ROCE: uc-tx-queue <tc> bandwidth guaranteed"): _eos_profile(
         ["tx_queues", "3", "bandwidth_guaranteed"], 20
     ),
     ("eos", "priority-flow-control pause watchdog default timeout"): _eos_set(
@@ -211,6 +270,26 @@ DRIFTS: dict[tuple[str, str], Drift] = {
     ("eos", "interface <port>: mtu"): _eos_set(["interfaces", "<port>", "mtu"], 1500),
     ("eos", "interface <port>: service-profile"): _eos_set(
         ["interfaces", "<port>", "service_profile"], "OTHER"
+    ),
+    ("eos", "interface <port>: qos trust"): _eos_port_block(["trust"], "dscp"),
+    ("eos", "interface <port>: priority-flow-control"): _eos_port_block(["pfc"], None),
+    ("eos", "interface <port>: priority-flow-control priority <p>"): _eos_port_block(
+        ["pfc_priorities"], {"4": "no-drop"}
+    ),
+    ("eos", "interface <port>: priority-flow-control pause watchdog"): _eos_port_block(
+        ["pfc_watchdog"], False
+    ),
+    ("eos", "interface <port>: uc-tx-queue <tc> random-detect ecn"): _eos_port_block(
+        ["tx_queues", "3", "ecn", "min"], 300000
+    ),
+    ("eos", "interface <port>: uc-tx-queue <tc> bandwidth percent"): _eos_port_block(
+        ["tx_queues", "3", "bandwidth_percent"], 30
+    ),
+    ("eos", "interface <port>: uc-tx-queue <tc> priority"): _eos_port_block(
+        ["tx_queues", "3", "priority"], "strict"
+    ),
+    ("eos", "interface <port>: uc-tx-queue <tc> bandwidth guaranteed"): _eos_port_block(
+        ["tx_queues", "3", "bandwidth_guaranteed"], 20
     ),
     # the port falls back to PORT_QOS_MAP|global's map (stock AZURE: DSCP 26 -> TC 1)
     ("sonic", "PORT_QOS_MAP|<port> dscp_to_tc_map"): _sonic("PORT_QOS_MAP", "<port>", "dscp_to_tc_map", None),
@@ -238,8 +317,24 @@ DRIFTS: dict[tuple[str, str], Drift] = {
         "dscp_to_tc_map", "dot1p_to_tc_map", "AZURE"
     ),
 }
+# A port's own class lines exist only where the port differs from the profile: those fields are
+# drifted on the test switch's variant whose drifted port trusts PCP; a PCP map only where the
+# switch trusts PCP (fabcheck.switch.owned: PORT_VARIANTS, REFERENCE_INTENTS).
+VARIANTS: dict[tuple[str, str], str] = {("sonic", "DOT1P_TO_TC_MAP|FABCHECK <pcp>"): "pcp-trust"}
+VARIANTS |= {
+    key: "one port trusts PCP"
+    for key in DRIFTS
+    if key[0] == "eos"
+    and key[1].startswith("interface <port>:")
+    and key[1]
+    not in (
+        "interface <port>: mtu",
+        "interface <port>: service-profile",
+    )
+}
 # A PFC drift lets the mock's traffic model drop on the lossless queue: that consequence is measured.
-CONSEQUENCES = {PFC: {LOSSLESS_DROPS}}
+# One that switches PFC off on a port also leaves the PFC watchdog nothing to watch there.
+CONSEQUENCES = {PFC: {LOSSLESS_DROPS, WATCHDOG}}
 
 
 def test_every_check_that_judges_a_setting_judges_fields_the_role_owns() -> None:
@@ -307,27 +402,35 @@ def _changed_lines(platform: str, diff: str) -> list[str]:
 def test_one_drifted_field_shows_in_check_mode_diff_alone_and_check_mode_changes_nothing(
     owned: OwnedField,
 ) -> None:
-    device = converged(owned.platform)
-    assert check_diff(owned.platform, device) == "", "the converged switch has nothing to push"
+    variant = VARIANTS.get((owned.platform, owned.field))
+    device = converged(owned.platform, variant)
+    assert check_diff(owned.platform, device, variant) == "", "the converged switch has nothing to push"
     DRIFTS[(owned.platform, owned.field)](device.running, DRIFTED[owned.platform])
     drifted = copy.deepcopy(device.running)
-    diff = check_diff(owned.platform, device)
+    diff = check_diff(owned.platform, device, variant)
     assert device.running == drifted, "check mode changed the switch"
     token = _token(owned.field)
     assert token in diff, diff
-    if owned.scope == "port":
+    if owned.scope == "port" and variant is None:
         assert DRIFTED[owned.platform] in diff, diff
+    elif owned.scope == "port":  # deep in the port's own block, EOS's diff context may not reach its name
+        ports = PORTS[owned.platform]
+        running = session_of(device, owned.platform).handle("show running-config")
+        rendered = render_switch(desired_of(owned.platform, variant)).text
+        changed = eos.settings(rendered, ports) ^ eos.settings(eos.managed_text(running), ports)
+        assert {field.port for field, _setting in changed} == {DRIFTED[owned.platform]}, changed
     assert all(token in line for line in _changed_lines(owned.platform, diff)), diff
 
 
 @pytest.mark.parametrize("owned", OWNED_FIELDS, ids=lambda owned: f"{owned.platform}:{owned.field}")
 def test_one_drifted_field_fails_exactly_its_check_where_it_is(owned: OwnedField) -> None:
-    device = converged(owned.platform)
+    variant = VARIANTS.get((owned.platform, owned.field))
+    device = converged(owned.platform, variant)
     DRIFTS[(owned.platform, owned.field)](device.running, DRIFTED[owned.platform])
     # Saved, as a drift that survives a reboot is: an unsaved one also fails switch.startup_config
     # (tests/invariant/test_operator_commands.py).
     device.startup = copy.deepcopy(device.running)
-    failing = not_passing(judged(owned.platform, device))
+    failing = not_passing(judged(owned.platform, device, variant))
     if owned.check is None:
         assert failing == set(), f"{owned.field} is declared unjudged ({owned.why}) but the gate judged it"
         return

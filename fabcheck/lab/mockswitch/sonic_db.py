@@ -225,12 +225,17 @@ def _check_map(table: str, name: str, entries: Mapping[str, Any], key_hi: int) -
     ]
 
 
+# A port that classifies by PCP binds a DOT1P_TO_TC_MAP (sonic-port-qos-map.yang, vendor/sonic-yang:
+# leaf dot1p_to_tc_map); the factory ports bind none.
+_BINDINGS = {**_MAP_TABLES, "dot1p_to_tc_map": "DOT1P_TO_TC_MAP"}
+
+
 def _check_port_qos(db: ConfigDb, key: str, fields: Mapping[str, Any], ports: Sequence[str]) -> list[str]:
     problems = [] if key == "global" or key in ports else [f"PORT_QOS_MAP|{key}: no such port"]
     for field, value in fields.items():
-        if field in _MAP_TABLES:
-            if value not in db.get(_MAP_TABLES[field], {}):
-                problems.append(f"PORT_QOS_MAP|{key}: {field} refers to missing {_MAP_TABLES[field]}|{value}")
+        if field in _BINDINGS:
+            if value not in db.get(_BINDINGS[field], {}):
+                problems.append(f"PORT_QOS_MAP|{key}: {field} refers to missing {_BINDINGS[field]}|{value}")
         elif field in ("pfc_enable", "pfcwd_sw_enable"):
             if not isinstance(value, str) or not re.fullmatch(r"([0-7](,[0-7])*)?", value):
                 problems.append(f"PORT_QOS_MAP|{key}: {field} {value!r} is not a list of priorities 0-7")
@@ -320,6 +325,7 @@ def _check_entry(
     if table == "DSCP_TO_TC_MAP":
         return _check_map(table, key, fields, 63)
     if table in (
+        "DOT1P_TO_TC_MAP",
         "TC_TO_QUEUE_MAP",
         "TC_TO_PRIORITY_GROUP_MAP",
         "MAP_PFC_PRIORITY_TO_QUEUE",

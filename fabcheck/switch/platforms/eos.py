@@ -50,6 +50,7 @@ from fabcheck.parsers.eos_config import DSCP_MAP_LINE, ConfigNode, dscp_map, for
 from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.connect import READ_TIMEOUT_S
 from fabcheck.switch.driver import ForeignWork, PushError, SwitchDriver, SwitchLocked
+from fabcheck.switch.owned import PORT, Setting, WrittenField, normalise
 from fabcheck.switch.render import RenderedConfig
 
 SESSION_PREFIX = "fabcheck-"
@@ -225,6 +226,11 @@ def startup_lag_lines(running: str, startup: str) -> list[str]:
     )
 
 
+def managed_text(running: str) -> str:
+    """The parts of a running config fabcheck manages, as config text."""
+    return format_config(managed_view(parse_config(running)))
+
+
 def managed_view(nodes: Iterable[ConfigNode]) -> tuple[ConfigNode, ...]:
     """The parts of a running config fabcheck manages (see the module docstring), in EOS's order."""
     kept: list[ConfigNode] = []
@@ -303,6 +309,53 @@ def _stale_lines(block: ConfigNode, concerns: frozenset[str]) -> list[str]:
         for child in block.children
         if (key := negation(child.line)) is not None and concerns_of(child) <= concerns
     ]
+
+
+# -- what a push writes, as owned-field keys (fabcheck.switch.owned) ---------------------------------
+
+# The ids of EOS lines, by the word before them, and the placeholder each becomes in a key.
+KEYED = {"interface": PORT, "priority": "<p>", "uc-tx-queue": "<tc>", "tx-queue": "<tc>"}
+DSCP_MAP_KEY = "qos map dscp <d> to traffic-class <tc>"
+
+
+def setting_words(line: str) -> list[str]:
+    """The words that name what `line` sets, without its value: the `no` line that removes it
+    (`_LINES`) less its `no` (`bandwidth percent 50` -> `bandwidth percent`; `priority strict` and
+    `no priority` both set `priority`); a line fabcheck does not own names itself."""
+    if DSCP_MAP_LINE.fullmatch(line):
+        return DSCP_MAP_KEY.split()
+    removal = negation(line)
+    if removal is None:
+        return line.split()
+    if removal.startswith("no "):
+        return removal.removeprefix("no ").split()
+    return line.removeprefix("no ").split()
+
+
+def settings(text: str, ports: Iterable[str]) -> set[Setting]:
+    """Each setting line of EOS config text (rendered, running or startup) with its key: the blocks
+    it sits in and its setting words, ids as placeholders (`interface <port>: mtu`, `qos profile
+    FABCHECK-ROCE: uc-tx-queue <tc> bandwidth percent`, `qos map dscp <d> to traffic-class <tc>`)."""
+    managed = set(ports)
+    found: set[Setting] = set()
+
+    def walk(nodes: Iterable[ConfigNode], blocks: list[str], port: str | None, shown: str) -> None:
+        for node in nodes:
+            if node.children:
+                if not blocks:
+                    (block,) = normalise(node.line.split(), KEYED, managed)
+                    walk(node.children, [block.field], block.port, node.line)
+                else:
+                    (inner,) = normalise(setting_words(node.line), KEYED, managed)
+                    walk(node.children, [*blocks, inner.field], port, f"{shown} / {node.line}")
+                continue
+            for field in normalise(setting_words(node.line), KEYED, managed):
+                key = " ".join([*blocks[1:], field.field])
+                named = f"{blocks[0]}: {key}" if blocks else key
+                found.add((WrittenField(named, port), f"{shown}: {node.line}" if shown else node.line))
+
+    walk(parse_config(text), [], None, "")
+    return found
 
 
 # -- the driver (I/O) -------------------------------------------------------------------------------

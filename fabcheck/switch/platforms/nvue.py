@@ -54,6 +54,7 @@ import yaml
 from fabcheck.errors import FabcheckError
 from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.driver import NOTE_PREFIX, ForeignWork, PushError, SwitchDriver
+from fabcheck.switch.owned import PORT, Setting, ends_with_id, normalise
 from fabcheck.switch.render import RenderedConfig
 
 APPLY = "nv config apply -y"  # -y: NVUE asks "Are you sure? [y/N]" when an apply has warnings
@@ -337,6 +338,64 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 def _int_keys(value: Any) -> set[int]:
     return {int(key) for key in _mapping(value) if str(key).isdigit()}
+
+
+# -- what a push writes, as owned-field keys (fabcheck.switch.owned) ---------------------------------
+
+# The NVUE collections keyed by ids, and the placeholder each id becomes in a key.
+KEYED: Mapping[str, str] = {
+    "interface": PORT,
+    "dscp": "<d>",
+    "pcp": "<pcp>",
+    "switch-priority": "<p>",
+    "traffic-class": "<tc>",
+    "traffic-pool": "<pool>",
+}
+# What the driver writes beyond any render: it unbinds a foreign per-port profile of these features
+# from every managed port (`stale_unsets`).
+DRIVER_OWNED = tuple(f"interface {PORT} qos {feature} profile" for feature in PORT_PROFILE_FEATURES)
+
+
+def settings(text: str, ports: Iterable[str]) -> set[Setting]:
+    """Each setting of `nv set`/`nv unset` lines, or of a `nv config show -o json` answer (its `set`
+    document), with its key: the object path, ids as placeholders (`interface <port> link mtu`,
+    `qos pfc default-global switch-priority <p>`). An `nv unset` keys the subtree it removes."""
+    managed = set(ports)
+    if text.lstrip().startswith(("[", "{")):
+        return {
+            (field, f"{' '.join(path)} = {value}")
+            for path, value in _leaves(_set_document(text))
+            for field in normalise(path, KEYED, managed)
+        }
+    found: set[Setting] = set()
+    for line in text.splitlines():
+        words = line.split()
+        if words[:2] not in (["nv", "set"], ["nv", "unset"]):
+            continue
+        path = words[2:]
+        if words[1] == "set" and not ends_with_id(path, KEYED):
+            path = path[:-1]  # the value
+        found |= {(field, line) for field in normalise(path, KEYED, managed)}
+    return found
+
+
+def _set_document(output: str) -> Mapping[str, Any]:
+    try:
+        documents = json.loads(output)
+    except ValueError:
+        raise NvueCommandError(f"not a `nv config show -o json` answer: {output.strip()[:200]!r}") from None
+    found: Mapping[str, Any] = {}
+    for document in documents if isinstance(documents, list) else [documents]:
+        if isinstance(document, dict) and isinstance(document.get("set"), dict):
+            found = document["set"]
+        elif isinstance(document, dict) and "header" not in document:
+            found = document
+    return found
+
+
+def written_keys(lines: Iterable[str], ports: Iterable[str]) -> frozenset[str]:
+    """The keys a push of `lines` owns: those the lines write and those the driver unsets."""
+    return frozenset({field.field for field, _ in settings("\n".join(lines), ports)} | set(DRIVER_OWNED))
 
 
 class NvueDriver(SwitchDriver):

@@ -46,7 +46,7 @@ import json
 import re
 import shlex
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -58,6 +58,7 @@ from fabcheck.errors import FabcheckError
 from fabcheck.switch.concerns import ALL_CONCERNS
 from fabcheck.switch.connect import READ_TIMEOUT_S
 from fabcheck.switch.driver import PushError, SwitchDriver
+from fabcheck.switch.owned import PORT, Setting, WrittenField
 from fabcheck.switch.render import RenderedConfig
 
 ConfigDb = dict[str, dict[str, dict[str, str]]]
@@ -555,6 +556,67 @@ def startup_lag_lines(running_output: str, startup_output: str) -> list[str]:
                 if now.get(field) != then.get(field):
                     lines.append(f"{table}|{key} {field}: {then.get(field, '')} -> {now.get(field, '')}")
     return lines
+
+
+# -- what a push writes, as owned-field keys (fabcheck.switch.owned) ---------------------------------
+
+# The ids in a key after its port (`Ethernet0|3`) and the numeric fields of a map table, by table.
+KEY_IDS: Mapping[str, str] = {"QUEUE": "<tc>", "BUFFER_PG": "<pg>", "BUFFER_QUEUE": "<queues>"}
+FIELD_IDS: Mapping[str, str] = {
+    "DSCP_TO_TC_MAP": "<d>",
+    "DOT1P_TO_TC_MAP": "<pcp>",
+    "TC_TO_QUEUE_MAP": "<tc>",
+    "TC_TO_PRIORITY_GROUP_MAP": "<tc>",
+    "MAP_PFC_PRIORITY_TO_QUEUE": "<p>",
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": "<p>",
+}
+_CLASS_SUFFIX = re.compile(r"TC\d+$")  # FABCHECK_TC3, FABCHECK_ECN_TC3: one entry per traffic class
+
+
+def settings(text: str, ports: Iterable[str]) -> set[Setting]:
+    """Each field of a CONFIG_DB JSON (a rendered fragment or `show runningconfiguration all`) with
+    its key `TABLE|key field`: a managed port as <port>, the ids after it and a map's numeric fields
+    as placeholders, a FABCHECK name's traffic class as <tc> (`QUEUE|<port>|<tc> wred_profile`,
+    `DSCP_TO_TC_MAP|FABCHECK <d>`, `SCHEDULER|FABCHECK_TC<tc> weight`)."""
+    try:
+        db = json.loads(text)
+    except json.JSONDecodeError:
+        raise SonicError(f"not CONFIG_DB JSON: {_first_error(text)}") from None
+    return db_settings(db if isinstance(db, dict) else {}, ports)
+
+
+def db_settings(db: Mapping[str, Any], ports: Iterable[str]) -> set[Setting]:
+    managed = set(ports)
+    found: set[Setting] = set()
+    for table, entries in db.items():
+        for key, fields in (entries if isinstance(entries, dict) else {}).items():
+            head, *rest = str(key).split("|")
+            port = head if head in managed else None
+            name = (
+                PORT if port else _CLASS_SUFFIX.sub("TC<tc>", head) if head.startswith(OWNER_PREFIX) else head
+            )
+            shown = "|".join([table, name, *(KEY_IDS.get(table, "<id>") for _ in rest)])
+            for field, value in (fields if isinstance(fields, dict) else {}).items():
+                word = FIELD_IDS.get(table, "<id>") if str(field).isdigit() else field
+                found.add((WrittenField(f"{shown} {word}", port), f"{table}|{key} {field} = {value}"))
+    return found
+
+
+def patch_settings(patch: Patch, running: Mapping[str, Any], ports: Iterable[str]) -> set[Setting]:
+    """The settings a patch writes: each field it adds or replaces, and each it removes (as `running`
+    holds it), with its key."""
+    db: dict[str, dict[str, dict[str, Any]]] = {}
+    for op in patch:
+        table, *rest = _parts(op["path"])
+        value = op.get("value") if op["op"] != "remove" else _lookup(running, op["path"])
+        if len(rest) >= 2:
+            db.setdefault(table, {}).setdefault(rest[0], {})[rest[1]] = value
+        elif rest:
+            db.setdefault(table, {}).setdefault(rest[0], {}).update(value or {})
+        else:
+            for key, fields in (value or {}).items():
+                db.setdefault(table, {}).setdefault(key, {}).update(fields)
+    return db_settings(db, ports)
 
 
 def checkpoint_name() -> str:

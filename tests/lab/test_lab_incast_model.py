@@ -94,7 +94,7 @@ def configure(lab: Lab) -> None:
         shown = json.loads(
             conn.send_command(f"nv show interface {lab.ports[RECEIVER]} qos roce counters -o json")
         )
-        assert shown["tx-stats"]["rocev2-pkts"] == 0  # nothing moves before traffic
+        assert shown["tx-stats"]["tx-roce-stats"]["roce-packets"] == 0  # nothing moves before traffic
     finally:
         conn.disconnect()
     for host in (RECEIVER, SENDER):

@@ -86,7 +86,8 @@ def test_an_incast_moves_counters_on_the_cabled_ports_only(server: SwitchServer)
     assert saved["counters"]["ports"]["swp1"]["tx_packets"][3] == 20_000
     session = device.new_session("cumulus")
     shown = json.loads(session.handle("nv show interface swp1 qos roce counters -o json"))
-    assert shown["tx-stats"]["rocev2-pkts"] == 20_000 and shown["tx-ecn-stats"]["ecn-marked-packets"] == 20
+    assert shown["tx-stats"]["tx-roce-stats"]["roce-packets"] == 20_000
+    assert shown["tx-stats"]["tx-ecn-stats"]["ecn-marked-packets"] == 20
 
 
 def test_switch_faults_show_as_drops_or_missing_marks_on_the_receivers_port(server: SwitchServer) -> None:

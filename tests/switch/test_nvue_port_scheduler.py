@@ -61,7 +61,7 @@ MOCK_CONFIG = {"qos": {"roce": {"enable": "on", "mode": "lossless"}, **QOS}, "in
 
 def test_the_roce_status_and_the_traffic_model_read_the_same_port_view() -> None:
     _text, status = show_port_roce_status(MOCK_CONFIG, "swp2")
-    assert status["sp-tc-map"]["roce"]["scheduler-weight"] == "dwrr-10%"
-    assert status["sp-tc-map"]["cnp"]["scheduler-weight"] == "dwrr-12%"
+    assert status["tc-map"]["roce"]["scheduler-weight"] == "dwrr-10%"
+    assert status["tc-map"]["cnp"]["scheduler-weight"] == "dwrr-12%"
     view = port_view(MOCK_CONFIG, "swp2")
     assert port_qos(MOCK_CONFIG, ["swp2"])["swp2"].ecn_queues == tuple(view.ecn_tcs)

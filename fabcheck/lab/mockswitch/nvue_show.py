@@ -293,12 +293,22 @@ def show_port_roce_status(config: Mapping[str, Any], port: str) -> Shown:
         "pfc": {"pfc-priority": comma_list(active), "rx-enabled": rows[12][1], "tx-enabled": rows[13][1]},
         "trust": {"trust-mode": q.trust_label()},
         "mode": _mode_label(q),
-        "pcp-dscp-sp-map": {
-            r[0]: {"pcp": int(r[1]), "dscp": int(r[2]), "switch-prio": int(r[3])} for r in mapping
-        },
-        "sp-tc-map": {
+        # The sub-nodes as NVIDIA's command reference names them (`nv show interface P qos roce status
+        # prio-map|tc-map|pool-map`); their JSON layout is the mock's own (unverified).
+        "prio-map": {r[0]: {"pcp": int(r[1]), "dscp": int(r[2]), "switch-prio": int(r[3])} for r in mapping},
+        "tc-map": {
             r[0]: {"switch-prio": int(r[1]), "traffic-class": int(r[2]), "scheduler-weight": r[3]}
             for r in sp_tc
+        },
+        "pool-map": {
+            r[0]: {
+                "name": r[1],
+                "mode": r[2],
+                "pool-id": int(r[3]),
+                "switch-priorities": r[4],
+                "traffic-class": r[5],
+            }
+            for r in pools
         },
     }
     return text, data

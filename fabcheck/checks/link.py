@@ -174,14 +174,16 @@ def _pfc(ends: _Ends) -> Finding:
     if ends.nic.pfc_priorities is None or not isinstance(record, PfcPriorities):
         return _missing(ends, PFC, expected, _what_missing(ends, ends.nic.pfc_priorities, record, "PFC"))
     want_switch = set(ends.desired_switch.port(ends.link.port).pfc_priorities)
+    # A switch PFC profile that neither sends nor honours pauses in one direction is not lossless.
+    off = record.directions_off if record.priorities else ()
     return _judge(
         ends,
         PFC,
         expected,
         f"PFC on {_ids(ends.nic.pfc_priorities)}",
-        f"PFC on {_ids(record.priorities)}",
+        f"PFC on {_ids(record.priorities)}" + (f" ({' and '.join(off)} disabled)" if off else ""),
         set(ends.nic.pfc_priorities) == want,
-        set(record.priorities) == want_switch,
+        set(record.priorities) == want_switch and not off,
     )
 
 

@@ -203,3 +203,27 @@ def test_a_neighbour_without_a_system_name_fails_saying_so() -> None:
     unnamed = lldp[(link.LLDP, "gpu01:mlx5_1 <-> leaf02:Ethernet0")]
     assert unnamed.status is Status.FAIL
     assert unnamed.actual == "leaf02:Ethernet0 hears (no system name) 1c:34:da:5e:00:04"
+
+
+def test_a_switch_port_with_pfc_tx_off_fails_link_pfc_naming_the_direction() -> None:
+    """PFC is lossless only with pauses sent and honoured: the NVUE port whose PFC profile has tx off
+    (as the applied tree reads it) disagrees with the NIC's PFC on 3, and only the switch is named."""
+    from fabcheck.parsers.switch_records import PfcPriorities
+
+    switches = {name: replayed("converged", name) for name in SWITCHES}
+    leaf01 = switches["leaf01"]
+    records = dict(leaf01.records)
+    records[(PfcPriorities, "swp1")] = PfcPriorities((3,), tx=False, rx=True, cable_length_m=100)
+    switches["leaf01"] = replace(leaf01, records=records)
+    findings = check_links(
+        fabric(),
+        {("gpu01", nic): nic_end(nic) for nic in NICS},
+        {("gpu01", nic): desired_nic(intent(), "gpu01", nic) for nic in NICS},
+        switches,
+        {name: desired(name) for name in SWITCHES},
+    )
+    bad = failures(findings)
+    assert set(bad) == {(link.PFC, "gpu01:mlx5_0 <-> leaf01:swp1")}
+    finding = bad[(link.PFC, "gpu01:mlx5_0 <-> leaf01:swp1")]
+    assert finding.actual == "gpu01:mlx5_0 holds PFC on 3; leaf01:swp1 holds PFC on 3 (tx disabled)"
+    assert SWITCH_QOS_ROLE in finding.hint and HOST_QOS_ROLE not in finding.hint

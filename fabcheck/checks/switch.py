@@ -45,6 +45,7 @@ from fabcheck.parsers.switch_records import (
     WatchdogSettings,
     WatchdogStatus,
 )
+from fabcheck.switch.render import render_switch
 
 
 @dataclass(frozen=True)
@@ -566,8 +567,9 @@ def _judge_startup(
     try:
         compare = resolve(platform_named(d.platform).startup_lag)
         assert callable(compare)
-        lines: list[str] = compare(running.text, r.text)
-    except FabcheckError as err:  # the platform reader refused an output, or no reader is named
+        # Only what a push of the desired state owns counts: what no push writes, no push saves.
+        lines: list[str] = compare(running.text, r.text, render_switch(d).text)
+    except FabcheckError as err:  # a reader refused an output, no reader is named, or no render
         return Status.ERROR, f"running and startup cannot be compared: {err}"
     if not lines:
         return Status.PASS, "startup matches running on every owned setting"

@@ -44,8 +44,9 @@ class Platform:
     template_folder: str  # templates/<template_folder>/switch.j2 renders one whole switch
     driver: str  # "module:Class" of its fabcheck.switch.driver.SwitchDriver
     probes: str  # "module:TABLE" of its gate probes (a tuple of fabcheck.collect.probes.Probe)
-    # "module:function" (running text, startup text) -> the owned parts a reboot would revert, one line
-    # each; [] when startup holds what runs (the gate's switch.startup_config).
+    # "module:function" (running text, startup text, rendered text) -> the parts a push of the rendered
+    # config owns that a reboot would revert, one line each; [] when startup holds what runs (the gate's
+    # switch.startup_config).
     startup_lag: str
     # Names of the probes the incast reads of each leaf: the gate's own (read once per capture) or
     # the incast's own versions (fabcheck.incast.capture.INCAST_OWN_PROBES).

@@ -68,11 +68,13 @@ def desired_of(platform: str, variant: str | None = None) -> DesiredSwitch:
     return PORT_VARIANTS[variant][0](switch) if variant else switch
 
 
-def converged(platform: str, variant: str | None = None) -> SwitchDevice:
+def converged(platform: str, variant: str | None = None, unmanaged: tuple[str, ...] = ()) -> SwitchDevice:
     """A factory mock switch of `platform` that the platform's own driver pushed the desired config
-    of its test switch to (as `site.yml` does, over an in-process channel instead of SSH)."""
+    of its test switch to (as `site.yml` does, over an in-process channel instead of SSH); `unmanaged`
+    ports exist on the switch beside the test switch's own, and no push touches them."""
     name = NAMES[platform]
-    spec = SwitchSpec(name, platform, "127.0.3.1", 2201, USERS[platform], "pw", PORTS[platform])
+    ports = (*PORTS[platform], *unmanaged)
+    spec = SwitchSpec(name, platform, "127.0.3.1", 2201, USERS[platform], "pw", ports)
     device = DEVICES[platform](spec)
     push(_driver(platform, device), render_switch(desired_of(platform, variant)), check=False)
     return device

@@ -10,14 +10,16 @@ concern the driver files the setting under, so the hint's `--tags` pushes exactl
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from fabcheck.checks.switch import FIELD_CHECKS, OWNED_FIELDS, SWITCH_CHECKS
 from fabcheck.parsers.eos_config import ConfigNode
-from fabcheck.switch.owned import reference_fields, reference_switches, settings_of
+from fabcheck.switch.owned import normalise, reference_fields, reference_switches, settings_of
 from fabcheck.switch.platforms import eos, nvue, sonic
 from fabcheck.switch.render import render_switch
-from tests.invariant.harness import check_diff, converged, judged, not_passing
+from tests.invariant.harness import check_diff, converged, desired_of, judged, not_passing, session_of
 
 PLATFORMS = ("nvue", "sonic", "eos")
 # Written keys no gate check judges yet, each with who is adding its check (shrinks as they land).
@@ -103,3 +105,61 @@ def test_every_reference_render_converges_a_mock_and_passes_the_gate(platform: s
     device = converged(platform, wanted)
     assert check_diff(platform, device, wanted) == ""
     assert not_passing(judged(platform, device, wanted)) == set()
+
+
+# -- the gate's managed views count only what a push writes ------------------------------------------
+
+UNMANAGED = {"nvue": "swp5", "sonic": "Ethernet16", "eos": "Ethernet5"}
+MODULES = {"nvue": nvue, "sonic": sonic, "eos": eos}
+NOTHING_SAVED = {"nvue": '[{"set": {}}]', "sonic": "{}", "eos": ""}
+
+
+def _clutter(platform: str, running: dict[str, Any]) -> None:
+    """What an operator keeps beside fabcheck's config: an unmanaged port's MTU and QoS, and a
+    profile or map of their own that no managed port uses."""
+    port = UNMANAGED[platform]
+    if platform == "nvue":
+        running["interface"].setdefault(port, {}).setdefault("link", {})["mtu"] = 1500
+        running["qos"]["mapping"]["operator"] = {"trust": "l2"}
+        running["qos"].setdefault("pfc", {})["operator"] = {"switch-priority": {"5": {}}}
+    elif platform == "sonic":
+        running["PORT"][port]["mtu"] = "1500"
+        running["PORT_QOS_MAP"][port]["pfc_enable"] = "5"
+        running["DSCP_TO_TC_MAP"]["OPERATOR"] = {"8": "1"}
+    else:
+        running["interfaces"].setdefault(port, {})["mtu"] = 1500
+        running["interfaces"][port]["trust"] = "cos"
+        running["qos_profiles"]["OPERATOR"] = {"trust": "cos"}
+
+
+def _counted(platform: str, lines: list[str], ports: tuple[str, ...]) -> set[str]:
+    """The keys of what a startup_lag_lines report names (each platform's own line format)."""
+    if platform == "eos":
+        added = "\n".join(line[1:] for line in lines if line.startswith("+") and not line.startswith("+++"))
+        return {field.field for field, _setting in eos.settings(added, ports)}
+    heads = [line.split(": ", 1)[0] for line in lines]
+    if platform == "nvue":
+        return {field.field for head in heads for field in normalise(head.split(), nvue.KEYED, ports)}
+    found = set()
+    for head in heads:
+        where, field = head.rsplit(" ", 1)
+        table, key = where.split("|", 1)
+        found |= {key for key, _setting in sonic.db_settings({table: {key: {field: "x"}}}, ports)}
+    return {field.field for field in found}
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_the_startup_view_counts_only_fields_a_push_writes(platform: str) -> None:
+    """switch.startup_config fails on what its managed view counts; a setting no push writes
+    (an operator's unmanaged port, their own profile) would fail it forever, since no push saves it.
+    The view of a converged switch that also holds such settings, against a startup that holds
+    nothing, names every field it counts: each must be a key a push writes."""
+    device = converged(platform, None, (UNMANAGED[platform],))
+    _clutter(platform, device.running)
+    module = MODULES[platform]
+    running = session_of(device, platform).handle(module.STARTUP_LAG_PROBES[0])
+    rendered = render_switch(desired_of(platform)).text
+    lines = module.startup_lag_lines(running, NOTHING_SAVED[platform], rendered)
+    assert lines, "the view counts nothing: the test would prove nothing"
+    ports = tuple(port.port for port in desired_of(platform).ports)
+    assert _counted(platform, lines, ports) - reference_fields(platform) == set()

@@ -20,7 +20,7 @@ from test_sonic_render import sonic_desired
 from fabcheck.switch.connect import connect
 from fabcheck.switch.driver import push
 from fabcheck.switch.platforms import eos, nvue, sonic
-from fabcheck.switch.render import render_switch
+from fabcheck.switch.render import RenderedConfig, render_switch
 
 NAMES = {"lag-nvue": "nvue", "lag-eos": "eos", "lag-sonic": "sonic"}
 
@@ -34,9 +34,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MockSwitches]:
         yield switches
 
 
-def lag(driver: Any, module: Any, send: Callable[[str], str]) -> list[str]:
+def lag(module: Any, send: Callable[[str], str], config: RenderedConfig) -> list[str]:
+    """The gate's report of what a push of `config` owns and a reboot would revert."""
     running_command, startup_command = module.STARTUP_LAG_PROBES
-    return module.startup_lag_lines(send(running_command), send(startup_command))
+    return module.startup_lag_lines(send(running_command), send(startup_command), config.text)
 
 
 def test_nvue_startup_lag(lab: MockSwitches) -> None:
@@ -44,14 +45,15 @@ def test_nvue_startup_lag(lab: MockSwitches) -> None:
     try:
         driver = nvue.NvueDriver(conn)
         ports = ("swp1", "swp2", "swp3", "swp4")
-        push(driver, render_switch(nvue_desired(None, "lag-nvue", ports[:3], ports[3:])), check=False)
-        assert lag(driver, nvue, driver.command) == []
+        config = render_switch(nvue_desired(None, "lag-nvue", ports[:3], ports[3:]))
+        push(driver, config, check=False)
+        assert lag(nvue, driver.command, config) == []
         driver.command("nv set interface swp1 link mtu 1500")
         driver.command("nv config apply -y")  # applied, not saved (as a push killed before its save)
-        lines = lag(driver, nvue, driver.command)
+        lines = lag(nvue, driver.command, config)
         assert lines == ["interface swp1 link mtu: 9216 -> 1500"]
         driver.command("nv config save")
-        assert lag(driver, nvue, driver.command) == []
+        assert lag(nvue, driver.command, config) == []
     finally:
         conn.disconnect()
 
@@ -61,14 +63,15 @@ def test_eos_startup_lag(lab: MockSwitches) -> None:
     try:
         driver = eos.EosDriver(conn)
         ports = ("Ethernet1", "Ethernet2", "Ethernet3", "Ethernet4")
-        push(driver, render_switch(eos_desired(None, "lag-eos", ports[:3], ports[3:])), check=False)
-        assert lag(driver, eos, driver._command) == []
+        config = render_switch(eos_desired(None, "lag-eos", ports[:3], ports[3:]))
+        push(driver, config, check=False)
+        assert lag(eos, driver._command, config) == []
         for line in ("configure", "interface Ethernet1", "mtu 1600", "end"):
             driver._command(line)
-        lines = lag(driver, eos, driver._command)
+        lines = lag(eos, driver._command, config)
         assert "+   mtu 1600" in lines and "-   mtu 9214" in lines
         driver._command("copy running-config startup-config")
-        assert lag(driver, eos, driver._command) == []
+        assert lag(eos, driver._command, config) == []
     finally:
         conn.disconnect()
 
@@ -81,19 +84,20 @@ def test_eos_an_operators_unsaved_qos_profile_is_not_fabchecks_to_save(lab: Mock
     try:
         driver = eos.EosDriver(conn)
         ports = ("Ethernet1", "Ethernet2", "Ethernet3", "Ethernet4")
-        push(driver, render_switch(eos_desired(None, "lag-eos", ports[:3], ports[3:])), check=False)
-        assert lag(driver, eos, driver._command) == []
+        config = render_switch(eos_desired(None, "lag-eos", ports[:3], ports[3:]))
+        push(driver, config, check=False)
+        assert lag(eos, driver._command, config) == []
         for line in ("configure", "qos profile OPERATOR-LAB", "qos trust cos", "end"):
             driver._command(line)  # as an operator types it, and never saves it
         assert "qos profile OPERATOR-LAB" in driver._command("show running-config")
-        assert lag(driver, eos, driver._command) == []
+        assert lag(eos, driver._command, config) == []
         for line in ("configure", "qos profile FABCHECK-ROCE", "qos trust cos", "end"):
             driver._command(line)
-        lines = lag(driver, eos, driver._command)
+        lines = lag(eos, driver._command, config)
         assert "+   qos trust cos" in lines and "-   qos trust dscp" in lines
         assert not [line for line in lines if "OPERATOR-LAB" in line]
         driver._command("copy running-config startup-config")
-        assert lag(driver, eos, driver._command) == []
+        assert lag(eos, driver._command, config) == []
     finally:
         conn.disconnect()
 
@@ -103,15 +107,16 @@ def test_sonic_startup_lag(lab: MockSwitches) -> None:
     try:
         driver = sonic.SonicDriver(conn)
         ports = ("Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12")
-        push(driver, render_switch(sonic_desired(None, "lag-sonic", ports[:3], ports[3:])), check=False)
-        assert lag(driver, sonic, driver._run) == []
+        config = render_switch(sonic_desired(None, "lag-sonic", ports[:3], ports[3:]))
+        push(driver, config, check=False)
+        assert lag(sonic, driver._run, config) == []
         driver._run("sudo sonic-db-cli CONFIG_DB hset 'PORT|Ethernet0' mtu 1500")
-        lines = lag(driver, sonic, driver._run)
+        lines = lag(sonic, driver._run, config)
         assert (
             len(lines) == 1 and lines[0].startswith("PORT|Ethernet0 mtu: ") and lines[0].endswith("-> 1500")
         )
         driver._run("sudo config save -y")
-        assert lag(driver, sonic, driver._run) == []
+        assert lag(sonic, driver._run, config) == []
     finally:
         conn.disconnect()
 

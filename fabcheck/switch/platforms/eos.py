@@ -211,19 +211,13 @@ def startup_differences(rendered: str, running: str, startup: str, concerns: fro
 STARTUP_LAG_PROBES = ("show running-config", SHOW_STARTUP)
 
 
-def startup_lag_lines(running: str, startup: str) -> list[str]:
-    """Pure, for the gate: unified-diff lines of the parts fabcheck manages (its global lines, the qos
-    profiles it renders, and the QoS lines of interfaces) where startup-config differs from
-    running-config."""
-
-    def owned(text: str) -> list[str]:
-        return format_config(managed_view(parse_config(text))).splitlines()
-
-    return list(
-        difflib.unified_diff(
-            owned(startup), owned(running), "startup-config", "running-config", lineterm="", n=0
-        )
-    )
+def startup_lag_lines(running: str, startup: str, rendered: str) -> list[str]:
+    """Pure, for the gate: unified-diff lines of what a push of `rendered` owns (its global lines and
+    the owned lines of the blocks it renders: the qos profiles it renders and the interfaces it
+    manages, as the push's own save decision reads them, startup_differences) where startup-config
+    differs from running-config. An unmanaged interface or an operator's profile is no push's: an
+    unsaved change there is left to whoever made it."""
+    return startup_differences(rendered, running, startup, ALL_CONCERNS)
 
 
 def managed_text(running: str) -> str:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -228,13 +228,18 @@ def _leaves(tree: Mapping[str, Any], path: tuple[str, ...] = ()) -> Iterator[tup
 
 
 def startup_differences(
-    startup: Mapping[str, Any], running: Mapping[str, Any], concerns: frozenset[str]
+    startup: Mapping[str, Any],
+    running: Mapping[str, Any],
+    concerns: frozenset[str],
+    owned: Callable[[Sequence[str]], bool] = lambda _path: True,
 ) -> list[str]:
-    """Pure: the objects of `concerns` whose saved value differs from the applied one, as
-    `path: startup -> running` lines ('' for an absent object)."""
+    """Pure: the objects of `concerns` (and `owned`: owned_paths) whose saved value differs from the
+    applied one, as `path: startup -> running` lines ('' for an absent object)."""
 
     def scoped(tree: Mapping[str, Any]) -> dict[tuple[str, ...], Any]:
-        return {path: value for path, value in _leaves(tree) if path_concern(path) in concerns}
+        return {
+            path: value for path, value in _leaves(tree) if path_concern(path) in concerns and owned(path)
+        }
 
     saved, applied = scoped(startup), scoped(running)
     return [
@@ -249,9 +254,10 @@ def startup_differences(
 STARTUP_LAG_PROBES = (SHOW_CONFIG, SHOW_STARTUP)
 
 
-def startup_lag_lines(applied_output: str, startup_output: str) -> list[str]:
-    """Pure, for the gate: `path: startup -> applied` for each fabcheck-owned object (every concern)
-    whose saved value differs from the applied one; [] = a reboot keeps what runs."""
+def startup_lag_lines(applied_output: str, startup_output: str, rendered: str) -> list[str]:
+    """Pure, for the gate: `path: startup -> applied` for each object a push of `rendered` owns
+    (owned_paths) whose saved value differs from the applied one; [] = a reboot keeps what runs. An
+    unmanaged port or an operator's own profile is no push's: its unsaved change is left to its owner."""
     trees = []
     for command, output in zip(STARTUP_LAG_PROBES, (applied_output, startup_output), strict=True):
         try:
@@ -264,7 +270,7 @@ def startup_lag_lines(applied_output: str, startup_output: str) -> list[str]:
                 found = document["set"]
         trees.append({key: value for key, value in found.items() if key in MANAGED_TOP_LEVEL})
     applied, startup = trees
-    return startup_differences(startup, applied, ALL_CONCERNS)
+    return startup_differences(startup, applied, ALL_CONCERNS, owned_paths(rendered.splitlines()))
 
 
 def stale_unsets(lines: Iterable[str], running: Mapping[str, Any]) -> list[str]:
@@ -393,9 +399,12 @@ def _set_document(output: str) -> Mapping[str, Any]:
     return found
 
 
-def written_keys(lines: Iterable[str], ports: Iterable[str]) -> frozenset[str]:
-    """The keys a push of `lines` owns: those the lines write and those the driver unsets."""
-    return frozenset({field.field for field, _ in settings("\n".join(lines), ports)} | set(DRIVER_OWNED))
+def owned_paths(lines: Sequence[str]) -> Callable[[Sequence[str]], bool]:
+    """Whether a push of `lines` owns an object of the config tree: its key is one the lines write or
+    one the driver unsets (DRIVER_OWNED), on a port the lines manage."""
+    ports = managed_ports(lines)
+    keys = {field.field for field, _ in settings("\n".join(lines), ports)} | set(DRIVER_OWNED)
+    return lambda path: all(field.field in keys for field in normalise(path, KEYED, ports))
 
 
 class NvueDriver(SwitchDriver):
@@ -512,7 +521,7 @@ class NvueDriver(SwitchDriver):
         running = {key: value for key, value in self.config_tree().items() if key in MANAGED_TOP_LEVEL}
         startup = self._documents_set(SHOW_STARTUP)
         managed = {key: value for key, value in startup.items() if key in MANAGED_TOP_LEVEL}
-        behind = startup_differences(managed, running, concerns)
+        behind = startup_differences(managed, running, concerns, owned_paths(config.lines))
         if not behind:
             return ""
         return "\n".join(

@@ -536,16 +536,41 @@ def managed_state(running: Mapping[str, Any]) -> dict[str, Any]:
 STARTUP_LAG_PROBES = ("show runningconfiguration all", f"cat {STARTUP_CONFIG}")
 
 
-def startup_lag_lines(running_output: str, startup_output: str) -> list[str]:
-    """Pure, for the gate: `TABLE|key field: startup -> running` for each field of the tables fabcheck
-    owns (managed_state) where the saved CONFIG_DB differs from the running one."""
+def owned_state(db: Mapping[str, Any], fragment: ConfigDb) -> dict[str, Any]:
+    """The part of a CONFIG_DB a push of `fragment` owns: the entries its patch would write or remove
+    (compute_patch: FABCHECK names, the managed ports' entries, their lossless priority groups), and
+    of a table it writes only fields of (PORT, PFC_WD), the fields it renders. The stock AZURE maps
+    and profiles, an operator's own and every unmanaged port are not in it."""
+    ports = managed_ports(fragment)
+    state: dict[str, Any] = {}
+    for table, owned in OWNED_TABLES.items():
+        want = fragment.get(table, {})
+        kept: dict[str, Any] = {}
+        for key, fields in db.get(table, {}).items():
+            if not isinstance(fields, Mapping):
+                continue
+            if owned.scope is Scope.FIELDS or (owned.scope is Scope.PORT_FIELDS and key in want):
+                rendered = want.get(key, {})
+                kept[key] = {field: value for field, value in fields.items() if field in rendered}
+            elif key in want or _owns(owned.scope, key, fields, ports, want):
+                kept[key] = dict(fields)
+        if kept := {key: fields for key, fields in kept.items() if fields}:
+            state[table] = kept
+    return state
+
+
+def startup_lag_lines(running_output: str, startup_output: str, rendered: str) -> list[str]:
+    """Pure, for the gate: `TABLE|key field: startup -> running` for each field a push of `rendered`
+    owns (owned_state) where the saved CONFIG_DB differs from the running one. An unmanaged port,
+    the stock maps and an operator's own entries are no push's: their unsaved change is left alone."""
+    fragment = parse_fragment(RenderedConfig("", "sonic", rendered))
     dbs = []
     for command, output in zip(STARTUP_LAG_PROBES, (running_output, startup_output), strict=True):
         try:
             data = json.loads(output)
         except json.JSONDecodeError:
             raise SonicError(f"`{command}` did not print CONFIG_DB JSON: {_first_error(output)}") from None
-        dbs.append(managed_state(data if isinstance(data, dict) else {}))
+        dbs.append(owned_state(data if isinstance(data, dict) else {}, fragment))
     running, startup = dbs
     lines = []
     for table in sorted(running.keys() | startup.keys()):

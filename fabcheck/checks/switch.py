@@ -853,8 +853,10 @@ FIELD_CHECKS: tuple[FieldCheck, ...] = (
         f"{_WRED} wred_green_enable",
         None,
         why=(
-            "open: the reader takes green as marked by the ecn mode alone (yellow and red also need their "
-            "enable); no cited source says how a switch marks green with wred_green_enable false"
+            "open: it switches WRED drop of green packets that are not ECN-capable, not ECN marking "
+            "(NVIDIA's SAI marks a colour by the ecn mode alone and refuses to disable green WRED while "
+            "green is marked: Mellanox/SAI-Implementation mlnx_sai/src/mlnx_sai_wred.c@"
+            "e15a18908f4546b9066522d0278bb57b4df1898a); no check judges drops of non-ECN traffic"
         ),
     ),
     *(

@@ -33,7 +33,7 @@ PLATFORMS = ("nvue", "sonic", "eos")
 # Written keys no gate check judges yet, each with who is adding its check (shrinks as they land).
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> wred_green_enable"): (
-        "open (invariant): no cited source says whether a switch marks green with wred_green_enable false"
+        "open: WRED drop of non-ECN green traffic, not marking (FIELD_CHECKS says why); no check judges it"
     ),
 }
 

@@ -2,8 +2,8 @@
 
 A push writes the rendered configuration plus what its driver takes back (NVUE `nv unset` of stale
 entries and foreign per-port profiles, EOS `no` lines inside the blocks it renders, SONiC patch
-removals of the entries it owns). Each platform module turns its own form into `WrittenField`s
-(`nvue.written_fields`, `sonic.written_fields`, `eos.written_fields`): one key per setting, in the
+removals of the entries it owns). Each platform module turns its own config text into settings
+(`settings` of fabcheck.switch.platforms.<name>) and their `WrittenField`s: one key per setting, in the
 platform's own words, with every id the setting is keyed by replaced by a placeholder (a managed
 port by `<port>`, a DSCP by `<d>`, a traffic class by `<tc>` ...), so one key stands for the setting
 on every port and every class. A port the push does not manage keeps its name: a key that names it
@@ -27,6 +27,7 @@ from typing import Any
 from fabcheck.desired.switch import DesiredSwitch, desired_switch
 from fabcheck.intent.fabric import InventoryNode, read_fabric
 from fabcheck.intent.model import FabricIntent
+from fabcheck.switch.render import render_switch
 
 PORT = "<port>"
 
@@ -194,8 +195,6 @@ def managed_port_names(switch: DesiredSwitch) -> tuple[str, ...]:
 
 def rendered_fields(switch: DesiredSwitch) -> set[WrittenField]:
     """The keys the render of `switch` writes."""
-    from fabcheck.switch.render import render_switch
-
     return written_fields(switch.platform, render_switch(switch).text, managed_port_names(switch))
 
 

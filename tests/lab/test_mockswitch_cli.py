@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import re
@@ -331,7 +332,9 @@ def test_sonic_db_cli_and_save() -> None:
     dev = sonic()
     s = dev.new_session("admin")
     assert s.handle('sonic-db-cli CONFIG_DB hget "PORT_QOS_MAP|Ethernet0" pfc_enable') == "3,4\n"
-    assert s.handle('sonic-db-cli CONFIG_DB hgetall "PORT|Ethernet0"').startswith("{'admin_status': 'up'")
+    # redis-py's dict repr, fields in the cited factory dump's order (admin_status is not first there)
+    port = ast.literal_eval(s.handle('sonic-db-cli CONFIG_DB hgetall "PORT|Ethernet0"'))
+    assert port["admin_status"] == "up" and port["mtu"] == "9100"
     s.handle("sudo config interface mtu Ethernet0 9000")
     assert dev.startup["PORT"]["Ethernet0"]["mtu"] == "9100"
     assert s.handle("sudo config save -y").startswith("Running command: /usr/local/bin/sonic-cfggen")
@@ -595,6 +598,9 @@ def test_nvue_qos_object_shows_follow_documented_layouts() -> None:
     assert pfc[2] == "cable-length       50           50       Cable Length (in meters)"
     assert pfc[4] == "rx                 disable      disable  PFC Rx State"
     assert pfc[-1] == "[switch-priority]  0            0        Collection of switch priorities."
+    # rx off: the port sends pauses but ignores them, so no priority is lossless (both directions must be on)
+    assert dev.port_qos()["swp1"].pfc_priorities == ()
+    run(s, "nv set qos pfc default-global rx enable", "nv config apply -y")
     assert dev.port_qos()["swp1"].pfc_priorities == (0,)
 
 

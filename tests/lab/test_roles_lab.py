@@ -236,7 +236,9 @@ def nic_state(paths: LabPaths, node: str) -> str:
 
 def module_result(run: PlaybookRun, host: str) -> dict:
     """The JSON result of an ad hoc module run, `failed` from its status (`HOST | FAILED! => {...}`)."""
-    match = re.search(rf"^{host} \| (FAILED!|CHANGED|SUCCESS) => (\{{.*\}})\s*\Z", run.output, re.M | re.S)
+    # The object ends at the first unindented "}": Python warnings (cryptography's DSA deprecation, printed
+    # by ansible-core's ssh-agent import) may follow it in the output.
+    match = re.search(rf"^{host} \| (FAILED!|CHANGED|SUCCESS) => (\{{.*?^\}})$", run.output, re.M | re.S)
     assert match, run.output[-4000:]
     return {**json.loads(match.group(2)), "failed": match.group(1) == "FAILED!"}
 

@@ -848,22 +848,11 @@ FIELD_CHECKS: tuple[FieldCheck, ...] = (
     FieldCheck("sonic", "PORT_QOS_MAP|<port> pfc_to_pg_map", PFC),
     FieldCheck("sonic", "QUEUE|<port>|<tc> wred_profile", ECN),
     FieldCheck("sonic", f"{_WRED} ecn", ECN),
-    FieldCheck(
-        "sonic",
-        f"{_WRED} wred_green_enable",
-        None,
-        why=(
-            "open: it switches WRED drop of green packets that are not ECN-capable, not ECN marking "
-            "(NVIDIA's SAI marks a colour by the ecn mode alone and refuses to disable green WRED while "
-            "green is marked: Mellanox/SAI-Implementation mlnx_sai/src/mlnx_sai_wred.c@"
-            "e15a18908f4546b9066522d0278bb57b4df1898a); no check judges drops of non-ECN traffic"
-        ),
-    ),
     *(
         FieldCheck("sonic", f"{_WRED} {field}", ECN)
         for colour in ("green", "yellow", "red")
         for field in (
-            *((f"wred_{colour}_enable",) if colour != "green" else ()),
+            f"wred_{colour}_enable",
             f"{colour}_min_threshold",
             f"{colour}_max_threshold",
             f"{colour}_drop_probability",

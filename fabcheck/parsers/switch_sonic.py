@@ -318,10 +318,13 @@ def _queue_ecn(
 def _colour(
     profile: Mapping[str, Any], colour: str, mode: str, source: str, where: str
 ) -> tuple[str, bool, int | None, int | None, int | None]:
-    """One colour of a WRED profile: marked when the ecn mode names it (ecn_all names all three)."""
+    """One colour of a WRED profile: marked when the ecn mode names it (ecn_all names all three) and its
+    WRED is on. Green too: orchagent sets SAI_WRED_ATTR_GREEN_ENABLE from wred_green_enable; a SAI that
+    marks without it (NVIDIA's) refuses a green-marking profile with green WRED off
+    (Mellanox/SAI-Implementation:mlnx_sai/src/mlnx_sai_wred.c@e15a18908f4546b9066522d0278bb57b4df1898a),
+    so the profile never reaches the ASIC: either way the queue does not mark."""
     marked = mode == "ecn_all" or colour in mode.removeprefix("ecn_").split("_")
-    if colour != "green":
-        marked = marked and profile.get(f"wred_{colour}_enable") == "true"
+    marked = marked and profile.get(f"wred_{colour}_enable") == "true"
     low, high = (
         number(profile[key], source, f"{where} {key}", high=2**40) if key in profile else None
         for key in (f"{colour}_min_threshold", f"{colour}_max_threshold")

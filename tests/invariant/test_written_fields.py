@@ -31,11 +31,7 @@ from tests.invariant.harness import (
 
 PLATFORMS = ("nvue", "sonic", "eos")
 # Written keys no gate check judges yet, each with who is adding its check (shrinks as they land).
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("sonic", "WRED_PROFILE|FABCHECK_ECN_TC<tc> wred_green_enable"): (
-        "open: WRED drop of non-ECN green traffic, not marking (FIELD_CHECKS says why); no check judges it"
-    ),
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -260,14 +260,7 @@ def startup_lag_lines(applied_output: str, startup_output: str, rendered: str) -
     unmanaged port or an operator's own profile is no push's: its unsaved change is left to its owner."""
     trees = []
     for command, output in zip(STARTUP_LAG_PROBES, (applied_output, startup_output), strict=True):
-        try:
-            documents = json.loads(output)
-        except ValueError:
-            raise NvueCommandError(f"`{command}` did not print JSON: {output.strip()[:200]!r}") from None
-        found: Mapping[str, Any] = {}
-        for document in documents if isinstance(documents, list) else [documents]:
-            if isinstance(document, dict) and isinstance(document.get("set"), dict):
-                found = document["set"]
+        found = _set_document(output, command)
         trees.append({key: value for key, value in found.items() if key in MANAGED_TOP_LEVEL})
     applied, startup = trees
     return startup_differences(startup, applied, ALL_CONCERNS, owned_paths(rendered.splitlines()))
@@ -385,11 +378,12 @@ def settings(text: str, ports: Iterable[str]) -> set[Setting]:
     return found
 
 
-def _set_document(output: str) -> Mapping[str, Any]:
+def _set_document(output: str, command: str = "nv config show -o json") -> Mapping[str, Any]:
+    """The config tree of a `nv config show -o json` answer: its `set` document (a bare tree too)."""
     try:
         documents = json.loads(output)
     except ValueError:
-        raise NvueCommandError(f"not a `nv config show -o json` answer: {output.strip()[:200]!r}") from None
+        raise NvueCommandError(f"`{command}` did not print JSON: {output.strip()[:200]!r}") from None
     found: Mapping[str, Any] = {}
     for document in documents if isinstance(documents, list) else [documents]:
         if isinstance(document, dict) and isinstance(document.get("set"), dict):

@@ -7,4 +7,3 @@ HOST_PERSIST_TAG = "persist"  # the part of roce_host that installs the NIC boot
 GPU_RDMA_ROLE = "gpu_rdma"  # nvidia_peermem, RDMA device presence
 SWITCH_QOS_ROLE = "switch_qos"  # switch PFC/ECN/trust/maps/MTU
 SUBNET_MANAGER_ROLE = "opensm"  # opensm.conf, partitions.conf, the service
-IB_HOST_ROLE = "ib_host"  # IPoIB children of the partitions

@@ -131,8 +131,6 @@ def collection_script(probes: Iterable[HostProbe] = HOST_PROBES) -> str:
 
 
 COLLECT_SCRIPT = collection_script()
-# The command each section ran, as a user would type it (for error messages and hints).
-SECTION_COMMANDS: Mapping[str, str] = {probe.name: probe.command for probe in HOST_PROBES}
 
 
 @dataclass(frozen=True)
@@ -179,7 +177,6 @@ class Unreadable:
     reason: str
 
 
-Records = Mapping[tuple[str, str], Any]  # (probe, subject) -> record or Unreadable; subject "" = host
 REASON_CHARS = 300  # a hostile host's 5000-digit value is quoted, never echoed whole
 
 

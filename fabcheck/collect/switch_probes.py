@@ -35,18 +35,10 @@ from fabcheck.parsers.switch_records import (
     WatchdogConfig,
     WatchdogSettings,
     WatchdogStatus,
-    parse_running_text,
     parse_startup_text,
     with_running_text,
 )
 from fabcheck.switch.platforms import eos, nvue, sonic
-
-
-def _saved_config_probe(name: str, command: str, kind: type[RunningConfigText | StartupConfigText]) -> Probe:
-    """A whole configuration, read for switch.startup_config alone."""
-    parse = parse_running_text if kind is RunningConfigText else parse_startup_text
-    return Probe(name, "switch", command, parse, (kind,))
-
 
 # NVUE reads what is verified: everything fabcheck owns from the applied configuration tree (read once,
 # also kept whole for switch.startup_config), and per port only what a configuration cannot show, in the

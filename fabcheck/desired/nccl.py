@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fabcheck.errors import FabcheckError
-from fabcheck.intent.model import FabricIntent
+from fabcheck.intent.model import GPU_NIC_LINK_CLASSES, FabricIntent
 
 # NCCL_DEBUG=INFO with the INIT and NET subsystems prints what the proof reads: the network chosen, the
 # HCA list, each channel's transport and GDR, and the variables set by environment.
@@ -16,7 +16,6 @@ DEBUG_ENV = (("NCCL_DEBUG", "INFO"), ("NCCL_DEBUG_SUBSYS", "INIT,NET"))
 # farther GPU-NIC class (a PCIe server: NODE) gets the level that covers it, else NCCL stages through
 # host memory and the GDR check fails a host the intent calls healthy. nvidia-smi's NODE (across host
 # bridges within one NUMA node) is NCCL's PHB ("same NUMA node, through the CPU"); SYS stays SYS.
-_CLASS_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
 _GDR_LEVEL_FOR_CLASS = {"PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
 PROGRAM = "all_reduce_perf"  # the intent's busbw floor is defined on all_reduce
 START_BYTES = 8 << 20
@@ -131,7 +130,7 @@ def desired_nccl_job(intents: Sequence[tuple[str, FabricIntent]]) -> DesiredNccl
         env.append(("NCCL_IB_GID_INDEX", str(desired.gid_index)))
     if desired.traffic_class is not None:
         env.append(("NCCL_IB_TC", str(desired.traffic_class)))
-    farthest = max((intent.max_gpu_nic_link for _, intent in intents), key=_CLASS_ORDER.index)
+    farthest = max((intent.max_gpu_nic_link for _, intent in intents), key=GPU_NIC_LINK_CLASSES.index)
     if desired.gdr_required and farthest in _GDR_LEVEL_FOR_CLASS:
         env.append(("NCCL_NET_GDR_LEVEL", _GDR_LEVEL_FOR_CLASS[farthest]))
     return DesiredNcclJob(

@@ -46,7 +46,6 @@ SONIC_LOSSLESS_QUEUE_PROFILE = "egress_lossless_profile"
 # class takes bw-percent 1..100 and the shares of a profile must add up to at most 100.
 NVUE_TRAFFIC_CLASSES = 8
 NVUE_DWRR_TOTAL = 100
-NVUE_FACTORY_SCHEDULE = tuple((tc, "dwrr", 12 if tc % 2 == 0 else 13) for tc in range(NVUE_TRAFFIC_CLASSES))
 # What a traffic class no switch priority reaches gets: the smallest DWRR share NVUE takes (1 %).
 # `nv unset` gives it back its factory 12-13 % (163 % in all with the RoCE classes' 50 + 50), and no
 # NVUE value removes it from the schedule: the guide's range starts at 1, and in qos_features.conf,

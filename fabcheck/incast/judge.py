@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from fabcheck.checks.counters import ECN_COUNTERS, check_counters, counter_deltas, lossless_want
 from fabcheck.checks.incast import (
-    CHECK_DECLS,
     COUNTERS,
     ECN_ENGAGED,
     HOST_DROPS,
@@ -44,7 +43,6 @@ from fabcheck.pairs.verdict import Measurement
 from fabcheck.parsers.switch_records import QueueDrops, WatchdogStatus
 
 STAGE_CHECK = "incast.stage"
-CHECK_IDS = tuple(check.id for check in CHECK_DECLS)  # declared in fabcheck.checks.incast
 # The NIC counter checks of fabcheck.checks.counters, as the incast names them.
 FROM_COUNTERS = {
     "counters.readable": COUNTERS,

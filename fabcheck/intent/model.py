@@ -8,7 +8,7 @@ ECN 150 KB..1.5 MB at 100 %, trust DSCP, MTU 9000/4096).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -73,9 +73,11 @@ def _nic_name(name: str) -> str:
 
 NicName = Annotated[str, AfterValidator(_nic_name)]
 
-# Link classes of `nvidia-smi topo -m`, best to worst; the intent names the worst acceptable one.
-GPU_NIC_LINK_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
-RDMA_MTUS = (256, 512, 1024, 2048, 4096)
+# The GPU-to-NIC link classes of `nvidia-smi topo -m`, best to worst: declared once here (the intent
+# names the worst acceptable one; fabcheck.parsers.topo ranks the printed tokens and
+# fabcheck.desired.nccl picks NCCL's GDR level by this order).
+GpuNicLinkClass = Literal["PIX", "PXB", "PHB", "NODE", "SYS"]
+GPU_NIC_LINK_CLASSES: tuple[GpuNicLinkClass, ...] = get_args(GpuNicLinkClass)
 # Bytes a RoCEv2 packet adds around the RDMA payload; the kernel's iboe_get_mtu() subtracts GRH, UDP,
 # BTH, extended headers and ICRC (96 bytes) from the netdev MTU before picking the IB MTU.
 ROCE_HEADER_BYTES = 96
@@ -437,7 +439,7 @@ class FabricIntent(StrictModel):
     rails: dict[Annotated[Integer, Field(ge=0)], NicName] = Field(
         default_factory=dict, description="GPU index -> NIC"
     )
-    max_gpu_nic_link: Literal["PIX", "PXB", "PHB", "NODE", "SYS"] = Field(
+    max_gpu_nic_link: GpuNicLinkClass = Field(
         "PXB",
         description="worst acceptable `nvidia-smi topo -m` class GPU -> rail NIC; per host override: "
         "host var fabric_max_gpu_nic_link (a PCIe server whose NICs sit behind the host bridge: NODE)",

@@ -21,7 +21,6 @@ from fabcheck.parsers._text import split_checked_lines
 from fabcheck.parsers.numbers import is_int_token, read_float, read_int
 
 PRIORITIES = tuple(range(8))
-TSA_KINDS = ("ets", "strict", "vendor", "unknown")
 TRUST_STATES = ("pcp", "dscp", "none")
 DSCP_PER_LINE = 8
 LLDPAD_WARNING = "****** WARNING: lldpad service is running and may overwrite your settings ******"

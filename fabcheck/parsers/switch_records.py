@@ -30,10 +30,6 @@ class Trust:
 
     mode: str
 
-    @property
-    def uses_dscp(self) -> bool:
-        return "dscp" in self.mode.split(",")
-
 
 @dataclass(frozen=True)
 class DscpMap:

@@ -17,26 +17,21 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from fabcheck.errors import ParseError
+from fabcheck.intent.model import GPU_NIC_LINK_CLASSES
 from fabcheck.parsers._text import check_line_lengths, strip_ansi
 
-LINK_CLASSES: tuple[str, ...] = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS")
-"""Link classes from best (self) to worst (across the SMP interconnect)."""
+LINK_CLASSES: tuple[str, ...] = ("X", "NV", *GPU_NIC_LINK_CLASSES)
+"""Link classes from best (self) to worst (across the SMP interconnect): self, NVLink, then the
+GPU-to-NIC classes of the intent."""
 
 CPU_AFFINITY = "CPU Affinity"
 NUMA_AFFINITY = "NUMA Affinity"
 GPU_NUMA_ID = "GPU NUMA ID"
 
-_CLASS_OF_PLAIN_TOKEN = {
-    "X": "X",
-    "PIX": "PIX",
-    "PXB": "PXB",
-    "PHB": "PHB",
-    "NODE": "NODE",
-    "SYS": "SYS",
-    "SOC": "SYS",  # drivers before ~384 printed SOC for what is now SYS
-}
+_LEGACY_SYS = "SOC"  # drivers before ~384 printed SOC for what is now SYS
+_CLASS_OF_PLAIN_TOKEN = {"X": "X", **{name: name for name in GPU_NIC_LINK_CLASSES}, _LEGACY_SYS: "SYS"}
 _NVLINK_TOKEN = re.compile(r"NV[0-9]+")
-_FUSED_TOKENS = re.compile(r"(?:X|NV[0-9]+|PIX|PXB|PHB|NODE|SYS|SOC){2,}")
+_FUSED_TOKENS = re.compile(r"(?:X|NV[0-9]+|" + "|".join(GPU_NIC_LINK_CLASSES) + "|" + _LEGACY_SYS + "){2,}")
 _GPU_LABEL = re.compile(r"GPU[0-9]+")
 # NICn in current drivers; older drivers print the RDMA device name (mlx5_0, mlx5_bond_0, rocep65s0f0).
 _NIC_LABEL = re.compile(r"NIC[0-9]+|[a-z][a-z0-9_-]*[0-9]")

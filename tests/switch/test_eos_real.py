@@ -81,8 +81,7 @@ def test_real_sessions_someones_pending_session_stops_the_push() -> None:
     assert not [line for line in driver.typed if line.startswith(("abort", "configure session"))]
 
 
-def test_a_live_fabcheck_session_is_another_push_and_a_dead_one_is_aborted(monkeypatch: Any) -> None:
-    monkeypatch.setattr("fabcheck.switch.platforms.eos.LIVE_SESSION_WAIT_S", 0.0)
+def test_a_live_fabcheck_session_is_another_push_and_a_dead_one_is_aborted() -> None:
     real = real_json("show-configuration-sessions.json")
     live, dead = real["sessions"]["doublezero-agent-12345678"], real["sessions"]["blah1"]
     both = {"sessions": {"fabcheck-0001": live, "fabcheck-0002": dead}}

@@ -57,7 +57,6 @@ SESSION_PREFIX = "fabcheck-"
 SAVE_COMMAND = "copy running-config startup-config"
 SHOW_STARTUP = "show startup-config"
 POLL_S = 0.005
-LIVE_SESSION_WAIT_S = 10.0  # how long a fabcheck session with a terminal may take to show it is dead
 
 _WATCHDOG = "priority-flow-control pause watchdog"
 # What the attached profile carries: the port's trust, PFC, watchdog and tx-queues.

@@ -627,23 +627,6 @@ def db_settings(db: Mapping[str, Any], ports: Iterable[str]) -> set[Setting]:
     return found
 
 
-def patch_settings(patch: Patch, running: Mapping[str, Any], ports: Iterable[str]) -> set[Setting]:
-    """The settings a patch writes: each field it adds or replaces, and each it removes (as `running`
-    holds it), with its key."""
-    db: dict[str, dict[str, dict[str, Any]]] = {}
-    for op in patch:
-        table, *rest = _parts(op["path"])
-        value = op.get("value") if op["op"] != "remove" else _lookup(running, op["path"])
-        if len(rest) >= 2:
-            db.setdefault(table, {}).setdefault(rest[0], {})[rest[1]] = value
-        elif rest:
-            db.setdefault(table, {}).setdefault(rest[0], {}).update(value or {})
-        else:
-            for key, fields in (value or {}).items():
-                db.setdefault(table, {}).setdefault(key, {}).update(fields)
-    return db_settings(db, ports)
-
-
 def checkpoint_name() -> str:
     return CHECKPOINT_PREFIX + datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 

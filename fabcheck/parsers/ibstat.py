@@ -1,4 +1,4 @@
-"""Parsers and renderers for ``ibstat`` (infiniband-diags) and the ``ibstatus`` script (sysfs reader).
+"""Parsers for ``ibstat`` (infiniband-diags) and the ``ibstatus`` script (sysfs reader).
 
 ``ibstat``: a block starts at ``CA 'name'`` (or ``Switch``/``Router``), then six header lines and one
 ``Port N:`` block of nine lines per port, all in the tool's fixed order. ``ibstat CA PORT`` prints
@@ -64,7 +64,7 @@ _IBSTATUS_LINE = re.compile(r"(default gid|base lid|sm lid|state|phys state|rate
 _IBSTATUS_STATE = re.compile(r"([0-9]{1,20}): (\S.*)", re.ASCII)
 _IBSTATUS_RATE = re.compile(r"([0-9]{1,20}(?:\.[0-9]{1,20})?) Gb/sec(?: \(.+\))?", re.ASCII)
 _HEX_LID = re.compile(r"0x[0-9a-fA-F]{1,16}", re.ASCII)
-_UNKNOWN = "unknown"
+UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -241,55 +241,6 @@ def _read_port(lines: list[str], index: int, source: str, ca: str) -> tuple[Ibst
     return port, index + 1 + len(_PORT_KEYS)
 
 
-def render_ibstat(cas: tuple[IbstatCa, ...] | list[IbstatCa]) -> str:
-    """The CAs as ``ibstat`` prints them (tabs as in infiniband-diags)."""
-    out: list[str] = []
-    for ca in cas:
-        if ca.ca_type is None:
-            out += _render_single_port(ca)
-            continue
-        out += [
-            f"{ca.node_type} '{ca.name}'",
-            f"\t{ca.node_type} type: {ca.ca_type}",
-            f"\tNumber of ports: {ca.num_ports}",
-            f"\tFirmware version: {ca.fw_version}",
-            f"\tHardware version: {ca.hw_version}",
-            f"\tNode GUID: {ca.node_guid}",
-            f"\tSystem image GUID: {ca.sys_image_guid}",
-        ]
-        for port in ca.ports:
-            out += _render_port(port)
-    return "\n".join(out) + "\n"
-
-
-def _render_single_port(ca: IbstatCa) -> list[str]:
-    """The ``ibstat CA PORT`` layout: no CA header, port lines unindented."""
-    if len(ca.ports) != 1:
-        raise ValueError("a CA without header fields must hold exactly one port (ibstat CA PORT)")
-    return [f"{ca.node_type}: '{ca.name}'"] + [line.lstrip("\t") for line in _render_port(ca.ports[0])]
-
-
-def _render_rate(port: IbstatPort) -> str:
-    if port.fdr10:
-        return f"{port.rate} (FDR10)"
-    return "2.5" if port.rate == 2.5 else str(port.rate)
-
-
-def _render_port(port: IbstatPort) -> list[str]:
-    return [
-        f"\tPort {port.number}:",
-        f"\t\tState: {port.state}",
-        f"\t\tPhysical state: {port.physical_state}",
-        f"\t\tRate: {_render_rate(port)}",
-        f"\t\tBase lid: {port.base_lid}",
-        f"\t\tLMC: {port.lmc}",
-        f"\t\tSM lid: {port.sm_lid}",
-        f"\t\tCapability mask: 0x{port.capability_mask:08x}",
-        f"\t\tPort GUID: {port.port_guid}",
-        f"\t\tLink layer: {port.link_layer}",
-    ]
-
-
 def parse_ibstatus(text: str, source: str = "<text>") -> tuple[IbstatusPort, ...]:
     """Every port block of an ``ibstatus`` capture. Raises ParseError when there is none."""
     lines = split_checked_lines(text, source, "ibstatus")
@@ -319,7 +270,7 @@ def _read_ibstatus_line(stripped: str, values: dict[str, str], source: str, inde
     key, value = match.group(1), match.group(2)
     if key in values:
         raise ParseError(f"ibstatus {key!r} appears twice", source=source, line=index + 1)
-    if value != _UNKNOWN and not _ibstatus_value_ok(key, value):
+    if value != UNKNOWN and not _ibstatus_value_ok(key, value):
         raise ParseError(f"bad ibstatus {key} value {value!r}", source=source, line=index + 1)
     values[key] = value
 
@@ -335,7 +286,7 @@ def _ibstatus_value_ok(key: str, value: str) -> bool:
 
 
 def _build_ibstatus_port(device: str, port: int, values: dict[str, str]) -> IbstatusPort:
-    known = {key: value for key, value in values.items() if value != _UNKNOWN}
+    known = {key: value for key, value in values.items() if value != UNKNOWN}
 
     def lid(key: str) -> int | None:
         return int(known[key], 16) if key in known else None
@@ -361,29 +312,3 @@ def _build_ibstatus_port(device: str, port: int, values: dict[str, str]) -> Ibst
         rate_text=known.get("rate"),
         link_layer=known.get("link_layer"),
     )
-
-
-def render_ibstatus(ports: tuple[IbstatusPort, ...] | list[IbstatusPort]) -> str:
-    """The ports as the ``ibstatus`` script prints them (None prints as ``unknown``)."""
-    out: list[str] = []
-    for port in ports:
-        out += [
-            f"Infiniband device '{port.device}' port {port.port} status:",
-            f"\tdefault gid:\t {_shown(port.default_gid)}",
-            f"\tbase lid:\t {_shown(None if port.base_lid is None else hex(port.base_lid))}",
-            f"\tsm lid:\t\t {_shown(None if port.sm_lid is None else hex(port.sm_lid))}",
-            f"\tstate:\t\t {_coded(port.state, port.state_code)}",
-            f"\tphys state:\t {_coded(port.phys_state, port.phys_state_code)}",
-            f"\trate:\t\t {_shown(port.rate_text)}",
-            f"\tlink_layer:\t {_shown(port.link_layer)}",
-            "",
-        ]
-    return "\n".join(out) + ("\n" if out else "")
-
-
-def _shown(value: str | None) -> str:
-    return _UNKNOWN if value is None else value
-
-
-def _coded(name: str | None, code: int | None) -> str:
-    return _UNKNOWN if name is None or code is None else f"{code}: {name}"

@@ -1,4 +1,4 @@
-"""Parser and renderer for ``ibv_devinfo`` (rdma-core), plain and ``-v``/``-vv`` layouts.
+"""Parser for ``ibv_devinfo`` (rdma-core), plain and ``-v``/``-vv`` layouts.
 
 A device block starts at an unindented ``hca_id:`` line and runs over the indented lines after it
 (blank lines included: ``-v`` prints some inside a device and one after every port); the first other
@@ -26,7 +26,7 @@ TRANSPORT_CODES = {"InfiniBand": 0, "iWARP": 1, "usNIC": 2, "usNIC UDP": 3}
 PORT_STATE_CODES = {"PORT_DOWN": 1, "PORT_INIT": 2, "PORT_ARMED": 3, "PORT_ACTIVE": 4, "PORT_ACTIVE_DEFER": 5}
 MTU_CODES = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 WIDTH_CODES = {"1X": 1, "4X": 2, "8X": 4, "12X": 8, "2X": 16}
-# Per-lane speed; code 8 (FDR10) prints as 10.0 Gbps too, so 10.0 renders as code 4 (QDR).
+# Per-lane speed; code 8 (FDR10) prints as 10.0 Gbps too, so 10.0 stands for code 4 (QDR).
 SPEED_CODES = {
     "2.5 Gbps": 1,
     "5.0 Gbps": 2,
@@ -328,63 +328,3 @@ class _DeviceReader:
 
     def optional_enum(self, values: _Values, key: str, codes: Mapping[str, int]) -> str | None:
         return self.enum(values, key, codes) if key in values else None
-
-
-def render_ibv_devinfo(devices: tuple[IbvDevice, ...] | list[IbvDevice]) -> str:
-    """The devices as ``ibv_devinfo`` prints them (tabs as in rdma-core).
-
-    Ports that carry ``-v`` fields are printed with the ``-v`` port lines the record holds
-    (gid_tbl_len, active_width, active_speed, phys_state, GIDs); device capability lists are not kept.
-    """
-    if not devices:
-        return NO_DEVICES + "\n"
-    return "".join(_render_device(device) for device in devices)
-
-
-def _render_device(device: IbvDevice) -> str:
-    out = [
-        f"hca_id:\t{device.hca_id}",
-        f"\ttransport:\t\t\t{device.transport} ({TRANSPORT_CODES[device.transport]})",
-    ]
-    if device.fw_ver is not None:
-        out.append(f"\tfw_ver:\t\t\t\t{device.fw_ver}")
-    out += [
-        f"\tnode_guid:\t\t\t{device.node_guid}",
-        f"\tsys_image_guid:\t\t\t{device.sys_image_guid}",
-        f"\tvendor_id:\t\t\t0x{device.vendor_id:04x}",
-        f"\tvendor_part_id:\t\t\t{device.vendor_part_id}",
-    ]
-    if device.hw_ver is not None:
-        out.append(f"\thw_ver:\t\t\t\t{device.hw_ver}")
-    if device.board_id is not None:
-        out.append(f"\tboard_id:\t\t\t{device.board_id}")
-    out.append(f"\tphys_port_cnt:\t\t\t{device.phys_port_cnt}")
-    for port in device.ports:
-        out += _render_port(port)
-    return "\n".join(out) + "\n"
-
-
-def _render_port(port: IbvPort) -> list[str]:
-    out = [
-        f"\t\tport:\t{port.number}",
-        f"\t\t\tstate:\t\t\t{port.state} ({PORT_STATE_CODES[port.state]})",
-        f"\t\t\tmax_mtu:\t\t{port.max_mtu} ({MTU_CODES[port.max_mtu]})",
-        f"\t\t\tactive_mtu:\t\t{port.active_mtu} ({MTU_CODES[port.active_mtu]})",
-        f"\t\t\tsm_lid:\t\t\t{port.sm_lid}",
-        f"\t\t\tport_lid:\t\t{port.port_lid}",
-        f"\t\t\tport_lmc:\t\t0x{port.port_lmc:02x}",
-        f"\t\t\tlink_layer:\t\t{port.link_layer}",
-    ]
-    if port.gid_tbl_len is not None:
-        out.append(f"\t\t\tgid_tbl_len:\t\t{port.gid_tbl_len}")
-    if port.active_width is not None:
-        out.append(f"\t\t\tactive_width:\t\t{port.active_width} ({WIDTH_CODES[port.active_width]})")
-    if port.active_speed is not None:
-        out.append(f"\t\t\tactive_speed:\t\t{port.active_speed} ({SPEED_CODES[port.active_speed]})")
-    if port.phys_state is not None:
-        out.append(f"\t\t\tphys_state:\t\t{port.phys_state} ({PHYS_STATE_CODES[port.phys_state]})")
-    for number, gid in sorted(port.gids.items()):
-        kind = "" if gid.kind is None else f", {gid.kind}"
-        out.append(f"\t\t\tGID[{number:3d}]:\t\t{gid.gid}{kind}")
-    out.append("")
-    return out

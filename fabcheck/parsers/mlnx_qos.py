@@ -1,4 +1,4 @@
-"""Parser and renderer for ``mlnx_qos -i IF`` (NVIDIA mlnx-tools): trust, dscp2prio, PFC, ETS, buffers.
+"""Parser for ``mlnx_qos -i IF`` (NVIDIA mlnx-tools): trust, dscp2prio, PFC, ETS, buffers.
 
 The block is found inside larger captures (prompts, ``bash -x`` traces, helper scripts that print an
 excerpt of it). It starts at any section header but ``tc:`` (``DCBX mode:`` in full output, a later
@@ -25,8 +25,8 @@ TRUST_STATES = ("pcp", "dscp", "none")
 DSCP_PER_LINE = 8
 LLDPAD_WARNING = "****** WARNING: lldpad service is running and may overwrite your settings ******"
 
-_DCBX_TEXT = {"os": "OS controlled", "fw": "Firmware controlled"}
-_DCBX_MODE = {text: mode for mode, text in _DCBX_TEXT.items()}
+DCBX_TEXT = {"os": "OS controlled", "fw": "Firmware controlled"}
+_DCBX_MODE = {text: mode for mode, text in DCBX_TEXT.items()}
 
 _DCBX_LINE = re.compile(r"DCBX mode: (.*)")
 _TRUST_LINE = re.compile(r"Priority trust state: (.*)")
@@ -347,58 +347,3 @@ class _BlockBuilder:
             lldpad_warning=self.lldpad_warning,
             dscp2prio_shown=self.dscp2prio_shown,
         )
-
-
-def render_mlnx_qos(qos: MlnxQos, *, show_default_priority: bool = True) -> str:
-    """The report as ``mlnx_qos -i IF`` prints it (real tabs and trailing spaces).
-
-    ``show_default_priority=False`` gives the older layout without the ``default priority:`` section.
-    Raises ValueError for a record the tool cannot print (dscp2prio shown under pcp trust).
-    """
-    if qos.dscp2prio_shown and qos.trust not in (None, "dscp"):
-        raise ValueError("mlnx_qos prints dscp2prio only when the trust state is dscp")
-    out: list[str] = []
-    if qos.lldpad_warning:
-        out += [LLDPAD_WARNING, ""]
-    if qos.dcbx_mode is not None:
-        out.append(f"DCBX mode: {_DCBX_TEXT[qos.dcbx_mode]}")
-    if qos.trust is not None:
-        out.append(f"Priority trust state: {qos.trust}")
-    if qos.dscp2prio_shown:
-        out.append("dscp2prio mapping:")
-        out += _render_dscp2prio(qos.dscp2prio)
-    if show_default_priority:
-        out.append("default priority:")
-        out += [f"\tprio:{prio}" for prio in qos.default_priorities]
-    if qos.buffer_sizes is not None:
-        suffix = "" if qos.max_buffer_size is None else f"max_buffer_size={qos.max_buffer_size}"
-        out.append("Receive buffer size (bytes): " + "".join(f"{b}," for b in qos.buffer_sizes) + suffix)
-    if qos.cable_len is not None:
-        out.append(f"Cable len: {qos.cable_len}")
-    out += _render_pfc_table(qos)
-    for tc, cfg in sorted(qos.tcs.items()):
-        tsa = f"ets, bw: {cfg.bw_percent}%" if cfg.tsa == "ets" else cfg.tsa
-        out.append(f"tc: {tc} ratelimit: {cfg.ratelimit}, tsa: {tsa}")
-        out += [f"\t priority:  {prio}" for prio in cfg.priorities]
-    return "\n".join(out) + "\n"
-
-
-def _render_dscp2prio(dscp2prio: Mapping[int, int]) -> list[str]:
-    by_prio: dict[int, list[int]] = {}
-    for dscp, prio in dscp2prio.items():
-        by_prio.setdefault(prio, []).append(dscp)
-    out = []
-    for prio in sorted(by_prio):
-        values = by_prio[prio]
-        for start in range(0, len(values), DSCP_PER_LINE):
-            chunk = values[start : start + DSCP_PER_LINE]
-            out.append(f"\tprio:{prio} dscp:" + "".join(f"{d:02d}," for d in chunk))
-    return out
-
-
-def _render_pfc_table(qos: MlnxQos) -> list[str]:
-    enabled = "".join(f"{int(p in qos.pfc_enabled)}   " for p in PRIORITIES)
-    out = ["PFC configuration:", "\tpriority    0   1   2   3   4   5   6   7", f"\tenabled     {enabled}"]
-    if qos.pfc_buffer is not None:
-        out.append("\tbuffer      " + "".join(f"{b}   " for b in qos.pfc_buffer))
-    return out

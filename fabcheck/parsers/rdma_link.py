@@ -1,4 +1,4 @@
-"""Parser and renderer for ``rdma link`` (iproute2): the state of every RDMA port.
+"""Parser for ``rdma link`` (iproute2): the state of every RDMA port.
 
 Text lines look like ``link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1f0np0`` (iproute2
 before 4.19 printed ``1/1: mlx5_0/1: state ...``); InfiniBand ports add ``subnet_prefix``, ``lid``,
@@ -42,7 +42,6 @@ _CAPS_LINE = re.compile(r"caps: <(.*)>")
 _JSON_START = re.compile(r"\[\s*(?:\{.*|\]\s*)?")
 _INT_KEYS = ("netdev_index", "lid", "sm_lid", "lmc")
 _TEXT_KEYS = ("state", "physical_state", "netdev", "subnet_prefix")
-_PRINT_ORDER = ("subnet_prefix", "lid", "sm_lid", "lmc", "state", "physical_state", "netdev", "netdev_index")
 
 
 @dataclass(frozen=True)
@@ -207,36 +206,3 @@ def _link_from_json(item: dict[str, Any]) -> RdmaLink:
     if not isinstance(caps, list) or not all(isinstance(cap, str) for cap in caps):
         raise ValueError(f"{name}: 'caps' is not a list of strings")
     return RdmaLink(**{**_fields(link), "caps": tuple(caps)})
-
-
-def render_rdma_link(links: tuple[RdmaLink, ...] | list[RdmaLink]) -> str:
-    """The links as iproute2 ``rdma link`` prints them (``-d`` fields when the record has them).
-
-    A link with ``ifindex`` is printed in the pre-4.19 layout, the only text layout that shows it.
-    """
-    out: list[str] = []
-    for link in links:
-        # Only iproute2 before 4.19 showed the device index, as "IDX/PORT: DEV/PORT:".
-        prefix = "link " if link.ifindex is None else f"{link.ifindex}/{link.port}: "
-        words = [prefix + link.name + ("" if link.ifindex is None else ":")]
-        for key in _PRINT_ORDER:
-            value = getattr(link, key)
-            if value is not None:
-                words.append(f"{key} {value}")
-        out.append(" ".join(words) + " ")  # the tool ends every field with a space
-        if link.caps is not None:
-            out.append(f"    caps: <{', '.join(link.caps)}>")
-    return "\n".join(out) + ("\n" if out else "")
-
-
-def render_rdma_link_json(links: tuple[RdmaLink, ...] | list[RdmaLink]) -> str:
-    """The links as ``rdma -j link`` prints them (one JSON line)."""
-    items = []
-    for link in links:
-        item: dict[str, Any] = {"ifindex": link.ifindex, "ifname": link.dev, "port": link.port}
-        for key in _PRINT_ORDER:
-            item[key] = getattr(link, key)
-        if link.caps is not None:
-            item["caps"] = list(link.caps)
-        items.append({key: value for key, value in item.items() if value is not None})
-    return json.dumps(items, separators=(",", ":")) + "\n"

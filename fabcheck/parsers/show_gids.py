@@ -1,4 +1,4 @@
-"""Parser and renderer for ``show_gids`` (mlnx-tools script): the GID table of every RDMA port.
+"""Parser for ``show_gids`` (mlnx-tools script): the GID table of every RDMA port.
 
 The table starts at its ``DEV PORT INDEX GID IPv4 VER DEV`` header (tabs, or spaces when pasted),
 may have the ``---`` rule, and ends with ``n_gids_found=N``. Every line in between must be a GID row
@@ -18,9 +18,6 @@ from dataclasses import dataclass
 from fabcheck.errors import ParseError
 from fabcheck.parsers._text import split_checked_lines
 from fabcheck.parsers.numbers import is_int_token
-
-HEADER = "DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV"
-RULE = "---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---"
 
 _HEADER_CELLS = ["DEV", "PORT", "INDEX", "GID", "IPv4", "VER", "DEV"]
 _RULE_LINE = re.compile(r"---\s+----\s+-----\s+---\s+-+\s+---\s+---")
@@ -112,15 +109,3 @@ def _read_row(stripped: str, source: str, index: int) -> GidEntry:
 def _ipv4_of(gid: str) -> str:
     """The address the script prints for a GID starting with 0000 (its last 32 bits)."""
     return str(ipaddress.IPv4Address(int(gid.replace(":", "")[-8:], 16)))
-
-
-def render_show_gids(entries: tuple[GidEntry, ...] | list[GidEntry]) -> str:
-    """The table as ``show_gids`` prints it (tabs, two spaces after the IPv4, ``n_gids_found=N``)."""
-    out = [HEADER, RULE]
-    for entry in entries:
-        version = entry.version or ""
-        netdev = entry.netdev or ""
-        middle = f"{entry.ipv4}  " if entry.ipv4 is not None else "\t"
-        out.append(f"{entry.dev}\t{entry.port}\t{entry.index}\t{entry.gid}\t{middle}\t{version}\t{netdev}")
-    out.append(f"n_gids_found={len(entries)}")
-    return "\n".join(out) + "\n"

@@ -36,7 +36,7 @@ from fabcheck.desired.nic import desired_host
 from fabcheck.gate import host_stage as validate
 from fabcheck.intent.loader import HostEntry
 from fabcheck.intent.model import FabricIntent
-from fabcheck.parsers.show_gids import render_show_gids
+from tests.parsers.renderers import render_show_gids
 
 # ---- the probe table and the script generated from it -------------------------------------------
 

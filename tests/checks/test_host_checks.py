@@ -37,12 +37,13 @@ from fabcheck.gate.stages import StageOutcome
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.intent.model import Dcqcn, FabricIntent
 from fabcheck.parsers import host_sysfs
-from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort, render_ibv_devinfo
-from fabcheck.parsers.mlnx_qos import MlnxQos, render_mlnx_qos
+from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
+from fabcheck.parsers.mlnx_qos import MlnxQos
 from fabcheck.parsers.nic_persist import CONFIG_FORMAT
-from fabcheck.parsers.rdma_link import RdmaLink, render_rdma_link
-from fabcheck.parsers.show_gids import GidEntry, render_show_gids
+from fabcheck.parsers.rdma_link import RdmaLink
+from fabcheck.parsers.show_gids import GidEntry
 from fabcheck.report.model import exit_code
+from tests.parsers.renderers import render_ibv_devinfo, render_mlnx_qos, render_rdma_link, render_show_gids
 
 RAILS = {0: "mlx5_0", 1: "mlx5_1"}
 NETDEVS = {"mlx5_0": "ens1np0", "mlx5_1": "ens2np0"}

@@ -8,15 +8,8 @@ import pytest
 from conftest import CORPUS
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers.ibstat import (
-    IbstatCa,
-    IbstatPort,
-    IbstatusPort,
-    parse_ibstat,
-    parse_ibstatus,
-    render_ibstat,
-    render_ibstatus,
-)
+from fabcheck.parsers.ibstat import IbstatCa, IbstatPort, IbstatusPort, parse_ibstat, parse_ibstatus
+from tests.parsers.renderers import render_ibstat, render_ibstatus
 
 NIC = CORPUS / "nic-state"
 B300 = NIC / "ibstat-b300-cx8-disabled-cx7-4port-rate100.txt"

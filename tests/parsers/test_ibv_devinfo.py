@@ -6,13 +6,8 @@ import pytest
 from conftest import CORPUS
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers.ibv_devinfo import (
-    IbvDevice,
-    IbvGid,
-    IbvPort,
-    parse_ibv_devinfo,
-    render_ibv_devinfo,
-)
+from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvGid, IbvPort, parse_ibv_devinfo
+from tests.parsers.renderers import render_ibv_devinfo
 
 SAMPLE = CORPUS / "nic-state" / "ibv_devinfo-vv-cx6dx-bond-roce-2x50g-gids.txt"
 

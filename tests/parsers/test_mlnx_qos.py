@@ -10,14 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers.mlnx_qos import (
-    LLDPAD_WARNING,
-    MlnxQos,
-    TcConfig,
-    parse_mlnx_qos,
-    parse_mlnx_qos_all,
-    render_mlnx_qos,
-)
+from fabcheck.parsers.mlnx_qos import LLDPAD_WARNING, MlnxQos, TcConfig, parse_mlnx_qos, parse_mlnx_qos_all
+from tests.parsers.renderers import render_mlnx_qos
 
 NIC = CORPUS / "nic-state"
 SAMPLES = [

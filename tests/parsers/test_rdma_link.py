@@ -8,7 +8,8 @@ import pytest
 from conftest import CORPUS
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers.rdma_link import RdmaLink, parse_rdma_link, render_rdma_link, render_rdma_link_json
+from fabcheck.parsers.rdma_link import RdmaLink, parse_rdma_link
+from tests.parsers.renderers import render_rdma_link, render_rdma_link_json
 
 SAMPLE = CORPUS / "nic-state" / "rdma-link-gke-8xmlx5-one-netdev.txt"
 

@@ -6,7 +6,8 @@ import pytest
 from conftest import CORPUS
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers.show_gids import GidEntry, parse_show_gids, render_show_gids
+from fabcheck.parsers.show_gids import GidEntry, parse_show_gids
+from tests.parsers.renderers import render_show_gids
 
 SAMPLE = CORPUS / "nic-state" / "show_gids-centos12-8hca-roce-v1v2-ib-spaces.txt"
 LINK_LOCAL_ONLY = {

@@ -1,5 +1,6 @@
 """The check catalog: one entry per declared check (host, fleet, switch, link), `--checks`/`--skip`
-selection with globs, and the README host table, which must equal the one generated from the declarations."""
+selection with globs, and the docs' host table (docs/checks.md), which must equal the one generated from the
+declarations."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.stages import NodeOutcome, StageOutcome
 from fabcheck.report.model import NodeKind
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CHECKS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "checks.md"
 
 
 def test_every_declared_check_is_listed_once_in_declaration_order() -> None:
@@ -84,16 +85,16 @@ def test_the_selection_filters_every_stage_and_drops_nodes_left_with_nothing() -
     assert validate_cli._selected(result, catalog.EVERY_CHECK) is result
 
 
-def _readme_table(name: str) -> str:
-    text = README.read_text()
+def _page_table(name: str) -> str:
+    text = CHECKS_PAGE.read_text()
     found = re.search(rf"<!-- checks:{name} [^\n]*-->\n(.*?)<!-- /checks:{name} -->", text, re.S)
-    assert found, f"README.md has no generated {name} check table"
+    assert found, f"docs/checks.md has no generated {name} check table"
     return found.group(1)
 
 
-def test_the_readme_host_table_is_the_generated_one() -> None:
-    """Regenerate with `python -m fabcheck.gate.catalog --markdown host` after changing a declaration."""
-    assert _readme_table("host") == catalog.markdown(catalog.TABLES["host"])
+def test_the_docs_host_table_is_the_generated_one() -> None:
+    """Regenerate with `scripts/gen_docs` after changing a declaration."""
+    assert _page_table("host") == catalog.markdown(catalog.TABLES["host"])
 
 
 def test_the_catalog_command_prints_ids_and_tables(capsys: pytest.CaptureFixture[str]) -> None:

@@ -99,7 +99,7 @@ def host_owned_fields() -> str:
 
 # ---- intent keys ----------------------------------------------------------------------------------
 
-# What each key of fabric_intent means, where the model's Field carries no description. A key here that
+# What each key of fabric_intent means, before the description its Field may carry. A key here that
 # the model lacks, or a model key with no meaning at all, fails tests/docs/test_generated.py.
 INTENT_MEANINGS: dict[str, str] = {
     "kind": "`roce` or `ib`: the fabric's link layer; RoCE-only checks skip on `ib`",
@@ -231,7 +231,7 @@ def intent_keys() -> Iterator[tuple[str, str, str, str]]:
             item = typing.get_args(annotation)[0] if typing.get_origin(annotation) is list else None
             bounds = _constraints(field.metadata) + _inner_constraints(annotation)
             kind = _type_text(annotation) + (f" ({', '.join(bounds)})" if bounds else "")
-            meaning = field.description or INTENT_MEANINGS.get(key, "")
+            meaning = "; ".join(text for text in (INTENT_MEANINGS.get(key), field.description) if text)
             if nested is not None:
                 yield from walk(nested, key + ".")
                 continue
@@ -260,6 +260,14 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
+    return {}
+
+
+def _summaries(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each sub-command's one-line help, as `fabcheck COMMAND --help` lists it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return {choice.dest: choice.help or "" for choice in action._choices_actions}
     return {}
 
 
@@ -300,16 +308,16 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str, str, s
     return rows
 
 
-Command = tuple[tuple[str, ...], argparse.ArgumentParser]
+Command = tuple[tuple[str, ...], argparse.ArgumentParser, str]
 
 
-def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> Iterator[Command]:
-    subs = _subcommands(parser)
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...], summary: str) -> Iterator[Command]:
+    subs, summaries = _subcommands(parser), _summaries(parser)
     if not subs:
-        yield path, parser
+        yield path, parser, summary
         return
     for name, sub in subs.items():
-        yield from _commands(sub, (*path, name))
+        yield from _commands(sub, (*path, name), summaries.get(name, ""))
 
 
 def cli_table(command: str) -> str:
@@ -317,13 +325,15 @@ def cli_table(command: str) -> str:
     CLI builds."""
     from fabcheck.cli import build_parser
 
-    top = _subcommands(build_parser())[command]
+    parser = build_parser()
+    top = _subcommands(parser)[command]
     parts = []
-    for path, parser in _commands(top, (command,)):
+    for path, sub, summary in _commands(top, (command,), _summaries(parser).get(command, "")):
         title = f"`fabcheck {' '.join(path)}`"
-        description = (parser.description or "").strip().split("\n\n")[0].replace("\n", " ")
-        options = _table(("option", "value", "default", "meaning"), _option_rows(parser))
-        parts.append(f"**{title}**: {description}\n\n{options}")
+        described = (sub.description or summary).strip().split("\n\n")[0].replace("\n", " ")
+        rows = _option_rows(sub)
+        options = _table(("option", "value", "default", "meaning"), rows) if rows else "No options.\n"
+        parts.append(f"**{title}**: {described}\n\n{options}")
     return "\n".join(parts)
 
 

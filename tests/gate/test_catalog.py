@@ -1,6 +1,6 @@
 """The check catalog: one entry per declared check (host, fleet, switch, link), `--checks`/`--skip`
-selection with globs, and the docs' host table (docs/checks.md), which must equal the one generated from the
-declarations."""
+selection with globs, and the docs' host table (docs/checks/host.md), which must equal the one generated
+from the declarations."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.stages import NodeOutcome, StageOutcome
 from fabcheck.report.model import NodeKind
 
-CHECKS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "checks.md"
+CHECKS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "checks" / "host.md"
 
 
 def test_every_declared_check_is_listed_once_in_declaration_order() -> None:
@@ -88,7 +88,7 @@ def test_the_selection_filters_every_stage_and_drops_nodes_left_with_nothing() -
 def _page_table(name: str) -> str:
     text = CHECKS_PAGE.read_text()
     found = re.search(rf"<!-- checks:{name} [^\n]*-->\n(.*?)<!-- /checks:{name} -->", text, re.S)
-    assert found, f"docs/checks.md has no generated {name} check table"
+    assert found, f"docs/checks/host.md has no generated {name} check table"
     return found.group(1)
 
 

@@ -335,10 +335,10 @@ def test_one_drifted_setting_fails_exactly_its_check_on_exactly_that_nic(
 
 
 def test_the_docs_list_every_host_owned_field_with_its_check_and_test() -> None:
-    """docs/checks.md's table; `scripts/gen_docs` regenerates it."""
+    """docs/checks/host.md's table; `scripts/gen_docs` regenerates it."""
     tags = {check.id: check.tag for check in checks.HOST_CHECK_DECLS}
-    readme = (Path(__file__).resolve().parents[2] / "docs" / "checks.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "checks" / "host.md").read_text()
     start = "<!-- host-owned-fields (generated: fabcheck.checks.host.owned.host_owned_fields_markdown) -->\n"
-    assert start in readme, "docs/checks.md lacks the host owned-field table"
+    assert start in readme, "docs/checks/host.md lacks the host owned-field table"
     table = readme.split(start, 1)[1].split("\n<!-- /host-owned-fields -->", 1)[0]
     assert table == host_owned_fields_markdown(tags, "`tests/invariant/test_host_fields.py`")

@@ -443,14 +443,14 @@ def test_one_drifted_field_fails_exactly_its_check_where_it_is(owned: OwnedField
 
 
 def test_the_docs_list_every_owned_field_with_its_check_and_test() -> None:
-    """docs/checks.md's table; `scripts/gen_docs` regenerates it."""
+    """docs/checks/switch.md's table; `scripts/gen_docs` regenerates it."""
     from pathlib import Path
 
     tests = {
         (owned.platform, owned.field): "`tests/invariant/test_switch_fields.py`" for owned in OWNED_FIELDS
     }
-    readme = (Path(__file__).resolve().parents[2] / "docs" / "checks.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "checks" / "switch.md").read_text()
     start = "<!-- owned-fields (generated: fabcheck.checks.switch.owned_fields_markdown) -->\n"
-    assert start in readme, "docs/checks.md lacks the owned-field table"
+    assert start in readme, "docs/checks/switch.md lacks the owned-field table"
     table = readme.split(start, 1)[1].split("\n<!-- /owned-fields -->", 1)[0]
     assert table == owned_fields_markdown(tests)

@@ -123,12 +123,13 @@ def _uncabled(fabric: Fabric, read: Iterable[tuple[str, str]]) -> list[Finding]:
 
 def _hint(ends: _Ends, check: str, host_wrong: bool, switch_wrong: bool) -> str:
     tag = _DECLARED[check].tag
+    tags = ["--tags", tag] if tag else []  # a check without a tag runs the whole role
     parts = []
     if host_wrong:
-        command = shlex.join(["ansible-playbook", "site.yml", "--limit", ends.link.host, "--tags", tag])
+        command = shlex.join(["ansible-playbook", "site.yml", "--limit", ends.link.host, *tags])
         parts.append(f"host side: role {HOST_QOS_ROLE} `{command}`")
     if switch_wrong:
-        command = shlex.join(["ansible-playbook", "site.yml", "--limit", ends.link.switch, "--tags", tag])
+        command = shlex.join(["ansible-playbook", "site.yml", "--limit", ends.link.switch, *tags])
         parts.append(f"switch side: role {SWITCH_QOS_ROLE} `{command}`")
     return "; ".join(parts) or "the ends disagree with each other"
 

@@ -105,7 +105,7 @@ def _verdict(
 
 def _ranks_present(host: str, ranks: Sequence[RankFacts], expected_ranks: Sequence[int]) -> Finding:
     expected = f"ranks {_span(expected_ranks)} print Init COMPLETE and no NCCL WARN"
-    complete = {r.rank for r in ranks if r.init_complete}
+    complete = {r.rank for r in ranks if r.init_complete and r.rank is not None}
     missing = [n for n in expected_ranks if n not in complete]
     warned = [r for r in ranks if r.warnings]
     if missing:

@@ -113,7 +113,8 @@ def _measure(args: argparse.Namespace) -> tuple[Session, Diagnosis]:
 def _passing(session: Session, diagnosis: Diagnosis) -> tuple[list[Measurement], list[Measurement]]:
     survey = [m for m in diagnosis.measurements if m.round <= len(session.rounds)]
     judge = session.judge_of(survey)
-    good, slow = [], []
+    good: list[Measurement] = []
+    slow: list[Measurement] = []
     for m in diagnosis.measurements:
         (slow if judge.slow_reason(m) else good).append(m)
     return good, slow
@@ -124,7 +125,7 @@ def run_record(args: argparse.Namespace) -> int:
     before = stored.load_baseline(path)  # a damaged file stops here, before anything is measured
     session, diagnosis = _measure(args)
     good, slow = _passing(session, diagnosis)
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     stored.write_baseline(path, stored.recorded(before, good, now))
     print(f"recorded {len(good)} links in {path}")
     for m in slow:

@@ -195,7 +195,7 @@ def _selected_outcome(outcome: StageOutcome, selection: Selection) -> StageOutco
         kept = selection.filter(node.findings)
         if kept:
             nodes.append(
-                dataclasses.replace(node, findings=kept)  # type: ignore[type-var]
+                dataclasses.replace(node, findings=kept)
                 if dataclasses.is_dataclass(node)
                 else NodeOutcome(node.node, node.kind, kept)
             )

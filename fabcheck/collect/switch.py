@@ -325,10 +325,21 @@ def _password(name: str, raw: Any, variables: Mapping[str, Any], environ: Mappin
     return text
 
 
-def logins_from_inventory(fabric: Fabric, hosts: Sequence[Any], **timeouts: float) -> dict[str, SwitchLogin]:
+def logins_from_inventory(
+    fabric: Fabric,
+    hosts: Sequence[Any],
+    *,
+    connect_timeout_s: float = GATE_CONNECT_TIMEOUT_S,
+    read_timeout_s: float = GATE_READ_TIMEOUT_S,
+) -> dict[str, SwitchLogin]:
     """Logins for every switch of `fabric` from the loader's HostEntry records (`inventory.hosts`)."""
     by_name = {entry.name: entry for entry in hosts}
     return {
-        switch.name: switch_login(switch, by_name[switch.name].variables, **timeouts)
+        switch.name: switch_login(
+            switch,
+            by_name[switch.name].variables,
+            connect_timeout_s=connect_timeout_s,
+            read_timeout_s=read_timeout_s,
+        )
         for switch in fabric.switches
     }

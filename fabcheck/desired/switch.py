@@ -175,10 +175,10 @@ def nvue_schedule(queues: tuple[DesiredQueue, ...]) -> tuple[ScheduledClass, ...
             )
     schedule = []
     for tc in range(NVUE_TRAFFIC_CLASSES):
-        queue = planned.get(tc)
-        if queue is None:
+        planned_queue = planned.get(tc)
+        if planned_queue is None:
             schedule.append(ScheduledClass(tc, "dwrr", NVUE_UNPLANNED_SHARE, planned=False))
-        elif queue.scheduler == "strict":
+        elif planned_queue.scheduler == "strict":
             schedule.append(ScheduledClass(tc, "strict", None, planned=True))
         else:
             schedule.append(ScheduledClass(tc, "dwrr", shares[tc], planned=True))
@@ -323,7 +323,7 @@ class DesiredSwitch:
         raise KeyError(name)
 
     def to_json(self) -> dict[str, Any]:
-        data = _json_ready(asdict(self))
+        data: dict[str, Any] = {key: _json_ready(item) for key, item in asdict(self).items()}
         data["dscp_to_switch_priority"] = {str(d): p for d, p in data.pop("dscp_to_switch_priority_pairs")}
         return data
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fabcheck.parsers.nccl_tests import NcclTestsRun
 
-_RC = {"svg.fonttype": "none", "svg.hashsalt": "fabcheck", "font.size": 8}
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType  # typing only: matplotlib is imported when a report draws
+
+_RC: dict[RcKeyType, object] = {"svg.fonttype": "none", "svg.hashsalt": "fabcheck", "font.size": 8}
 FLOOR_COLOUR = "#c0392b"
 
 

@@ -161,7 +161,11 @@ def _live_collector(
 
 def _slurm_step(args: argparse.Namespace, hosts: Sequence[HostEntry], limits: TimeLimits) -> Collector:
     """One srun step for every host; the run's deadline bounds the step too."""
-    options = via_slurm.SlurmOptions(**{option: getattr(args, option, None) for option in SLURM_OPTIONS})
+    options = via_slurm.SlurmOptions(
+        partition=getattr(args, "partition", None),
+        account=getattr(args, "account", None),
+        reservation=getattr(args, "reservation", None),
+    )
     inside = os.environ.get("SLURM_JOB_ID")
     given = [f"--{option}" for option in SLURM_OPTIONS if getattr(args, option, None)]
     if inside and given:

@@ -105,8 +105,10 @@ def run_process(
             errors="replace",
             start_new_session=True,
         )
-    except OSError as err:
-        raise LaunchError(f"cannot start {argv[0]}: {err.strerror} (is it installed and on PATH?)") from None
+    except OSError as start_error:
+        raise LaunchError(
+            f"cannot start {argv[0]}: {start_error.strerror} (is it installed and on PATH?)"
+        ) from None
     try:
         out, err = proc.communicate(timeout=timeout_s)
         rc: int | None = proc.returncode

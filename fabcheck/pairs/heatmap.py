@@ -9,12 +9,16 @@ import io
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fabcheck.pairs.rounds import Pair
 from fabcheck.pairs.verdict import Measurement
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType  # typing only: matplotlib is imported when a report draws
+
 MAX_LABELLED_HOSTS = 64  # more names than this would overlap: the axes then go unlabelled
-_RC = {"svg.fonttype": "none", "svg.hashsalt": "fabcheck", "font.size": 8}
+_RC: dict[RcKeyType, object] = {"svg.fonttype": "none", "svg.hashsalt": "fabcheck", "font.size": 8}
 # Red under the floor, yellow at it, green above: the floor is the one line that matters.
 _COLOUR_STOPS = [(0.0, "#c0392b"), (0.9, "#f1c40f"), (1.0, "#2a9d3a")]
 

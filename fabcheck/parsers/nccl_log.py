@@ -31,10 +31,11 @@ every cache is bounded, so memory does not grow with the log.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
+from typing import TypeVar
 
 from fabcheck.errors import ParseError
 from fabcheck.parsers._text import strip_ansi
@@ -49,6 +50,7 @@ _MAX_HCAS = 4096
 _PREFIX_WINDOW = 512  # the line prefix is looked for in the text right before the NCCL marker
 _CACHE_LIMIT = 50_000  # entries per "seen before" cache; it is emptied when full
 _MAX_CACHED_KEY = 512  # longer lines are handled every time instead of being remembered
+_Key = TypeVar("_Key", bound=Hashable)
 
 # Every line worth a look (besides NET channel lines) holds a match, which runs to the line end.
 _MARKED = re.compile(
@@ -235,7 +237,7 @@ def _rdma_from_name(name: str, ofi_provider: str | None) -> bool | None:
     return None
 
 
-def _first_sighting(seen: set, key: object, size: int) -> bool:
+def _first_sighting(seen: set[_Key], key: _Key, size: int) -> bool:
     """Add ``key`` (``size`` characters) to the bounded cache ``seen``; True when it was not there."""
     if size > _MAX_CACHED_KEY:
         return True
@@ -465,7 +467,7 @@ class NcclLogParser:
         self._errors: list[NcclError] = []
         self._error_count = 0
         self._prefixes: dict[str, tuple[str, int, str] | None] = {}
-        self._seen_channels: set[tuple[tuple[str, str], str]] = set()
+        self._seen_channels: set[tuple[tuple[str, str, bool], str]] = set()
         self._seen_using: set[tuple[str, str]] = set()
         self._seen_marked: set[str] = set()
         self._state = _PLAIN
@@ -790,8 +792,9 @@ class NcclLogParser:
     def _prefix_fields(self, prefix: str) -> tuple[str | None, int | None, str]:
         """(host, bracketed device, source file) from ``host:pid:tid [dev] [file.cc:123]``."""
         prefix = prefix[-_PREFIX_WINDOW:]
-        cached = self._prefixes.get(prefix, False)
-        if cached is False:
+        if prefix in self._prefixes:
+            cached = self._prefixes[prefix]
+        else:
             match = _PREFIX.search(prefix)
             cached = (match.group(1), int(match.group(4)), match.group(5).strip()) if match else None
             if len(self._prefixes) >= _CACHE_LIMIT:
@@ -811,7 +814,7 @@ def parse_nccl_log(lines: Iterable[str] | str, source: str = "<text>") -> NcclLo
     return parser.result()
 
 
-def nccl_log_facts(summary: NcclLogSummary) -> dict:
+def nccl_log_facts(summary: NcclLogSummary) -> dict[str, object]:
     """The facts a careful human reads from the log: exactly the keys of the corpus truth files."""
     return {
         "nccl_version": summary.nccl_version,

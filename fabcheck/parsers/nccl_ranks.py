@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from fabcheck.parsers.nccl_log import clean_line
 
@@ -104,9 +105,20 @@ class _Process:
     warnings: list[Quote] = field(default_factory=list)
 
 
+class _RankFields(TypedDict, total=False):
+    """The RankFacts fields one rank's init lines give, as they are read."""
+
+    rank: int
+    nranks: int
+    nnodes: int
+    nvml_dev: int
+    init_complete: bool
+    init_quote: Quote
+
+
 @dataclass
 class _Rank:
-    facts: dict[str, object] = field(default_factory=dict)
+    facts: _RankFields = field(default_factory=_RankFields)
     channels: list[NetChannel] = field(default_factory=list)
     started: bool = False
 
@@ -160,11 +172,11 @@ def _read_init(init: re.Match[str], quote: Quote, rank: _Rank) -> None:
     if rank.started and rank.facts.get("rank") != int(init.group(1)):
         return  # a second communicator of the same process: only the first is read
     rank.started = True
-    rank.facts.update(rank=int(init.group(1)), nranks=int(init.group(2)))
+    rank.facts.update({"rank": int(init.group(1)), "nranks": int(init.group(2))})
     if init.group(4) is not None:
         rank.facts["nvml_dev"] = int(init.group(4))
     if init.group(5) == "COMPLETE":
-        rank.facts.update(init_complete=True, init_quote=quote)
+        rank.facts.update({"init_complete": True, "init_quote": quote})
     else:
         rank.facts.setdefault("init_quote", quote)
 
@@ -210,5 +222,5 @@ def _freeze(key: tuple[str, int, int], rank: _Rank, process: _Process) -> RankFa
         env=dict(process.env),
         net_channels=tuple(rank.channels),
         warnings=tuple(process.warnings),
-        **rank.facts,  # type: ignore[arg-type]
+        **rank.facts,
     )

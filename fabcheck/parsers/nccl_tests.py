@@ -9,7 +9,7 @@ or SkyPilot's ``(head, rank=0, pid=1) `` may appear anywhere and are skipped or 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from fabcheck.errors import ParseError
@@ -211,19 +211,23 @@ def _looks_like_row(line: str) -> bool:
 
 
 def _on_comment(state: _State, number: int, line: str) -> None:
-    where = {"source": state.source, "line": number}
     if (started := _TEST_STARTING.search(line)) is not None and state.layout is None:
         state.started_op = _op_from_binary(started["name"])
     elif (rank := _RANK.match(line)) is not None:
-        state.ranks[read_int(rank["rank"], what="rank", **where)] = (rank["host"], rank["gpu"].strip())
+        rank_number = read_int(rank["rank"], what="rank", source=state.source, line=number)
+        state.ranks[rank_number] = (rank["host"], rank["gpu"].strip())
     elif (bounds := _OUT_OF_BOUNDS.match(line)) is not None:
-        state.out_of_bounds = read_int(bounds["count"], what="out-of-bounds count", **where)
+        state.out_of_bounds = read_int(
+            bounds["count"], what="out-of-bounds count", source=state.source, line=number
+        )
         state.table_open = False
     elif (avg := _AVG_BUSBW.match(line)) is not None:
         state.avg_busbw = _float_or_none(avg["value"])
         state.table_open = False
     elif (code := _library_code(line)) is not None:
-        state.library_code = read_int(code, what="nccl-library code", max_digits=9, **where)
+        state.library_code = read_int(
+            code, what="nccl-library code", max_digits=9, source=state.source, line=number
+        )
     elif line.startswith("# nThread"):
         state.params = {m["key"].rstrip(":"): m["value"] for m in _PARAMS.finditer(line)}
 
@@ -320,13 +324,15 @@ def _side_values(
     return values
 
 
-def _build_row(leading: dict[str, str], oop: dict, ip: dict) -> NcclTestsRow:
+def _build_row(
+    leading: dict[str, str], oop: dict[str, float | int | None], ip: dict[str, float | int | None]
+) -> NcclTestsRow:
     size, count = read_int(leading["size"], what="size"), read_int(leading["count"], what="count")
     root = read_int(leading["root"], what="root", signed=True) if "root" in leading else None
     time_key = "cputime" if "cputime" in oop else "time"
     wrong_key = next((k for k in oop if k in _WRONG_COLUMNS), None)
-    measured = (oop[time_key], oop["algbw"], oop["busbw"], ip[time_key], ip["algbw"], ip["busbw"])
-    if any(value is None for value in measured[:3]):
+    oop_time, oop_algbw, oop_busbw = oop[time_key], oop["algbw"], oop["busbw"]
+    if oop_time is None or oop_algbw is None or oop_busbw is None:
         raise ValueError("out-of-place time/algbw/busbw must be numbers")
     return NcclTestsRow(
         bytes=size,
@@ -334,13 +340,13 @@ def _build_row(leading: dict[str, str], oop: dict, ip: dict) -> NcclTestsRow:
         type=leading["type"],
         redop=leading.get("redop"),
         root=root,
-        oop_time_us=float(measured[0]),
-        oop_algbw=float(measured[1]),
-        oop_busbw=float(measured[2]),
+        oop_time_us=float(oop_time),
+        oop_algbw=float(oop_algbw),
+        oop_busbw=float(oop_busbw),
         oop_wrong=_wrong_count(oop.get(wrong_key) if wrong_key else None),
-        ip_time_us=_optional_float(measured[3]),
-        ip_algbw=_optional_float(measured[4]),
-        ip_busbw=_optional_float(measured[5]),
+        ip_time_us=_optional_float(ip[time_key]),
+        ip_algbw=_optional_float(ip["algbw"]),
+        ip_busbw=_optional_float(ip["busbw"]),
         ip_wrong=_wrong_count(ip.get(wrong_key) if wrong_key else None),
     )
 
@@ -424,7 +430,7 @@ def _ratio_allows(rows: tuple[NcclTestsRow, ...], op: str, nranks: int | None) -
     return True
 
 
-_OP_FACTORS = {
+_OP_FACTORS: dict[str, Callable[[int], float]] = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,
     "reduce_scatter": lambda n: (n - 1) / n,
@@ -515,7 +521,7 @@ def _matching_factors(row: NcclTestsRow, nranks: int) -> set[str]:
     }
 
 
-def nccl_tests_facts(run: NcclTestsRun) -> dict:
+def nccl_tests_facts(run: NcclTestsRun) -> dict[str, object]:
     """The summary the corpus truth files record: op, row count, last row, average bus bandwidth."""
     last = run.rows[-1] if run.rows else None
     last_row = None
@@ -541,7 +547,7 @@ def nccl_tests_facts(run: NcclTestsRun) -> dict:
     }
 
 
-def nccl_tests_rows(run: NcclTestsRun) -> list[dict]:
+def nccl_tests_rows(run: NcclTestsRun) -> list[dict[str, object]]:
     """Every row as a plain dict for JSON output."""
     return [
         {

@@ -360,7 +360,8 @@ def _parse_row(state: _State, number: int, line: str) -> PerftestRow:
 def _row_from_cells(cells: dict[str, float | int], source: str, number: int) -> PerftestRow:
     size = cells["#bytes"]
     iterations = cells.get("#iterations")
-    bad_iterations = iterations is not None and (not isinstance(iterations, int) or iterations < 0)
+    whole_iterations = iterations if isinstance(iterations, int) else None
+    bad_iterations = iterations is not None and (whole_iterations is None or whole_iterations < 0)
     if not isinstance(size, int) or size < 0 or bad_iterations:
         raise ParseError("#bytes and #iterations must be whole numbers", source=source, line=number)
     named: dict[str, float] = {}
@@ -371,7 +372,7 @@ def _row_from_cells(cells: dict[str, float | int], source: str, number: int) -> 
             named[key] = float(value)
         elif (pct := re.match(r"([0-9.]{1,20})% percentile\[", name)) is not None:
             percentiles[pct[1]] = float(value)
-    return PerftestRow(bytes=size, iterations=iterations, percentiles=percentiles, **named)
+    return PerftestRow(bytes=size, iterations=whole_iterations, percentiles=percentiles, **named)
 
 
 _BW_COLUMNS = {"BW peak": "bw_peak", "BW average": "bw_avg", "MsgRate": "msg_rate"}
@@ -493,7 +494,7 @@ def _column_unit(columns: list[str] | None, names: tuple[str, ...]) -> str | Non
     return None
 
 
-def perftest_facts(run: PerftestRun) -> dict:
+def perftest_facts(run: PerftestRun) -> dict[str, object]:
     """The summary the corpus truth files record: test, role, link, MTU, unit, last row, counts."""
     return {
         "test": run.test,
@@ -511,7 +512,7 @@ def _is_latency(run: PerftestRun) -> bool:
     return run.bw_unit is None and run.lat_unit is not None
 
 
-def _last_row_facts(run: PerftestRun) -> dict | None:
+def _last_row_facts(run: PerftestRun) -> dict[str, object] | None:
     if not run.rows:
         return None
     row = run.rows[-1]
@@ -521,16 +522,16 @@ def _last_row_facts(run: PerftestRun) -> dict | None:
     return {"bytes": row.bytes, "bw_peak": row.bw_peak, "bw_avg": row.bw_avg, "msg_rate": row.msg_rate}
 
 
-def perftest_rows(run: PerftestRun) -> list[dict]:
+def perftest_rows(run: PerftestRun) -> list[dict[str, object]]:
     """Every row as a plain dict for JSON output; latency rows carry 'p99'/'p99.9' when printed."""
     if not _is_latency(run):
         return [
             {"bytes": r.bytes, "bw_peak": r.bw_peak, "bw_avg": r.bw_avg, "msg_rate": r.msg_rate}
             for r in run.rows
         ]
-    rows = []
+    rows: list[dict[str, object]] = []
     for r in run.rows:
-        row = {
+        row: dict[str, object] = {
             "bytes": r.bytes,
             "t_min": r.t_min,
             "t_typical": r.t_typical,

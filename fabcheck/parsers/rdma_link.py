@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from fabcheck.errors import ParseError
 from fabcheck.parsers._text import split_checked_lines
@@ -183,7 +183,7 @@ def _read_json(lines: list[str], index: int, source: str) -> tuple[list[RdmaLink
     return links, index + text.count("\n", 0, end) + 1
 
 
-def _is_json_count(value: object) -> bool:
+def _is_json_count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _MAX_JSON_INT
 
 

@@ -202,7 +202,7 @@ def _ecn_classes(
 def _scheduler(
     node: Mapping[str, Any], start: Mapping[int, tuple[str, int]], source: str, what: str
 ) -> Schedulers:
-    classes = dict(start)
+    classes: dict[int, tuple[str, int | None]] = dict(start)
     for key, entry in _node(node, source, what, "traffic-class").items():
         where = f"{what} traffic-class {str(key)[:20]}"
         entry = obj(entry, source, where)
@@ -440,7 +440,7 @@ def _section_rows(text: str, title: str, source: str, what: str) -> list[list[st
     if rule is None:
         raise ParseError(f"{what}: section {title!r} has no table rule", source=source)
     starts = _columns(body[rule])
-    rows = []
+    rows: list[list[str]] = []
     for line in body[rule + 1 :]:
         if not line.strip():
             if rows:

@@ -266,6 +266,9 @@ Record = (
     | WatchdogStatus
     | QueueGuarantees
     | Mtu
+    | PortSpeed
+    | TrafficPools
+    | BufferProfiles
     | QueueDrops
     | QueueMaps
     | RunningConfigText

@@ -29,7 +29,11 @@ NUMA_AFFINITY = "NUMA Affinity"
 GPU_NUMA_ID = "GPU NUMA ID"
 
 _LEGACY_SYS = "SOC"  # drivers before ~384 printed SOC for what is now SYS
-_CLASS_OF_PLAIN_TOKEN = {"X": "X", **{name: name for name in GPU_NIC_LINK_CLASSES}, _LEGACY_SYS: "SYS"}
+_CLASS_OF_PLAIN_TOKEN: dict[str, str] = {
+    "X": "X",
+    **{name: name for name in GPU_NIC_LINK_CLASSES},
+    _LEGACY_SYS: "SYS",
+}
 _NVLINK_TOKEN = re.compile(r"NV[0-9]+")
 _FUSED_TOKENS = re.compile(r"(?:X|NV[0-9]+|" + "|".join(GPU_NIC_LINK_CLASSES) + "|" + _LEGACY_SYS + "){2,}")
 _GPU_LABEL = re.compile(r"GPU[0-9]+")
@@ -109,7 +113,7 @@ class TopoMatrix:
         return tuple(name for name, _ in nearest), ("SYS" if printed == "SOC" else printed)
 
 
-def topo_facts(matrix: TopoMatrix) -> dict:
+def topo_facts(matrix: TopoMatrix) -> dict[str, object]:
     """The facts a human reads from the matrix: each GPU's nearest NICs and link class, all NICs."""
     gpus = []
     for gpu in matrix.gpus:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+from typing import TYPE_CHECKING
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -18,12 +19,15 @@ from matplotlib.ticker import NullLocator
 from fabcheck.perf.analysis import AnomalyKind
 from fabcheck.perf.report import OpReport, format_size
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType  # typing only: the rc keys its stubs name
+
 # Solid line colours, in curve order (tests look for these exact pixels in a screenshot).
 SERIES_COLOURS = ("#1f5fbf", "#e07b00", "#2a9d3a", "#8e44ad", "#c0392b", "#16a5a5", "#7f6000", "#d63384")
 ANOMALY_COLOUR = "#e0001b"
 LINE_WIDTH = 2.5
 _METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
-_RC = {
+_RC: dict[RcKeyType, object] = {
     "svg.fonttype": "none",  # text stays text: smaller files, drawn in the page's own font
     "svg.hashsalt": "fabcheck",  # stable element ids: the same report twice is the same file
     "font.size": 9,

@@ -20,7 +20,8 @@ LABEL_W, HEADER_H, LEGEND_H, PAD = 72, 34, 34, 8
 
 def judged_pairs(affinity: Affinity) -> dict[str, tuple[str, ...]]:
     """GPU label -> the NIC names its affinity finding is about."""
-    topo, pairs = affinity.topo, {}
+    topo = affinity.topo
+    pairs: dict[str, tuple[str, ...]] = {}
     if affinity.rails:
         for index, nic in sorted(affinity.rails.items()):
             gpu = f"GPU{index}"

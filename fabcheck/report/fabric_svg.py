@@ -276,15 +276,15 @@ def fabric(run: Run) -> Fabric:
                     about.setdefault(nic, []).append(finding)
         cells = {}
         for nic in nics:
-            switch, port = cables.by_nic.get((subject.name, nic), ("", ""))
+            switch_name, port = cables.by_nic.get((subject.name, nic), ("", ""))
             cable = tuple(on_cable.get((subject.name, nic), ()))
-            at_port = tuple(ports.get((switch, port), ())) if switch else ()
-            cells[nic] = Cell(subject.name, nic, switch, port, tuple(about.get(nic, ())), cable, at_port)
+            at_port = tuple(ports.get((switch_name, port), ())) if switch_name else ()
+            cells[nic] = Cell(subject.name, nic, switch_name, port, tuple(about.get(nic, ())), cable, at_port)
         rows.append(HostRow(subject.name, worst(subject.findings), cells, _counts(subject.findings)))
     columns = tuple(sorted({nic for row in rows for nic in row.cells}, key=_natural))
     used: dict[str, int] = {}
-    for switch, _port in cables.by_nic.values():
-        used[switch] = used.get(switch, 0) + 1
+    for switch_name, _port in cables.by_nic.values():
+        used[switch_name] = used.get(switch_name, 0) + 1
     by_name = {s.name: s for s in switch_subjects}
     others = sorted(set(used) - set(by_name) - cables.hosts, key=_natural)
     boxes = tuple(

@@ -222,7 +222,8 @@ def _links_section(run: Run, cables: fabric_svg.Cables) -> list[str]:
     if not table.rows:
         return [*out, '<p class="note">no link checks in this run</p>']
     verdict_at = table.header.index("verdict")
-    open_rows, passing = [], []
+    open_rows: list[list[str]] = []
+    passing: list[list[str]] = []
     for cells, status in zip(table.rows, table.verdicts, strict=True):
         row = [_verdict_td(status) if i == verdict_at else _td(c) for i, c in enumerate(cells)]
         (passing if status is Status.PASS else open_rows).append(row)

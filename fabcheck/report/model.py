@@ -122,7 +122,8 @@ class LinkDetail:
 class Figure(Protocol):
     """A picture a gate stage adds to the HTML report (a pair-bandwidth heatmap, a busbw curve)."""
 
-    title: str
+    @property
+    def title(self) -> str: ...  # read-only: the figures are frozen dataclasses
 
     def svg(self) -> str:
         """Self-contained SVG markup: no script, nothing fetched."""

@@ -60,7 +60,7 @@ def root_model(release: tuple[int, int] | str) -> type[Any]:
             f"{PINNED} has no NVUE model of Cumulus Linux {name} (it has {', '.join(releases())})"
         )
     module = importlib.import_module(f"{PACKAGE}.models.v{name.replace('.', '_')}")
-    return module.NvueConfig  # type: ignore[no-any-return]
+    return module.NvueConfig
 
 
 # -- the shape of a field's annotation ----------------------------------------------------------------
@@ -198,7 +198,8 @@ def lines_problems(lines: Iterable[str], release: tuple[int, int] | str) -> list
 
 
 def _line_problem(words: list[str], root: _Node, release: str) -> str | None:
-    node, path = root, ()
+    node = root
+    path: tuple[str, ...] = ()
     index = 0
     while index < len(words):
         word = words[index]

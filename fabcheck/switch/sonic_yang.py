@@ -148,13 +148,15 @@ def parse_statements(text: str) -> list[Statement]:
             if not isinstance(keyword, str):
                 raise SonicYangError(f"yanglint -f info: a keyword was expected, not {keyword[0]!r}")
             pos += 1
-            argument = None
-            if pos < len(tokens) and isinstance(tokens[pos], str):
-                argument = tokens[pos]
+            argument: str | None = None
+            if pos < len(tokens) and isinstance(first := tokens[pos], str):
+                argument = first
                 pos += 1
                 # A printer may split a long argument as "a" + "b".
-                while pos + 1 < len(tokens) and tokens[pos] == "+" and isinstance(tokens[pos + 1], str):
-                    argument += tokens[pos + 1]
+                while (
+                    pos + 1 < len(tokens) and tokens[pos] == "+" and isinstance(piece := tokens[pos + 1], str)
+                ):
+                    argument += piece
                     pos += 2
             end = tokens[pos] if pos < len(tokens) else None
             pos += 1

@@ -46,7 +46,8 @@ class HostEvidence:
     """Every record one collection round trip showed: (probe, subject) -> record or Unreadable.
 
     The subject is "" for a host probe, "mlx5_0/1" for a port probe, the netdev for a netdev probe
-    (collect.host.HOST_PROBES). The properties are the named views checks and later stages read."""
+    (collect.host.HOST_PROBES). The properties are the named views checks and later stages read, each
+    typed as what its probe's parser returns."""
 
     records: Mapping[tuple[str, str], Any] = field(default_factory=dict)
     priority: int = 3  # the lossless priority the collection read ECN enables at
@@ -59,19 +60,23 @@ class HostEvidence:
 
     @property
     def topo(self) -> TopoMatrix | Unreadable:
-        return self.record(probes.TOPO)  # type: ignore[no-any-return]
+        shown: TopoMatrix | Unreadable = self.record(probes.TOPO)
+        return shown
 
     @property
     def links(self) -> tuple[RdmaLink, ...] | Unreadable:
-        return self.record(probes.RDMA_LINK)  # type: ignore[no-any-return]
+        shown: tuple[RdmaLink, ...] | Unreadable = self.record(probes.RDMA_LINK)
+        return shown
 
     @property
     def devices(self) -> tuple[IbvDevice, ...] | Unreadable:
-        return self.record(probes.IBV_DEVINFO)  # type: ignore[no-any-return]
+        shown: tuple[IbvDevice, ...] | Unreadable = self.record(probes.IBV_DEVINFO)
+        return shown
 
     @property
     def modules(self) -> frozenset[str] | Unreadable:
-        return self.record(probes.LSMOD)  # type: ignore[no-any-return]
+        shown: frozenset[str] | Unreadable = self.record(probes.LSMOD)
+        return shown
 
     @property
     def netdevs(self) -> dict[str, NetdevEvidence]:

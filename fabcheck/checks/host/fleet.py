@@ -16,7 +16,6 @@ from fabcheck.collect.host import Unreadable
 from fabcheck.desired.nic import DesiredHost
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.host_sysfs import DriverInfo
-from fabcheck.parsers.ibv_devinfo import IbvDevice
 from fabcheck.parsers.rdma_link import RdmaLink
 from fabcheck.parsers.show_gids import GidEntry
 
@@ -103,8 +102,9 @@ def _compare(
 def _versions(evidence: HostEvidence, desired: DesiredHost) -> dict[str, str | Unreadable]:
     """subject -> version on one host: "firmware <part id>" per NIC model, "driver <name>" per driver."""
     shown: dict[str, str | Unreadable] = {}
+    devices = () if isinstance(evidence.devices, Unreadable) else evidence.devices  # read: NICs present
     for nic in present_nics(evidence, desired):
-        device = next(d for d in evidence.devices if isinstance(d, IbvDevice) and d.hca_id == nic.name)
+        device = next(d for d in devices if d.hca_id == nic.name)
         key = f"firmware of NIC part {device.vendor_part_id}"
         shown[key] = _joined(shown.get(key), device.fw_ver or "not shown")
         if nic.netdev is None:

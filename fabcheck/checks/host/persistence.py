@@ -35,7 +35,8 @@ def check_nic_persistence(data: PersistEvidence, desired: DesiredHost) -> list[F
 
 def boot_settings(desired: DesiredHost) -> dict[str, Any]:
     """The record the role writes to the boot file, in its JSON form (DSCP keys as strings)."""
-    return json.loads(json.dumps(desired.roce_nic_args(), sort_keys=True))  # type: ignore[no-any-return]
+    settings: dict[str, Any] = json.loads(json.dumps(desired.roce_nic_args(), sort_keys=True))
+    return settings
 
 
 def _boot_file_finding(settings: dict[str, Any] | Unreadable | None, desired: DesiredHost) -> Finding:

@@ -175,7 +175,7 @@ ECN_ENABLE_CHECK = HostCheck(
     per_netdev(ECN_ENABLE, check_ecn_enable),
     kinds=ROCE,
 )
-ROCE_TOS_CHECK = HostCheck(
+ROCE_TOS_CHECK: HostCheck = HostCheck(
     ROCE_TOS,
     "host",
     "port",
@@ -186,7 +186,7 @@ ROCE_TOS_CHECK = HostCheck(
     check_roce_tos,
     kinds=ROCE,
 )
-CMA_ROCE_TOS_CHECK = HostCheck(
+CMA_ROCE_TOS_CHECK: HostCheck = HostCheck(
     CMA_ROCE_TOS,
     "host",
     "port",
@@ -197,7 +197,7 @@ CMA_ROCE_TOS_CHECK = HostCheck(
     check_cma_roce_tos,
     kinds=ROCE,
 )
-CMA_ROCE_MODE_CHECK = HostCheck(
+CMA_ROCE_MODE_CHECK: HostCheck = HostCheck(
     CMA_ROCE_MODE,
     "host",
     "port",

@@ -243,7 +243,8 @@ def checked_paramiko_client(backend: Any, target: SshTarget) -> Any:
         user_files = user_files or tuple(
             shlex.split(config.lookup(backend.host.name).get("userknownhostsfile", ""))
         )
-    ignored = isinstance(client._policy, IgnorePolicy)
+    # paramiko has no getter for the policy it keeps in SSHClient._policy, and its stubs do not declare it.
+    ignored = isinstance(client._policy, IgnorePolicy)  # type: ignore[attr-defined]
     if not ignored and strict in ACCEPTS_UNKNOWN_KEYS:
         client.set_missing_host_key_policy(paramiko.WarningPolicy())
     for known in (*(user_files or DEFAULT_USER_KNOWN_HOSTS), *(global_files or DEFAULT_GLOBAL_KNOWN_HOSTS)):

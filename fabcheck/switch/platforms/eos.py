@@ -251,8 +251,8 @@ def session_lines(rendered: str, running: str, concerns: frozenset[str] = ALL_CO
     wanted_globals = {negation(node.line) for node in want if not node.children}
     for node in have:
         key = negation(node.line)
-        stale = not node.children and key is not None and key not in wanted_globals
-        if stale and concerns_of(node) <= concerns:
+        stale = not node.children and key not in wanted_globals
+        if key is not None and stale and concerns_of(node) <= concerns:
             lines.append(key)
     have_blocks = {node.line: node for node in have if node.children}
     for node in want:

@@ -48,7 +48,7 @@ import shlex
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from fabcheck.desired.switch import SONIC_DYNAMIC_LOSSLESS_PROFILE
@@ -628,7 +628,7 @@ def db_settings(db: Mapping[str, Any], ports: Iterable[str]) -> set[Setting]:
 
 
 def checkpoint_name() -> str:
-    return CHECKPOINT_PREFIX + datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return CHECKPOINT_PREFIX + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
 
 
 def patch_file(checkpoint: str) -> str:
@@ -908,7 +908,9 @@ class SonicDriver(SwitchDriver):
                 raise ApplyTimeout(f"no prompt within {timeout:g} s after `{lines[0]}`")
             time.sleep(POLL_S)
         text = buffer.replace("\r", "")
-        text = text[: self._prompt.search(text).start()]  # type: ignore[union-attr]
+        prompt = self._prompt.search(text)
+        assert prompt is not None  # the loop ended on it; "\r" is only the whitespace its "\s*$" allows
+        text = text[: prompt.start()]
         # The shell echoes what was typed: one line per line sent, before the output.
         return text.split("\n", len(lines))[-1] if text.count("\n") >= len(lines) else ""
 

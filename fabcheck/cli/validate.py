@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         # stdout stays one JSON object per line with --json; notes go to stderr there.
         print(note, file=sys.stderr if args.json else sys.stdout)
     limits = time_limits(args)
-    source = choose_source(args, inventory, chosen.hosts, chosen.switches, limits)
+    source = choose_source(args, inventory, chosen, limits)
     stage_collectors = _stage_collectors(args, chosen, source)
     progress = Progress(sys.stderr)
     started_at, start = time.strftime("%Y-%m-%dT%H:%M:%S"), time.monotonic()

@@ -36,6 +36,7 @@ from fabcheck.incast.plan import (
 )
 from fabcheck.intent.fabric import GPU_HOSTS, Fabric
 from fabcheck.intent.loader import HostEntry
+from fabcheck.launch.fanout import each
 from fabcheck.pairs.localise import Measure
 from fabcheck.pairs.rounds import FAST, Endpoint, Pair
 from fabcheck.pairs.session import Session, open_session, within_deadline
@@ -153,14 +154,14 @@ def _run(
 
     def read_hosts(when: str) -> dict[str, capture.HostCapture]:
         session.runner.limits = context.limits_left(f"the host counters {when} the load")
-        return capture.each(list(netdevs), read_host, workers)
+        return each(list(netdevs), read_host, workers)
 
-    switches_before = capture.each(list(ports), read_switches, workers)
+    switches_before = each(list(ports), read_switches, workers)
     hosts_before = read_hosts("before")
     measure = within_deadline(session, context.limits_left, "the incast")
     measurements = _load(session, measure, [one.incast for one in incasted], duration, workers)
     hosts_after = read_hosts("after")
-    switches_after = capture.each(list(ports), read_switches, workers)
+    switches_after = each(list(ports), read_switches, workers)
     return Captured(hosts_before, hosts_after, switches_before, switches_after, measurements)
 
 

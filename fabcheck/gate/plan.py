@@ -66,6 +66,11 @@ class GatePlan:
     desired: GateDesired = field(default_factory=GateDesired)
     whole: Fabric = field(default_factory=lambda: Fabric((), ()))  # the inventory's, not narrowed
 
+    def host_priorities(self) -> dict[str, int]:
+        """The lossless priority each planned host's collection reads (its desired ECN priority), by host:
+        what every host backend hands the collection script, a batch backend (--via ansible|slurm) too."""
+        return {entry.name: self.desired.hosts[entry.name].template.ecn_priority for entry in self.hosts}
+
     def selected(self) -> tuple[Stage, ...]:
         """The Stage of every name in `stages`, in run order."""
         wanted = set(self.stages)

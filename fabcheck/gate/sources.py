@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from fabcheck.collect.switch import Connect
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
 from fabcheck.gate.host_stage import HostResult
+from fabcheck.gate.plan import GatePlan
 from fabcheck.gate.stages import Reads
 from fabcheck.intent.fabric import Fabric
 from fabcheck.intent.loader import HostEntry, Inventory
@@ -109,13 +110,11 @@ class Source:
 
 
 def choose_source(
-    args: argparse.Namespace,
-    inventory: Inventory,
-    hosts: Sequence[HostEntry],
-    switches: Sequence[str],
-    limits: TimeLimits,
+    args: argparse.Namespace, inventory: Inventory, plan: GatePlan, limits: TimeLimits
 ) -> Source:
-    """The source the flags name. UsageError when they contradict each other."""
+    """The source the flags name, for the nodes of the plan (a batch backend reads each host at the
+    priority the plan holds for it). UsageError when they contradict each other."""
+    hosts, switches = plan.hosts, plan.switches
     replaying = args.from_snapshot is not None
     testinfra = args.backend != backends.NATIVE or args.hosts
     if replaying and (testinfra or args.via != "ssh" or args.save_snapshot):
@@ -131,7 +130,7 @@ def choose_source(
         saved = snapshot.load(args.from_snapshot, [h.name for h in hosts], list(switches))
         source = Source(saved.collector, saved.connect, snapshot.replay_login)
     else:
-        source = Source(collector=_live_collector(args, inventory, hosts, limits))
+        source = Source(collector=_live_collector(args, inventory, plan, limits))
         source.save_to = args.save_snapshot
     # Raw collections are kept only for a run that uses them (--save-snapshot writes them, --extra-checks
     # shares them): otherwise each host's raw output is dropped once judged, so memory stays per host.
@@ -147,19 +146,24 @@ def _native(target: SshTarget, priority: int, limits: TimeLimits) -> Any:
 
 
 def _live_collector(
-    args: argparse.Namespace, inventory: Inventory, hosts: Sequence[HostEntry], limits: TimeLimits
+    args: argparse.Namespace, inventory: Inventory, plan: GatePlan, limits: TimeLimits
 ) -> Collector | None:
+    hosts, priorities = plan.hosts, plan.host_priorities()
     if args.via == "ansible":
-        return via_ansible.AnsibleBundles(via_ansible.collect_via_ansible(inventory.source, hosts, limits))
+        return via_ansible.AnsibleBundles(
+            via_ansible.collect_via_ansible(inventory.source, priorities, limits)
+        )
     if args.via == "slurm":
-        return _slurm_step(args, hosts, limits)
+        return _slurm_step(args, hosts, priorities, limits)
     if args.backend == backends.NATIVE and not args.hosts:
         return None
     urls = backends.assign_urls(args.hosts or (), reachable_targets(hosts))
     return backends.TestinfraCollector(args.backend, urls, inventory.source)
 
 
-def _slurm_step(args: argparse.Namespace, hosts: Sequence[HostEntry], limits: TimeLimits) -> Collector:
+def _slurm_step(
+    args: argparse.Namespace, hosts: Sequence[HostEntry], priorities: Mapping[str, int], limits: TimeLimits
+) -> Collector:
     """One srun step for every host; the run's deadline bounds the step too."""
     options = via_slurm.SlurmOptions(
         partition=getattr(args, "partition", None),
@@ -173,7 +177,9 @@ def _slurm_step(args: argparse.Namespace, hosts: Sequence[HostEntry], limits: Ti
             f"inside allocation {inside} (SLURM_JOB_ID) the step runs in it: leave out {', '.join(given)}"
         )
     deadline = getattr(args, "deadline", None)
-    return via_slurm.SlurmStep(hosts, limits if deadline is None else limits.within(deadline), options)
+    return via_slurm.SlurmStep(
+        hosts, priorities, limits if deadline is None else limits.within(deadline), options
+    )
 
 
 def reachable_targets(hosts: Sequence[HostEntry]) -> list[SshTarget]:

@@ -163,7 +163,9 @@ class Stage(Protocol):
     name: str
     requires: tuple[str, ...]  # stages that must run too, because this one reads their results
     by_default: bool  # runs when --stages is not given (a stage that loads the fabric does not)
-    traffic: bool  # sends test traffic; also a command of its own (`fabcheck nccl`, cli/validate.py)
+    # Sends test traffic: also a command of its own (`fabcheck nccl`, cli/validate.py), and a snapshot
+    # cannot replay it.
+    traffic: bool
 
     def claims(self, entry: HostEntry, fabric: Fabric) -> bool:
         """Whether this stage judges the node (so it is not listed as "not checked")."""

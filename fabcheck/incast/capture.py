@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from fabcheck.collect.probes import Collected, Probe
 from fabcheck.collect.switch import Connect, collect_switch
@@ -30,7 +28,6 @@ from fabcheck.switch.connect import SwitchLogin
 NicCounters = Mapping[str, Mapping[str, int]]  # netdev -> ethtool -S counter -> value
 HostCapture = NicCounters | str  # or why the host's counters could not be read
 SwitchCapture = Collected | str  # or why the switch could not be read at all
-Read = TypeVar("Read", HostCapture, SwitchCapture)
 
 # Every netdev's block after the command line that printed it, as parse_ethtool_stats reads a capture
 # of several interfaces. A netdev ethtool cannot read has no block: the judge names it.
@@ -179,11 +176,3 @@ def capture_switch(
     if not probes:
         return Collected()
     return collect_switch(login, platform, probes, ports, connect)
-
-
-def each(items: Sequence[str], read: Callable[[str], Read], workers: int) -> dict[str, Read]:
-    """`read` over the items at once (at most `workers` at a time), keyed by item."""
-    if not items:
-        return {}
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(items)))) as pool:
-        return dict(zip(items, pool.map(read, items), strict=True))

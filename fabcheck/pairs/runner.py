@@ -11,13 +11,13 @@ import shlex
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from fabcheck.checks.perftest import BANDWIDTH_INPUTS
 from fabcheck.collect.ssh import SshTarget, TimeLimits, run_command
 from fabcheck.desired.perftest import DesiredPerftest
 from fabcheck.errors import ParseError
+from fabcheck.launch.fanout import each, each_in_order
 from fabcheck.pairs.commands import (
     PORT_RETRIES,
     HostSetup,
@@ -67,8 +67,7 @@ class SshRunner:
                 return _said(done.stdout, f"exit status {done.returncode}")
             return parse_setup(done.stdout)
 
-        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(hosts)))) as pool:
-            return dict(zip(hosts, pool.map(one, hosts), strict=True))
+        return each(hosts, one, self.concurrency)
 
     def __call__(self, round_: Round, number: int) -> list[Measurement]:
         results: list[Measurement] = []
@@ -78,10 +77,8 @@ class SshRunner:
         return results
 
     def _wave(self, pairs: Round, number: int) -> list[Measurement]:
-        workers = max(1, len(pairs))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            servers = list(pool.map(lambda p: self._start_server(p, pairs), pairs))
-            return list(pool.map(lambda s: self._finish(s, number), servers))
+        servers = each_in_order(pairs, lambda p: self._start_server(p, pairs), len(pairs))
+        return each_in_order(servers, lambda s: self._finish(s, number), len(servers))
 
     def _start_server(self, pair: Pair, wave: Round) -> _Server:
         server = _Server(self._command(pair, wave, 0), None, "", "not started")

@@ -21,7 +21,7 @@ import os
 import secrets
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,6 @@ from fabcheck.collect.host import HostCollection
 from fabcheck.collect.script import split_sections
 from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.errors import UsageError
-from fabcheck.intent.loader import HostEntry
 
 RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_unreachable")
 COLLECT_TASK = "Run the fabcheck collection script"
@@ -78,16 +77,16 @@ def collection_play(client_s: float) -> list[dict[str, Any]]:
 
 
 def collect_via_ansible(
-    inventory_source: str, hosts: Sequence[HostEntry], limits: TimeLimits
+    inventory_source: str, priorities: Mapping[str, int], limits: TimeLimits
 ) -> dict[str, HostCollection]:
-    """Every host's collection by one ansible-runner run; a host the play could not reach is an error
+    """Every host's collection by one ansible-runner run, each at the lossless priority the gate's plan
+    holds for it (GatePlan.host_priorities), by host name; a host the play could not reach is an error
     for that host (never raises for one host)."""
     import ansible_runner
 
-    if not hosts:
+    if not priorities:
         return {}
     token = secrets.token_hex(8)
-    priorities = {entry.name: entry.intent.lossless.priority for entry in hosts}
     commands = {str(p): collect.remote_command(token, p, limits) for p in sorted(set(priorities.values()))}
     with tempfile.TemporaryDirectory(prefix="fabcheck-via-ansible-") as scratch:
         playbook = Path(scratch) / "fabcheck-collect.yml"
@@ -98,7 +97,7 @@ def collect_via_ansible(
                 project_dir=os.getcwd(),  # the user's ansible.cfg and relative paths, as ansible-playbook
                 playbook=str(playbook),
                 inventory=os.path.abspath(inventory_source),
-                limit=",".join(entry.name for entry in hosts),
+                limit=",".join(priorities),
                 extravars={
                     "fabcheck_commands": commands,
                     "fabcheck_priority": {name: str(p) for name, p in priorities.items()},
@@ -112,8 +111,8 @@ def collect_via_ansible(
         results = results_by_host(runner.events)
         said = _runner_said(runner)
     return {
-        entry.name: bundle_of(entry.name, results.get(entry.name), token, priorities[entry.name], said)
-        for entry in hosts
+        name: bundle_of(name, results.get(name), token, priority, said)
+        for name, priority in priorities.items()
     }
 
 

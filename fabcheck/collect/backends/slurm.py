@@ -287,6 +287,7 @@ class SlurmStep:
     def __init__(
         self,
         hosts: Sequence[HostEntry],
+        priorities: Mapping[str, int],
         limits: TimeLimits,
         options: SlurmOptions | None = None,
         environ: Mapping[str, str] | None = None,
@@ -294,7 +295,8 @@ class SlurmStep:
         self.options = options or SlurmOptions()
         self.environ = dict(os.environ if environ is None else environ)
         self.limits = limits
-        self.priorities = {entry.name: entry.intent.lossless.priority for entry in hosts}
+        # Each host's lossless priority as the gate's plan holds it (GatePlan.host_priorities).
+        self.priorities = {entry.name: priorities[entry.name] for entry in hosts}
         self.names = {entry.name: node_name(entry) for entry in hosts}
         self.job_id = self.environ.get("SLURM_JOB_ID") or None
         self._lock = threading.Lock()

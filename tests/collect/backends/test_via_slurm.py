@@ -20,10 +20,14 @@ from fabcheck.gate import sources
 TOKEN = "0123456789abcdef"
 
 
-def entry(name: str, priority: int = 3, **variables: object) -> SimpleNamespace:
-    return SimpleNamespace(
-        name=name, variables=variables, intent=SimpleNamespace(lossless=SimpleNamespace(priority=priority))
-    )
+def entry(name: str, **variables: object) -> SimpleNamespace:
+    """An inventory host as the Slurm backend reads it: its name and variables, no intent (the priority
+    comes from the gate's plan)."""
+    return SimpleNamespace(name=name, variables=variables)
+
+
+# The plan of a run with no node (choose_source refuses the flags before it reads any).
+NO_NODE = SimpleNamespace(hosts=(), switches=(), host_priorities=dict)
 
 
 def test_the_node_name_is_the_inventory_var_else_the_host_name() -> None:
@@ -167,12 +171,12 @@ def namespace(**given: object) -> argparse.Namespace:
 def test_the_allocation_options_need_via_slurm_and_no_allocation(monkeypatch: pytest.MonkeyPatch) -> None:
     inventory = SimpleNamespace(source="inv")
     with pytest.raises(UsageError, match="--partition allocate a Slurm step: only with --via slurm"):
-        sources.choose_source(namespace(partition="batch"), inventory, [], [], TimeLimits())  # type: ignore[arg-type]
+        sources.choose_source(namespace(partition="batch"), inventory, NO_NODE, TimeLimits())  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="--via slurm reaches hosts itself"):
-        sources.choose_source(namespace(via="slurm", backend="paramiko"), inventory, [], [], TimeLimits())  # type: ignore[arg-type]
+        sources.choose_source(namespace(via="slurm", backend="paramiko"), inventory, NO_NODE, TimeLimits())  # type: ignore[arg-type]
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     with pytest.raises(UsageError, match=r"inside allocation 42 .* leave out --account"):
-        sources.choose_source(namespace(via="slurm", account="ops"), inventory, [], [], TimeLimits())  # type: ignore[arg-type]
+        sources.choose_source(namespace(via="slurm", account="ops"), inventory, NO_NODE, TimeLimits())  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="--reservation 'a b': expected a Slurm name"):
         slurm.SlurmOptions(reservation="a b")
 
@@ -180,7 +184,7 @@ def test_the_allocation_options_need_via_slurm_and_no_allocation(monkeypatch: py
 def test_a_missing_srun_or_sinfo_is_an_error_for_every_host_never_a_hang() -> None:
     hosts = [entry("gpu01"), entry("gpu02")]
     options = slurm.SlurmOptions(sinfo="/nonexistent/sinfo")
-    step = slurm.SlurmStep(hosts, TimeLimits(), options, environ={})  # type: ignore[arg-type]
+    step = slurm.SlurmStep(hosts, {"gpu01": 3, "gpu02": 3}, TimeLimits(), options, environ={})  # type: ignore[arg-type]
     for name in ("gpu01", "gpu02"):
         got = step(SimpleNamespace(name=name), 3, TimeLimits())  # type: ignore[arg-type]
         assert not got.complete and got.sections == {}

@@ -7,7 +7,6 @@ from __future__ import annotations
 import secrets
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -29,15 +28,11 @@ all:
 """
 
 
-def entry(name: str, priority: int = 3) -> SimpleNamespace:
-    return SimpleNamespace(name=name, intent=SimpleNamespace(lossless=SimpleNamespace(priority=priority)))
-
-
 def test_the_play_brings_back_each_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "hosts.yml").write_text(INVENTORY)
     monkeypatch.chdir(tmp_path)  # the user's ansible.cfg would be read from here, as ansible-playbook does
     limits = TimeLimits(connect_s=2, command_s=60)
-    bundles = via_ansible.collect_via_ansible("hosts.yml", [entry("here", 4), entry("gone")], limits)  # type: ignore[list-item]
+    bundles = via_ansible.collect_via_ansible("hosts.yml", {"here": 4, "gone": 3}, limits)
     here, gone = bundles["here"], bundles["gone"]
     assert here.complete and here.error is None and here.priority == 4
     token = secrets.token_hex(8)
@@ -88,7 +83,7 @@ def ssh_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, st
     monkeypatch.delenv("ANSIBLE_CONFIG", raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    bundles = via_ansible.collect_via_ansible("hosts.yml", [entry("viafake")], TimeLimits(2, 60))  # type: ignore[list-item]
+    bundles = via_ansible.collect_via_ansible("hosts.yml", {"viafake": 3}, TimeLimits(2, 60))
     assert bundles["viafake"].complete, bundles["viafake"].error
     return (tmp_path / "ssh.log").read_text().splitlines()
 

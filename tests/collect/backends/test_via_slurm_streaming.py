@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+from collections.abc import Mapping
+from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from fabcheck.checks.host import fleet
 from fabcheck.checks.model import Status
+from fabcheck.collect.backends import slurm
 from fabcheck.collect.host import HostCollection
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.gate import sources
+from fabcheck.gate.plan import plan_gate
+from fabcheck.intent.loader import load_inventory
 
 
 def namespace(**given: object) -> argparse.Namespace:
@@ -23,21 +30,21 @@ def namespace(**given: object) -> argparse.Namespace:
     return argparse.Namespace(**{**defaults, **given})
 
 
+# The plan of a run with no node.
+NO_NODE = SimpleNamespace(hosts=(), switches=(), host_priorities=dict)
+
+
 def test_raw_outputs_are_kept_only_when_a_flag_uses_them(tmp_path: object) -> None:
     inventory = SimpleNamespace(source="inv")
-    plain = sources.choose_source(namespace(), inventory, [], [], TimeLimits())  # type: ignore[arg-type]
+    plain = sources.choose_source(namespace(), inventory, NO_NODE, TimeLimits())  # type: ignore[arg-type]
     assert plain.recorder is None and plain.collector is None  # native, nothing held after judging
-    saving = sources.choose_source(namespace(save_snapshot=tmp_path), inventory, [], [], TimeLimits())  # type: ignore[arg-type]
+    saving = sources.choose_source(namespace(save_snapshot=tmp_path), inventory, NO_NODE, TimeLimits())  # type: ignore[arg-type]
     assert saving.recorder is not None
 
 
 def test_a_slurm_bundle_is_handed_over_once() -> None:
-    from fabcheck.collect.backends import slurm
-
-    host = SimpleNamespace(
-        name="gpu01", variables={}, intent=SimpleNamespace(lossless=SimpleNamespace(priority=3))
-    )
-    step = slurm.SlurmStep([host], TimeLimits(), environ={})  # type: ignore[list-item]
+    host = SimpleNamespace(name="gpu01", variables={})
+    step = slurm.SlurmStep([host], {"gpu01": 3}, TimeLimits(), environ={})  # type: ignore[list-item]
     step._started = True  # the step "ran": deliver as its reader thread does
     step._deliver(HostCollection("gpu01", {}, True))
     assert step(SimpleNamespace(name="gpu01"), 3, TimeLimits()).complete  # type: ignore[arg-type]
@@ -119,3 +126,29 @@ def test_the_connection_budget_follows_the_controllers_cores_within_bounds() -> 
     assert fabric.knee_concurrency(1) >= fabric.CONCURRENCY_RANGE[0]
     assert fabric.knee_concurrency(1000) == fabric.CONCURRENCY_RANGE[1]
     assert fabric.knee_concurrency() == fabric.DEFAULT_CONCURRENCY
+
+
+def test_the_batch_backends_read_each_host_at_the_priority_the_plan_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--via ansible and --via slurm hand the collection script each host's priority from the gate's
+    plan (its desired state), never from the raw intent."""
+    (tmp_path / "group_vars" / "all").mkdir(parents=True)
+    (tmp_path / "group_vars" / "all" / "fabric.yml").write_text("fabric_intent: {lossless: {priority: 4}}\n")
+    (tmp_path / "hosts.yml").write_text("all:\n  children:\n    gpu_hosts:\n      hosts:\n        gpu01:\n")
+    inventory = load_inventory(tmp_path)
+    plan = plan_gate(inventory, stages=["host"])
+    planned = {"gpu01": plan.desired.hosts["gpu01"].template.ecn_priority}
+    assert plan.host_priorities() == planned == {"gpu01": 4}
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    step = sources.choose_source(namespace(via="slurm"), inventory, plan, TimeLimits()).collector
+    assert isinstance(step, slurm.SlurmStep) and step.priorities == planned
+    played: list[Mapping[str, int]] = []
+
+    def play(_source: str, priorities: Mapping[str, int], _limits: TimeLimits) -> dict[str, HostCollection]:
+        played.append(priorities)
+        return {}
+
+    monkeypatch.setattr(sources.via_ansible, "collect_via_ansible", play)
+    sources.choose_source(namespace(via="ansible"), inventory, plan, TimeLimits())
+    assert played == [planned]

@@ -20,6 +20,7 @@ The plugin is registered under the name `fabcheck` (entry point pytest11) and do
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Mapping
@@ -95,56 +96,68 @@ class HostFacts:
 
 
 class Gate:
-    """The session's hosts and their results, collected on first use, once (thread-safe)."""
+    """The session's hosts and their results: the gate's own plan and run (plan_gate, then run_gate with
+    the host stage), read on first use, once (thread-safe)."""
 
     def __init__(self, config: pytest.Config) -> None:
         from fabcheck.collect.backends import testinfra as backends
         from fabcheck.collect.ssh import TimeLimits
+        from fabcheck.gate.plan import plan_gate
         from fabcheck.gate.sources import reachable_targets
         from fabcheck.intent.loader import load_inventory
 
         self.config = config
         self.inventory = load_inventory(config.getoption("fabcheck_inventory"))
-        from fabcheck.gate.plan import limited_hosts
-        from fabcheck.intent.fabric import GPU_HOSTS
-
-        chosen = limited_hosts(self.inventory, config.getoption("fabcheck_limit"))
-        gpu_hosts = [entry for entry in chosen if GPU_HOSTS in entry.groups]
-        targets = reachable_targets(gpu_hosts)
+        plan = plan_gate(self.inventory, config.getoption("fabcheck_limit"), ("host",))
+        targets = reachable_targets(plan.hosts)
         named = config.getoption("hosts", None)
         self.urls = backends.assign_urls(backends.parse_urls(named), targets) if named else {}
-        # With --hosts, the run is the hosts it names (as testinfra's own tests are).
-        self.hosts: list[HostEntry] = [h for h in gpu_hosts if h.name in self.urls] if named else gpu_hosts
+        if named:  # with --hosts, the run is the hosts it names (as testinfra's own tests are)
+            plan = dataclasses.replace(plan, hosts=tuple(h for h in plan.hosts if h.name in self.urls))
+        self.plan = plan
+        self.hosts: list[HostEntry] = list(plan.hosts)
         self.limits = TimeLimits(command_s=config.getoption("fabcheck_timeout"))
         self._lock = threading.Lock()
         self._results: dict[str, validate.HostResult] | None = None
-        self._recorder: snapshot.Recorder | None = None
+        self._tape: snapshot.Recording | None = None
 
-    def collector(self) -> Collector:
+    def collector(self) -> Collector | None:
+        """The hosts' live collector (None under --fabcheck-snapshot: the snapshot serves them)."""
         from fabcheck.collect.backends import testinfra as backends
-        from fabcheck.gate import snapshot
 
-        saved = self.config.getoption("fabcheck_snapshot")
-        if saved:
-            return snapshot.load(Path(saved), [h.name for h in self.hosts], []).collector
+        if self.config.getoption("fabcheck_snapshot"):
+            return None
         backend = self.config.getoption("connection", None) or backends.NATIVE
         return backends.TestinfraCollector(backend, self.urls, self.inventory.source)
 
     def results(self) -> Mapping[str, validate.HostResult]:
-        from fabcheck.gate import host_stage as validate
         from fabcheck.gate import snapshot
+        from fabcheck.gate.fabric import DEFAULT_CONCURRENCY, run_gate
+        from fabcheck.gate.stages import Reads
 
         with self._lock:
             if self._results is None:
-                self._recorder = snapshot.Recorder(self.collector())
-                judged = validate.validate(self.hosts, self.limits, collector=self._recorder)
-                self._results = {result.host: result for result in judged}
+                saved = self.config.getoption("fabcheck_snapshot")
+                self._tape = snapshot.replay(Path(saved)) if saved else snapshot.Recording()
+                reads = Reads(host=self.collector())
+                run = run_gate(
+                    self.inventory,
+                    self.plan,
+                    self.limits,
+                    concurrency=DEFAULT_CONCURRENCY,
+                    reads=reads,
+                    tape=self._tape,
+                )
+                self._results = {result.host: result for result in run.hosts}
             return self._results
 
     def collection(self, node: str) -> HostCollection | None:
+        from fabcheck.gate import host_stage
+
         self.results()
-        assert self._recorder is not None
-        return self._recorder.collections.get(node)
+        assert self._tape is not None
+        record = self._tape.read_of(host_stage.STAGE_NAME, node)
+        return None if record is None else host_stage.host_restore(record, node)
 
     def cases(self) -> list[Case]:
         cases = []

@@ -6,8 +6,7 @@ import argparse
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from fabcheck.cli.options import add_time_limits, positive_count, seconds, time_limits
 from fabcheck.errors import UsageError
@@ -17,7 +16,7 @@ from fabcheck.gate.extra_stage import add_extra_checks_argument, extra_checks_of
 from fabcheck.gate.fabric import DEFAULT_CONCURRENCY, GateResult, gate_report, run_gate
 from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.plan import GatePlan, plan_gate
-from fabcheck.gate.sources import Source, add_source_arguments, choose_source
+from fabcheck.gate.sources import add_source_arguments, choose_source
 from fabcheck.gate.stages import NodeOutcome, StageOutcome, all_stages, default_stage_names, stage_names
 from fabcheck.intent.loader import load_inventory
 from fabcheck.parsers.topo import TopoMatrix
@@ -136,7 +135,6 @@ def run(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr if args.json else sys.stdout)
     limits = time_limits(args)
     source = choose_source(args, inventory, chosen, limits)
-    stage_collectors = _stage_collectors(args, chosen, source)
     progress = Progress(sys.stderr)
     started_at, start = time.strftime("%Y-%m-%dT%H:%M:%S"), time.monotonic()
     progress.on_start(len(chosen.hosts))
@@ -148,28 +146,16 @@ def run(args: argparse.Namespace) -> int:
             deadline_s=args.deadline,
             concurrency=args.concurrency,
             reads=source.reads(lambda host: progress.on_done(host.host, host.verdict)),
-            stage_collectors=stage_collectors,
+            tape=source.tape,
             extra_checks=extra_checks_of(args, source),
         )
     finally:
         progress.close()
-    source.finish(result)
+    source.finish()
     result = _selected(result, Selection(args.checks, args.skip or ()))
     report = gate_report(result, _affinities(result.hosts, chosen), notes=notes)
     report = dataclasses.replace(report, started_at=started_at, elapsed_s=time.monotonic() - start)
     return emit(report, args)
-
-
-def _stage_collectors(
-    args: argparse.Namespace, chosen: GatePlan, source: Source
-) -> Mapping[str, Callable[..., Any]]:
-    """The plugged stages' own reads: from the snapshot in a replay, else live and recorded (for
-    --save-snapshot), like the hosts' reads."""
-    if args.from_snapshot is not None:
-        return snapshot.load_stages(args.from_snapshot, snapshot.stage_nodes(chosen))
-    if source.recorder is None:
-        return {}  # nothing keeps this run's reads: the stages read live
-    return source.recorder.tap(chosen.selected())
 
 
 def _check_patterns(option: str) -> Callable[[str], tuple[str, ...]]:

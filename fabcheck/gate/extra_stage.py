@@ -25,7 +25,6 @@ from typing import Any
 from fabcheck.checks.model import Finding, Status
 from fabcheck.collect.backends.ansible import path_with_ansible
 from fabcheck.errors import UsageError
-from fabcheck.gate import snapshot
 from fabcheck.gate.fabric import GateResult
 from fabcheck.gate.stages import ExtraChecks, NodeOutcome, StageContext, StageOutcome
 from fabcheck.intent.fabric import Fabric
@@ -62,11 +61,11 @@ def extra_checks_of(args: argparse.Namespace, source: Any) -> ExtraChecks | None
         return None
     if not directory.is_dir():
         raise UsageError(f"--extra-checks {directory}: not a directory")
-    recorder = getattr(source, "recorder", None)
-    if recorder is None:
+    recording = getattr(source, "tape", None)
+    if recording is None:
         raise UsageError("--extra-checks: the gate kept no collection to share (a fabcheck bug)")
     urls = dict(getattr(source.collector, "urls", {}) or {})
-    return ExtraChecks(directory, args.inventory, args.extra_checks_timeout, urls, recorder)
+    return ExtraChecks(directory, args.inventory, args.extra_checks_timeout, urls, recording)
 
 
 @dataclass(frozen=True)
@@ -91,13 +90,13 @@ class ExtraStage:
 
 def run_extra_checks(extra: ExtraChecks, result: GateResult) -> StageOutcome:
     """pytest over the user's directory, judging `result`'s hosts as the gate read them."""
-    directory, recorder = extra.directory, extra.recorder
+    directory, recording = extra.directory, extra.recording
     with tempfile.TemporaryDirectory(prefix="fabcheck-extra-") as scratch:
         saved = Path(scratch) / "snapshot"
-        snapshot.save(saved, recorder, result)
+        recording.save(saved)
         results_file = Path(scratch) / "results.json"
         # Hosts the gate reached (one with unusable connection variables has no testinfra URL either).
-        hosts = [h.host for h in result.hosts if h.host in recorder.collections]
+        hosts = [h.host for h in result.hosts if recording.read_of("host", h.host) is not None]
         argv = pytest_argv(directory, extra.inventory, saved, results_file, hosts, extra.urls)
         timeout_s = extra.timeout_s
         env = os.environ | {"PATH": path_with_ansible()}  # testinfra's ansible backend runs ansible-inventory

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,6 +18,7 @@ from fabcheck.collect.ssh import TimeLimits
 from fabcheck.errors import FabcheckError
 from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.plan import GatePlan, plan_gate
+from fabcheck.gate.reader import ReplayError, Tape
 from fabcheck.gate.stages import (
     ExtraChecks,
     NodeOutcome,
@@ -98,15 +99,15 @@ def run_gate(
     deadline_s: float | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     reads: Reads | None = None,
-    stage_collectors: Mapping[str, Callable[..., Any]] | None = None,
+    tape: Tape | None = None,
     extra_checks: ExtraChecks | None = None,
 ) -> GateResult:
-    """Every stage of the plan. One node's failure to answer is an error for that node only.
+    """Every stage of the plan, each reading its nodes through the run's one reader (gate/reader.py:
+    the pool of `concurrency`, the deadline, one node's failure an error for that node only).
 
     ``reads`` says how hosts and switches are reached (default: the native ssh round trip and netmiko;
-    a backend of fabcheck.collect.backends, or fabcheck.gate.snapshot for a replay); ``stage_collectors``
-    stand in for a stage's own reads, by stage name (StageContext.collectors: a snapshot's replay or
-    recorder)."""
+    a backend of fabcheck.collect.backends); ``tape`` keeps every stage's reads (snapshot.Recording,
+    for --save-snapshot and --extra-checks) or serves them from a snapshot (snapshot.Replay)."""
     ends_at = None if deadline_s is None else time.monotonic() + deadline_s
     outcomes: dict[str, StageOutcome] = {}
     for stage in plan.selected():
@@ -117,10 +118,10 @@ def run_gate(
             concurrency,
             deadline_s,
             dict(outcomes),
-            stage_collectors or {},
-            ends_at,
-            reads or Reads(),
-            extra_checks,
+            tape=tape,
+            ends_at=ends_at,
+            reads=reads or Reads(),
+            extra_checks=extra_checks,
         )
         outcomes[stage.name] = _run_stage(stage, context)
     return GateResult(tuple(outcomes.values()))
@@ -130,6 +131,8 @@ def _run_stage(stage: Stage, context: StageContext) -> StageOutcome:
     """A stage that cannot run is an error on every node it would have judged, never a silent pass."""
     try:
         return stage.run(context)
+    except ReplayError:
+        raise  # a snapshot the replay cannot read ends the run, naming the file
     except FabcheckError as err:
         finding = errored(
             f"{stage.name}.stage",

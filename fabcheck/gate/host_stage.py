@@ -23,6 +23,8 @@ from fabcheck.collect.host import HostCollection, last_line
 from fabcheck.collect.script import CAP_NAMES
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.nic import DesiredHost, desired_host
+from fabcheck.gate.reader import NodeReads, NotRead, Reader
+from fabcheck.gate.snapshot import optional_text, section_record, sections_restored
 from fabcheck.gate.stages import StageContext, StageOutcome
 from fabcheck.intent.fabric import GPU_HOSTS, Fabric
 from fabcheck.intent.loader import HostEntry
@@ -31,6 +33,7 @@ from fabcheck.report.model import NodeKind
 
 # Nodes collected at once in each stage (ssh round trips to hosts, netmiko sessions to switches).
 DEFAULT_CONCURRENCY = 16
+STAGE_NAME = "host"
 COLLECTION_CHECK = "host.collection"
 INVENTORY_CHECK = "host.inventory"
 
@@ -73,35 +76,116 @@ def validate(
     on_done: Callable[[HostResult], None] = lambda _result: None,
     desired: Mapping[str, DesiredHost] | None = None,
 ) -> list[HostResult]:
-    """Collect from every host in parallel (one round trip each) and judge it against its intent;
-    `desired` holds each host's desired state: the gate passes its plan's (GatePlan.desired.hosts); a
-    caller outside the gate (a test, one host judged alone) gets each host's derived here.
-
-    One host's bad inventory variables, unreadable output or an unexpected error is an error for that
-    host only. With ``deadline_s`` every round trip is cut to end by the deadline; a host not collected
-    by then is an error saying so.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    limits = limits or TimeLimits()
+    """The host stage over `hosts` outside a gate run (a test, one host judged alone): the gate's
+    reader with these limits, deadline and pool size; `desired` holds each host's desired state: the
+    gate passes its plan's (GatePlan.desired.hosts); a caller outside the gate gets each host's derived
+    here."""
     if desired is None:
         desired = {entry.name: desired_host(entry.intent, entry.name) for entry in hosts}
-    collector = collector or native.collect_host
     end = None if deadline_s is None else clock() + deadline_s
+    reader = Reader(limits or TimeLimits(), workers, end, deadline_s, clock=clock)
+    return read_hosts(reader, hosts, collector, desired, on_done)
 
-    def one(entry: HostEntry) -> HostResult:
+
+def read_hosts(
+    reader: Reader,
+    hosts: Sequence[HostEntry],
+    collector: Collector | None,
+    desired: Mapping[str, DesiredHost],
+    on_done: Callable[[HostResult], None] = lambda _result: None,
+) -> list[HostResult]:
+    """Collect from every host through the reader (one round trip each, at once) and judge each against
+    its desired state as it arrives, then the fleet checks over every host read.
+
+    One host's bad inventory variables, unreadable output or an unexpected error is an error for that
+    host only. With a deadline every round trip is cut to end by it; a host not collected by then is an
+    error saying so.
+    """
+    unusable: dict[str, HostResult] = {}
+    items: list[tuple[str, HostRead]] = []
+    for entry in hosts:
         try:
-            result = _one_host(entry, desired[entry.name], limits, collector, end, deadline_s, clock)
-        except Exception as err:  # one host must never take the whole run down
-            result = HostResult(entry.name, (_internal_error(entry.name, err),))
+            target = SshTarget.from_host_vars(entry.name, entry.variables)
+        except ConnectionVarError as err:
+            unusable[entry.name] = HostResult(entry.name, (_bad_inventory(entry.name, err),))
+            on_done(unusable[entry.name])
+            continue
+        items.append((entry.name, HostRead(target, desired[entry.name].template.ecn_priority)))
+    intents = {entry.name: entry.intent for entry in hosts}
+
+    def judged(host: str, got: HostCollection | NotRead) -> HostResult:
+        if isinstance(got, NotRead) and got.late:
+            late = _not_before_deadline(reader.deadline_s)
+            got = HostCollection(host, {}, False, late, expired=ssh.COMMAND)
+        if isinstance(got, NotRead):
+            result = HostResult(host, (_internal_error(host, got.said),))
+        else:
+            result = judge(got, intents[host], desired[host])
         on_done(result)  # e.g. the progress bar, as each host is judged
         return result
 
-    if not hosts:
-        return []
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(hosts)))) as pool:
-        results = list(pool.map(one, hosts))
-    return judge_fleet(results, {entry.name: entry.intent for entry in hosts}, desired)
+    judged_hosts = reader.each(host_reads(collector, reader.deadline_s), items, judged)
+    read = {result.host: result for result in judged_hosts}
+    results = [unusable.get(entry.name) or read[entry.name] for entry in hosts]
+    return judge_fleet(results, intents, desired)
+
+
+@dataclass(frozen=True)
+class HostRead:
+    """What the reader hands the read of one host: where it is, and the lossless priority its
+    collection script reads (the plan's)."""
+
+    target: SshTarget
+    priority: int
+
+
+def host_reads(collector: Collector | None, deadline_s: float | None) -> NodeReads[HostRead, HostCollection]:
+    """How the host stage reads one host (one round trip through `collector`, None: the native one) and
+    saves it: every section with the command it ran, whether the script ran to the end, and why not."""
+
+    def read(item: HostRead, limits: TimeLimits, _ends_at: float | None) -> HostCollection:
+        collection = (collector or native.collect_host)(item.target, item.priority, limits)
+        if collection.expired and limits.cap_s is not None:
+            reason = f"{_not_before_deadline(deadline_s)}: {collection.error or 'time limit expired'}"
+            collection = dataclasses.replace(collection, error=reason)
+        return collection
+
+    def replay(item: HostRead, data: Mapping[str, Any]) -> HostCollection:
+        return host_restore(data, item.target.name)
+
+    return NodeReads(STAGE_NAME, read, lambda _item, got: host_record(got), replay)
+
+
+def host_record(collection: HostCollection) -> dict[str, Any]:
+    """One host's round trip as snapshot data."""
+    return {
+        "host": collection.host,
+        "priority": collection.priority,
+        "complete": collection.complete,
+        "error": collection.error,
+        "expired": collection.expired,
+        "sections": {
+            name: section_record(collect.section_command(name, collection.priority), section)
+            for name, section in collection.sections.items()
+        },
+    }
+
+
+def host_restore(data: Mapping[str, Any], host: str) -> HostCollection:
+    """The HostCollection of a saved record; KeyError, TypeError or ValueError when it is not one."""
+    if data.get("host") != host:
+        raise ValueError(f'"host" is not {host!r}')
+    priority = data["priority"]
+    if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 7:
+        raise ValueError(f'"priority" {priority!r} is not 0..7')
+    return HostCollection(
+        host,
+        sections_restored(data["sections"]),
+        bool(data["complete"]),
+        optional_text(data["error"]),
+        priority,
+        optional_text(data["expired"]),
+    )
 
 
 def judge_fleet(
@@ -116,37 +200,9 @@ def judge_fleet(
     ]
 
 
-def _one_host(
-    entry: HostEntry,
-    desired: DesiredHost,
-    limits: TimeLimits,
-    collector: Collector,
-    end: float | None,
-    deadline_s: float | None,
-    clock: Callable[[], float],
-) -> HostResult:
-    try:
-        target = SshTarget.from_host_vars(entry.name, entry.variables)
-    except ConnectionVarError as err:
-        return HostResult(entry.name, (_bad_inventory(entry.name, err),))
-    host_limits = limits
-    if end is not None:
-        left = end - clock()
-        if left <= 0:
-            late = HostCollection(
-                entry.name, {}, False, _not_before_deadline(deadline_s), expired=ssh.COMMAND
-            )
-            return judge(late, entry.intent, desired)
-        host_limits = limits.within(left)
-    collection = collector(target, desired.template.ecn_priority, host_limits)
-    if collection.expired and host_limits.cap_s is not None:
-        reason = f"{_not_before_deadline(deadline_s)}: {collection.error or 'time limit expired'}"
-        collection = dataclasses.replace(collection, error=reason)
-    return judge(collection, entry.intent, desired)
-
-
 def _not_before_deadline(deadline_s: float | None) -> str:
-    return f"not collected before the deadline (--deadline {deadline_s:g} s)"
+    given = "" if deadline_s is None else f" (--deadline {deadline_s:g} s)"
+    return f"not collected before the deadline{given}"
 
 
 def _bad_inventory(host: str, err: ConnectionVarError) -> Finding:
@@ -159,8 +215,7 @@ def _bad_inventory(host: str, err: ConnectionVarError) -> Finding:
     )
 
 
-def _internal_error(host: str, err: Exception) -> Finding:
-    detail = f"{type(err).__name__}: {err}"
+def _internal_error(host: str, detail: str) -> Finding:
     return errored(
         COLLECTION_CHECK,
         host,
@@ -240,7 +295,7 @@ def evidence(collection: HostCollection) -> HostEvidence:
 class HostStage:
     """Every planned GPU host: one round trip each, judged as it arrives, then the fleet checks."""
 
-    name: str = "host"
+    name: str = STAGE_NAME
     requires: tuple[str, ...] = ()
     by_default: bool = True
     traffic: bool = False
@@ -249,15 +304,8 @@ class HostStage:
         return GPU_HOSTS in entry.groups
 
     def run(self, context: StageContext) -> StageOutcome:
-        results = validate(
-            context.plan.hosts,
-            context.limits,
-            collector=context.reads.host,
-            deadline_s=context.deadline_s,
-            workers=context.concurrency,
-            on_done=context.reads.on_host_done,
-            desired=context.plan.desired.hosts,
-        )
+        plan, reads = context.plan, context.reads
+        results = read_hosts(context.reader, plan.hosts, reads.host, plan.desired.hosts, reads.on_host_done)
         cables = {(link.host, link.nic): link.switch_end for link in context.plan.whole.links}
         return StageOutcome(self.name, tuple(located(result, cables) for result in results))
 

@@ -12,10 +12,9 @@ together, so that the one-master rule sees the whole subnet.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from fabcheck.checks.host import Unreadable
 from fabcheck.checks.sm import NoAnswer, SmEvidence, check_subnet
@@ -34,6 +33,8 @@ from fabcheck.collect.sm import (
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.sm import DesiredSubnetManager
 from fabcheck.errors import ParseError
+from fabcheck.gate.reader import NodeReads, NotRead
+from fabcheck.gate.snapshot import optional_text, section_record, sections_restored
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
 from fabcheck.intent.fabric import SUBNET_MANAGERS, Fabric
 from fabcheck.intent.loader import HostEntry
@@ -41,6 +42,7 @@ from fabcheck.parsers.opensm_conf import parse_opensm_conf, parse_partitions_con
 from fabcheck.parsers.sminfo import SmInfo, no_sm_answered, parse_sminfo
 from fabcheck.report.model import NodeKind
 
+STAGE_NAME = "sm"
 DEFAULT_SERVICE = "opensm"  # the opensm role's opensm_service default
 SERVICE_VARIABLE = "opensm_service"
 _PLAIN_UNIT = re.compile(r"[A-Za-z0-9_.@-]{1,64}", re.ASCII)
@@ -118,7 +120,7 @@ def service_of(entry: HostEntry) -> str:
 
 @dataclass(frozen=True)
 class SmStage:
-    name: str = "sm"
+    name: str = STAGE_NAME
     requires: tuple[str, ...] = ()
     by_default: bool = True
     traffic: bool = False
@@ -133,26 +135,73 @@ class SmStage:
             return StageOutcome(self.name, ())
         desired = context.plan.desired.subnet_managers
         master = nodes[0].intent.subnet_manager.intended_master
-        collector = context.collector_of(self.name, self.collector)  # a snapshot's, or the live one
-        workers = max(1, min(context.concurrency, len(nodes)))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            shown = list(pool.map(lambda e: _read_node(collector, e, desired[e.name], context.limits), nodes))
-        judged = check_subnet(shown, desired)
+        unusable: dict[str, SmEvidence] = {}
+        items: list[tuple[str, SmItem]] = []
+        for entry in nodes:
+            want = desired[entry.name]
+            try:
+                target = SshTarget.from_host_vars(entry.name, entry.variables)
+                items.append((entry.name, SmItem(target, want, service_of(entry))))
+            except ConnectionVarError as err:  # read by no collector
+                unread = SmCollection(entry.name, {}, False, f"bad inventory variable: {err}")
+                unusable[entry.name] = evidence_of(unread, want, "")
+
+        def judged(node: str, got: SmCollection | NotRead) -> SmEvidence:
+            item = dict(items)[node]
+            if isinstance(got, NotRead):
+                got = SmCollection(node, {}, False, _not_read(got, context.deadline_s))
+            return evidence_of(got, item.desired, item.service)
+
+        read = context.reader.each(sm_reads(self.collector), items, judged)
+        shown = {**unusable, **{evidence.node: evidence for evidence in read}}
+        judged_nodes = check_subnet([shown[entry.name] for entry in nodes], desired)
         notes = _left_out(master, nodes)
-        outcomes = tuple(NodeOutcome(e.name, NodeKind.SM, tuple(judged[e.name])) for e in nodes)
+        outcomes = tuple(NodeOutcome(e.name, NodeKind.SM, tuple(judged_nodes[e.name])) for e in nodes)
         return StageOutcome(self.name, outcomes, notes)
 
 
-def _read_node(
-    collector: Collector, entry: HostEntry, desired: DesiredSubnetManager, limits: TimeLimits
-) -> SmEvidence:
-    """One node's evidence; a node whose connection variables cannot be used is read by no collector."""
-    try:
-        target = SshTarget.from_host_vars(entry.name, entry.variables)
-        service = service_of(entry)
-    except ConnectionVarError as err:
-        return evidence_of(SmCollection(entry.name, {}, False, f"bad inventory variable: {err}"), desired, "")
-    return evidence_of(collector(target, desired, service, limits), desired, service)
+@dataclass(frozen=True)
+class SmItem:
+    """What the reader hands the read of one SM node: where it is, its desired state, its opensm unit."""
+
+    target: SshTarget
+    desired: DesiredSubnetManager
+    service: str
+
+
+def sm_reads(collector: Collector) -> NodeReads[SmItem, SmCollection]:
+    """How the sm stage reads one node (one round trip through `collector`) and saves it: each
+    section with the command it ran, whether the script ran to the end, and why not."""
+
+    def read(item: SmItem, limits: TimeLimits, _ends_at: float | None) -> SmCollection:
+        return collector(item.target, item.desired, item.service, limits)
+
+    def record(item: SmItem, collection: SmCollection) -> dict[str, Any]:
+        commands = section_commands(item.desired, item.service)
+        return {
+            "node": collection.node,
+            "complete": collection.complete,
+            "error": collection.error,
+            "sections": {
+                name: section_record(commands.get(name, name), section)
+                for name, section in collection.sections.items()
+            },
+        }
+
+    def replay(item: SmItem, data: Mapping[str, Any]) -> SmCollection:
+        if data.get("node") != item.target.name:
+            raise ValueError(f'"node" is not {item.target.name!r}')
+        sections = sections_restored(data["sections"])
+        return SmCollection(item.target.name, sections, bool(data["complete"]), optional_text(data["error"]))
+
+    return NodeReads(STAGE_NAME, read, record, replay)
+
+
+def _not_read(got: NotRead, deadline_s: float | None) -> str:
+    if got.late:
+        given = "" if deadline_s is None else f" (--deadline {deadline_s:g} s)"
+        return f"not read: the run's deadline{given} passed before this node's turn"
+    return f"fabcheck failed reading this node: {got.said[:300]}"
 
 
 def _left_out(master: str | None, nodes: Sequence[HostEntry]) -> tuple[str, ...]:

@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fabcheck.collect.backends import Collector
 from fabcheck.collect.backends import ansible as via_ansible
@@ -95,18 +94,19 @@ class Source:
     collector: Collector | None = None
     connect: Connect | None = None
     login_of: Callable[[HostEntry, Fabric], SwitchLogin] | None = None
-    recorder: snapshot.Recorder | None = None
+    # Where run_gate keeps the stages' reads (a Recording), or serves them from (a snapshot's Replay).
+    tape: snapshot.Recording | None = None
     save_to: Path | None = None
     notes: list[str] = field(default_factory=list)
 
     def reads(self, on_host_done: Callable[[HostResult], None] = lambda _result: None) -> Reads:
         """How run_gate reaches the hosts and switches through this source."""
-        collector = self.recorder if self.recorder is not None else self.collector
-        return Reads(collector, self.connect, self.login_of, on_host_done)
+        return Reads(self.collector, self.connect, self.login_of, on_host_done)
 
-    def finish(self, result: Any) -> None:
-        if self.recorder is not None and self.save_to is not None:
-            snapshot.save(self.save_to, self.recorder, result)
+    def finish(self) -> None:
+        """After the run: --save-snapshot writes what it read."""
+        if self.tape is not None and self.save_to is not None:
+            self.tape.save(self.save_to)
 
 
 def choose_source(
@@ -114,7 +114,6 @@ def choose_source(
 ) -> Source:
     """The source the flags name, for the nodes of the plan (a batch backend reads each host at the
     priority the plan holds for it). UsageError when they contradict each other."""
-    hosts, switches = plan.hosts, plan.switches
     replaying = args.from_snapshot is not None
     testinfra = args.backend != backends.NATIVE or args.hosts
     if replaying and (testinfra or args.via != "ssh" or args.save_snapshot):
@@ -127,22 +126,14 @@ def choose_source(
     if given and args.via != "slurm":
         raise UsageError(f"{', '.join(given)} allocate a Slurm step: only with --via slurm")
     if replaying:
-        saved = snapshot.load(args.from_snapshot, [h.name for h in hosts], list(switches))
-        source = Source(saved.collector, saved.connect, snapshot.replay_login)
-    else:
-        source = Source(collector=_live_collector(args, inventory, plan, limits))
-        source.save_to = args.save_snapshot
-    # Raw collections are kept only for a run that uses them (--save-snapshot writes them, --extra-checks
-    # shares them): otherwise each host's raw output is dropped once judged, so memory stays per host.
+        # The snapshot's manifest is read now; each node's file when the reader replays it.
+        return Source(login_of=snapshot.replay_login, tape=snapshot.replay(args.from_snapshot))
+    source = Source(collector=_live_collector(args, inventory, plan, limits), save_to=args.save_snapshot)
+    # Raw reads are kept only for a run that uses them (--save-snapshot writes them, --extra-checks
+    # shares them): otherwise each node's raw output is dropped once judged, so memory stays per node.
     if args.save_snapshot is not None or getattr(args, "extra_checks", None) is not None:
-        source.recorder = snapshot.Recorder(source.collector or _native)
+        source.tape = snapshot.Recording()
     return source
-
-
-def _native(target: SshTarget, priority: int, limits: TimeLimits) -> Any:
-    from fabcheck.collect.backends import native
-
-    return native.collect_host(target, priority, limits)
 
 
 def _live_collector(

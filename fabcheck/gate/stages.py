@@ -16,11 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from fabcheck.checks.model import Finding
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.errors import DeadlinePassed
+from fabcheck.gate.reader import Reader, Tape
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.report.model import Figure, NodeKind
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from fabcheck.collect.switch import Connect
     from fabcheck.gate.host_stage import HostResult
     from fabcheck.gate.plan import GatePlan
+    from fabcheck.gate.snapshot import Recording
     from fabcheck.gate.switch_stage import SwitchResult
     from fabcheck.intent.fabric import Fabric
     from fabcheck.switch.connect import SwitchLogin
@@ -98,10 +100,7 @@ class ExtraChecks:
     inventory: str  # the inventory path as given, for the plugin and testinfra's ansible backend
     timeout_s: float
     urls: Mapping[str, str]  # testinfra URL per host the source knows one for
-    recorder: Any  # the run's snapshot.Recorder: the extra tests judge what the gate read
-
-
-C = TypeVar("C", bound=Callable[..., Any])  # a stage's collector, whatever its signature
+    recording: Recording  # what the run's stages read: the extra tests judge it
 
 
 @dataclass(frozen=True)
@@ -113,9 +112,9 @@ class StageContext:
     deadline_s: float | None
     # Outcomes of the stages that ran before this one, by stage name.
     earlier: Mapping[str, StageOutcome] = field(default_factory=dict)
-    # What a stage that reads its nodes itself reads them through, by stage name, when the run's source
-    # says (a snapshot replay, a recorder around the live reads); a stage not named reads live.
-    collectors: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    # Where the stages' reads are kept (--save-snapshot, --extra-checks) or served from
+    # (--from-snapshot); None: read live, kept by nobody.
+    tape: Tape | None = None
 
     # When --deadline ends the run, on time.monotonic()'s clock (None: no deadline).
     ends_at: float | None = None
@@ -138,9 +137,10 @@ class StageContext:
         outcome = self.earlier.get("switch")
         return () if outcome is None else tuple(n for n in outcome.nodes if isinstance(n, SwitchResult))
 
-    def collector_of(self, stage: str, live: C) -> C:
-        """The collector `stage` uses in this run: the source's stand-in, else its own live one."""
-        return self.collectors.get(stage, live)  # type: ignore[return-value]
+    @property
+    def reader(self) -> Reader:
+        """How a read stage reads its nodes in this run: the pool, the deadline, the snapshot."""
+        return Reader(self.limits, self.concurrency, self.ends_at, self.deadline_s, self.tape)
 
     def seconds_left(self, before: str) -> float | None:
         """Seconds until the deadline (None without one); DeadlinePassed when none are left, naming

@@ -7,25 +7,30 @@ the others finish. A switch without a usable login is an error for it alone.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from fabcheck.checks.model import Finding
 from fabcheck.checks.switch import SwitchEvidence, check_switch
 from fabcheck.collect.probes import Collected, Output
+from fabcheck.collect.ssh import TimeLimits
 from fabcheck.collect.switch import Connect, collect_switch, switch_login
 from fabcheck.collect.switch_probes import PROBES, provided
 from fabcheck.desired.switch import DesiredSwitch
 from fabcheck.errors import FabcheckError
+from fabcheck.gate.reader import NodeReads, NotRead, Reader
+from fabcheck.gate.snapshot import optional_text, text
 from fabcheck.gate.stages import StageContext, StageOutcome
 from fabcheck.intent.fabric import Fabric
 from fabcheck.intent.loader import HostEntry
 from fabcheck.report.model import NodeKind
-from fabcheck.switch.connect import SwitchLogin
+from fabcheck.switch.connect import ConnectError, SwitchLogin
 from fabcheck.switch.connect import connect as netmiko_connect
 
 DEFAULT_CONCURRENCY = 8
+STAGE_NAME = "switch"
 
 
 @dataclass(frozen=True)
@@ -53,18 +58,111 @@ def collect_switches(
     switches: Sequence[str] | None = None,
     ends_at: float | None = None,
 ) -> list[SwitchResult]:
-    """Read and judge the switches (`desired`'s, or those of `switches`), at most `concurrency`
-    sessions open at once; with `ends_at` (the run's deadline, on time.monotonic()) every read ends by
-    it, and a switch not read by then is an error naming the command it was at."""
+    """The switch stage over `desired`'s switches (or those of `switches`) outside a gate run: the
+    gate's reader with at most `concurrency` sessions open at once; with `ends_at` (a deadline on
+    time.monotonic()) every read ends by it, and a switch not read by then is an error saying so."""
     if concurrency < 1:
         raise FabcheckError(f"concurrency {concurrency}: expected at least 1")
     names = list(switches) if switches is not None else list(desired)
     missing = [name for name in names if name not in logins]
     if missing:
         raise FabcheckError(f"no login for switch(es) {', '.join(missing)}")
-    with ThreadPoolExecutor(max_workers=min(concurrency, max(1, len(names)))) as pool:
-        futures = [pool.submit(judge_switch, logins[name], desired[name], connect, ends_at) for name in names]
-        return [future.result() for future in futures]
+    reader = Reader(concurrency=concurrency, ends_at=ends_at)
+    items = [(name, SwitchItem(desired[name], logins[name])) for name in names]
+    return read_switches(reader, items, connect)
+
+
+@dataclass(frozen=True)
+class SwitchItem:
+    """What the reader hands the read of one switch: its desired state, and its login or why it has no
+    usable one (a switch without a login is read as unreachable, so its snapshot says so too)."""
+
+    desired: DesiredSwitch
+    login: SwitchLogin | None
+    refused: str = ""
+
+
+@dataclass(frozen=True)
+class SwitchRead:
+    """What one session read: the evidence, and every raw output with the probe that produced it."""
+
+    evidence: SwitchEvidence
+    outputs: tuple[Output, ...]
+
+
+def read_switches(
+    reader: Reader, items: Sequence[tuple[str, SwitchItem]], connect: Connect = netmiko_connect
+) -> list[SwitchResult]:
+    """Every switch through the reader (one session each), judged as it arrives."""
+
+    by_name = dict(items)
+
+    def judged(name: str, got: SwitchRead | NotRead) -> SwitchResult:
+        desired = by_name[name].desired
+        read = _not_read(desired, got) if isinstance(got, NotRead) else got
+        findings = tuple(check_switch(read.evidence, desired))
+        return SwitchResult(desired.name, read.evidence, read.outputs, findings)
+
+    return reader.each(switch_reads(connect), items, judged)
+
+
+def switch_reads(connect: Connect = netmiko_connect) -> NodeReads[SwitchItem, SwitchRead]:
+    """How the switch stage reads one switch (one session through `connect`) and saves it: each show
+    command's output in the order it was read, the reasons of probes that failed, or why the switch
+    could not be read; a replay answers the same commands from them (ReplayedSession), so the parsers
+    read the saved outputs again."""
+
+    def read(item: SwitchItem, _limits: TimeLimits, ends_at: float | None) -> SwitchRead:
+        return _read_one(item, connect, ends_at)
+
+    def replay(item: SwitchItem, data: Mapping[str, Any]) -> SwitchRead:
+        session = ReplayedSession(item.desired.name, switch_checked(data, item.desired.name))
+        login = item.login or _no_secret_login(item.desired)
+
+        def saved(_login: SwitchLogin) -> ReplayedSession:
+            if data["unreachable"] is not None:
+                raise ConnectError(data["unreachable"])
+            return session
+
+        return _read_one(SwitchItem(item.desired, login), saved, None)
+
+    return NodeReads(STAGE_NAME, read, lambda _item, got: switch_record(got), replay)
+
+
+def _read_one(item: SwitchItem, connect: Connect, ends_at: float | None) -> SwitchRead:
+    """One session to the switch and its probes. Whatever goes wrong reading it is an error for this
+    switch only."""
+    desired, login = item.desired, item.login
+    if login is None:
+        why = f"no login ({item.refused}); give it credentials as the switch_qos role gets them"
+        return _unreachable(desired, why)
+    ports = [port.port for port in desired.ports]
+    try:
+        return SwitchRead(*read_switch(login, desired.platform, ports, connect, ends_at))
+    except FabcheckError:
+        raise
+    except Exception as err:  # one switch must never take the run down
+        why = f"fabcheck failed reading this switch: {type(err).__name__}: {str(err)[:200]}"
+        if login.password:
+            why = why.replace(login.password, "<redacted>")
+        return _unreachable(desired, why)
+
+
+def _not_read(desired: DesiredSwitch, got: NotRead) -> SwitchRead:
+    """A switch the reader has no read of: unreachable, saying why."""
+    if got.late:
+        why = f"switch {desired.name}: not read: the run's deadline passed before its session started"
+    else:
+        why = f"fabcheck failed reading this switch: {got.raised}: {got.reason[:200]}"
+    return _unreachable(desired, why)
+
+
+def _unreachable(desired: DesiredSwitch, why: str) -> SwitchRead:
+    return SwitchRead(SwitchEvidence(desired.name, desired.platform, {}, frozenset(), unreachable=why), ())
+
+
+def _no_secret_login(desired: DesiredSwitch) -> SwitchLogin:
+    return SwitchLogin(desired.name, desired.platform, "replay", 22, "replay", "", read_timeout_s=5)
 
 
 def judge_switch(
@@ -73,22 +171,38 @@ def judge_switch(
     connect: Connect = netmiko_connect,
     ends_at: float | None = None,
 ) -> SwitchResult:
-    """One session to the switch, its probes, then the pure checks. Whatever goes wrong reading it is an
-    error for this switch only."""
-    ports = [port.port for port in desired.ports]
-    try:
-        evidence, outputs = read_switch(login, desired.platform, ports, connect, ends_at)
-    except FabcheckError:
-        raise
-    except Exception as err:  # one switch must never take the run down
-        why = f"fabcheck failed reading this switch: {type(err).__name__}: {str(err)[:200]}"
-        if login.password:
-            why = why.replace(login.password, "<redacted>")
-        evidence, outputs = (
-            SwitchEvidence(desired.name, desired.platform, {}, frozenset(), unreachable=why),
-            (),
-        )
-    return SwitchResult(desired.name, evidence, outputs, tuple(check_switch(evidence, desired)))
+    """One switch read (one session) and judged, alone."""
+    reader = Reader(ends_at=ends_at)
+    [result] = read_switches(reader, [(desired.name, SwitchItem(desired, login))], connect)
+    return result
+
+
+def switch_record(read: SwitchRead) -> dict[str, Any]:
+    """One switch's read as snapshot data: outputs in reading order, failed probes' reasons."""
+    evidence = read.evidence
+    return {
+        "switch": evidence.switch,
+        "platform": evidence.platform,
+        "unreachable": evidence.unreachable,
+        "outputs": [
+            {"probe": out.probe, "port": out.port, "command": out.command, "text": out.text}
+            for out in read.outputs
+        ],
+        "failed": [{"port": port, "reason": reason} for _types, port, reason in evidence.missing],
+    }
+
+
+def switch_checked(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """A saved switch record, checked: ValueError, KeyError or TypeError when it is not one."""
+    if data.get("switch") != name:
+        raise ValueError(f'"switch" is not {name!r}')
+    optional_text(data["unreachable"])
+    for out in data["outputs"]:
+        text(out["command"])
+        text(out["text"])
+    for item in data["failed"]:
+        text(item["reason"])
+    return data
 
 
 def read_switch(
@@ -117,7 +231,7 @@ def evidence_of(switch: str, platform: str, collected: Collected) -> SwitchEvide
 
 @dataclass(frozen=True)
 class SwitchStage:
-    name: str = "switch"
+    name: str = STAGE_NAME
     requires: tuple[str, ...] = ()
     by_default: bool = True
     traffic: bool = False
@@ -129,43 +243,51 @@ class SwitchStage:
         """Switches whose login resolves are read; one without a usable login is an error for it alone."""
         plan = context.plan
         login_of: Callable[[HostEntry, Fabric], SwitchLogin] = context.reads.switch_login or inventory_login
-        logins: dict[str, SwitchLogin] = {}
-        refused: dict[str, str] = {}
+        items: list[tuple[str, SwitchItem]] = []
         for name in plan.switches:
+            desired = plan.desired.switches[name]
             try:
-                logins[name] = login_of(context.inventory.host(name), plan.fabric)
+                items.append((name, SwitchItem(desired, login_of(context.inventory.host(name), plan.fabric))))
             except FabcheckError as err:
-                refused[name] = str(err)
-        connect = context.reads.switch_connect
-        read = (
-            collect_switches(
-                plan.desired.switches,
-                logins,
-                concurrency=context.concurrency,
-                switches=list(logins),
-                ends_at=context.ends_at,
-                **({} if connect is None else {"connect": connect}),
-            )
-            if logins
-            else []
-        )
-        by_name = {r.switch: r for r in read}
-        results = tuple(
-            by_name[name] if name in by_name else _refused(plan.desired.switches[name], refused[name])
-            for name in plan.switches
-        )
-        return StageOutcome(self.name, results)
+                items.append((name, SwitchItem(desired, None, str(err))))
+        connect = context.reads.switch_connect or netmiko_connect
+        return StageOutcome(self.name, tuple(read_switches(context.reader, items, connect)))
 
 
 def inventory_login(entry: HostEntry, fabric: Fabric) -> SwitchLogin:
     return switch_login(fabric.switch(entry.name), entry.variables)
 
 
-def _refused(desired: DesiredSwitch, reason: str) -> SwitchResult:
-    """A switch without a usable login is judged as an unreachable one: every check an error."""
-    why = f"no login ({reason}); give it credentials as the switch_qos role gets them"
-    evidence = SwitchEvidence(desired.name, desired.platform, {}, frozenset(), unreachable=why)
-    return SwitchResult(desired.name, evidence, (), tuple(check_switch(evidence, desired)))
+class ReplayedSession:
+    """Answers show commands as the switch did: each command's outputs in reading order; a probe that
+    failed then fails again with the reason it had."""
+
+    def __init__(self, name: str, record: Mapping[str, Any]) -> None:
+        self.name = name
+        self.outputs: dict[str, deque[str]] = {}
+        for out in record["outputs"]:
+            self.outputs.setdefault(out["command"], deque()).append(out["text"])
+        self.failed = [str(item["reason"]) for item in record["failed"]]
+
+    def enable(self) -> None:
+        return None
+
+    def send_command(self, command: str, read_timeout: float | None = None) -> str:
+        queue = self.outputs.get(command)
+        if queue:
+            return queue.popleft()
+        raise OSError(self._reason(command))
+
+    def _reason(self, command: str) -> str:
+        # The live reason reads "`cmd`: switch NAME: `cmd`: WHY"; the gate's session adds the prefix again.
+        prefix = f"`{command}`: switch {self.name}: `{command}`: "
+        for reason in self.failed:
+            if reason.startswith(prefix):
+                return reason[len(prefix) :]
+        return "no output for this command in the snapshot"
+
+    def disconnect(self) -> None:
+        return None
 
 
 STAGE = SwitchStage()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -15,6 +14,7 @@ from fabcheck.collect.host import HostCollection
 from fabcheck.collect.script import Section
 from fabcheck.errors import UsageError
 from fabcheck.gate import host_stage, snapshot
+from fabcheck.gate.switch_stage import switch_checked
 from fabcheck.intent.model import FabricIntent
 
 INTENT = FabricIntent.model_validate({})
@@ -43,22 +43,18 @@ def files_under(root: Path) -> set[Path]:
 
 
 def save(directory: Path, names: list[str], switches: list[str] = ()) -> None:  # type: ignore[assignment]
-    collections = {name: collection(name) for name in names}
-    recorder = snapshot.Recorder(lambda target, _p, _l: collections[target.name])
+    """A run's reads as the reader keeps them: each host's round trip, each switch unreachable."""
+    recording = snapshot.Recording()
     for name in names:
-        recorder(SimpleNamespace(name=name), 3, None)  # type: ignore[arg-type]
+        recording.keep("host", name, host_stage.host_record(collection(name)))
+    for name in switches:
+        unreachable = {"switch": name, "platform": "nvue", "unreachable": f"switch {name}: refused"}
+        recording.keep("switch", name, {**unreachable, "outputs": [], "failed": []})
+    recording.save(directory)
 
-    # What the switch stage gives an unreachable switch (gate.switch_stage.SwitchResult), as save reads it.
-    judged = [
-        SimpleNamespace(
-            switch=name,
-            outputs=[],
-            evidence=SimpleNamespace(platform="nvue", unreachable=f"switch {name}: refused", missing=()),
-        )
-        for name in switches
-    ]
-    hosts = [host_stage.judge(c, INTENT) for c in collections.values()]
-    snapshot.save(directory, recorder, SimpleNamespace(hosts=hosts, switches=judged))
+
+def replayed_host(directory: Path, name: str) -> object:
+    return snapshot.replay(directory).replayed("host", name, lambda data: host_stage.host_restore(data, name))
 
 
 def test_hostile_node_names_stay_inside_the_snapshot_and_replay(tmp_path: Path) -> None:
@@ -67,11 +63,13 @@ def test_hostile_node_names_stay_inside_the_snapshot_and_replay(tmp_path: Path) 
     save(directory, HOSTILE, ["../../../../tmp/sw", "..", "sw/../../up"])
     written = files_under(tmp_path)
     assert written and all(directory in path.parents for path in written), sorted(written)
-    assert len(files_under(directory / "hosts")) == len(HOSTILE)  # one file each, none shared
-    assert len(files_under(directory / "switches")) == 3
-    replayed = snapshot.load(directory, HOSTILE, ["../../../../tmp/sw", "..", "sw/../../up"])
-    assert {name: replayed.hosts[name] for name in HOSTILE} == {name: collection(name) for name in HOSTILE}
-    assert replayed.switches[".."]["unreachable"] == "switch ..: refused"
+    assert len(files_under(directory / "host")) == len(HOSTILE)  # one file each, none shared
+    assert len(files_under(directory / "switch")) == 3
+    assert {name: replayed_host(directory, name) for name in HOSTILE} == {n: collection(n) for n in HOSTILE}
+    tape = snapshot.replay(directory)
+    for name in ("../../../../tmp/sw", "..", "sw/../../up"):
+        switch = tape.replayed("switch", name, lambda data, name=name: switch_checked(data, name))
+        assert isinstance(switch, dict) and switch["unreachable"] == f"switch {name}: refused"
 
 
 def test_plain_names_keep_their_file_names() -> None:
@@ -88,9 +86,9 @@ def test_a_replay_never_reads_the_file_a_name_points_at_outside(tmp_path: Path) 
     save(directory, ["gpu01"])
     # Where `hosts / f"{name}.json"` led for this name: a valid record planted outside DIR.
     outside = tmp_path / "planted.json"
-    outside.write_text((directory / "hosts" / "gpu01.json").read_text().replace("gpu01", "../../../planted"))
-    with pytest.raises(UsageError, match=r"hosts/%2E\.%2F\.\.%2F\.\.%2Fplanted\.json is missing"):
-        snapshot.load(directory, ["../../../planted"], [])
+    outside.write_text((directory / "host" / "gpu01.json").read_text().replace("gpu01", "../../../planted"))
+    with pytest.raises(UsageError, match=r"host/%2E\.%2F\.\.%2F\.\.%2Fplanted\.json is missing"):
+        replayed_host(directory, "../../../planted")
 
 
 def test_a_symlink_in_the_snapshot_is_neither_written_through_nor_read(tmp_path: Path) -> None:
@@ -98,11 +96,11 @@ def test_a_symlink_in_the_snapshot_is_neither_written_through_nor_read(tmp_path:
     save(directory, ["gpu01"])
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")
-    link = directory / "hosts" / "gpu01.json"
+    link = directory / "host" / "gpu01.json"
     link.unlink()
     link.symlink_to(victim)
     with pytest.raises(UsageError, match=r"gpu01\.json: cannot read: a symlink"):
-        snapshot.load(directory, ["gpu01"], [])
+        replayed_host(directory, "gpu01")
     with pytest.raises(UsageError, match=r"--save-snapshot .*cannot write"):
         save(directory, ["gpu01"])
     assert victim.read_text() == "keep me\n"
@@ -111,15 +109,15 @@ def test_a_symlink_in_the_snapshot_is_neither_written_through_nor_read(tmp_path:
 def test_deeply_nested_json_is_one_error_naming_the_file(tmp_path: Path) -> None:
     directory = tmp_path / "snap"
     save(directory, ["gpu01"])
-    (directory / "hosts" / "gpu01.json").write_text("[" * 200_000 + "]" * 200_000)
-    with pytest.raises(UsageError, match=r"hosts/gpu01\.json: JSON nested too deep to read; expected"):
-        snapshot.load(directory, ["gpu01"], [])
+    (directory / "host" / "gpu01.json").write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(UsageError, match=r"host/gpu01\.json: JSON nested too deep to read; expected"):
+        replayed_host(directory, "gpu01")
 
 
 def test_a_fifo_in_the_snapshot_is_refused_without_waiting(tmp_path: Path) -> None:
     directory = tmp_path / "snap"
     save(directory, ["gpu01"])
-    (directory / "hosts" / "gpu01.json").unlink()
-    os.mkfifo(directory / "hosts" / "gpu01.json")
+    (directory / "host" / "gpu01.json").unlink()
+    os.mkfifo(directory / "host" / "gpu01.json")
     with pytest.raises(UsageError, match=r"gpu01\.json: cannot read: not a regular file"):
-        snapshot.load(directory, ["gpu01"], [])
+        replayed_host(directory, "gpu01")

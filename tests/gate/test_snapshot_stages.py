@@ -1,6 +1,7 @@
-"""Snapshots of the plugged stages: the sm stage's sections are saved per SM node (DIR/sm/NODE.json) and
-replayed offline to identical findings; a missing or corrupt file is one UsageError naming it, an old
-snapshot without stages still loads; a traffic stage (NCCL, perftest, incast) under --from-snapshot is a
+"""Snapshots of the plugged stages: the sm stage's sections are saved per SM node (DIR/sm/NODE.json, the
+one format every read stage's reads take) and replayed offline to identical findings; a missing or
+corrupt file is one UsageError naming it, an old snapshot without stages still loads; a traffic stage
+(NCCL, perftest, incast) under --from-snapshot is a
 usage error naming it, and a replay without --stages runs the default stages that can replay."""
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired.sm import DesiredSubnetManager
 from fabcheck.errors import UsageError
 from fabcheck.gate import fabric, snapshot
-from fabcheck.gate.sm_stage import SmStage
+from fabcheck.gate.host_stage import host_restore
+from fabcheck.gate.sm_stage import SmItem, SmStage, sm_reads
 from fabcheck.gate.stages import StageContext, StageOutcome, default_stage_names, stage_names, stages_named
 from fabcheck.intent.loader import Inventory
 
@@ -58,13 +60,12 @@ class Lab:
 def live_run(
     inventory: Inventory, lab: Lab, directory: Path, plan: fabric.GatePlan | None = None
 ) -> tuple[fabric.GatePlan, StageOutcome]:
-    """The sm stage read through a recorder, its snapshot saved into directory."""
+    """The sm stage read through the reader with a recording, its snapshot saved into directory."""
     plan = plan or fabric.plan_gate(inventory, stages=["sm"])
     stage = SmStage(collector=lab.collector)
-    recorder = snapshot.Recorder(None)
-    collectors = recorder.tap([stage])
-    outcome = stage.run(StageContext(inventory, plan, LIMITS, 2, None, collectors=collectors))
-    snapshot.save(directory, recorder, SimpleNamespace(hosts=[], switches=[], stages=[outcome]))
+    recording = snapshot.Recording()
+    outcome = stage.run(StageContext(inventory, plan, LIMITS, 2, None, tape=recording))
+    recording.save(directory)
     return plan, outcome
 
 
@@ -74,8 +75,8 @@ def replay(inventory: Inventory, plan: fabric.GatePlan, directory: Path) -> Stag
     def live(*_args: object) -> SmCollection:
         raise AssertionError("a replay read a node live")
 
-    collectors = snapshot.load_stages(directory, snapshot.stage_nodes(plan))
-    return SmStage(collector=live).run(StageContext(inventory, plan, LIMITS, 2, None, collectors=collectors))
+    tape = snapshot.replay(directory)
+    return SmStage(collector=live).run(StageContext(inventory, plan, LIMITS, 2, None, tape=tape))
 
 
 def not_passed(outcome: StageOutcome) -> set[tuple[str, str]]:
@@ -92,17 +93,21 @@ def test_sm_sections_round_trip_through_the_files(inventory: Inventory, tmp_path
 
     plan = fabric.plan_gate(inventory, stages=["sm"])
     stage = SmStage(collector=keeping)
-    recorder = snapshot.Recorder(None)
-    outcome = stage.run(StageContext(inventory, plan, LIMITS, 2, None, collectors=recorder.tap([stage])))
-    snapshot.save(tmp_path / "snap", recorder, SimpleNamespace(hosts=[], switches=[], stages=[outcome]))
+    recording = snapshot.Recording()
+    stage.run(StageContext(inventory, plan, LIMITS, 2, None, tape=recording))
+    recording.save(tmp_path / "snap")
 
-    replayed = snapshot.load_stages(tmp_path / "snap", {"sm": ["sm01", "sm02"]})["sm"]
+    tape = snapshot.replay(tmp_path / "snap")
     for name in ("sm01", "sm02"):
-        assert replayed(SimpleNamespace(name=name)) == kept[name]  # type: ignore[operator]
+        item = SmItem(SshTarget(name, "127.0.0.1"), plan.desired.subnet_managers[name], "opensm")
+        assert (
+            tape.replayed("sm", name, lambda data, item=item: sm_reads(keeping).replay(item, data))
+            == kept[name]
+        )
         assert kept[name].complete and len(kept[name].sections) == 6
     manifest = json.loads((tmp_path / "snap" / "snapshot.json").read_text())
-    assert manifest["stages"] == {"sm": ["sm01", "sm02"]} and manifest["version"] == 1
-    record = json.loads((tmp_path / "snap" / "sm" / "sm02.json").read_text())
+    assert manifest["stages"] == {"sm": ["sm01", "sm02"]} and manifest["version"] == 2
+    record = json.loads((tmp_path / "snap" / "sm" / "sm02.json").read_text())["read"]
     assert record["sections"]["is_active"] == {
         "command": "systemctl is-active opensmd",  # sm02's opensm_service
         "rc": 0,
@@ -150,22 +155,24 @@ def test_a_node_with_unusable_connection_variables_replays_as_the_same_error(
     bad = dataclasses.replace(inventory.host("sm02"), variables={"opensm_service": "-x"})
     plan = dataclasses.replace(plan, chosen=(inventory.host("sm01"), bad))
     _, live = live_run(inventory, Lab(tmp_path / "nodes"), tmp_path / "snap", plan)
-    record = json.loads((tmp_path / "snap" / "sm" / "sm02.json").read_text())
-    assert record["complete"] is False and "opensm_service" in record["error"]
+    # Never handed to the reader: no file, and the replay stops at the same inventory error.
+    assert not (tmp_path / "snap" / "sm" / "sm02.json").exists()
     assert replay(inventory, plan, tmp_path / "snap") == live
-    assert any(f.status is Status.ERROR for n in live.nodes if n.node == "sm02" for f in n.findings)
+    sm02 = [f for n in live.nodes if n.node == "sm02" for f in n.findings]
+    assert any(f.status is Status.ERROR and "opensm_service" in f.actual for f in sm02)
 
 
-def test_only_stages_with_a_format_are_recorded() -> None:
-    recorder = snapshot.Recorder(None)
-    assert set(recorder.tap(stages_named(stage_names()))) == {"sm"}
+def test_the_replayable_stages_are_those_without_traffic() -> None:
+    assert set(snapshot.replayable_stages()) == {s.name for s in stages_named(stage_names()) if not s.traffic}
+    assert {"host", "switch", "link", "sm"} <= set(snapshot.replayable_stages())
+    assert not {"nccl", "perftest", "incast"} & set(snapshot.replayable_stages())
 
 
 def test_a_missing_sm_file_is_named(inventory: Inventory, tmp_path: Path) -> None:
     plan, _ = live_run(inventory, Lab(tmp_path / "nodes"), tmp_path / "snap")
     (tmp_path / "snap" / "sm" / "sm02.json").unlink()
     with pytest.raises(UsageError, match=r"sm/sm02\.json is missing \(was this node in the run"):
-        snapshot.load_stages(tmp_path / "snap", snapshot.stage_nodes(plan))
+        replay(inventory, plan, tmp_path / "snap")
 
 
 def test_an_old_snapshot_without_stages_loads_and_names_the_missing_sm_file(
@@ -178,17 +185,19 @@ def test_an_old_snapshot_without_stages_loads_and_names_the_missing_sm_file(
     )
     host = {"host": "gpu01", "priority": 3, "complete": True, "error": None, "expired": None, "sections": {}}
     (old / "hosts" / "gpu01.json").write_text(json.dumps(host))
-    assert snapshot.load(old, ["gpu01"], []).hosts["gpu01"].complete
-    assert snapshot.load_stages(old, {}) == {}
+    tape = snapshot.replay(old)
+    assert tape.replayed("host", "gpu01", lambda data: host_restore(data, "gpu01")).complete  # type: ignore[union-attr]
     plan = fabric.plan_gate(inventory, stages=["sm"])
     with pytest.raises(UsageError, match=r"old/sm/sm01\.json is missing: this snapshot records no sm stage"):
-        snapshot.load_stages(old, snapshot.stage_nodes(plan))
+        replay(inventory, plan, old)
 
 
 @pytest.mark.parametrize(
     ("content", "message"),
     [
         ("{not json", r"sm/sm01\.json:1: not JSON"),
+        ('{"node": "sm01"}', r"sm/sm01\.json: \"stage\" and \"node\" are not 'sm' and 'sm01'"),
+        ('{"stage": "sm", "node": "sm01"}', r"sm/sm01\.json: missing key 'read'"),
         ('{"node": "sm09"}', r"sm/sm01\.json: \"node\" is not 'sm01'"),
         ('{"node": "sm01", "sections": {}}', r"sm/sm01\.json: missing key 'complete'"),
         (
@@ -204,17 +213,19 @@ def test_an_old_snapshot_without_stages_loads_and_names_the_missing_sm_file(
 )
 def test_a_corrupt_sm_file_is_named(inventory: Inventory, tmp_path: Path, content: str, message: str) -> None:
     plan, _ = live_run(inventory, Lab(tmp_path / "nodes"), tmp_path / "snap")
-    (tmp_path / "snap" / "sm" / "sm01.json").write_text(content)
+    envelope = content.startswith(('{"stage"', '{"node": "sm01"}')) or not content.startswith("{")
+    wrapped = content if envelope else f'{{"stage": "sm", "node": "sm01", "read": {content}}}'
+    (tmp_path / "snap" / "sm" / "sm01.json").write_text(wrapped)
     with pytest.raises(UsageError, match=message):
-        snapshot.load_stages(tmp_path / "snap", snapshot.stage_nodes(plan))
+        replay(inventory, plan, tmp_path / "snap")
 
 
 def test_a_manifest_with_bad_stages_is_refused(tmp_path: Path) -> None:
     tmp_path.joinpath("snapshot.json").write_text(
-        '{"format": "fabcheck-snapshot", "version": 1, "hosts": [], "switches": [], "stages": ["sm"]}'
+        '{"format": "fabcheck-snapshot", "version": 2, "stages": ["sm"]}'
     )
     with pytest.raises(UsageError, match=r"snapshot\.json: \"stages\" is not a mapping"):
-        snapshot.load_stages(tmp_path, {"sm": ["sm01"]})
+        snapshot.replay(tmp_path)
 
 
 def test_traffic_stages_are_refused_by_name_in_a_replay() -> None:

@@ -71,10 +71,9 @@ def judge(inventory: Inventory) -> Verdicts:
 def recorded(inventory: Inventory, directory: Path) -> fabric.GateResult:
     """A gate run whose host and SM reads are saved into directory, as --save-snapshot does."""
     planned = plan(inventory)
-    recorder = snapshot.Recorder(collect_host)
-    collectors = recorder.tap(planned.selected())
-    result = fabric.run_gate(inventory, planned, LIMITS, reads=Reads(recorder), stage_collectors=collectors)
-    snapshot.save(directory, recorder, result)
+    recording = snapshot.Recording()
+    result = fabric.run_gate(inventory, planned, LIMITS, reads=Reads(collect_host), tape=recording)
+    recording.save(directory)
     return result
 
 
@@ -108,12 +107,8 @@ def test_a_converged_ib_lab_passes_the_sm_stage_and_its_ports(gate: Gate) -> Non
 
 def test_the_converged_run_replays_offline_to_the_same_findings(gate: Gate) -> None:
     planned = plan(gate.inventory)
-    hosts = snapshot.load(gate.snapshot, HOSTS, [])
-    sms = snapshot.load_stages(gate.snapshot, snapshot.stage_nodes(planned))
     assert sorted(p.name for p in (gate.snapshot / "sm").iterdir()) == [f"{sm}.json" for sm in SMS]
-    again = fabric.run_gate(
-        gate.inventory, planned, LIMITS, reads=Reads(hosts.collector), stage_collectors=sms
-    )
+    again = fabric.run_gate(gate.inventory, planned, LIMITS, tape=snapshot.replay(gate.snapshot))
     assert findings(again) == gate.findings
 
 

@@ -159,10 +159,10 @@ def test_validate_unreachable_only_is_3_and_json_lines_stay_per_host(
 def test_validate_pass_is_0(
     inventory: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def all_pass(hosts, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def all_pass(_reader, hosts, *args, **kwargs):  # type: ignore[no-untyped-def]
         return [validate.HostResult(h.name, (passed("host.pfc", "mlx5_0", "3", "3"),)) for h in hosts]
 
-    monkeypatch.setattr(validate, "validate", all_pass)
+    monkeypatch.setattr(validate, "read_hosts", all_pass)
     assert run(capsys, "validate", "-i", str(inventory))[0] == 0
 
 

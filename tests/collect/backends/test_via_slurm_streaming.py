@@ -17,7 +17,7 @@ from fabcheck.checks.model import Status
 from fabcheck.collect.backends import slurm
 from fabcheck.collect.host import HostCollection
 from fabcheck.collect.ssh import TimeLimits
-from fabcheck.gate import sources
+from fabcheck.gate import snapshot, sources
 from fabcheck.gate.plan import plan_gate
 from fabcheck.intent.loader import load_inventory
 
@@ -37,9 +37,9 @@ NO_NODE = SimpleNamespace(hosts=(), switches=(), host_priorities=dict)
 def test_raw_outputs_are_kept_only_when_a_flag_uses_them(tmp_path: object) -> None:
     inventory = SimpleNamespace(source="inv")
     plain = sources.choose_source(namespace(), inventory, NO_NODE, TimeLimits())  # type: ignore[arg-type]
-    assert plain.recorder is None and plain.collector is None  # native, nothing held after judging
+    assert plain.tape is None and plain.collector is None  # native, nothing held after judging
     saving = sources.choose_source(namespace(save_snapshot=tmp_path), inventory, NO_NODE, TimeLimits())  # type: ignore[arg-type]
-    assert saving.recorder is not None
+    assert isinstance(saving.tape, snapshot.Recording) and not saving.tape.replaying
 
 
 def test_a_slurm_bundle_is_handed_over_once() -> None:

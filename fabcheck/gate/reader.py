@@ -112,15 +112,19 @@ class Reader:
         if not items:
             return []
         tape = self.tape
-        replayed = (
-            {node: _replayed(tape, reads, node, item) for node, item in items}
-            if tape is not None and tape.replaying
-            else {}
-        )
+        replayed: dict[str, Read | NotRead] = {}
+        if tape is not None and tape.replaying:
+            for node, item in items:
+                saved = _replayed(tape, reads, node, item)
+                replayed[node] = saved
 
         def one(node_item: tuple[str, Item]) -> Judged:
             node, item = node_item
-            got = replayed[node] if node in replayed else self._read(reads, node, item)
+            if node in replayed:
+                got = replayed[node]
+            else:
+                live = self._read(reads, node, item)
+                got = live
             if tape is not None:
                 kept = got if isinstance(got, NotRead) else _recorded(reads, node, item, got)
                 tape.keep(reads.stage, node, kept)

@@ -52,7 +52,7 @@ Boolean = Annotated[bool, BeforeValidator(_boolean_text)]
 Priority = Annotated[Integer, Field(ge=0, le=7, description="802.1p priority / traffic class 0..7")]
 Dscp = Annotated[Integer, Field(ge=0, le=63, description="DSCP code point 0..63")]
 
-# The roce_nic module's rule for device and interface names (roles/roce_host/library/roce_nic.py,
+# The roce_nic module's rule for device and interface names (plugins/module_utils/roce_nic_apply.py,
 # NAME and check_name); a test keeps the two equal. Names reach argv and sysfs paths on the hosts.
 NIC_NAME_PATTERN = r"^[A-Za-z0-9_.:-]+$"
 _NIC_NAME = re.compile(NIC_NAME_PATTERN)

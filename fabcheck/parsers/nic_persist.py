@@ -9,7 +9,7 @@ from typing import Any
 
 from fabcheck.errors import ParseError
 
-# The settings file's format (roles/roce_host/module_utils/roce_nic_apply.py CONFIG_FORMAT writes it).
+# The settings file's format (plugins/module_utils/roce_nic_apply.py CONFIG_FORMAT writes it).
 CONFIG_FORMAT = "fabcheck-roce-nic/1"
 MISSING = "No such file or directory"
 UNIT_STATES = (

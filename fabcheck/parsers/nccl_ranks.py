@@ -7,7 +7,7 @@ HCA list, ``NCCL_X set by environment to V``); every rank of that process shares
 belong to the rank that prints them: ``Channel 00/0 : 7[3] -> 0[0] [receive] via NET/IB/0/GDRDMA``.
 The first communicator a process starts is the one whose rank number is read (nccl-tests starts one).
 
-Where the summary parser (parsers/nccl_log.py) answers "which network did the job use", this one keeps
+Where the summary parser (fabcheck.parsers.nccl_log) answers "which network did the job use", this one keeps
 every rank apart, so a verdict can name the one rank, GPU and host that took another path.
 """
 

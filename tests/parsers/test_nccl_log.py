@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers import nccl_log
 from fabcheck.parsers.nccl_log import (
     BLOCK_CHARS,
     MAX_ERRORS,
@@ -29,6 +28,7 @@ from fabcheck.parsers.nccl_log import (
     nccl_log_facts,
     parse_nccl_log,
 )
+from fabcheck.parsers.nccl_log import lines as nccl_log_lines  # where the block sizes are read
 
 SAMPLES = corpus_samples("nccl-log")
 TESTS_SAMPLES = corpus_samples("nccl-tests")
@@ -619,7 +619,7 @@ def test_block_boundaries_do_not_change_the_summary(sample: Path, chunk: int, bl
     """Small blocks exercise the chunk assembly that real logs hit every BLOCK_CHARS characters."""
     text = sample.read_text()
     expected = parse_nccl_log(text)
-    with mock.patch.object(nccl_log, "BLOCK_CHARS", block):
+    with mock.patch.object(nccl_log_lines, "BLOCK_CHARS", block):
         assert _by_chunks(text, chunk) == expected
         assert _by_lines(text) == expected
 
@@ -627,7 +627,10 @@ def test_block_boundaries_do_not_change_the_summary(sample: Path, chunk: int, bl
 def test_overlong_lines_are_cut_wherever_the_chunks_end() -> None:
     first = P + "Using network IB" + "x" * 500
     text = _log(first, "y" * 700, P + "Channel 00/0 : 1[0] -> 0[0] via NET/IB/0")
-    with mock.patch.object(nccl_log, "MAX_LINE_CHARS", 100), mock.patch.object(nccl_log, "BLOCK_CHARS", 64):
+    with (
+        mock.patch.object(nccl_log_lines, "MAX_LINE_CHARS", 100),
+        mock.patch.object(nccl_log_lines, "BLOCK_CHARS", 64),
+    ):
         for chunk in (1, 33, 64, 1000):
             summary = _by_chunks(text, chunk)
             assert (summary.lines, summary.gdr) == (3, False)
@@ -653,7 +656,7 @@ _MIXED_LOG = st.lists(
 @given(_MIXED_LOG, st.integers(1, 120), st.integers(1, 400))
 def test_mixed_logs_do_not_depend_on_block_boundaries(text: str, chunk: int, block: int) -> None:
     expected = _summary_or_parse_error(text)
-    with mock.patch.object(nccl_log, "BLOCK_CHARS", block):
+    with mock.patch.object(nccl_log_lines, "BLOCK_CHARS", block):
         try:
             chunked: NcclLogSummary | None = _by_chunks(text, chunk)
         except ParseError:
@@ -675,7 +678,7 @@ def test_passes_over_a_block_agree_whatever_the_block_size() -> None:
     expected = parse_nccl_log(text)
     assert (expected.nccl_version, expected.network) == ("2.26.6", "IB")
     for block in range(1, len(text) + 2, 3):
-        with mock.patch.object(nccl_log, "BLOCK_CHARS", block):
+        with mock.patch.object(nccl_log_lines, "BLOCK_CHARS", block):
             assert _by_chunks(text, 17) == expected
             assert _by_lines(text) == expected
 

@@ -1,56 +1,20 @@
-"""Streaming parser for NCCL_DEBUG=INFO logs: which network NCCL used, GDR, HCAs and failures.
-
-Lines look like ``host:pid:tid [dev] NCCL INFO <message>`` (or ``NCCL WARN`` with a source file
-before it), possibly behind timestamps, Ray/Kubernetes tags, ANSI colours or pasted-document
-artifacts; bare ``NCCL version 2.x.y+cudaZ`` lines and PyTorch ``NCCL error`` reports are read too.
-
-Rules, in priority order where several sources exist:
-
-* nccl_version: the first version NCCL prints (``NCCL version 2.x.y``, bare or as INFO); else the
-  one quoted in a PyTorch ``NCCL error ... NCCL version 2.x.y`` report.
-* network: ``Using network X``; else the first channel line
-  ``via NET/<X>/<n>[/GDRDMA]``; else the first ``NET/<X> : Using [..]`` device list; else the
-  ``NET/<X> :`` prefix of a WARN raised inside NCCL's own transport (source ``transport/net*``).
-* gdr: True if any NET channel has ``/GDRDMA`` or a ``GPU Direct RDMA Enabled`` line is printed;
-  False if NET channels exist without it or ``GPU Direct RDMA Disabled`` is printed; else None.
-  Per rank (RankNet) only the rank's own NET channel lines count.
-* hcas / link_layers: only from ``NET/<plugin> : Using [0]mlx5_0:1/RoCE ...`` device lists.
-* errors: NCCL WARN lines (except plugin-loading chatter), PyTorch ``NCCL error`` reports and
-  their ``Last error:`` detail line, collective watchdog timeouts.
-
-Speed and memory: text is handled in blocks of whole lines (``feed`` batches lines into blocks
-too, so both entry points share one code path). Per block, C-level passes pick out NET channel
-lines and ``Using network`` lines (split + map, keyed by line prefix) and every other marked line
-(one findall); only the first sighting of each distinct key reaches Python code. Failure lines
-are then visited in order, because they need line numbers and may wrap onto the next line. Each
-pass owns its facts, so results never depend on where blocks start. Errors keep the first
-``MAX_ERRORS`` (``error_count`` has the total), long lines, names and messages are capped and
-every cache is bounded, so memory does not grow with the log.
-"""
+"""The streaming NCCL_DEBUG=INFO log parser: the block scanner and its line handlers (rules in the
+package docstring)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable
 from itertools import repeat
 from operator import itemgetter
-from typing import TypeVar
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers._text import strip_ansi
+from fabcheck.parsers.nccl_log.facts import MAX_NAME_CHARS, RDMA_NAME, SOCKET_NAME, Facts
+from fabcheck.parsers.nccl_log.failures import completion_status
+from fabcheck.parsers.nccl_log.lines import CACHE_LIMIT, LineBlocks, clean_line, first_sighting
+from fabcheck.parsers.nccl_log.records import MAX_ERRORS, MAX_MESSAGE_CHARS, NcclError, NcclLogSummary
 
-MAX_ERRORS = 1000
-MAX_RANKS = 65536
-BLOCK_CHARS = 1 << 20
-MAX_LINE_CHARS = 1 << 20
-MAX_MESSAGE_CHARS = 2000  # error messages are kept up to this length
-_MAX_NAME_CHARS = 200  # network and HCA names longer than this are not names
-_MAX_HCAS = 4096
 _PREFIX_WINDOW = 512  # the line prefix is looked for in the text right before the NCCL marker
-_CACHE_LIMIT = 50_000  # entries per "seen before" cache; it is emptied when full
-_MAX_CACHED_KEY = 512  # longer lines are handled every time instead of being remembered
-_Key = TypeVar("_Key", bound=Hashable)
 
 # Every line worth a look (besides NET channel lines) holds a match, which runs to the line end.
 _MARKED = re.compile(
@@ -65,7 +29,6 @@ _BARE = re.compile(
     r"|Failed to initialize NET plugin |comm 0x[0-9a-f]+ rank |ncclComm\w* comm 0x))",
     re.MULTILINE,
 )
-_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]")
 # Lines that must be read in order with their prefix and line number: failures.
 _IN_ORDER = re.compile(r"NCCL(?: (?:WARN |error)|\(SeqNum)")
 _IN_ORDER_MARKERS = ("NCCL WARN ", "NCCL error", "NCCL(SeqNum")
@@ -74,15 +37,8 @@ _IN_ORDER_MARKERS = ("NCCL WARN ", "NCCL error", "NCCL(SeqNum")
 _USING_MARKER = "NCCL INFO Using network "
 _PREFIX = re.compile(r"([^\s\[\]:]{1,255}):(\d{1,10}):(\d{1,10}) \[(\d{1,6})\]\s*(.*)$", re.ASCII)
 _TORCH_RANK = re.compile(r"\[[Rr]ank ?(\d{1,9})\]", re.ASCII)
-_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)", re.ASCII)
-_CITE = re.compile(r"\[cite_start\]| ?\[cite:[\d, ]*\]")
 _NET_MESSAGE = re.compile(r"NET/([^\s:]{1,200})(?=[\s:]|$)\s*:?\s*(.*)$")
-_LISTED_DEVICE = re.compile(r"\[\d+\]\S", re.ASCII)
-_HCA_ENTRY = re.compile(r"\]\s*([A-Za-z0-9_.\-]{1,64}):\d+/(IB|RoCE)\b", re.ASCII)
 _CHANNEL_TAIL = re.compile(r"(.+?)/(\d+)(?:\(\d+\))?((?:/[A-Za-z]+)*)$", re.ASCII)
-_STATUS_NUMBER = re.compile(r"(?:\bwith error\s+|\bstatus\s*=\s*(?:[A-Za-z_][\w ]*?\()?)(\d{1,9})", re.ASCII)
-_STATUS_NAME = re.compile(r"IBV_WC_([A-Z_]+)")
-_VENDOR_ERR = re.compile(r"vendor[ _]err\s*[= ]?\s*(?:0x([0-9a-fA-F]{1,8})|(\d{1,9}))", re.ASCII)
 _TORCH_ERROR_NAME = re.compile(r"nccl[A-Z]\w*Error\b", re.ASCII)
 _WRAPPED_START = re.compile(r"[0-9a-z,.;:)/\-]", re.ASCII)
 _BENIGN_WARN = re.compile(
@@ -94,362 +50,11 @@ _BENIGN_WARN = re.compile(
     r"|Cannot initialize CollNet, using point-to-point network instead|SHARP coll init error",
     re.IGNORECASE,
 )
-_GDR_LINE = re.compile(r"GPU Direct RDMA (?:\([^)]{1,40}\) )?(enabled|disabled)", re.IGNORECASE)
 _COLLNET_TAIL = re.compile(r"via COLLNET/([^/\s]{1,200})/\d+((?:/[A-Za-z]+)*)", re.ASCII)
-_SOCKET_NAME = re.compile(r"socket", re.IGNORECASE)
-_RDMA_NAME = re.compile(r"IB|RDMA|RoCE|verbs", re.ASCII)
-_OFI_NAME = re.compile(r"Libfabric|OFI", re.IGNORECASE)
-
-# ibv_wc_status codes by enum name (IBV_WC_<name>) and by ibv_wc_status_str() wording.
-_WC_NAMES = (
-    "SUCCESS",
-    "LOC_LEN_ERR",
-    "LOC_QP_OP_ERR",
-    "LOC_EEC_OP_ERR",
-    "LOC_PROT_ERR",
-    "WR_FLUSH_ERR",
-    "MW_BIND_ERR",
-    "BAD_RESP_ERR",
-    "LOC_ACCESS_ERR",
-    "REM_INV_REQ_ERR",
-    "REM_ACCESS_ERR",
-    "REM_OP_ERR",
-    "RETRY_EXC_ERR",
-    "RNR_RETRY_EXC_ERR",
-    "LOC_RDD_VIOL_ERR",
-    "REM_INV_RD_REQ_ERR",
-    "REM_ABORT_ERR",
-    "INV_EECN_ERR",
-    "INV_EEC_STATE_ERR",
-    "FATAL_ERR",
-    "RESP_TIMEOUT_ERR",
-    "GENERAL_ERR",
-)
-_WC_PHRASES = (
-    ("rnr retry counter exceeded", 13),
-    ("retry counter exceeded", 12),
-    ("retry exceeded", 12),
-    ("work request flushed", 5),
-    ("local length error", 1),
-    ("local protection error", 4),
-    ("remote invalid request", 9),
-    ("remote access error", 10),
-    ("remote operation error", 11),
-    ("response timeout", 20),
-)
 
 # What the line after the current one may be: nothing special, the second half of a WARN that
 # was wrapped, the body of a PyTorch "NCCL error" report, or the detail line after "Last error:".
 _PLAIN, _WARN_HELD, _ERROR_REPORT, _ERROR_DETAIL = range(4)
-
-
-@dataclass(frozen=True)
-class NcclError:
-    """One failure reported in the log. ``line`` is 1-based; ``status`` is the IBV_WC status code."""
-
-    line: int
-    host: str | None
-    rank: int | None
-    message: str
-    status: int | None
-    vendor_err: int | None
-
-
-@dataclass(frozen=True)
-class RankNet:
-    """What one process showed; ``rank`` is the bracketed number of the line prefix (its device)."""
-
-    host: str | None
-    rank: int | None
-    network: str | None
-    gdr: bool | None
-
-
-@dataclass(frozen=True)
-class NcclLogSummary:
-    """What the whole log shows (see the module docstring for the rules); ``lines`` counts all lines."""
-
-    nccl_version: str | None
-    network: str | None
-    rdma: bool | None
-    link_layers: tuple[str, ...]
-    hcas: tuple[str, ...]
-    gdr: bool | None
-    errors: tuple[NcclError, ...]
-    ranks: tuple[RankNet, ...]
-    socket_fallback: bool
-    lines: int
-    error_count: int = 0  # every error seen; ``errors`` keeps the first MAX_ERRORS
-    init_complete: bool = False  # some communicator printed 'Init COMPLETE'
-    failed_plugins: tuple[str, ...] = ()  # 'Failed to initialize NET plugin X'
-    ib_missing: bool = False  # 'NET/IB : No device found.' or the IB plugin failed to initialise
-
-
-def completion_status(message: str) -> tuple[int | None, int | None]:
-    """(IBV_WC status, vendor error) printed in a completion error message, None where absent."""
-    status: int | None = None
-    lowered = message.lower()
-    # "with error N" elsewhere is an errno (e.g. a failed ibv_modify_qp), not a work completion.
-    number = _STATUS_NUMBER.search(message) if "completion" in lowered or "ibv_wc" in lowered else None
-    if number:
-        status = int(number.group(1))
-    else:
-        name = _STATUS_NAME.search(message)
-        if name and name.group(1) in _WC_NAMES:
-            status = _WC_NAMES.index(name.group(1))
-        else:
-            status = next((code for phrase, code in _WC_PHRASES if phrase in lowered), None)
-    vendor = _VENDOR_ERR.search(message)
-    if vendor is None:
-        return status, None
-    return status, int(vendor.group(1), 16) if vendor.group(1) else int(vendor.group(2))
-
-
-def _clean(line: str) -> str:
-    """Drop line ends, terminal colours and pasted-document citation markers."""
-    text = line.rstrip()
-    if "\x1b" in text:
-        text = strip_ansi(text)
-    if "[cite" in text:
-        text = _CITE.sub("", text)
-    if "[repeated " in text:
-        text = _RAY_REPEATED.sub("", text)
-    return text
-
-
-def clean_line(line: str) -> str:
-    """A log line as the parsers read it: no line end, terminal colours or citation markers."""
-    return _clean(line)
-
-
-def _rdma_from_name(name: str, ofi_provider: str | None) -> bool | None:
-    """Whether a NET plugin name means RDMA (IB verbs) or TCP sockets; None when unknown."""
-    if _SOCKET_NAME.search(name):
-        return False
-    if _RDMA_NAME.search(name):
-        return True
-    if _OFI_NAME.search(name) and ofi_provider:
-        provider = ofi_provider.lower()
-        if "efa" in provider or "verbs" in provider or "cxi" in provider:
-            return True
-        if "tcp" in provider or "sockets" in provider:
-            return False
-    return None
-
-
-def _first_sighting(seen: set[_Key], key: _Key, size: int) -> bool:
-    """Add ``key`` (``size`` characters) to the bounded cache ``seen``; True when it was not there."""
-    if size > _MAX_CACHED_KEY:
-        return True
-    if key in seen:
-        return False
-    if len(seen) >= _CACHE_LIMIT:
-        seen.clear()
-    seen.add(key)
-    return True
-
-
-class _LineBlocks:
-    """Collects fed text and hands it out as blocks of whole lines of about BLOCK_CHARS.
-
-    At most one partial line is held; a line longer than MAX_LINE_CHARS is cut to that length.
-    A big fed chunk is copied once: its first line (completing the held one) becomes its own block.
-    """
-
-    def __init__(self) -> None:
-        self._parts: list[str] = []
-        self._size = 0
-        self._line_open = False
-        self._skipping = False
-
-    def add_line(self, line: str) -> list[str]:
-        if self._line_open:
-            line = "\n" + line
-        if not line.endswith("\n"):
-            line += "\n"
-        return self._add(line)
-
-    def add_text(self, text: str) -> Iterator[str]:
-        for start in range(0, len(text), BLOCK_CHARS):
-            yield from self._add(text[start : start + BLOCK_CHARS])
-
-    def finish(self) -> str:
-        data = "".join(self._parts)
-        self._parts, self._size, self._line_open = [], 0, False
-        return data if not data or data.endswith("\n") else data + "\n"
-
-    def _add(self, text: str) -> list[str]:
-        if self._skipping:
-            cut = text.find("\n")
-            if cut < 0:
-                return []
-            text, self._skipping = text[cut:], False
-        self._parts.append(text)
-        self._size += len(text)
-        self._line_open = not text.endswith("\n")
-        return self._take() if self._size >= BLOCK_CHARS else []
-
-    def _take(self) -> list[str]:
-        parts, last = self._parts, self._parts[-1]
-        cut = last.rfind("\n") + 1
-        if cut == 0:
-            return self._take_joined()
-        if cut == len(last):
-            self._parts, self._size = [], 0
-            return ["".join(parts) if len(parts) > 1 else last]
-        first = last.find("\n") + 1 if len(parts) > 1 else 0
-        blocks = ["".join(parts[:-1]) + last[:first]] if first else []
-        if cut > first:
-            blocks.append(last[first:cut])
-        self._parts, self._size = [last[cut:]], len(last) - cut
-        return blocks
-
-    def _take_joined(self) -> list[str]:
-        """The newest piece has no newline: join everything and keep (a bounded) partial line."""
-        data = "".join(self._parts)
-        cut = data.rfind("\n") + 1
-        rest = data[cut:]
-        if len(rest) > MAX_LINE_CHARS:
-            rest, self._skipping = rest[:MAX_LINE_CHARS], True
-        self._parts, self._size = ([rest] if rest else []), len(rest)
-        return [data[:cut]] if cut else []
-
-
-class _RankState:
-    __slots__ = ("channel_network", "gdr_off", "gdr_on", "receive_gdr_off", "using_network")
-
-    def __init__(self) -> None:
-        self.using_network: str | None = None
-        self.channel_network: str | None = None
-        self.gdr_on = False
-        self.gdr_off = False
-        self.receive_gdr_off = False
-
-    def rank_net(self, host: str, rank: int) -> RankNet:
-        # A receive channel without GDRDMA means host-staged traffic for that rank (e.g. a far NIC),
-        # even when other channels use GDR. Send channels may legitimately lack it (GDR read off).
-        if self.receive_gdr_off:
-            gdr: bool | None = False
-        else:
-            gdr = True if self.gdr_on else (False if self.gdr_off else None)
-        return RankNet(host, rank, self.using_network or self.channel_network, gdr)
-
-
-class _Facts:
-    """What the log has shown so far. Every note is idempotent, so repeated lines may be skipped."""
-
-    def __init__(self) -> None:
-        self.seen_nccl = False
-        self.version: str | None = None
-        self.reported_version: str | None = None
-        self.using_network: str | None = None
-        self.channel_network: str | None = None
-        self.device_network: str | None = None
-        self.warn_network: str | None = None
-        self.ofi_provider: str | None = None
-        self.hcas: set[str] = set()
-        self.link_layers: set[str] = set()
-        self.gdr_on = False
-        self.gdr_off = False
-        self.verbs_evidence = False
-        self.ib_sought = False
-        self.socket_chosen = False
-        self.init_complete = False
-        self.failed_plugins: list[str] = []
-        self.ib_missing = False
-        self.ranks: dict[tuple[str, int], _RankState] = {}
-
-    def rank(self, host: str | None, rank: int | None) -> _RankState | None:
-        if host is None or rank is None:
-            return None
-        state = self.ranks.get((host, rank))
-        if state is None and len(self.ranks) < MAX_RANKS:
-            state = self.ranks[(host, rank)] = _RankState()
-        return state
-
-    def note_version(self, text: str, reported: bool) -> None:
-        """A version NCCL printed, or (``reported``) one quoted in a PyTorch error report."""
-        match = _VERSION.search(text)
-        if match is None:
-            return
-        self.seen_nccl = True
-        if reported:
-            self.reported_version = self.reported_version or match.group(1)
-        else:
-            self.version = self.version or match.group(1)
-
-    def note_using(self, name: str, rank: _RankState | None) -> None:
-        self.using_network = self.using_network or name
-        if rank is not None:
-            rank.using_network = rank.using_network or name
-
-    def note_channel(self, name: str, gdr: bool, rank: _RankState | None, sending: bool = False) -> None:
-        self.seen_nccl = True
-        if rank is not None and not gdr and not sending:
-            rank.receive_gdr_off = True
-        self.channel_network = self.channel_network or name
-        for state in (self, rank):
-            if state is None:
-                continue
-            if gdr:
-                state.gdr_on = True
-            else:
-                state.gdr_off = True
-        if rank is not None:
-            rank.channel_network = rank.channel_network or name
-
-    def note_devices(self, name: str, devices: str) -> None:
-        entries = _HCA_ENTRY.findall(devices)
-        for hca, link_layer in entries:
-            if len(self.hcas) < _MAX_HCAS:
-                self.hcas.add(hca)
-            self.link_layers.add(link_layer)
-        if entries:
-            self.verbs_evidence = self.ib_sought = True
-        if entries or _LISTED_DEVICE.search(devices):
-            self.device_network = self.device_network or name
-        elif _RDMA_NAME.search(name):
-            # An empty list ('NET/IB : Using [RO]; OOB ...') names no device: it is no network choice.
-            self.ib_sought = True
-
-    def note_gdr_line(self, message: str) -> None:
-        """'GPU Direct RDMA Enabled/Disabled', '(DMABUF) enabled', '(nvidia-peermem) enabled', any case."""
-        match = _GDR_LINE.search(message)
-        if match is None:
-            return
-        if match.group(1).lower() == "enabled":
-            self.gdr_on = True
-        else:
-            self.gdr_off = True
-
-    def summary(self, lines: int, errors: list[NcclError], error_count: int) -> NcclLogSummary:
-        network = self.using_network or self.channel_network or self.device_network or self.warn_network
-        rdma = _rdma_from_name(network, self.ofi_provider) if network else None
-        if rdma is None and self.verbs_evidence:
-            rdma = True
-        if rdma is None and network and _OFI_NAME.search(network) and self.gdr_on:
-            # A libfabric channel with GDRDMA (CXI, EFA without a provider line): NCCL's TCP transport
-            # never registers GPU memory, so GDR on a Libfabric channel is RDMA.
-            rdma = True
-        if rdma is None and self.ib_missing and not self.verbs_evidence:
-            rdma = False  # 'NET/IB : No device found.': NCCL falls back to sockets
-        socket_like = network is not None and _SOCKET_NAME.search(network) is not None
-        return NcclLogSummary(
-            nccl_version=self.version or self.reported_version,
-            network=network,
-            rdma=rdma,
-            link_layers=tuple(sorted(self.link_layers)),
-            hcas=tuple(sorted(self.hcas)),
-            gdr=True if self.gdr_on else (False if self.gdr_off else None),
-            errors=tuple(errors),
-            ranks=tuple(state.rank_net(*key) for key, state in sorted(self.ranks.items())),
-            socket_fallback=socket_like and self.ib_sought and not self.socket_chosen,
-            lines=lines,
-            error_count=error_count,
-            init_complete=self.init_complete,
-            failed_plugins=tuple(self.failed_plugins),
-            ib_missing=self.ib_missing,
-        )
 
 
 class NcclLogParser:
@@ -460,8 +65,8 @@ class NcclLogParser:
 
     def __init__(self, source: str = "<text>") -> None:
         self.source = source
-        self._blocks = _LineBlocks()
-        self._facts = _Facts()
+        self._blocks = LineBlocks()
+        self._facts = Facts()
         self._finished: NcclLogSummary | None = None
         self._lines = 0
         self._errors: list[NcclError] = []
@@ -545,8 +150,8 @@ class NcclLogParser:
                 in_order = True
             elif found.startswith(_USING_MARKER):
                 continue
-            elif _first_sighting(self._seen_marked, found, len(found)):
-                self._handle_marked(_clean(found))
+            elif first_sighting(self._seen_marked, found, len(found)):
+                self._handle_marked(clean_line(found))
         return in_order, using
 
     def _scan_using_lines(self, block: str) -> None:
@@ -555,8 +160,8 @@ class NcclLogParser:
         heads = map(itemgetter(2), map(str.rpartition, pieces[:-1], repeat("\n")))
         names = map(itemgetter(0), map(str.partition, pieces[1:], repeat("\n")))
         for prefix, name in dict.fromkeys(zip(heads, names, strict=True)):
-            if _first_sighting(self._seen_using, (prefix, name), len(prefix) + len(name)):
-                self._note_using(_clean(prefix), _clean(name).strip())
+            if first_sighting(self._seen_using, (prefix, name), len(prefix) + len(name)):
+                self._note_using(clean_line(prefix), clean_line(name).strip())
 
     def _scan_in_order(self, block: str) -> None:
         """Visit failure lines in order, and every line that follows one which left a state open.
@@ -611,7 +216,7 @@ class NcclLogParser:
         )
         for key in dict.fromkeys(keyed):
             (prefix, marker, sending), tail = key
-            if marker and _first_sighting(self._seen_channels, key, len(prefix) + len(tail)):
+            if marker and first_sighting(self._seen_channels, key, len(prefix) + len(tail)):
                 self._note_channel(prefix, tail, sending)
 
     def _scan_collnet(self, block: str) -> None:
@@ -620,7 +225,7 @@ class NcclLogParser:
         for line in block.splitlines():
             if "via COLLNET/" not in line:
                 continue
-            text = _clean(line)
+            text = clean_line(line)
             match = _COLLNET_TAIL.search(text)
             if match is None:
                 continue
@@ -636,10 +241,10 @@ class NcclLogParser:
                     target.gdr_off = True
 
     def _note_channel(self, prefix: str, tail: str, sending: bool = False) -> None:
-        tail = _clean(tail)
-        match = _CHANNEL_TAIL.match(tail) if len(tail) <= _MAX_NAME_CHARS else None
+        tail = clean_line(tail)
+        match = _CHANNEL_TAIL.match(tail) if len(tail) <= MAX_NAME_CHARS else None
         if match:
-            host, rank, _ = self._prefix_fields(_clean(prefix))
+            host, rank, _ = self._prefix_fields(clean_line(prefix))
             gdr = "/GDRDMA" in match.group(3)
             self._facts.note_channel(match.group(1), gdr, self._facts.rank(host, rank), sending)
 
@@ -648,7 +253,7 @@ class NcclLogParser:
         """Let a held WARN or a PyTorch error report absorb this line; True when absorbed."""
         if self._state == _PLAIN:
             return False
-        text = _clean(line)
+        text = clean_line(line)
         if self._state == _WARN_HELD:
             wrapped = self._is_wrapped_part(text)
             if wrapped and self._held is not None:
@@ -709,9 +314,9 @@ class NcclLogParser:
         elif message.startswith("NCCL_IB_DISABLE set by environment to "):
             facts.socket_chosen |= message.rstrip(".").endswith(" 1")
         elif message.startswith("NCCL_NET set by environment to "):
-            facts.socket_chosen |= _SOCKET_NAME.search(message[31:]) is not None
+            facts.socket_chosen |= SOCKET_NAME.search(message[31:]) is not None
         elif message.startswith("Failed to initialize NET plugin "):
-            name = message[32:].strip()[:_MAX_NAME_CHARS]
+            name = message[32:].strip()[:MAX_NAME_CHARS]
             if name and name not in facts.failed_plugins and len(facts.failed_plugins) < 64:
                 facts.failed_plugins.append(name)
             facts.ib_missing |= name in ("IB", "IBext")
@@ -720,7 +325,7 @@ class NcclLogParser:
 
     def _handle_failure(self, line: str) -> None:
         """A WARN line, or a PyTorch report line outside the NCCL prefix format."""
-        text = _clean(line)
+        text = clean_line(line)
         warn = text.find("NCCL WARN ")
         if warn >= 0:
             self._handle_warn(text[:warn], text[warn + 10 :].strip())
@@ -728,7 +333,7 @@ class NcclLogParser:
             self._handle_report(text.strip())
 
     def _note_using(self, prefix: str, name: str) -> None:
-        if 0 < len(name) <= _MAX_NAME_CHARS:
+        if 0 < len(name) <= MAX_NAME_CHARS:
             host, rank, _ = self._prefix_fields(prefix)
             self._facts.note_using(name, self._facts.rank(host, rank))
 
@@ -741,7 +346,7 @@ class NcclLogParser:
         if rest.startswith("Using ["):
             facts.note_devices(name, rest)
         elif rest.startswith("No device found"):
-            rdma_name = _RDMA_NAME.search(name) is not None
+            rdma_name = RDMA_NAME.search(name) is not None
             facts.ib_sought |= rdma_name
             facts.ib_missing |= rdma_name
         elif "GPU Direct RDMA " in rest:
@@ -749,7 +354,7 @@ class NcclLogParser:
         elif name == "OFI" and rest.lower().startswith("selected provider is "):
             # 'Selected Provider is efa (found 4 nics)' and newer 'Selected provider is efa, fabric is
             # efa-direct (found 32 nics)': the provider is the first word.
-            provider = rest[21 : 21 + _MAX_NAME_CHARS].split(",")[0].split(" ")[0]
+            provider = rest[21 : 21 + MAX_NAME_CHARS].split(",")[0].split(" ")[0]
             facts.ofi_provider = facts.ofi_provider or provider
 
     def _handle_warn(self, prefix: str, message: str) -> None:
@@ -758,7 +363,7 @@ class NcclLogParser:
         facts.seen_nccl = True
         net = _NET_MESSAGE.match(message)
         if net is not None:
-            facts.verbs_evidence |= _RDMA_NAME.search(net.group(1)) is not None
+            facts.verbs_evidence |= RDMA_NAME.search(net.group(1)) is not None
             if source.startswith("transport/net"):
                 facts.warn_network = facts.warn_network or net.group(1)
         facts.verbs_evidence |= "Got completion" in message or "Got CQE" in message
@@ -797,7 +402,7 @@ class NcclLogParser:
         else:
             match = _PREFIX.search(prefix)
             cached = (match.group(1), int(match.group(4)), match.group(5).strip()) if match else None
-            if len(self._prefixes) >= _CACHE_LIMIT:
+            if len(self._prefixes) >= CACHE_LIMIT:
                 self._prefixes.clear()
             self._prefixes[prefix] = cached
         return cached if cached is not None else (None, None, prefix.strip())
@@ -812,16 +417,3 @@ def parse_nccl_log(lines: Iterable[str] | str, source: str = "<text>") -> NcclLo
         for line in lines:
             parser.feed(line)
     return parser.result()
-
-
-def nccl_log_facts(summary: NcclLogSummary) -> dict[str, object]:
-    """The facts a careful human reads from the log: exactly the keys of the corpus truth files."""
-    return {
-        "nccl_version": summary.nccl_version,
-        "network": summary.network,
-        "rdma": summary.rdma,
-        "link_layers": list(summary.link_layers),
-        "hcas": list(summary.hcas),
-        "gdr": summary.gdr,
-        "errors": bool(summary.errors),
-    }

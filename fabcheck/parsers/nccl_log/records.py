@@ -1,0 +1,64 @@
+"""What a parsed NCCL log shows: its failures, each rank's network, the summary and its truth facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_ERRORS = 1000
+MAX_RANKS = 65536
+MAX_MESSAGE_CHARS = 2000  # error messages are kept up to this length
+
+
+@dataclass(frozen=True)
+class NcclError:
+    """One failure reported in the log. ``line`` is 1-based; ``status`` is the IBV_WC status code."""
+
+    line: int
+    host: str | None
+    rank: int | None
+    message: str
+    status: int | None
+    vendor_err: int | None
+
+
+@dataclass(frozen=True)
+class RankNet:
+    """What one process showed; ``rank`` is the bracketed number of the line prefix (its device)."""
+
+    host: str | None
+    rank: int | None
+    network: str | None
+    gdr: bool | None
+
+
+@dataclass(frozen=True)
+class NcclLogSummary:
+    """What the whole log shows (see the module docstring for the rules); ``lines`` counts all lines."""
+
+    nccl_version: str | None
+    network: str | None
+    rdma: bool | None
+    link_layers: tuple[str, ...]
+    hcas: tuple[str, ...]
+    gdr: bool | None
+    errors: tuple[NcclError, ...]
+    ranks: tuple[RankNet, ...]
+    socket_fallback: bool
+    lines: int
+    error_count: int = 0  # every error seen; ``errors`` keeps the first MAX_ERRORS
+    init_complete: bool = False  # some communicator printed 'Init COMPLETE'
+    failed_plugins: tuple[str, ...] = ()  # 'Failed to initialize NET plugin X'
+    ib_missing: bool = False  # 'NET/IB : No device found.' or the IB plugin failed to initialise
+
+
+def nccl_log_facts(summary: NcclLogSummary) -> dict[str, object]:
+    """The facts a careful human reads from the log: exactly the keys of the corpus truth files."""
+    return {
+        "nccl_version": summary.nccl_version,
+        "network": summary.network,
+        "rdma": summary.rdma,
+        "link_layers": list(summary.link_layers),
+        "hcas": list(summary.hcas),
+        "gdr": summary.gdr,
+        "errors": bool(summary.errors),
+    }

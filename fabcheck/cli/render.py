@@ -18,8 +18,8 @@ from fabcheck.intent.platforms import NVUE, SONIC
 from fabcheck.intent.platforms import PLATFORMS as SWITCH_PLATFORMS
 from fabcheck.switch import nvue_openapi
 from fabcheck.switch.platforms.nvue import WATCHDOG_SINCE
-from fabcheck.switch.platforms.sonic import SonicError, parse_fragment
 from fabcheck.switch.render import RenderedConfig, render_switch
+from fabcheck.switch.sonic_patch import SonicError, parse_fragment
 from fabcheck.switch.sonic_yang import SonicYangError, validate_config_db
 
 EPILOG = """\

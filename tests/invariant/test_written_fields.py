@@ -16,6 +16,7 @@ import pytest
 
 from fabcheck.checks.switch import FIELD_CHECKS, OWNED_FIELDS, SWITCH_CHECKS
 from fabcheck.parsers.eos_config import ConfigNode
+from fabcheck.switch import sonic_patch
 from fabcheck.switch.owned import Setting, normalise, reference_fields, reference_switches, settings_of
 from fabcheck.switch.platforms import eos, nvue, sonic
 from fabcheck.switch.render import render_switch
@@ -71,7 +72,7 @@ def _concerns(platform: str, setting: str) -> frozenset[str]:
     if platform == "sonic":
         where, _, _value = setting.partition(" = ")
         table, _, field = where.partition(" ")
-        return sonic.OWNED_TABLES[table.split("|")[0]].field_concerns(field)
+        return sonic_patch.OWNED_TABLES[table.split("|")[0]].field_concerns(field)
     line = setting.rpartition(": ")[2] if ": " in setting else setting
     return eos.concerns_of(ConfigNode(line))
 

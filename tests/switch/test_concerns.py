@@ -24,6 +24,7 @@ from test_sonic_render import sonic_desired
 
 from fabcheck.desired.switch import DesiredSwitch
 from fabcheck.lab.mockswitch import inject_switch_fault
+from fabcheck.switch import sonic_patch
 from fabcheck.switch.concerns import CONCERNS, ConcernError, chosen_concerns, concerns_from_tags
 from fabcheck.switch.connect import connect
 from fabcheck.switch.driver import SwitchDriver, push
@@ -286,10 +287,10 @@ def test_eos_startup_lag_is_judged_per_concern() -> None:
 @pytest.mark.parametrize("intent", [None, NON_DEFAULT], ids=["default", "non-default"])
 def test_every_rendered_sonic_field_has_one_concern(intent: dict[str, Any] | None) -> None:
     config = render_switch(PLATFORMS["sonic"].desired(intent))
-    for table, entries in sonic.parse_fragment(config).items():
+    for table, entries in sonic_patch.parse_fragment(config).items():
         for key, fields in entries.items():
             for field in fields:
-                assert len(sonic.OWNED_TABLES[table].field_concerns(field)) == 1, (table, key, field)
+                assert len(sonic_patch.OWNED_TABLES[table].field_concerns(field)) == 1, (table, key, field)
 
 
 def test_a_scoped_sonic_patch_adds_only_chosen_fields_of_a_new_entry() -> None:
@@ -300,15 +301,15 @@ def test_a_scoped_sonic_patch_adds_only_chosen_fields_of_a_new_entry() -> None:
         "PORT": {"Ethernet0": {"mtu": "9100"}},
     }
     running = {"PORT": {"Ethernet0": {"mtu": "9100", "speed": "400000"}}}
-    whole = sonic.compute_patch(running, fragment)
+    whole = sonic_patch.compute_patch(running, fragment)
     assert whole == [{"op": "add", "path": "/PORT_QOS_MAP", "value": fragment["PORT_QOS_MAP"]}]
-    assert sonic.scope_patch(whole, running, frozenset({"pfc"})) == [
+    assert sonic_patch.scope_patch(whole, running, frozenset({"pfc"})) == [
         {"op": "add", "path": "/PORT_QOS_MAP", "value": {"Ethernet0": {"pfc_enable": "3"}}}
     ]
-    assert sonic.scope_patch(whole, running, frozenset({"mtu"})) == []
+    assert sonic_patch.scope_patch(whole, running, frozenset({"mtu"})) == []
     running["PORT_QOS_MAP"] = {"Ethernet4": {"pfc_enable": "3"}}
-    entry = sonic.compute_patch(running, fragment)
-    assert sonic.scope_patch(entry, running, frozenset({"watchdog"})) == [
+    entry = sonic_patch.compute_patch(running, fragment)
+    assert sonic_patch.scope_patch(entry, running, frozenset({"watchdog"})) == [
         {"op": "add", "path": "/PORT_QOS_MAP/Ethernet0", "value": {"pfcwd_sw_enable": "3"}}
     ]
 
@@ -325,13 +326,13 @@ def test_a_scoped_sonic_patch_removes_only_chosen_fields_of_a_stale_entry() -> N
         "PORT": {"Ethernet0": {"mtu": "9100"}},
         "QUEUE": {"Ethernet0|3": {"scheduler": "FABCHECK_TC3"}},
     }
-    whole = sonic.compute_patch(running, fragment)
+    whole = sonic_patch.compute_patch(running, fragment)
     assert whole == [{"op": "remove", "path": "/QUEUE/Ethernet0|5"}]
-    assert sonic.scope_patch(whole, running, frozenset({"ecn"})) == [
+    assert sonic_patch.scope_patch(whole, running, frozenset({"ecn"})) == [
         {"op": "remove", "path": "/QUEUE/Ethernet0|5/wred_profile"}
     ]
-    assert sonic.scope_patch(whole, running, frozenset({"ecn", "scheduler"})) == whole
-    assert sonic.scope_patch(whole, running, frozenset({"pfc"})) == []
+    assert sonic_patch.scope_patch(whole, running, frozenset({"ecn", "scheduler"})) == whole
+    assert sonic_patch.scope_patch(whole, running, frozenset({"pfc"})) == []
 
 
 def test_nvue_startup_differences_are_per_concern() -> None:

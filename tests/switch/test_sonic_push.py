@@ -20,8 +20,9 @@ from fabcheck.lab.mockswitch import SwitchSpec, arm_drop, heal_switch_fault, inj
 from fabcheck.lab.mockswitch.sonic import SonicDevice
 from fabcheck.switch.connect import ConnectError, connect
 from fabcheck.switch.driver import PushError, PushResult, push
-from fabcheck.switch.platforms.sonic import SonicDriver, managed_state
+from fabcheck.switch.platforms.sonic import SonicDriver
 from fabcheck.switch.render import render_switch
+from fabcheck.switch.sonic_patch import managed_state
 
 # One switch per concern, so no test depends on another's order.
 SWITCHES = ("sonic-conv", "sonic-fault", "sonic-nondef", "sonic-roll", "sonic-drop", "sonic-cred")

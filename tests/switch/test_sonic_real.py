@@ -29,13 +29,11 @@ from fabcheck.switch.platforms.sonic import (
     ApplyTimeout,
     SonicDriver,
     apply_time_limit,
-    compute_patch,
-    disrupted_ports,
     explain_refusal,
-    gcu_change_estimate,
     release_of,
 )
 from fabcheck.switch.render import RenderedConfig, render_switch
+from fabcheck.switch.sonic_patch import compute_patch, disrupted_ports, gcu_change_estimate
 
 REAL = Path(__file__).parent.parent / "data" / "real" / "sonic"
 PORTS = ("Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12")

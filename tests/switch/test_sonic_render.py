@@ -20,18 +20,17 @@ from fabcheck.desired.switch import DesiredSwitch
 from fabcheck.intent.fabric import InventoryNode, read_fabric
 from fabcheck.intent.model import FabricIntent
 from fabcheck.lab.mockswitch.sonic_db import apply_patch, factory_config_db
-from fabcheck.switch.platforms.sonic import (
-    HEREDOC_END,
+from fabcheck.switch.platforms.sonic import HEREDOC_END, patch_lines
+from fabcheck.switch.render import RenderedConfig, render_switch
+from fabcheck.switch.sonic_patch import (
     OWNED_TABLES,
     SonicError,
     compute_patch,
     describe_patch,
     managed_state,
     parse_fragment,
-    patch_lines,
     pointer,
 )
-from fabcheck.switch.render import RenderedConfig, render_switch
 
 GOLDEN = Path(__file__).parent / "golden"
 REGOLDEN = os.environ.get("FABCHECK_REGOLDEN") == "1"

@@ -27,10 +27,11 @@ Adding a switch check (say it judges a new setting on SONiC, NVUE and EOS):
    dataclass with documented defaults (ecn.EcnInputs). Then its FieldCheck rows in the module's
    FIELDS, one per key a push writes for it (tests/invariant/test_written_fields.py names any missing).
 4. Here: `<X>_CHECK` in SWITCH_CHECKS where it runs, and the module's FIELDS in FIELD_CHECKS if the
-   module is new. The catalog, `--checks`/`--skip`, the README check and owned-field tables follow.
-5. The mocks (fabcheck/lab/mockswitch) show and refuse what the real platforms do, and the tests:
+   module is new. The catalog and `--checks`/`--skip` follow; `scripts/gen_docs` regenerates the check
+   and owned-field tables of docs/checks/switch.md (tests/docs/test_generated.py fails until it has).
+5. The lab's mock switches (mockswitch) show and refuse what the real platforms do; the tests:
    tests/checks/switch/test_switch_<concern>.py for the verdicts, tests/parsers for the readers,
-   tests/invariant for the drift of each owned field.
+   tests/invariant/test_switch_fields.py drifts each owned field alone (its rows come from FIELDS).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from html import escape
 
 from fabcheck.checks.model import Finding, Status
-from fabcheck.report import affinity_svg, fabric_svg
+from fabcheck.report import affinity_svg, fabric_map, fabric_svg
 from fabcheck.report.links import LinkRow, link_findings, link_rows, link_table
 from fabcheck.report.model import NodeKind, Run, Subject, by_severity, subjects_by_severity
 from fabcheck.report.palette import TINT
@@ -64,7 +64,7 @@ _WHERE = ["node", "check", "subject", "host NIC", "switch port"]
 def render(run: Run) -> str:
     title = f"fabcheck {run.command}: {run.verdict.value.upper()}"
     findings = _unique_findings(run)
-    cables = fabric_svg.cable_map(run)
+    cables = fabric_map.cable_map(run)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -106,7 +106,7 @@ def _unique_findings(run: Run) -> list[tuple[Subject, Finding]]:
     seen: set[Finding] = set()
     out = []
     for subject, finding in run.findings():
-        if finding.check.startswith(fabric_svg.LINK_PREFIX):
+        if finding.check.startswith(fabric_map.LINK_PREFIX):
             if finding in seen:
                 continue
             seen.add(finding)
@@ -131,7 +131,7 @@ def _problem_section(
     title: str,
     findings: Sequence[tuple[Subject, Finding]],
     status: Status,
-    cables: fabric_svg.Cables,
+    cables: fabric_map.Cables,
     none: str,
     fix: str,
 ) -> list[str]:
@@ -142,7 +142,7 @@ def _problem_section(
     header = [*_WHERE, "expected", "actual", fix]
     rows = []
     for subject, finding in mine:
-        nic, port = fabric_svg.where(subject, finding, cables)
+        nic, port = fabric_map.where(subject, finding, cables)
         cells = [subject.name, finding.check, finding.subject, nic or "-", port or "-"]
         rows.append(
             [_verdict_td(status, subject.name)]
@@ -196,16 +196,16 @@ def _aggregate_section(findings: Sequence[tuple[Subject, Finding]]) -> list[str]
     return [*out, _table("aggregate", header, rows), note]
 
 
-def _link_rows(run: Run, cables: fabric_svg.Cables) -> list[LinkRow]:
+def _link_rows(run: Run, cables: fabric_map.Cables) -> list[LinkRow]:
     """One row per cable the cabling map knows (the run's link details first, with their settings),
     holding the `link.*` findings about its host NIC; findings about no known NIC get rows of their own,
     as `links.link_rows` gives them. Indexed by NIC: `link_rows` compares every detail with every finding,
     which at thousands of links is minutes."""
-    by_nic = fabric_svg.link_findings_by_nic(run, cables)
+    by_nic = fabric_map.link_findings_by_nic(run, cables)
     placed = {f for found in by_nic.values() for f in found}
     settings = {(d.ends.host, d.ends.nic): d.settings for d in run.links}
     rows = []
-    for detail in fabric_svg.derived_links(run):
+    for detail in fabric_map.derived_links(run):
         ends = detail.ends
         found = tuple(by_nic.get((ends.host, ends.nic), ()))
         link = f"{ends.host_end} - {ends.switch_end}"
@@ -216,7 +216,7 @@ def _link_rows(run: Run, cables: fabric_svg.Cables) -> list[LinkRow]:
     return by_severity([*rows, *loose], lambda row: row.verdict)
 
 
-def _links_section(run: Run, cables: fabric_svg.Cables) -> list[str]:
+def _links_section(run: Run, cables: fabric_map.Cables) -> list[str]:
     table = link_table(_link_rows(run, cables))
     out = ["<h2>Link coherence</h2>"]
     if not table.rows:
@@ -294,7 +294,7 @@ def _affinity_section(run: Run) -> list[str]:
 
 
 def _affinity_status(subject: Subject) -> Status | None:
-    return fabric_svg.worst(f for f in subject.findings if f.check == affinity_svg.AFFINITY_CHECK)
+    return fabric_map.worst(f for f in subject.findings if f.check == affinity_svg.AFFINITY_CHECK)
 
 
 def _affinity_picture(subject: Subject) -> list[str]:

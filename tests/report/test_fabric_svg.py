@@ -9,7 +9,7 @@ from labrun import lab_run
 from reportdata import fabric_run, fleet
 
 from fabcheck.checks.model import Finding, Status, errored, failed, passed
-from fabcheck.report import fabric_svg, html
+from fabcheck.report import fabric_map, fabric_svg, html
 from fabcheck.report.model import NodeKind, Run, Subject
 from fabcheck.report.palette import SOLID, UNJUDGED
 
@@ -37,7 +37,7 @@ def cable(group: ET.Element) -> str:
 
 
 def test_the_lab_run_nic_cable_and_port_verdicts() -> None:
-    picture = fabric_svg.fabric(lab_run())
+    picture = fabric_map.fabric(lab_run())
     assert picture.columns == tuple(f"mlx5_{i}" for i in range(8))
     assert [row.host for row in picture.rows] == ["gpu01", "gpu02", "gpu03"]
     gpu02 = picture.cell("gpu02", "mlx5_0")
@@ -83,7 +83,7 @@ def test_the_failing_nic_box_is_drawn_in_the_fail_colour() -> None:
 def test_the_hand_made_run_uses_link_details_and_rails() -> None:
     """gpu02's trust failure (subject `mlx5_0`) and GPU1's affinity failure (rail mlx5_1) colour NICs;
     gpu04 did not answer and names no NIC: it has a row with no cells."""
-    picture = fabric_svg.fabric(fabric_run())
+    picture = fabric_map.fabric(fabric_run())
     mlx5_0, mlx5_1 = picture.cell("gpu02", "mlx5_0"), picture.cell("gpu02", "mlx5_1")
     assert mlx5_0 is not None and mlx5_0.nic_status is Status.FAIL and mlx5_0.port == "swp2"
     assert mlx5_1 is not None and mlx5_1.nic_status is Status.FAIL and mlx5_1.switch == ""
@@ -113,29 +113,29 @@ def test_names_are_escaped_and_the_svg_parses() -> None:
 
 
 def test_subjects_are_split_at_known_node_names() -> None:
-    assert fabric_svg.split_end("gpu01:mlx5_0") == ("gpu01", "mlx5_0")
-    assert fabric_svg.split_end("a:b:mlx5_0", ["a:b"]) == ("a:b", "mlx5_0")
-    assert fabric_svg.split_end("mlx5_0") is None
-    ends = fabric_svg.link_ends("gpu01:mlx5_0 <-> leaf01:swp1")
+    assert fabric_map.split_end("gpu01:mlx5_0") == ("gpu01", "mlx5_0")
+    assert fabric_map.split_end("a:b:mlx5_0", ["a:b"]) == ("a:b", "mlx5_0")
+    assert fabric_map.split_end("mlx5_0") is None
+    ends = fabric_map.link_ends("gpu01:mlx5_0 <-> leaf01:swp1")
     assert ends is not None and (ends.host_end, ends.switch_end) == ("gpu01:mlx5_0", "leaf01:swp1")
-    assert fabric_svg.link_ends("leaf01:swp9") is None
+    assert fabric_map.link_ends("leaf01:swp9") is None
 
 
 def test_where_fills_host_nic_and_switch_port_from_the_cabling_map() -> None:
     run = lab_run()
-    cables = fabric_svg.cable_map(run)
+    cables = fabric_map.cable_map(run)
     assert len(cables.by_nic) == 18 and cables.by_nic[("gpu03", "mlx5_1")] == ("leaf01", "swp18")
     assert cables.by_port["leaf01:swp9"] == "gpu02:mlx5_0" and cables.switches == {"leaf01"}
     gpu02 = next(s for s in run.subjects if s.name == "gpu02")
     leaf01 = next(s for s in run.subjects if s.name == "leaf01")
     port_finding = passed("host.port_state", "mlx5_3/1", "ACTIVE", "ACTIVE")
-    assert fabric_svg.where(gpu02, port_finding, cables) == ("gpu02:mlx5_3", "leaf01:swp12")
-    assert fabric_svg.where(gpu02, passed("host.rp_params", "host", "", ""), cables) == ("", "")
+    assert fabric_map.where(gpu02, port_finding, cables) == ("gpu02:mlx5_3", "leaf01:swp12")
+    assert fabric_map.where(gpu02, passed("host.rp_params", "host", "", ""), cables) == ("", "")
     on_port = failed("switch.pfc", "leaf01:swp9", "3", "4", "")
-    assert fabric_svg.where(leaf01, on_port, cables) == ("gpu02:mlx5_0", "leaf01:swp9")
+    assert fabric_map.where(leaf01, on_port, cables) == ("gpu02:mlx5_0", "leaf01:swp9")
     uncabled = failed("switch.mtu", "leaf01:swp30", "9216", "1500", "")
-    assert fabric_svg.where(leaf01, uncabled, cables) == ("", "leaf01:swp30")
-    assert fabric_svg.where(leaf01, passed("switch.trust", "leaf01", "", ""), cables) == ("", "")
+    assert fabric_map.where(leaf01, uncabled, cables) == ("", "leaf01:swp30")
+    assert fabric_map.where(leaf01, passed("switch.trust", "leaf01", "", ""), cables) == ("", "")
 
 
 def test_a_large_fleet_is_drawn_compact_with_passing_hosts_folded() -> None:
@@ -180,11 +180,11 @@ def test_worst_is_fail_then_error_then_pass_then_skip() -> None:
     def f(status: Status) -> Finding:
         return Finding("c", status, "s", "", "")
 
-    assert fabric_svg.worst([]) is None
-    assert fabric_svg.worst([f(Status.SKIP)]) is Status.SKIP
-    assert fabric_svg.worst([f(Status.SKIP), f(Status.PASS)]) is Status.PASS
-    assert fabric_svg.worst([f(Status.PASS), f(Status.ERROR)]) is Status.ERROR
-    assert fabric_svg.worst([f(Status.ERROR), f(Status.FAIL)]) is Status.FAIL
+    assert fabric_map.worst([]) is None
+    assert fabric_map.worst([f(Status.SKIP)]) is Status.SKIP
+    assert fabric_map.worst([f(Status.SKIP), f(Status.PASS)]) is Status.PASS
+    assert fabric_map.worst([f(Status.PASS), f(Status.ERROR)]) is Status.ERROR
+    assert fabric_map.worst([f(Status.ERROR), f(Status.FAIL)]) is Status.FAIL
 
 
 def test_the_picture_reads_a_findings_where_fields_not_its_subject_text() -> None:
@@ -212,11 +212,11 @@ def test_the_picture_reads_a_findings_where_fields_not_its_subject_text() -> Non
             Subject("leaf01", NodeKind.SWITCH, (port, whole, wire)),
         ),
     )
-    cell = fabric_svg.fabric(run).cell("gpu01", "mlx5_0")
+    cell = fabric_map.fabric(run).cell("gpu01", "mlx5_0")
     assert cell is not None and (cell.switch, cell.port) == ("leaf01", "swp1")  # cabled by the link's Where
     assert (cell.nic_status, cell.cable_status, cell.port_status) == (Status.FAIL, Status.FAIL, Status.FAIL)
     assert cell.nic_findings == (nic,) and cell.port_findings == (port,)
-    assert fabric_svg.where(run.subjects[1], port, fabric_svg.cable_map(run)) == (
+    assert fabric_map.where(run.subjects[1], port, fabric_map.cable_map(run)) == (
         "gpu01:mlx5_0",
         "leaf01:swp1",
     )

@@ -10,7 +10,7 @@ from labrun import lab_run
 from reportdata import fabric_run, fleet
 
 from fabcheck.checks.model import Status, failed
-from fabcheck.report import fabric_svg, html
+from fabcheck.report import fabric_map, html
 from fabcheck.report.links import link_findings, link_rows, link_table
 from fabcheck.report.model import NodeKind, Run, Subject
 
@@ -138,8 +138,8 @@ def test_link_rows_match_the_link_table_module_and_a_fleet_renders_fast() -> Non
     """The report indexes link findings by NIC; `links.link_rows` compares every detail with every
     finding (400 hosts x 8 NICs: 41 s measured). Same table, and the fleet in well under a second."""
     for run in (fabric_run(), lab_run()):
-        indexed = link_table(html._link_rows(run, fabric_svg.cable_map(run)))
-        assert indexed == link_table(link_rows(link_findings(run), fabric_svg.derived_links(run)))
+        indexed = link_table(html._link_rows(run, fabric_map.cable_map(run)))
+        assert indexed == link_table(link_rows(link_findings(run), fabric_map.derived_links(run)))
     big = fleet(400, failing={3, 7, 120, 250})
     started = time.perf_counter()
     page = html.render(big)

@@ -26,9 +26,11 @@ from fabcheck.checks.switch import (
     startup,
     watchdog,
 )
+from fabcheck.switch.concerns import CONCERNS as PUSH_CONCERNS
+from fabcheck.switch.concerns import WHOLE_SWITCH_TAGS
 
 # The ids in run order as fabcheck/checks/switch.py (1,027 lines, e19db92) declared them: findings,
-# reports and the README table keep this order.
+# reports and the docs' check table keep this order.
 RUN_ORDER_BEFORE_THE_SPLIT = (
     "switch.trust",
     "switch.dscp_map",
@@ -47,6 +49,19 @@ RUN_ORDER_BEFORE_THE_SPLIT = (
     "switch.startup_config",
 )
 CONCERNS = (classification, pfc, ecn, scheduler, watchdog, ports, buffers, drops, startup)
+# The role switch_qos tag (a concern the push files settings under) that fixes each module's checks;
+# None: no fabcheck role sets it (the port speed).
+TAGS = {
+    classification: {"dscp"},
+    pfc: {"pfc"},
+    ecn: {"ecn"},
+    scheduler: {"scheduler"},
+    watchdog: {"watchdog"},
+    ports: {"mtu", None},
+    buffers: {"buffers"},
+    drops: {"pfc"},  # a lossless class that drops lacks PFC on its path
+    startup: {"switch"},  # the save of a whole push
+}
 
 
 def declared_in(module: object) -> set[str]:
@@ -68,6 +83,13 @@ def test_a_concern_module_declares_the_owned_fields_of_its_own_checks_only(modul
     rows = vars(module)["FIELDS"]
     assert {row.check for row in rows} <= declared_in(module)
     assert set(rows) <= set(FIELD_CHECKS)
+
+
+@pytest.mark.parametrize("module", CONCERNS, ids=lambda module: module.__name__.rsplit(".", 1)[1])
+def test_a_concern_modules_checks_are_fixed_by_its_push_concern(module: object) -> None:
+    tags = {check.tag for check in SWITCH_CHECKS if check.id in declared_in(module)}
+    assert tags == TAGS[module]
+    assert tags - {None} <= set(PUSH_CONCERNS) | set(WHOLE_SWITCH_TAGS)
 
 
 def test_field_checks_hold_every_concern_row_once() -> None:

@@ -7,6 +7,7 @@ import pytest
 from fabcheck.errors import ParseError
 from fabcheck.parsers import host_sysfs
 from fabcheck.parsers.host_sysfs import DriverInfo
+from tests.checks.host.hostdata import LSMOD
 
 RP = "/sys/class/net/ens1np0/ecn/roce_rp"
 
@@ -67,3 +68,15 @@ def test_rdma_links_of_a_host_without_rdma_is_empty() -> None:
     assert host_sysfs.rdma_links("\n", "rdma link") == ()
     [link] = host_sysfs.rdma_links("link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1np0\n", "r")
     assert (link.name, link.netdev) == ("mlx5_0/1", "ens1np0")
+
+
+def test_sysfs_int_and_traffic_class_readers() -> None:
+    assert host_sysfs.sysfs_int("9000\n", "x") == 9000
+    assert host_sysfs.traffic_class("Global tclass=106\n", "x") == 106
+    assert host_sysfs.traffic_class("106\n", "x") == 106
+    for bad in ("", "abc", "1 2", "Global tclass=", "1" * 30):
+        with pytest.raises(ParseError):
+            host_sysfs.sysfs_int(bad, "x")
+    with pytest.raises(ParseError):
+        host_sysfs.traffic_class("Global tclass=300", "x")
+    assert host_sysfs.loaded_modules(LSMOD, "lsmod") == {"nvidia_peermem", "nvidia", "mlx5_ib"}

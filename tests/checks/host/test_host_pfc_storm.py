@@ -7,13 +7,12 @@ error naming the command; the check is skipped where it does not apply (IB, no P
 
 from __future__ import annotations
 
-from test_host_checks import INTENT, not_passing, ok, only, run_checks
-
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Status
 from fabcheck.collect.script import Section
 from fabcheck.desired.nic import desired_host
 from fabcheck.intent.model import FabricIntent
+from tests.checks.host.hostdata import INTENT, not_passing, ok, only, run_checks
 
 
 def test_a_host_at_the_intent_passes_on_every_rail_nic() -> None:

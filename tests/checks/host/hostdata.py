@@ -1,0 +1,233 @@
+"""A GPU host set to the intent, as its one-round-trip collection brings it back, and the helpers the host
+check tests (tests/checks/host/, and the collection and host-stage tests that reuse them) judge it with:
+change one section, judge the host, look at the findings."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+
+from fabcheck.checks import host as checks
+from fabcheck.checks.model import Finding, Status
+from fabcheck.collect.host import (
+    PERSIST_CONFIG,
+    PERSIST_FILE_ORDER,
+    PERSIST_FILES,
+    PERSIST_UNIT_STATE,
+    HostCollection,
+)
+from fabcheck.collect.script import Section
+from fabcheck.desired.nic import PERSIST_PATHS, desired_host
+from fabcheck.gate import host_stage as validate
+from fabcheck.intent.loader import HostEntry
+from fabcheck.intent.model import Dcqcn, FabricIntent
+from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
+from fabcheck.parsers.mlnx_qos import MlnxQos
+from fabcheck.parsers.nic_persist import CONFIG_FORMAT
+from fabcheck.parsers.rdma_link import RdmaLink
+from fabcheck.parsers.show_gids import GidEntry
+from tests.parsers.renderers import render_ibv_devinfo, render_mlnx_qos, render_rdma_link, render_show_gids
+
+RAILS = {0: "mlx5_0", 1: "mlx5_1"}
+
+NETDEVS = {"mlx5_0": "ens1np0", "mlx5_1": "ens2np0"}
+
+INTENT = FabricIntent(rails=RAILS, dcqcn=Dcqcn(rp_params={"rpg_gd": 11, "rpg_min_rate": 10}))
+
+TOPO = (
+    "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+    "GPU0\t X \tNV18\tPIX\tSYS\t0-55\t0\t\tN/A\n"
+    "GPU1\tNV18\t X \tSYS\tPIX\t56-111\t1\t\tN/A\n"
+    "NIC0\tPIX\tSYS\t X \tSYS\n"
+    "NIC1\tSYS\tPIX\tSYS\t X \n"
+    "\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_1\n"
+)
+
+LSMOD = (
+    "Module                  Size  Used by\n"
+    "nvidia_peermem         16384  0\n"
+    "nvidia               9719808  1 nvidia_peermem\n"
+    "mlx5_ib               483328  0\n"
+)
+
+DEFAULT_DSCP_MAP = {d: d >> 3 for d in range(64)}
+
+
+def qos(**changes: object) -> MlnxQos:
+    base = MlnxQos(dcbx_mode="os", trust="dscp", dscp2prio=DEFAULT_DSCP_MAP, pfc_enabled=(3,), cable_len=7)
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def port(**changes: object) -> IbvPort:
+    base = IbvPort(
+        number=1,
+        state="PORT_ACTIVE",
+        max_mtu=4096,
+        active_mtu=4096,
+        sm_lid=0,
+        port_lid=0,
+        port_lmc=0,
+        link_layer="Ethernet",
+        active_width="4X",
+        active_speed="100.0 Gbps",  # 4X x 100 Gb/s: the intent's 400G
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def device(name: str, index: int, **port_changes: object) -> IbvDevice:
+    guid = f"a088:c203:0000:{index:04x}"
+    return IbvDevice(
+        hca_id=name,
+        transport="InfiniBand",
+        fw_ver="28.39.1002",
+        node_guid=guid,
+        sys_image_guid=guid,
+        vendor_id=0x02C9,
+        vendor_part_id=4129,
+        hw_ver="0x0",
+        board_id="MT_0000000838",
+        phys_port_cnt=1,
+        ports=(port(**port_changes),),
+    )
+
+
+def links(**state: str) -> str:
+    return render_rdma_link(
+        [
+            RdmaLink(dev, 1, state.get(dev, "ACTIVE"), "LINK_UP" if dev not in state else "DISABLED", netdev)
+            for dev, netdev in NETDEVS.items()
+        ]
+    )
+
+
+def ok(text: str) -> Section:
+    return Section(0, text)
+
+
+def healthy_sections() -> dict[str, Section]:
+    """What the collection script brings back from a host configured exactly to INTENT."""
+    sections = {
+        "time_limit": ok("/usr/bin/timeout"),
+        "topo": ok(TOPO),
+        "lsmod": ok(LSMOD),
+        "rdma_link": ok(links()),
+        "ibv_devinfo": ok(render_ibv_devinfo([device(n, i) for i, n in enumerate(NETDEVS)])),
+    }
+    for dev, netdev in NETDEVS.items():
+        sections[f"traffic_class:{dev}/1"] = ok("Global tclass=106\n")
+        sections[f"mlnx_qos:{netdev}"] = ok(render_mlnx_qos(qos()))
+        sections[f"mtu:{netdev}"] = ok("9000\n")
+        sections[f"ecn_np_enable:{netdev}"] = ok("1\n")
+        sections[f"ecn_rp_enable:{netdev}"] = ok("1\n")
+        sections[f"cnp_dscp:{netdev}"] = ok("48\n")
+        sections[f"cnp_802p_prio:{netdev}"] = ok("6\n")
+        sections[f"min_time_between_cnps:{netdev}"] = ok("4\n")
+        sections[f"roce_rp:{netdev}"] = ok(rp_listing(netdev))
+        sections[f"driver:{netdev}"] = ok(ETHTOOL_I)
+        sections[f"pfc_storm:{netdev}"] = ok("pfc-prevention-tout: 100\n")
+        sections[f"cma_roce_tos:{dev}/1"] = ok("106\n")
+        sections[f"cma_roce_mode:{dev}/1"] = ok("RoCE v2\n")
+    sections["show_gids"] = ok(render_show_gids(gids()))
+    return sections | persisted_sections()
+
+
+ETHTOOL_I = "driver: mlx5_core\nversion: 24.04-0.6.6\nfirmware-version: 28.39.1002 (MT_0000000838)\n"
+
+
+def rp_listing(netdev: str, **values: int) -> str:
+    """`grep -r -H '' .../ecn/roce_rp` of a NIC with the intent's rp_params (and any values given)."""
+    shown = {"enable/3": 1, "rpg_gd": 11, "rpg_min_rate": 10, "rpg_ai_rate": 5} | values
+    return "".join(f"/sys/class/net/{netdev}/ecn/roce_rp/{key}:{value}\n" for key, value in shown.items())
+
+
+def gids(v2_at_3: bool = True) -> list[GidEntry]:
+    """The GID table show_gids prints: link-local v1/v2, then IPv4-mapped v1 and v2 (index 3)."""
+    rows = []
+    for number, (dev, netdev) in enumerate(NETDEVS.items()):
+        local, ipv4 = f"fe80:0000:0000:0000:0000:0000:0000:{number + 1:04x}", f"10.0.0.{number + 1}"
+        mapped = f"0000:0000:0000:0000:0000:ffff:0a00:{number + 1:04x}"
+        rows += [
+            GidEntry(dev, 1, 0, local, None, "v1", netdev),
+            GidEntry(dev, 1, 1, local, None, "v2", netdev),
+            GidEntry(dev, 1, 2, mapped, ipv4, "v1", netdev),
+            GidEntry(dev, 1, 3, mapped, ipv4, "v2" if v2_at_3 else "v1", netdev),
+        ]
+    return rows
+
+
+def persisted_sections(intent: FabricIntent = INTENT) -> dict[str, Section]:
+    """The boot files role roce_host leaves: the settings file of the desired state, the unit enabled."""
+    settings = checks.boot_settings(desired_host(intent, "gpu01"))
+    boot_file = json.dumps({"format": CONFIG_FORMAT, "settings": settings}, indent=2, sort_keys=True)
+    listing = "".join(PERSIST_PATHS[key] + "\n" for key in PERSIST_FILE_ORDER)
+    return {
+        PERSIST_CONFIG: ok(boot_file + "\n"),
+        PERSIST_UNIT_STATE: ok("enabled\n"),
+        PERSIST_FILES: ok(listing),
+    }
+
+
+def run_checks(
+    changes: Mapping[str, Section | None] | None = None, intent: FabricIntent = INTENT
+) -> list[Finding]:
+    sections = healthy_sections() | persisted_sections(intent)  # the boot file of this intent
+    for name, section in (changes or {}).items():
+        if section is None:
+            sections.pop(name)
+        else:
+            sections[name] = section
+    collection = HostCollection("gpu01", sections, complete=True, priority=intent.lossless.priority)
+    return list(validate.judge(collection, intent).findings)
+
+
+def not_passing(findings: list[Finding]) -> dict[tuple[str, str], Status]:
+    return {(f.check, f.subject): f.status for f in findings if f.status is not Status.PASS}
+
+
+def failing(findings: list[Finding]) -> dict[tuple[str, str], Status]:
+    return {(f.check, f.subject): f.status for f in findings if f.status in (Status.FAIL, Status.ERROR)}
+
+
+def only(findings: list[Finding], check: str, subject: str) -> Finding:
+    matches = [f for f in findings if f.check == check and f.subject == subject]
+    assert len(matches) == 1, matches
+    return matches[0]
+
+
+TOKEN = "0123abcd"
+
+
+def inventory_entry(name: str, *groups: str) -> HostEntry:
+    return HostEntry(name, tuple(groups), INTENT, {"ansible_host": f"10.0.0.{len(name)}"})
+
+
+def assert_fails_exactly(
+    changes: dict[str, Section], check: str, subject: str, actual: str, command: str
+) -> None:
+    """One wrong setting fails exactly its check on exactly that subject, saying what it saw and the command
+    that fixes it (and the role that sets it fleet-wide)."""
+    findings = run_checks(changes)
+    assert failing(findings) == {(check, subject): Status.FAIL}
+    finding = only(findings, check, subject)
+    assert finding.actual == actual
+    assert command in finding.hint
+    if check in (*checks.ROCE_ONLY_CHECKS, checks.RDMA_MTU):
+        assert "role roce_host" in finding.hint
+    if check == checks.PEERMEM:
+        assert "role gpu_rdma" in finding.hint
+
+
+def assert_fails_exactly_with_fix(
+    changes: dict[str, Section], check: str, subject: str, fix: str, tag: str | None
+) -> None:
+    """A wrong value beyond the QoS table fails exactly its check on exactly that device with the fix;
+    `tag` None: no fabcheck role sets it."""
+    findings = run_checks(changes)
+    assert not_passing(findings) == {(check, subject): Status.FAIL}
+    failure = only(findings, check, subject)
+    assert fix in failure.hint
+    if tag is None:
+        assert failure.hint.startswith("no fabcheck role sets it")
+    else:
+        assert failure.hint.startswith(f"role roce_host (tag {tag}) sets it fleet-wide")

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fabcheck.desired.nic import PERSIST_UNIT
-from fabcheck.lab import lifecycle, procs
-from fabcheck.lab.mockhost.layout import MockNodePaths
-from fabcheck.lab.mockhost.prepare import compile_client
-from fabcheck.lab.mockhost.tools import CLIENT, DISPATCHER, SOCKET_NAME
-from fabcheck.lab.state import LabPaths, load_pids, project_root
+from fabcheck_lab import lifecycle, procs
+from fabcheck_lab.mockhost.layout import MockNodePaths
+from fabcheck_lab.mockhost.prepare import compile_client
+from fabcheck_lab.mockhost.tools import CLIENT, DISPATCHER, SOCKET_NAME
+from fabcheck_lab.state import LabPaths, load_pids, project_root
 
 GOAL_UP_S = 20.0
 GOAL_DOWN_S = 5.0
@@ -222,7 +222,7 @@ def client_dir(bin_dir: Path, node: MockNodePaths, paths: LabPaths) -> Path:
 def start_uncached_server(node: MockNodePaths, scratch: Path) -> subprocess.Popen[bytes]:
     """A tool server without the sysfs cache, serving node (a copy of a lab node's files) alone."""
     ready = scratch / "uncached.ready"
-    argv = [sys.executable, "-m", "fabcheck.lab.mockhost.toolserver", "--no-sysfs-cache"]
+    argv = [sys.executable, "-m", "fabcheck_lab.mockhost.toolserver", "--no-sysfs-cache"]
     argv += ["--node", f"{node.root.name}={node.root}", "--ready", str(ready)]
     server = subprocess.Popen(argv, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60.0

@@ -33,12 +33,12 @@ from fabcheck.gate.fabric import plan_gate
 from fabcheck.gate.perftest_stage import NIC, STAGE
 from fabcheck.gate.stages import StageContext
 from fabcheck.intent.loader import load_inventory
-from fabcheck.lab import lifecycle
-from fabcheck.lab.state import LabPaths, LabState
 from fabcheck.pairs.localise import localise
 from fabcheck.pairs.rounds import FAST, Endpoint, plan_rounds
 from fabcheck.pairs.simulate import SimulatedRunner, fleet_of
 from fabcheck.pairs.verdict import Judge
+from fabcheck_lab import lifecycle
+from fabcheck_lab.state import LabPaths, LabState
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "lab"))

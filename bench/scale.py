@@ -8,7 +8,7 @@ Run as root inside the CI wrapper (labs come up and down in a scratch project, n
         [--hosts 64 256 1024] [--site-max-hosts 64] [--native-max-hosts 1024] [--concurrency N]
 
 Per host count: one RoCE lab in factory state (no role has run: passes, failures and skips all occur),
-`fabcheck lab up` timed, the lab's Slurm cluster up (fabcheck/lab/slurm.py) timed, then
+`fabcheck lab up` timed, the lab's Slurm cluster up (lab/src/fabcheck_lab/slurm.py) timed, then
 - native: `fabcheck validate --stages host --json --concurrency C`;
 - slurm: the same with `--via slurm` (SLURM_CONF of the lab); its JSON must equal native's, line for
   line (else the bench exits 1);
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fabcheck.gate.fabric import DEFAULT_CONCURRENCY
-from fabcheck.lab import procs, slurm
-from fabcheck.lab.state import LabPaths, project_root
+from fabcheck_lab import procs, slurm
+from fabcheck_lab.state import LabPaths, project_root
 
 REPO = project_root()
 sys.path[:0] = [str(REPO / "bench")]

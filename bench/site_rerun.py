@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabcheck.lab import lifecycle
-from fabcheck.lab.state import LabPaths, project_root
+from fabcheck_lab import lifecycle
+from fabcheck_lab.state import LabPaths, project_root
 
 REPO = project_root()
 VENV_BIN = Path(sys.executable).parent

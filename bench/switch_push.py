@@ -40,8 +40,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from fabcheck.errors import FabcheckError
-from fabcheck.lab import lifecycle
-from fabcheck.lab.state import LabPaths, LabState, load_pids, project_root
+from fabcheck_lab import lifecycle
+from fabcheck_lab.state import LabPaths, LabState, load_pids, project_root
 
 REPO = project_root()
 VENV_BIN = Path(sys.executable).parent

@@ -44,8 +44,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabcheck.lab import lifecycle, procs
-from fabcheck.lab.state import LabPaths, LabState, project_root
+from fabcheck_lab import lifecycle, procs
+from fabcheck_lab.state import LabPaths, LabState, project_root
 
 REPO = project_root()
 sys.path[:0] = [str(REPO / "bench"), str(REPO / "tests" / "lab")]

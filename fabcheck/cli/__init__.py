@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import resource
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from fabcheck import __version__
 from fabcheck.errors import FabcheckError
@@ -45,7 +47,6 @@ def build_parser() -> argparse.ArgumentParser:
     from fabcheck.cli import baseline as baseline_cli
     from fabcheck.cli import bench as bench_cli
     from fabcheck.cli import intent as intent_cli
-    from fabcheck.cli import lab as lab_cli
     from fabcheck.cli import render as render_cli
     from fabcheck.cli import report as report_cli
     from fabcheck.cli import validate as validate_cli
@@ -54,11 +55,49 @@ def build_parser() -> argparse.ArgumentParser:
     analyze_cli.register(sub)
     validate_cli.register(sub)
     render_cli.register(sub)
-    lab_cli.register(sub)
+    register_installed_commands(sub, taken=set(sub.choices))
     baseline_cli.register(sub)
     report_cli.register(sub)
     bench_cli.register(sub)
     return parser
+
+
+# Commands other distributions add: `lab` is the lab's (lab/, distribution fabcheck-lab), which the product
+# never imports. Each entry point names a `register(subparsers)` function, as the product's commands have.
+COMMANDS_GROUP = "fabcheck.commands"
+LAB_MISSING = (
+    "fabcheck lab needs the lab, a distribution of its own (fabcheck-lab): "
+    "pip install ./lab from fabcheck's repository, or run scripts/setup there"
+)
+
+
+def register_installed_commands(subparsers: Any, taken: set[str]) -> None:
+    """Every command of the fabcheck.commands entry points; `lab` names how to install it when absent.
+
+    A command that cannot load becomes one that says why, so it cannot hide the others."""
+    found = {ep.name: ep for ep in importlib.metadata.entry_points(group=COMMANDS_GROUP)}
+    for name in sorted(found.keys() - taken):
+        try:
+            register = found[name].load()
+        except Exception as err:  # a broken plugin of any kind: named when its command runs
+            _unavailable(subparsers, name, f"fabcheck {name} could not load ({found[name].value}): {err}")
+            continue
+        register(subparsers)
+    if "lab" not in found:
+        _unavailable(subparsers, "lab", LAB_MISSING)
+
+
+def _unavailable(subparsers: Any, name: str, why: str) -> None:
+    command = subparsers.add_parser(name, help=f"(not installed) {why}", add_help=False)
+    command.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    command.set_defaults(func=_refuse(why))
+
+
+def _refuse(why: str) -> Callable[[argparse.Namespace], int]:
+    def refuse(_args: argparse.Namespace) -> int:
+        raise FabcheckError(why)
+
+    return refuse
 
 
 def no_core_dumps() -> None:

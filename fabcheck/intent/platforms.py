@@ -4,7 +4,7 @@ The record lives in the intent layer because the intent reads it first (which pl
 each names its ports, which netmiko device type drives it); everything above reads the same record.
 It holds plain facts only, and names the code of the upper layers by dotted name (`module:attribute`):
 its push driver (fabcheck.switch), its gate probe table (fabcheck.collect) and its lab mock
-(fabcheck.lab.mockswitch). The layer that owns each object resolves the name (`resolve`) when it
+(fabcheck_lab.mockswitch). The layer that owns each object resolves the name (`resolve`) when it
 needs it, so this module imports nothing above fabcheck.errors and the import layers hold.
 
 Dotted names rather than registration: with registration, whether a platform has a driver or a
@@ -51,7 +51,7 @@ class Platform:
     # Names of the probes the incast reads of each leaf: the gate's own (read once per capture) or
     # the incast's own versions (fabcheck.incast.capture.INCAST_OWN_PROBES).
     incast_probes: tuple[str, ...]
-    mock: str  # "module:Class" of its lab mock (a fabcheck.lab.mockswitch.device.SwitchDevice)
+    mock: str  # "module:Class" of its lab mock (a fabcheck_lab.mockswitch.device.SwitchDevice)
 
 
 NVUE = Platform(
@@ -67,7 +67,7 @@ NVUE = Platform(
     startup_lag="fabcheck.switch.platforms.nvue:startup_lag_lines",
     # Only NVUE shows the RoCE class's pause and ECN-mark counters per port: the incast reads them too.
     incast_probes=("incast.nvue.roce_counters", "nvue.watchdog"),
-    mock="fabcheck.lab.mockswitch.nvue:NvueDevice",
+    mock="fabcheck_lab.mockswitch.nvue:NvueDevice",
 )
 
 SONIC = Platform(
@@ -82,7 +82,7 @@ SONIC = Platform(
     probes="fabcheck.collect.switch_probes:SONIC_PROBES",
     startup_lag="fabcheck.switch.platforms.sonic:startup_lag_lines",
     incast_probes=("sonic.queue_counters", "sonic.pfcwd_stats"),
-    mock="fabcheck.lab.mockswitch.sonic:SonicDevice",
+    mock="fabcheck_lab.mockswitch.sonic:SonicDevice",
 )
 
 EOS = Platform(
@@ -97,7 +97,7 @@ EOS = Platform(
     probes="fabcheck.collect.switch_probes:EOS_PROBES",
     startup_lag="fabcheck.switch.platforms.eos:startup_lag_lines",
     incast_probes=("eos.queue_drops", "eos.watchdog_counters"),
-    mock="fabcheck.lab.mockswitch.eos:EosDevice",
+    mock="fabcheck_lab.mockswitch.eos:EosDevice",
 )
 
 PLATFORMS: Mapping[str, Platform] = MappingProxyType({p.name: p for p in (NVUE, SONIC, EOS)})

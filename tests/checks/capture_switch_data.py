@@ -22,10 +22,10 @@ from switchfabric import PORTS, SWITCHES, desired, snapshot_stem  # noqa: E402
 
 from fabcheck.collect.switch_probes import PROBES  # noqa: E402
 from fabcheck.gate.switch_stage import read_switch  # noqa: E402
-from fabcheck.lab.mockswitch import heal_switch_fault, inject_switch_fault  # noqa: E402
 from fabcheck.switch.connect import connect  # noqa: E402
 from fabcheck.switch.driver import driver_for, push  # noqa: E402
 from fabcheck.switch.render import render_switch  # noqa: E402
+from fabcheck_lab.mockswitch import heal_switch_fault, inject_switch_fault  # noqa: E402
 
 DATA = HERE.parent / "data" / "switch"
 FAULTS = ("switch-pfc-prio", "switch-ecn-off")

@@ -8,12 +8,12 @@ import pytest
 from fabcheck.checks.host import check_affinity
 from fabcheck.checks.model import Status, verdict
 from fabcheck.intent.model import FabricIntent
-from fabcheck.lab.inventory import PROFILE_MAX_GPU_NIC_LINK
-from fabcheck.lab.mockhost import MockNodePaths, prepare_node
-from fabcheck.lab.mockhost.profiles import rails_for
-from fabcheck.lab.mockhost.tools.common import Node
-from fabcheck.lab.mockhost.tools.nvidia_smi import render_topo
 from fabcheck.parsers.topo import TopoMatrix, parse_topo
+from fabcheck_lab.inventory import PROFILE_MAX_GPU_NIC_LINK
+from fabcheck_lab.mockhost import MockNodePaths, prepare_node
+from fabcheck_lab.mockhost.profiles import rails_for
+from fabcheck_lab.mockhost.tools.common import Node
+from fabcheck_lab.mockhost.tools.nvidia_smi import render_topo
 
 PCIE_RAILS = rails_for("pcie")
 

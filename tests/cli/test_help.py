@@ -84,3 +84,32 @@ def test_intent_check_counts_rails_of_gpu_hosts_only(capsys: pytest.CaptureFixtu
     assert "4 GPU host(s) (gpu_hosts); rails per host: gpu01=8, gpu02=8, gpu03=8, gpu04=8" in out
     assert "leaf01=" not in out and "2 switch(es)" in out
     assert "lossless DSCP [26] -> priority 3, PFC on; CNP DSCP 48 -> priority 6; RoCE ToS 106" in out
+
+
+def test_the_lab_comes_from_its_own_distribution_through_the_commands_entry_point() -> None:
+    (lab,) = [ep for ep in importlib.metadata.entry_points(group="fabcheck.commands") if ep.name == "lab"]
+    assert lab.value == "fabcheck_lab.cli:register" and lab.dist is not None
+    assert lab.dist.metadata["Name"] == "fabcheck-lab"
+
+
+def test_without_the_lab_fabcheck_lab_says_how_to_install_it_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: ())
+    assert main(["lab", "up", "--hosts", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err == "fabcheck: fabcheck lab needs the lab, a distribution of its own (fabcheck-lab): pip " \
+                  "install ./lab from fabcheck's repository, or run scripts/setup there\n"  # fmt: skip
+    assert main(["intent", "check", "-i", str(REPO / "inventory" / "example")]) == 0
+
+
+def test_a_command_that_cannot_load_says_why_and_hides_no_other(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = importlib.metadata.EntryPoint("lab", "fabcheck_lab_missing.cli:register", "fabcheck.commands")
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: (broken,))
+    assert main(["lab", "status"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fabcheck: fabcheck lab could not load (fabcheck_lab_missing.cli:register): ")
+    assert "No module named 'fabcheck_lab_missing'" in err
+    assert "validate" in help_of(capsys)

@@ -27,9 +27,9 @@ from fabcheck.collect.probes import Collected
 from fabcheck.collect.switch import collect_switch, command_output
 from fabcheck.collect.switch_probes import PROBES
 from fabcheck.intent.platforms import DEVICE_TYPES
-from fabcheck.lab.mockswitch.server import SwitchServer, Timing
-from fabcheck.lab.mockswitch.spec import SwitchSpec, known_hosts_path, write_spec
 from fabcheck.switch.connect import SwitchLogin, connect
+from fabcheck_lab.mockswitch.server import SwitchServer, Timing
+from fabcheck_lab.mockswitch.spec import SwitchSpec, known_hosts_path, write_spec
 
 PORTS = {"nvue": ("swp1", "swp2"), "sonic": ("Ethernet0", "Ethernet8"), "eos": ("Ethernet1/1", "Ethernet2/1")}
 USERS = {"nvue": "cumulus", "sonic": "admin", "eos": "admin"}

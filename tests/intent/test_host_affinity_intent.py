@@ -10,8 +10,8 @@ import pytest
 
 from fabcheck.errors import IntentError
 from fabcheck.intent.loader import MAX_LINK_VAR, load_inventory
-from fabcheck.lab import inventory, nodes
-from fabcheck.lab.state import LabPaths, LabState
+from fabcheck_lab import inventory, nodes
+from fabcheck_lab.state import LabPaths, LabState
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = """\

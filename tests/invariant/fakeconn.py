@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabcheck.lab.mockswitch.device import CliSession
-from fabcheck.lab.mockswitch.terminal import LineReader
+from fabcheck_lab.mockswitch.device import CliSession
+from fabcheck_lab.mockswitch.terminal import LineReader
 
 
 @dataclass

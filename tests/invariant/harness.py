@@ -23,14 +23,14 @@ from fabcheck.collect.probes import collect  # noqa: E402
 from fabcheck.collect.switch_probes import PROBES  # noqa: E402
 from fabcheck.desired.switch import DesiredSwitch  # noqa: E402
 from fabcheck.gate.switch_stage import evidence_of  # noqa: E402
-from fabcheck.lab.mockswitch.device import CliSession, SwitchDevice  # noqa: E402
-from fabcheck.lab.mockswitch.eos import EosDevice  # noqa: E402
-from fabcheck.lab.mockswitch.nvue import NvueDevice  # noqa: E402
-from fabcheck.lab.mockswitch.sonic import SonicDevice  # noqa: E402
-from fabcheck.lab.mockswitch.spec import SwitchSpec  # noqa: E402
 from fabcheck.switch.driver import SwitchDriver, driver_for, push  # noqa: E402
 from fabcheck.switch.owned import PORT_VARIANTS, REFERENCE_INTENTS  # noqa: E402
 from fabcheck.switch.render import render_switch  # noqa: E402
+from fabcheck_lab.mockswitch.device import CliSession, SwitchDevice  # noqa: E402
+from fabcheck_lab.mockswitch.eos import EosDevice  # noqa: E402
+from fabcheck_lab.mockswitch.nvue import NvueDevice  # noqa: E402
+from fabcheck_lab.mockswitch.sonic import SonicDevice  # noqa: E402
+from fabcheck_lab.mockswitch.spec import SwitchSpec  # noqa: E402
 from tests.invariant.fakeconn import SessionConnection  # noqa: E402
 
 NAMES = {platform: name for name, platform in SWITCHES.items()}

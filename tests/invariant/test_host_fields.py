@@ -6,7 +6,7 @@ fabcheck's parsers, judged by the declared checks) fail exactly the check that o
 NIC or its port, and nothing else. And the reverse: every host check that judges a NIC value either
 judges an owned setting or is declared with who owns that value (FOREIGN_NIC_VALUES).
 
-The mock host is the lab's (fabcheck.lab.mockhost, rail8 profile) on tmp folders, no namespaces and no
+The mock host is the lab's (fabcheck_lab.mockhost, rail8 profile) on tmp folders, no namespaces and no
 root: its tools run in-process on the node's state and /sys/class tree, the module's sysfs paths point
 at that tree, and the converged state is the module's own apply (not check mode) of the desired record.
 """
@@ -38,10 +38,10 @@ from fabcheck.collect.script import Section
 from fabcheck.desired.nic import PERSIST_PATHS, DesiredHost, DesiredNic, desired_host
 from fabcheck.gate import host_stage
 from fabcheck.intent.model import Dcqcn, FabricIntent
-from fabcheck.lab.mockhost import MockNodePaths, prepare_node
-from fabcheck.lab.mockhost.tools import dispatch
-from fabcheck.lab.mockhost.tools.common import Node, ToolError
 from fabcheck.parsers.nic_persist import CONFIG_FORMAT
+from fabcheck_lab.mockhost import MockNodePaths, prepare_node
+from fabcheck_lab.mockhost.tools import dispatch
+from fabcheck_lab.mockhost.tools.common import Node, ToolError
 from tests.roles.roce_host_code import apply_code
 
 HOST = "gpu01"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from fabcheck.lab.state import LabPaths, LabState
+from fabcheck_lab.state import LabPaths, LabState
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_LOCK = Path("/dev/shm/fabcheck-lab-tests.lock")
@@ -65,7 +65,7 @@ def lab_paths() -> LabPaths:
 @contextlib.contextmanager
 def running_lab(**shape: object) -> Iterator[tuple[LabPaths, LabState]]:
     """Bring a lab of this shape up for the duration of the block, then take it down."""
-    from fabcheck.lab import lifecycle
+    from fabcheck_lab import lifecycle
 
     paths = lab_paths()
     with open(TEST_LOCK, "a") as lock:
@@ -93,7 +93,7 @@ def converged_lab(*options: str, **shape: object) -> Iterator[LabPaths]:
 @contextlib.contextmanager
 def injected(paths: LabPaths, fault: str, node: str) -> Iterator[None]:
     """The fault on the node for the duration of the block, healed after it whatever happens."""
-    from fabcheck.lab import faults
+    from fabcheck_lab import faults
 
     assert faults.inject(paths, fault, node), f"{fault} was already active on {node}"
     try:

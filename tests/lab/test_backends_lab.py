@@ -21,8 +21,8 @@ from labsupport import requires_lab, running_lab
 
 from fabcheck.cli import main
 from fabcheck.intent.loader import load_inventory
-from fabcheck.lab.state import LabPaths
 from fabcheck.pytest_plugin import outcome_of
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

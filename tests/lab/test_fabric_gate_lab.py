@@ -19,7 +19,7 @@ from fabcheck.checks import host as host_checks
 from fabcheck.checks import link as link_checks
 from fabcheck.intent.fabric import Fabric, fabric_of
 from fabcheck.intent.loader import load_inventory
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -23,8 +23,8 @@ import pytest
 from labsupport import REPO, PlaybookRun, requires_lab, run_playbook, running_lab
 
 from fabcheck.checks import host as host_checks
-from fabcheck.lab import faults
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab import faults
+from fabcheck_lab.state import LabPaths
 
 PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 GATE_TASK = "Run fabcheck validate on the inventory and limit of this run"

@@ -17,7 +17,7 @@ from labsupport import requires_lab, running_lab
 
 from fabcheck.cli import main
 from fabcheck.intent.loader import load_inventory
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from labsupport import requires_lab, running_lab
 
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

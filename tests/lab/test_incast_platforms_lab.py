@@ -15,7 +15,7 @@ import pytest
 from labsupport import converged_lab, injected, requires_lab
 from test_incast_stage_lab import failing, incast
 
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from labsupport import REPO, converged_lab, injected, requires_lab
 
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabcheck.lab.cabling import plan_links, ports_needed
+from fabcheck_lab.cabling import plan_links, ports_needed
 
 
 def test_every_rail_gets_its_own_port() -> None:

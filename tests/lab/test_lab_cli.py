@@ -9,18 +9,18 @@ from pathlib import Path
 import pytest
 
 from fabcheck.cli import main
-from fabcheck.lab import preflight
-from fabcheck.lab.faults import LAB_FAULTS
-from fabcheck.lab.mockhost.faults import HOST_FAULTS
-from fabcheck.lab.mockswitch import SWITCH_FAULTS
-from fabcheck.lab.state import LabError
+from fabcheck_lab import preflight
+from fabcheck_lab.faults import LAB_FAULTS
+from fabcheck_lab.mockhost.faults import HOST_FAULTS
+from fabcheck_lab.mockswitch import SWITCH_FAULTS
+from fabcheck_lab.state import LabError
 
 
 @pytest.fixture
 def empty_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point the lab at a checkout that has never had a lab, so the real one is never touched."""
     (tmp_path / "inventory").mkdir()
-    monkeypatch.setattr("fabcheck.cli.lab.project_root", lambda: tmp_path)
+    monkeypatch.setattr("fabcheck_lab.cli.project_root", lambda: tmp_path)
     return tmp_path
 
 
@@ -113,13 +113,13 @@ def test_inject_help_lists_every_fault_with_its_line(capsys: pytest.CaptureFixtu
 def test_up_as_non_root_is_one_clear_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, empty_checkout: Path
 ) -> None:
-    monkeypatch.setattr("fabcheck.lab.preflight.os.geteuid", lambda: 1000)
+    monkeypatch.setattr("fabcheck_lab.preflight.os.geteuid", lambda: 1000)
     assert main(["lab", "up"]) == 2
     assert "needs root" in _one_error_line(capsys)
 
 
 def test_missing_tools_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("fabcheck.lab.preflight.shutil.which", lambda tool: None)
+    monkeypatch.setattr("fabcheck_lab.preflight.shutil.which", lambda tool: None)
     with pytest.raises(LabError, match=r"missing on this machine: unshare, tc"):
         preflight.require_tools()
 

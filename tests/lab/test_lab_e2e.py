@@ -20,15 +20,15 @@ from labsupport import requires_lab, running_lab
 from netmiko import ConnectHandler
 
 from fabcheck.cli import main
-from fabcheck.lab import faults
-from fabcheck.lab.mockhost import HOST_FAULTS
-from fabcheck.lab.mockswitch import SWITCH_FAULTS, SWITCH_PLATFORMS, state_path
-from fabcheck.lab.mockswitch.device import CABLE_FAULTS
-from fabcheck.lab.state import LabPaths, LabState
 from fabcheck.parsers.ibv_devinfo import parse_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
 from fabcheck.parsers.perftest import parse_perftest
 from fabcheck.parsers.topo import parse_topo
+from fabcheck_lab import faults
+from fabcheck_lab.mockhost import HOST_FAULTS
+from fabcheck_lab.mockswitch import SWITCH_FAULTS, SWITCH_PLATFORMS, state_path
+from fabcheck_lab.mockswitch.device import CABLE_FAULTS
+from fabcheck_lab.state import LabPaths, LabState
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -93,7 +93,7 @@ def _fresh(seconds: int) -> tuple[str, ...]:
 @pytest.fixture
 def cli_on_lab(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> Lab:
     """`fabcheck lab ...` commands act on the test lab's scratch checkout."""
-    monkeypatch.setattr("fabcheck.cli.lab.project_root", lambda: lab.paths.project)
+    monkeypatch.setattr("fabcheck_lab.cli.project_root", lambda: lab.paths.project)
     return lab
 
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from labsupport import requires_lab, running_lab
 
-from fabcheck.lab.state import LabPaths
 from fabcheck.parsers.ibstat import parse_ibstat
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -18,11 +18,11 @@ import pytest
 from labsupport import requires_lab, running_lab
 from test_switch_play_lab import login
 
-from fabcheck.lab import faults
-from fabcheck.lab.cabling import lab_links, lldp_neighbors
-from fabcheck.lab.mockswitch.control import switch_counters
-from fabcheck.lab.state import LabPaths, LabState
 from fabcheck.switch.connect import connect
+from fabcheck_lab import faults
+from fabcheck_lab.cabling import lab_links, lldp_neighbors
+from fabcheck_lab.mockswitch.control import switch_counters
+from fabcheck_lab.state import LabPaths, LabState
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

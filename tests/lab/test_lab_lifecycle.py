@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from labsupport import lab_paths, requires_lab, running_lab
 
-from fabcheck.lab import faults, lifecycle, net, procs
-from fabcheck.lab.state import LabError, LabPaths, LabPids, load_pids
+from fabcheck_lab import faults, lifecycle, net, procs
+from fabcheck_lab.state import LabError, LabPaths, LabPids, load_pids
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -207,7 +207,7 @@ def test_mock_sysfs_is_strict_like_the_real_one() -> None:
 def test_a_node_that_cannot_start_is_named_with_its_log_and_nothing_is_left(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("fabcheck.lab.nodes.sshd_config", lambda address, port: "NoSuchOption yes\n")
+    monkeypatch.setattr("fabcheck_lab.nodes.sshd_config", lambda address, port: "NoSuchOption yes\n")
     paths = lab_paths()
     with pytest.raises(LabError, match=r"lab node gpu01 failed to start: .*NoSuchOption"):  # noqa: SIM117
         with running_lab(hosts=1, switches=0):

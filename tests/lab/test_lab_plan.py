@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fabcheck.lab import inventory, keys, nodes
-from fabcheck.lab.state import (
+from fabcheck_lab import inventory, keys, nodes
+from fabcheck_lab.state import (
     ActiveFault,
     LabError,
     LabPaths,
@@ -262,8 +262,8 @@ def test_state_json_is_plain_data() -> None:
 
 
 def test_switch_password_is_the_one_chosen_before_up_or_a_random_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fabcheck.lab.assemble import switch_password
-    from fabcheck.lab.state import PASSWORD_ENV, LabError
+    from fabcheck_lab.assemble import switch_password
+    from fabcheck_lab.state import PASSWORD_ENV, LabError
 
     monkeypatch.setenv(PASSWORD_ENV, "chosen")
     assert switch_password() == "chosen"

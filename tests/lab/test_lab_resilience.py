@@ -16,9 +16,9 @@ import asyncssh
 import pytest
 from labsupport import TEST_LOCK, lab_paths, requires_lab, running_lab
 
-from fabcheck.lab import lifecycle, procs
-from fabcheck.lab.mockhost.tools import CLIENT, DISPATCHER
-from fabcheck.lab.state import PASSWORD_ENV, LabPaths, load_pids
+from fabcheck_lab import lifecycle, procs
+from fabcheck_lab.mockhost.tools import CLIENT, DISPATCHER
+from fabcheck_lab.state import PASSWORD_ENV, LabPaths, load_pids
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -11,7 +11,7 @@ import pytest
 from test_mockhost_support import MockNode, installed_bin, make_nodes
 
 from fabcheck.errors import UsageError
-from fabcheck.lab.mockhost import faults
+from fabcheck_lab.mockhost import faults
 
 OPENSM_CONF = Path("opensm") / "opensm.conf"
 

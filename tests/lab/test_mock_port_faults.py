@@ -20,13 +20,13 @@ from fabcheck.collect.host import IBV_DEVINFO, RDMA_LINK, HostCollection
 from fabcheck.collect.script import Section
 from fabcheck.gate import host_stage as validate
 from fabcheck.intent.model import FabricIntent
-from fabcheck.lab import faults, nodes
-from fabcheck.lab.mockhost import heal, inject
-from fabcheck.lab.state import LabError, LabState
 from fabcheck.parsers.ibstat import parse_ibstat
 from fabcheck.parsers.ibv_devinfo import parse_ibv_devinfo
 from fabcheck.parsers.perftest import parse_perftest
 from fabcheck.parsers.rdma_link import parse_rdma_link
+from fabcheck_lab import faults, nodes
+from fabcheck_lab.mockhost import heal, inject
+from fabcheck_lab.state import LabError, LabState
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from test_mockhost_support import MockNode, installed_bin, make_nodes
 
-from fabcheck.lab.mockhost import HOST_PROFILES, MOCK_STATE_MOUNT, MockNodePaths
-from fabcheck.lab.mockhost.tools import DISPATCHER, TOOL_NAMES
 from fabcheck.parsers.ibstat import parse_ibstat, parse_ibstatus
 from fabcheck.parsers.ibv_devinfo import parse_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
 from fabcheck.parsers.rdma_link import parse_rdma_link
 from fabcheck.parsers.show_gids import parse_show_gids
 from fabcheck.parsers.topo import parse_topo
+from fabcheck_lab.mockhost import HOST_PROFILES, MOCK_STATE_MOUNT, MockNodePaths
+from fabcheck_lab.mockhost.tools import DISPATCHER, TOOL_NAMES
 
 
 @pytest.fixture(scope="module")

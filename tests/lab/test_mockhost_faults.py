@@ -9,11 +9,11 @@ import pytest
 from test_mockhost_support import MockNode, configure_lossless, installed_bin, make_nodes, tree_bytes
 
 from fabcheck.errors import UsageError
-from fabcheck.lab.mockhost import HOST_FAULTS, heal, inject
-from fabcheck.lab.mockhost.faults import active_faults
 from fabcheck.parsers.ibv_devinfo import parse_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
 from fabcheck.parsers.topo import parse_topo
+from fabcheck_lab.mockhost import HOST_FAULTS, heal, inject
+from fabcheck_lab.mockhost.faults import active_faults
 
 # Commands whose output a fault may change; all of them are compared before/after heal.
 OBSERVED = (

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from fabcheck.lab.mockhost import MockNodePaths, install_tools, prepare_node
+from fabcheck_lab.mockhost import MockNodePaths, install_tools, prepare_node
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 BASE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"

@@ -18,10 +18,10 @@ from test_mockhost_support import (
     make_nodes,
 )
 
-from fabcheck.lab.mockhost import inject
-from fabcheck.lab.mockhost.tools import traffic
 from fabcheck.parsers.nccl_tests import parse_nccl_tests
 from fabcheck.parsers.perftest import parse_perftest
+from fabcheck_lab.mockhost import inject
+from fabcheck_lab.mockhost.tools import traffic
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,7 @@ def test_bandwidth_scales_with_the_measured_wire_rate() -> None:
     full = traffic.wire_factor(100_000_000, 0.5)  # 1.6 Gbit/s: faster than the lab's reference wire
     slow = traffic.wire_factor(10_000_000, 0.5)  # 160 Mbit/s, e.g. a tc-shaped link
     assert full == 1.0 and slow == pytest.approx(0.2)
-    from fabcheck.lab.mockhost.tools import perftest
+    from fabcheck_lab.mockhost.tools import perftest
 
     params = perftest.Params(prog="ib_write_bw", iters=5000)
     profile = {"mtu": 4096, "rate_gbps": 400, "link_layer": "Ethernet"}

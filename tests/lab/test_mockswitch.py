@@ -17,8 +17,8 @@ import pytest
 from netmiko import ConnectHandler
 from netmiko.exceptions import ConfigInvalidException, NetmikoAuthenticationException, ReadTimeout
 
-from fabcheck.lab.mockhost.tools.traffic import SPOOL_DIR
-from fabcheck.lab.mockswitch import (
+from fabcheck_lab.mockhost.tools.traffic import SPOOL_DIR
+from fabcheck_lab.mockswitch import (
     SWITCH_PLATFORMS,
     MockSwitchError,
     SwitchSpec,
@@ -30,7 +30,7 @@ from fabcheck.lab.mockswitch import (
     state_path,
     write_spec,
 )
-from fabcheck.lab.mockswitch.wire import host_state
+from fabcheck_lab.mockswitch.wire import host_state
 
 PASSWORDS = {"nvue": "Cumulus-lab-pw-1", "sonic": "Sonic-lab-pw-2", "eos": "Eos-lab-pw-3"}
 USERS = {"nvue": "cumulus", "sonic": "admin", "eos": "admin"}
@@ -66,7 +66,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[s
             host_state(run_dir, host).mkdir(parents=True)
     write_spec(run_dir, list(specs.values()))
     server = subprocess.Popen(
-        [sys.executable, "-m", "fabcheck.lab.mockswitch", "--run-dir", str(run_dir)],
+        [sys.executable, "-m", "fabcheck_lab.mockswitch", "--run-dir", str(run_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

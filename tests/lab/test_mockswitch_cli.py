@@ -10,16 +10,16 @@ import re
 import pytest
 from conftest import CORPUS
 
-from fabcheck.lab.mockswitch.device import Counters, PortQos
-from fabcheck.lab.mockswitch.eos import EosDevice
-from fabcheck.lab.mockswitch.nvue import NvueDevice
-from fabcheck.lab.mockswitch.sonic import SonicDevice
-from fabcheck.lab.mockswitch.sonic_db import ConfigDbError, apply_patch
-from fabcheck.lab.mockswitch.sonic_shell import ShellSyntaxError, parse
-from fabcheck.lab.mockswitch.spec import MockSwitchError, SwitchSpec
-from fabcheck.lab.mockswitch.terminal import LineReader
 from fabcheck.parsers.switch_eos import parse_queue_drops, parse_watchdog_counters
 from fabcheck.parsers.switch_records import QueueDrops, WatchdogStatus
+from fabcheck_lab.mockswitch.device import Counters, PortQos
+from fabcheck_lab.mockswitch.eos import EosDevice
+from fabcheck_lab.mockswitch.nvue import NvueDevice
+from fabcheck_lab.mockswitch.sonic import SonicDevice
+from fabcheck_lab.mockswitch.sonic_db import ConfigDbError, apply_patch
+from fabcheck_lab.mockswitch.sonic_shell import ShellSyntaxError, parse
+from fabcheck_lab.mockswitch.spec import MockSwitchError, SwitchSpec
+from fabcheck_lab.mockswitch.terminal import LineReader
 
 SWITCH_CORPUS = CORPUS / "switch"
 ECN_150K_1500K = "random-detect ecn minimum-threshold 150 kbytes maximum-threshold 1500 kbytes"

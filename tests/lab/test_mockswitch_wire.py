@@ -1,5 +1,5 @@
-"""The switch server's side of the lab's cables (fabcheck/lab/mockswitch/wire.py): wire views written into
-the cabled hosts' state, spooled flow records drained into the right switch port's counters, and the
+"""The switch server's side of the lab's cables (lab/src/fabcheck_lab/mockswitch/wire.py): wire views written
+into the cabled hosts' state, spooled flow records drained into the right switch port's counters, and the
 platform shows reading them. No processes: the server object is driven directly."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from fabcheck.lab.mockhost.tools import traffic
-from fabcheck.lab.mockhost.tools.common import Node
-from fabcheck.lab.mockswitch.server import SwitchServer
-from fabcheck.lab.mockswitch.spec import SwitchSpec, write_spec
-from fabcheck.lab.mockswitch.wire import host_state
+from fabcheck_lab.mockhost.tools import traffic
+from fabcheck_lab.mockhost.tools.common import Node
+from fabcheck_lab.mockswitch.server import SwitchServer
+from fabcheck_lab.mockswitch.spec import SwitchSpec, write_spec
+from fabcheck_lab.mockswitch.wire import host_state
 
 HOSTS = ("gpu01", "gpu02", "gpu03")
 PORTS = ("swp1", "swp2", "swp3", "swp4")

@@ -17,8 +17,8 @@ from labsupport import REPO, converged_lab, injected, requires_lab
 
 from fabcheck.checks import nccl_ranks
 from fabcheck.intent.loader import load_inventory
-from fabcheck.lab.state import LabPaths
 from fabcheck.launch import LaunchRequest, launch_hosts, launcher_config, launcher_for
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [
     pytest.mark.lab,

@@ -22,8 +22,8 @@ from labsupport import REPO, PlaybookRun, requires_lab, run_playbook, running_la
 
 from fabcheck.desired.sm import desired_subnet_manager
 from fabcheck.intent.model import FabricIntent
-from fabcheck.lab import faults
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab import faults
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -21,9 +21,9 @@ from labsupport import REPO, requires_lab, running_lab
 
 from fabcheck.checks import host as checks
 from fabcheck.desired.nic import PERSIST_PATHS
-from fabcheck.lab import faults, power
-from fabcheck.lab.mockhost.layout import MockNodePaths
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab import faults, power
+from fabcheck_lab.mockhost.layout import MockNodePaths
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 HOSTS = ("gpu01", "gpu02")

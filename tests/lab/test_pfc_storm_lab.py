@@ -13,7 +13,7 @@ import pytest
 from labsupport import REPO, injected, requires_lab, run_playbook, running_lab
 
 from fabcheck.checks import host as checks
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 FAULTED = ("gpu01", "mlx5_0")  # the fault hits a host's first RoCE NIC

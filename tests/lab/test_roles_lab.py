@@ -25,8 +25,8 @@ from fabcheck.checks import host as checks
 from fabcheck.desired import desired_host
 from fabcheck.intent.loader import load_inventory
 from fabcheck.intent.model import FabricIntent
-from fabcheck.lab import faults
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab import faults
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

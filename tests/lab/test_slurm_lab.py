@@ -1,5 +1,5 @@
-"""A real Slurm cluster of 2 lab nodes (Debian's munged, slurmctld, slurmd: fabcheck/lab/slurm.py), and
-fabcheck's SrunLauncher on it: srun starts its tasks under slurmstepd inside the nodes, the mock
+"""A real Slurm cluster of 2 lab nodes (Debian's munged, slurmctld, slurmd: lab/src/fabcheck_lab/slurm.py),
+and fabcheck's SrunLauncher on it: srun starts its tasks under slurmstepd inside the nodes, the mock
 nccl-tests take rank and size from SLURM_*, and `validate --stages host,nccl` with `fabric_launcher.kind:
 srun` passes on the converged lab.
 
@@ -22,9 +22,9 @@ from labsupport import REPO, requires_lab, run_playbook, running_lab
 
 from fabcheck.cli import main
 from fabcheck.intent.loader import HostEntry, load_inventory
-from fabcheck.lab import slurm
-from fabcheck.lab.state import LabError, LabPaths, NodeRecord
 from fabcheck.launch import LauncherConfig, LaunchRequest, LaunchResult, SrunLauncher, launch_hosts
+from fabcheck_lab import slurm
+from fabcheck_lab.state import LabError, LabPaths, NodeRecord
 
 HOSTS = ("gpu01", "gpu02")
 GPUS = 8  # rail8 nodes: slurmd reports one CPU per GPU
@@ -65,7 +65,7 @@ def test_cluster_is_up_idempotent_and_says_so(
     again = slurm.up(slurm_lab.paths)
     assert again.already_up and again.nodes == slurm_lab.cluster.nodes
     # The CLI finds the lab of this checkout; the tests' lab belongs to a scratch project.
-    monkeypatch.setattr("fabcheck.cli.lab.project_root", lambda: slurm_lab.paths.project)
+    monkeypatch.setattr("fabcheck_lab.cli.project_root", lambda: slurm_lab.paths.project)
     capsys.readouterr()
     assert main(["lab", "slurm", "status"]) == 0
     shown = capsys.readouterr().out

@@ -26,8 +26,8 @@ from fabcheck.gate import fabric, snapshot
 from fabcheck.gate.fabric import gate_report as gate_run
 from fabcheck.gate.stages import Reads
 from fabcheck.intent.loader import Inventory, load_inventory
-from fabcheck.lab import faults
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab import faults
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from labsupport import requires_lab, run_playbook, running_lab
 
-from fabcheck.lab.mockswitch import SWITCH_PLATFORMS
-from fabcheck.lab.state import LabPaths, NodeRecord
 from fabcheck.parsers.switch_sonic import FRR_CONFIG_KEY
 from fabcheck.switch.connect import SwitchLogin, connect
 from fabcheck.switch.sonic_yang import validate_config_db
+from fabcheck_lab.mockswitch import SWITCH_PLATFORMS
+from fabcheck_lab.state import LabPaths, NodeRecord
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -24,7 +24,7 @@ from fabcheck.gate.plan import desired_of
 from fabcheck.gate.switch_stage import collect_switches
 from fabcheck.intent.fabric import Fabric, inventory_nodes, read_fabric
 from fabcheck.intent.loader import load_inventory
-from fabcheck.lab import faults
+from fabcheck_lab import faults
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -22,10 +22,10 @@ import pytest
 import yaml
 from labsupport import REPO, PlaybookRun, requires_lab, run_playbook, running_lab
 
-from fabcheck.lab import faults
-from fabcheck.lab.mockswitch import SWITCH_PLATFORMS, arm_drop, state_path
-from fabcheck.lab.state import LabPaths, LabState, NodeRecord
 from fabcheck.switch.connect import SwitchLogin, connect
+from fabcheck_lab import faults
+from fabcheck_lab.mockswitch import SWITCH_PLATFORMS, arm_drop, state_path
+from fabcheck_lab.state import LabPaths, LabState, NodeRecord
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -29,13 +29,13 @@ from test_mockhost_support import (
     unique_subnet,
 )
 
-from fabcheck.lab.mockhost import HOST_FAULTS, heal, inject
-from fabcheck.lab.mockhost.layout import MockNodePaths
-from fabcheck.lab.mockhost.prepare import install_tools
-from fabcheck.lab.mockhost.tools import CLIENT, DISPATCHER, SERVED_TOOLS, SOCKET_NAME, TOOL_NAMES, common
-from fabcheck.lab.mockhost.tools.common import SETTLE_NS, SysfsCache
-from fabcheck.lab.mockhost.tools.dispatch import state_tools
-from fabcheck.lab.mockhost.toolserver import DELEGATE, Request, parse_request, run_call, stdout_errors
+from fabcheck_lab.mockhost import HOST_FAULTS, heal, inject
+from fabcheck_lab.mockhost.layout import MockNodePaths
+from fabcheck_lab.mockhost.prepare import install_tools
+from fabcheck_lab.mockhost.tools import CLIENT, DISPATCHER, SERVED_TOOLS, SOCKET_NAME, TOOL_NAMES, common
+from fabcheck_lab.mockhost.tools.common import SETTLE_NS, SysfsCache
+from fabcheck_lab.mockhost.tools.dispatch import state_tools
+from fabcheck_lab.mockhost.toolserver import DELEGATE, Request, parse_request, run_call, stdout_errors
 
 READY_TIMEOUT_S = 120.0  # generous: the machine may be fully loaded
 PID = re.compile(rb"\[\d+\]")
@@ -66,7 +66,7 @@ def _start_server(node: MockNode, ready: Path) -> subprocess.Popen[bytes]:
     argv = [
         sys.executable,
         "-m",
-        "fabcheck.lab.mockhost.toolserver",
+        "fabcheck_lab.mockhost.toolserver",
         "--node",
         f"{node.name}={node.paths.root}",
         "--settle-ms",

@@ -1,5 +1,5 @@
-"""The lab's traffic model through the switches (fabcheck/lab/mockhost/tools/traffic.py): which NIC and
-switch port counters one flow moves, exactly, for a healthy path and for each fault that breaks it."""
+"""The lab's traffic model through the switches (lab/src/fabcheck_lab/mockhost/tools/traffic.py): which NIC
+and switch port counters one flow moves, exactly, for a healthy path and for each fault that breaks it."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from fabcheck.lab.mockhost.tools import traffic
-from fabcheck.lab.mockhost.tools.common import Node
-from fabcheck.lab.mockhost.tools.netdev import load_counters
+from fabcheck_lab.mockhost.tools import traffic
+from fabcheck_lab.mockhost.tools.common import Node
+from fabcheck_lab.mockhost.tools.netdev import load_counters
 
 TOS = 106  # DSCP 26, the lab's RoCE traffic
 MTU = 4096

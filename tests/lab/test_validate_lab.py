@@ -20,10 +20,10 @@ from fabcheck.collect.ssh import TimeLimits
 from fabcheck.gate import host_stage as validate
 from fabcheck.gate.plan import plan_gate
 from fabcheck.intent.loader import load_inventory
-from fabcheck.lab import faults
-from fabcheck.lab.mockhost.layout import MockNodePaths
-from fabcheck.lab.state import LabPaths
 from fabcheck.parsers.rdma_link import parse_rdma_link
+from fabcheck_lab import faults
+from fabcheck_lab.mockhost.layout import MockNodePaths
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

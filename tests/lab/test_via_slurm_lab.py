@@ -1,6 +1,6 @@
 """`fabcheck validate --via slurm` on the lab's real Slurm cluster (Debian's slurmctld and slurmd in the lab
-nodes, fabcheck/lab/slurm.py): ONE srun step brings back every node's bundle and the JSON equals the native
-ssh run's, line for line; a node Slurm cannot run on (drained) is an error naming Slurm's state and
+nodes, lab/src/fabcheck_lab/slurm.py): ONE srun step brings back every node's bundle and the JSON equals the
+native ssh run's, line for line; a node Slurm cannot run on (drained) is an error naming Slurm's state and
 reason while the other node is judged as natively; a partition the node is not in is an error naming it.
 Two GPU hosts in factory state (no role has run), where passes, failures and skips all occur."""
 
@@ -19,8 +19,8 @@ import pytest
 from labsupport import REPO, requires_lab, running_lab
 
 from fabcheck.cli import main
-from fabcheck.lab import slurm
-from fabcheck.lab.state import LabPaths
+from fabcheck_lab import slurm
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from fabcheck.lab.mockhost.tools import nccl_tests
+from fabcheck_lab.mockhost.tools import nccl_tests
 
 NODE = SimpleNamespace(hostname="gpu02", address="127.0.1.2", info={"peers": {"gpu01": "127.0.1.1"}})
 

@@ -1,5 +1,6 @@
-"""Build what users install (the wheel, the collection tarball) from this checkout, and a fresh venv holding
-only the wheel and what it depends on: shared by the packaging tests and the foreign-repository lab test.
+"""Build what users install (the wheel, the collection tarball, the lab's wheel) from this checkout, and a
+fresh venv holding only the wheel and what it depends on (and one with the lab's wheel beside it): shared by
+the packaging tests and the foreign-repository lab test.
 
 The artifacts and the venv are made once per checkout state and kept under the system temp dir (keyed
 by a digest of the packaged files), behind a file lock, so two test processes build them once.
@@ -24,7 +25,7 @@ VENV_BIN = Path(sys.executable).parent
 WHEELHOUSE = REPO / ".wheelhouse"  # the runtime dependencies' wheels (scripts/setup)
 # What the wheel and the collection are built from (their digest names the build).
 PACKAGED = ("pyproject.toml", "galaxy.yml", "README.md", "CHANGELOG.md", "fabcheck", "templates", "meta",
-            "plugins", "roles", "playbooks")  # fmt: skip
+            "plugins", "roles", "playbooks", "lab")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Built:
     wheel: Path
     sdist: Path
     collection: Path  # fabcheck-fabric-X.tar.gz
+    lab_wheel: Path  # fabcheck_lab-X-py3-none-any.whl, the lab's own distribution (lab/)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -91,11 +93,14 @@ def build() -> Built:
             # --no-isolation: the backend (hatchling) is in the test venv ([test] extra): no index asked.
             run([sys.executable, "-m", "build", "--no-isolation", "--outdir", dist, REPO], cwd=REPO)
             run([VENV_BIN / "ansible-galaxy", "collection", "build", "--output-path", dist, REPO], cwd=REPO)
+            lab = [sys.executable, "-m", "build", "--no-isolation", "--wheel", "--outdir", dist, REPO / "lab"]
+            run(lab, cwd=REPO)
             (dist / "done").touch()
     (wheel,) = dist.glob("fabcheck-*.whl")
     (sdist,) = dist.glob("fabcheck-[0-9]*.tar.gz")
     (collection,) = dist.glob("fabcheck-fabric-*.tar.gz")
-    return Built(wheel, sdist, collection)
+    (lab_wheel,) = dist.glob("fabcheck_lab-*.whl")
+    return Built(wheel, sdist, collection, lab_wheel)
 
 
 def offline_pip(venv: Path) -> list[str | Path]:
@@ -105,16 +110,17 @@ def offline_pip(venv: Path) -> list[str | Path]:
     return [venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-index", "--find-links", WHEELHOUSE]
 
 
-def fresh_venv(built: Built) -> Path:
+def fresh_venv(built: Built, *, with_lab: bool = False) -> Path:
     """A venv made by the system's Python holding `pip install WHEEL` (never editable), its
-    dependencies from the checkout's wheelhouse."""
+    dependencies from the checkout's wheelhouse; with_lab: the lab's wheel installed beside it."""
     work = work_dir()
-    venv = work / "venv"
-    with _locked(work / "venv.lock"):
+    venv = work / ("venv-lab" if with_lab else "venv")
+    wheels = [built.wheel, built.lab_wheel] if with_lab else [built.wheel]
+    with _locked(work / f"{venv.name}.lock"):
         if not (venv / "done").exists():
             shutil.rmtree(venv, ignore_errors=True)
             python = shutil.which("python3", path=clean_env()["PATH"]) or sys.executable
             run([python, "-m", "venv", venv], cwd=work, env=clean_env())
-            run([*offline_pip(venv), built.wheel], cwd=work, env=clean_env())
+            run([*offline_pip(venv), *wheels], cwd=work, env=clean_env())
             (venv / "done").touch()
     return venv

@@ -1,6 +1,7 @@
 """The wheel as users install it: built with `python -m build`, installed (never editable) into a fresh
 venv outside the checkout, its commands, templates and pytest plugin working from there; its runtime
-dependencies are exactly what the product imports, the lab's and the tests' in extras."""
+dependencies are exactly what the product imports, the tests' in an extra. It holds no lab: the lab is a
+distribution of its own (lab/, fabcheck-lab) whose wheel, installed beside it, brings `fabcheck lab`."""
 
 from __future__ import annotations
 
@@ -17,10 +18,8 @@ import pytest
 from packaging_support import REPO, Built, build, clean_env, fresh_venv, run
 
 import fabcheck
+from fabcheck.cli import LAB_MISSING
 from fabcheck.intent.platforms import PLATFORMS
-
-# fabcheck/ modules that only the [lab] extra has to serve (the built-in lab of mock hosts and switches).
-LAB_ONLY = ("fabcheck/lab/",)
 
 
 @pytest.fixture(scope="module")
@@ -46,18 +45,16 @@ def requirement_names(text: str, extra: str | None) -> set[str]:
     return names
 
 
-def third_party_imports(skip: tuple[str, ...]) -> set[str]:
-    """Top-level modules imported anywhere under fabcheck/ (but `skip`), outside the stdlib and fabcheck."""
+def third_party_imports(package: Path) -> set[str]:
+    """Top-level modules imported anywhere under `package`, outside the stdlib, fabcheck and its lab."""
     found = set()
-    for path in (REPO / "fabcheck").rglob("*.py"):
-        if str(path.relative_to(REPO)).startswith(skip):
-            continue
+    for path in package.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 found |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 found.add(node.module.split(".")[0])
-    return {name for name in found if name not in sys.stdlib_module_names and name != "fabcheck"}
+    return {name for name in found if name not in sys.stdlib_module_names | {"fabcheck", "fabcheck_lab"}}
 
 
 def distributions_of(modules: set[str]) -> set[str]:
@@ -81,15 +78,36 @@ def test_the_wheel_ships_the_templates_py_typed_and_one_version(built: Built) ->
     assert built.wheel.name == f"fabcheck-{fabcheck.__version__}-py3-none-any.whl"
 
 
+def test_the_product_wheel_holds_no_lab(built: Built) -> None:
+    with zipfile.ZipFile(built.wheel) as wheel:
+        names = wheel.namelist()
+    assert not [n for n in names if n.startswith(("fabcheck/lab/", "fabcheck_lab/", "lab/"))], names
+    assert not [n for n in names if "mockswitch" in n or "mockhost" in n]
+    assert "lab" not in re.findall(r"^Provides-Extra: (.+)$", metadata(built), re.M)
+    with zipfile.ZipFile(built.lab_wheel) as lab:
+        lab_names = lab.namelist()
+    assert "fabcheck_lab/mockswitch/server.py" in lab_names and "fabcheck_lab/mockhost/client.c" in lab_names
+    assert not [n for n in lab_names if n.startswith("fabcheck/")], "the lab's wheel holds no product"
+
+
 def test_runtime_dependencies_are_what_the_product_imports(built: Built) -> None:
     text = metadata(built)
     runtime = requirement_names(text, None)
-    imported = distributions_of(third_party_imports(skip=LAB_ONLY))
-    assert runtime == imported, "Requires-Dist: exactly the distributions fabcheck imports outside the lab"
-    lab = requirement_names(text, "lab")
-    assert distributions_of(third_party_imports(skip=())) - runtime <= lab
-    assert "asyncssh" in lab and "asyncssh" not in runtime
+    imported = distributions_of(third_party_imports(REPO / "fabcheck"))
+    assert runtime == imported, "Requires-Dist: exactly the distributions fabcheck imports"
+    assert "asyncssh" not in runtime
     assert {"hypothesis", "ruff"} <= requirement_names(text, "test")
+
+
+def test_the_labs_dependencies_are_what_it_imports_and_this_very_fabcheck(built: Built) -> None:
+    text = metadata(Built(built.lab_wheel, built.sdist, built.collection, built.lab_wheel))
+    assert f"Version: {fabcheck.__version__}\n" in text
+    assert f"Requires-Dist: fabcheck=={fabcheck.__version__}\n" in text
+    imported = distributions_of(third_party_imports(REPO / "lab" / "src" / "fabcheck_lab"))
+    assert requirement_names(text, None) == imported | {"fabcheck"}
+    with zipfile.ZipFile(built.lab_wheel) as lab:
+        (name,) = [n for n in lab.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        assert "[fabcheck.commands]\nlab = fabcheck_lab.cli:register\n" in lab.read(name).decode()
 
 
 def test_the_installed_wheel_works_outside_the_checkout(built: Built, tmp_path: Path) -> None:
@@ -113,7 +131,7 @@ def test_the_installed_wheel_works_outside_the_checkout(built: Built, tmp_path: 
     assert "--fabcheck-inventory" in plugin
 
 
-def test_the_lab_without_its_extra_names_the_extra(built: Built, tmp_path: Path) -> None:
+def test_the_lab_not_installed_names_how_to_install_it(built: Built, tmp_path: Path) -> None:
     venv = fresh_venv(built)
     env = clean_env()
     argv = [str(venv / "bin" / "fabcheck"), "lab", "status"]
@@ -121,4 +139,16 @@ def test_the_lab_without_its_extra_names_the_extra(built: Built, tmp_path: Path)
         argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr == "fabcheck: fabcheck lab needs fabcheck[lab]: pip install 'fabcheck[lab]'\n"
+    assert done.stderr == f"fabcheck: {LAB_MISSING}\n"
+
+
+def test_the_labs_wheel_beside_the_product_brings_fabcheck_lab(built: Built, tmp_path: Path) -> None:
+    venv = fresh_venv(built, with_lab=True)
+    env = clean_env()
+    fabcheck_bin = venv / "bin" / "fabcheck"
+    assert "usage: fabcheck lab" in run([fabcheck_bin, "lab", "--help"], cwd=tmp_path, env=env).stdout
+    listed = run([fabcheck_bin, "lab", "faults"], cwd=tmp_path, env=env).stdout
+    assert {"pfc-off", "switch-pfc-prio", "link-down"} <= {line.split()[0] for line in listed.splitlines()}
+    where = run([venv / "bin" / "python", "-c", "import fabcheck_lab; print(fabcheck_lab.__file__)"],
+                cwd=tmp_path, env=env).stdout.strip()  # fmt: skip
+    assert Path(where).is_relative_to(next(venv.glob("lib/python3*/site-packages")))

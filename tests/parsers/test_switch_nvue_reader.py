@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from fabcheck.errors import ParseError
-from fabcheck.lab.mockswitch.nvue_model import port_qos
 from fabcheck.parsers.switch_nvue import (
     attribute_tree,
     parse_applied_config,
@@ -28,6 +27,7 @@ from fabcheck.parsers.switch_records import (
     WatchdogConfig,
     WatchdogStatus,
 )
+from fabcheck_lab.mockswitch.nvue_model import port_qos
 from tests.invariant.harness import converged, session_of
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "nvue"

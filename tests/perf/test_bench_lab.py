@@ -18,8 +18,8 @@ import pytest
 import siblings  # noqa: F401  (puts tests/report and tests/lab on sys.path)
 from labsupport import REPO, requires_lab, running_lab
 
-from fabcheck.lab.state import LabPaths
 from fabcheck.perf.bench import SUMMARY_NAME
+from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 

@@ -40,12 +40,16 @@ RECORDER = """#!/bin/bash
 printf '%s\\n' "$*" >> "{log}"
 {extra}
 """
-# A pip stand-in: `pip install -e` leaves what a real editable install leaves, direct_url.json.
+# A pip stand-in: `pip install -e` leaves what a real editable install leaves, direct_url.json, for the
+# product and the lab (lab/, a distribution of its own).
 FAKE_PIP = """
+site=.venv/lib/python3.11/site-packages
 case "$*" in *"install -q -e"*)
-  mkdir -p .venv/lib/python3.11/site-packages/fabcheck-0.1.0.dist-info
+  mkdir -p $site/fabcheck-0.1.0.dist-info $site/fabcheck_lab-0.1.0.dist-info
   printf '{{"dir_info": {{"editable": true}}, "url": "file://%s"}}' "{url_root}" \\
-    > .venv/lib/python3.11/site-packages/fabcheck-0.1.0.dist-info/direct_url.json;;
+    > $site/fabcheck-0.1.0.dist-info/direct_url.json
+  printf '{{"dir_info": {{"editable": true}}, "url": "file://%s/lab"}}' "{url_root}" \\
+    > $site/fabcheck_lab-0.1.0.dist-info/direct_url.json;;
 *"download -q -d .wheelhouse"*) mkdir -p .wheelhouse;;
 esac
 """
@@ -80,6 +84,8 @@ class Checkout:
         for name in ("setup", "demo"):
             shutil.copy2(REPO / "scripts" / name, self.root / "scripts" / name)
         shutil.copy2(REPO / "pyproject.toml", self.root / "pyproject.toml")
+        (self.root / "lab").mkdir()
+        shutil.copy2(REPO / "lab" / "pyproject.toml", self.root / "lab" / "pyproject.toml")
         self.log = root / "calls.log"
         self.log.touch()
         self.bin = root / "bin"
@@ -130,9 +136,9 @@ def test_first_setup_installs_editable_then_a_rerun_does_nothing_and_prints_noth
 ) -> None:
     first = checkout.run("setup")
     assert first.returncode == 0, first.stderr
-    assert any("-m pip install -q -e .[test]" in call for call in checkout.calls()), checkout.calls()
-    # The wheelhouse tests/packaging installs fresh venvs from, offline.
-    assert "-m pip download -q -d .wheelhouse ." in checkout.calls()
+    assert any("-m pip install -q -e .[test] -e ./lab" in call for call in checkout.calls()), checkout.calls()
+    # The wheelhouse tests/packaging installs fresh venvs from, offline (the product's and the lab's).
+    assert "-m pip download -q -d .wheelhouse . ./lab" in checkout.calls()
     assert (checkout.root / ".wheelhouse" / ".complete").is_file()
     assert checkout.stamp.is_file()
     again = checkout.run("setup")
@@ -141,9 +147,10 @@ def test_first_setup_installs_editable_then_a_rerun_does_nothing_and_prints_noth
     assert checkout.calls() == [], "a no-op setup must call neither pip nor apt"
 
 
-def test_a_changed_pyproject_reinstalls(checkout: Checkout) -> None:
+@pytest.mark.parametrize("pyproject_of", [".", "lab"])
+def test_a_changed_pyproject_reinstalls(checkout: Checkout, pyproject_of: str) -> None:
     assert checkout.run("setup").returncode == 0
-    pyproject = checkout.root / "pyproject.toml"
+    pyproject = checkout.root / pyproject_of / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + "\n# a new dependency would go here\n")
     done = checkout.run("setup")
     assert done.returncode == 0, done.stderr
@@ -151,9 +158,10 @@ def test_a_changed_pyproject_reinstalls(checkout: Checkout) -> None:
     assert checkout.run("setup").returncode == 0 and checkout.calls() == []
 
 
-def test_fabcheck_installed_from_another_checkout_is_reinstalled(checkout: Checkout) -> None:
+@pytest.mark.parametrize("dist_info", ["fabcheck-0.1.0.dist-info", "fabcheck_lab-0.1.0.dist-info"])
+def test_fabcheck_installed_from_another_checkout_is_reinstalled(checkout: Checkout, dist_info: str) -> None:
     assert checkout.run("setup").returncode == 0
-    direct_url = next((checkout.root / ".venv").rglob("direct_url.json"))
+    direct_url = next((checkout.root / ".venv").rglob(f"{dist_info}/direct_url.json"))
     direct_url.write_text('{"dir_info": {"editable": true}, "url": "file:///elsewhere/fabcheck"}')
     assert checkout.run("setup").returncode == 0
     assert any("install -q -e" in call for call in checkout.calls())

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fabcheck.lab.mockswitch import (
+from fabcheck.switch.connect import SwitchLogin
+from fabcheck_lab.mockswitch import (
     SWITCH_PLATFORMS,
     SwitchSpec,
     known_hosts_path,
@@ -25,7 +26,6 @@ from fabcheck.lab.mockswitch import (
     state_path,
     write_spec,
 )
-from fabcheck.switch.connect import SwitchLogin
 
 PASSWORDS = {"nvue": "Cumulus-lab-pw-1", "sonic": "Sonic-lab-pw-2", "eos": "Eos-lab-pw-3"}
 USERS = {"nvue": "cumulus", "sonic": "admin", "eos": "admin"}
@@ -94,7 +94,7 @@ def mock_switches(
         )
     write_spec(run_dir, list(specs.values()))
     server = subprocess.Popen(
-        [sys.executable, "-m", "fabcheck.lab.mockswitch", "--run-dir", str(run_dir)],
+        [sys.executable, "-m", "fabcheck_lab.mockswitch", "--run-dir", str(run_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -23,13 +23,13 @@ from test_nvue_render import nvue_desired
 from test_sonic_render import sonic_desired
 
 from fabcheck.desired.switch import DesiredSwitch
-from fabcheck.lab.mockswitch import inject_switch_fault
 from fabcheck.switch import sonic_patch
 from fabcheck.switch.concerns import CONCERNS, ConcernError, chosen_concerns, concerns_from_tags
 from fabcheck.switch.connect import connect
 from fabcheck.switch.driver import SwitchDriver, push
 from fabcheck.switch.platforms import eos, nvue, sonic
 from fabcheck.switch.render import render_switch
+from fabcheck_lab.mockswitch import inject_switch_fault
 
 SWITCHES = {"nvue": "nv-scoped", "sonic": "sonic-scoped", "eos": "eos-scoped"}
 DRIFT_PROFILE = "drift-pfc"  # the NVUE fault's own PFC profile: not fabcheck's, left in place

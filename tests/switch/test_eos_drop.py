@@ -15,12 +15,12 @@ import pytest
 from mockswitches import MockSwitches, mock_switches
 from test_eos_templates import NON_DEFAULT, eos_desired
 
-from fabcheck.lab.mockswitch import arm_drop
 from fabcheck.parsers.eos_config import format_config, parse_config
 from fabcheck.switch.connect import connect
 from fabcheck.switch.driver import ForeignWork, PushError, push
 from fabcheck.switch.platforms.eos import EosDriver, session_lines
 from fabcheck.switch.render import RenderedConfig, render_switch
+from fabcheck_lab.mockswitch import arm_drop
 
 TRIALS = 20
 NAMES = ("eos-drop", "eos-leftover", "eos-after-commit")

@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from fabcheck.lab.mockswitch.eos import EosDevice
-from fabcheck.lab.mockswitch.eos_model import default_tc, factory_config
-from fabcheck.lab.mockswitch.spec import SwitchSpec
+from fabcheck_lab.mockswitch.eos import EosDevice
+from fabcheck_lab.mockswitch.eos_model import default_tc, factory_config
+from fabcheck_lab.mockswitch.spec import SwitchSpec
 
 PORTS = ("Ethernet1", "Ethernet2")
 AVD = "aristanetworks/avd"

@@ -18,12 +18,12 @@ from test_eos_templates import NON_DEFAULT, eos_desired
 
 from fabcheck.desired.switch import DesiredSwitch
 from fabcheck.intent.platforms import PLATFORMS
-from fabcheck.lab.mockswitch import inject_switch_fault
 from fabcheck.parsers.eos_config import format_config, parse_config
 from fabcheck.switch.connect import ConnectError, connect
 from fabcheck.switch.driver import PushError, driver_for, push
 from fabcheck.switch.platforms.eos import EosDriver
 from fabcheck.switch.render import RenderedConfig, render_switch
+from fabcheck_lab.mockswitch import inject_switch_fault
 
 NAMES = ("eos-converge", "eos-custom", "eos-pfc-fault", "eos-ecn-fault", "eos-reject", "eos-login")
 

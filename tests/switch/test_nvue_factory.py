@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from fabcheck.lab.mockswitch.nvue_model import auto_save, factory_qos_tree
+from fabcheck_lab.mockswitch.nvue_model import auto_save, factory_qos_tree
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "nvue"
 DUMP = json.loads((REAL / "nvue-api-cl55-factory-qos.json").read_text())

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from fabcheck.errors import ParseError
-from fabcheck.lab.mockswitch.nvue_model import port_qos, port_view
-from fabcheck.lab.mockswitch.nvue_show import show_port_roce_status
 from fabcheck.parsers.switch_nvue import parse_applied_config
 from fabcheck.parsers.switch_records import Schedulers
+from fabcheck_lab.mockswitch.nvue_model import port_qos, port_view
+from fabcheck_lab.mockswitch.nvue_show import show_port_roce_status
 
 QOS: dict[str, Any] = {
     "egress-scheduler": {"mine": {"traffic-class": {"3": {"mode": "dwrr", "bw-percent": 10}}}},

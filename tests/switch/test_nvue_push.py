@@ -18,7 +18,6 @@ from mockswitches import MockSwitches, mock_switches
 from test_nvue_render import NON_DEFAULT_INTENT, nvue_desired
 
 from fabcheck.desired.switch import DesiredSwitch
-from fabcheck.lab.mockswitch import arm_drop, inject_switch_fault
 from fabcheck.switch.connect import ConnectError, connect
 from fabcheck.switch.driver import PushError, PushResult, push
 from fabcheck.switch.platforms.nvue import (
@@ -29,6 +28,7 @@ from fabcheck.switch.platforms.nvue import (
     stale_unsets,
 )
 from fabcheck.switch.render import RenderedConfig, render_switch
+from fabcheck_lab.mockswitch import arm_drop, inject_switch_fault
 
 DROP_SWITCHES = ("nv-drop-0", "nv-drop-1", "nv-drop-2", "nv-drop-3")
 SWITCHES = (

@@ -19,11 +19,11 @@ import pytest
 from mockswitches import MockSwitches, mock_switches
 from test_nvue_render import nvue_desired
 
-from fabcheck.lab.mockswitch.nvue_model import effective_qos, lossless_priorities, port_qos
 from fabcheck.switch.connect import connect
 from fabcheck.switch.driver import ForeignWork, PushError, SwitchLock, SwitchLocked, push
 from fabcheck.switch.platforms.nvue import NvueCommandError, NvueDriver
 from fabcheck.switch.render import RenderedConfig, render_switch
+from fabcheck_lab.mockswitch.nvue_model import effective_qos, lossless_priorities, port_qos
 
 REAL = Path(__file__).parent.parent / "data" / "real" / "nvue"
 PORTS = ("swp1", "swp2", "swp3", "swp4")

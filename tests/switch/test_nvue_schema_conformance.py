@@ -1,5 +1,5 @@
 """The NVUE mock takes what NVUE takes: every value leaf of the mock's `nv set` schema
-(fabcheck.lab.mockswitch.nvue_schema) is probed at its bounds (one below, the bounds, one above) and
+(fabcheck_lab.mockswitch.nvue_schema) is probed at its bounds (one below, the bounds, one above) and
 with each of its words, and the mock's answer must equal NVIDIA's NVUE OpenAPI of the same release
 (nvueschema's models, walked by fabcheck.switch.nvue_openapi), but for the differences listed with
 their reasons; a listed difference that no longer occurs fails too."""
@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from fabcheck.lab.mockswitch.nvue_schema import Branch, Keyed, Leaf, Node, NvueError, root_schema
 from fabcheck.switch.nvue_openapi import lines_problems
+from fabcheck_lab.mockswitch.nvue_schema import Branch, Keyed, Leaf, Node, NvueError, root_schema
 
 RELEASES = ((5, 6), (5, 11), (5, 16))
 SAMPLE_IDS = ("default-global", "3", "swp1", "default-lossless")

@@ -3,7 +3,7 @@
 A platform is: its `Platform` record (fabcheck/intent/platforms.py), its templates
 (templates/<folder>/, entry switch.j2), its driver module (fabcheck/switch/platforms/), its parser
 module(s) (fabcheck/parsers/, found through its probe table in fabcheck/collect/switch_probes.py) and
-its mock (fabcheck/lab/mockswitch/). These tests list those files for every record, check that they
+its mock (lab/src/fabcheck_lab/mockswitch/). These tests list those files for every record, check that they
 exist, and that the record's names resolve to working parts: the driver it names is the one pushes
 use, its probes parse what its mock answers, its templates render a desired switch.
 """
@@ -31,11 +31,11 @@ from fabcheck.intent.platforms import (
     platform_named,
     resolve,
 )
-from fabcheck.lab.mockswitch.device import SwitchDevice
-from fabcheck.lab.mockswitch.server import device_class
-from fabcheck.lab.mockswitch.spec import SwitchSpec
 from fabcheck.switch.driver import PushError, SwitchDriver, driver_for
 from fabcheck.switch.render import ENTRY_TEMPLATE, TEMPLATES, render_switch
+from fabcheck_lab.mockswitch.device import SwitchDevice
+from fabcheck_lab.mockswitch.server import device_class
+from fabcheck_lab.mockswitch.spec import SwitchSpec
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDS = sorted(PLATFORMS.values(), key=lambda record: record.name)
@@ -74,7 +74,7 @@ def test_every_file_of_the_platform_exists_where_the_readme_says(record: Platfor
         "driver": REPO / "fabcheck" / "switch" / "platforms",
         "parsers": REPO / "fabcheck" / "parsers",
         "probes": REPO / "fabcheck" / "collect",
-        "mock": REPO / "fabcheck" / "lab" / "mockswitch",
+        "mock": REPO / "lab" / "src" / "fabcheck_lab" / "mockswitch",
     }
     for part, home in expected_homes.items():
         assert all(path.parent == home for path in files[part]), (part, files[part])

@@ -27,12 +27,12 @@ from fabcheck.collect.probes import collect  # noqa: E402
 from fabcheck.collect.switch_probes import PROBES  # noqa: E402
 from fabcheck.desired.switch import DesiredSwitch  # noqa: E402
 from fabcheck.gate.switch_stage import evidence_of  # noqa: E402
-from fabcheck.lab.mockswitch.sonic import SonicDevice  # noqa: E402
-from fabcheck.lab.mockswitch.sonic_db import factory_config_db  # noqa: E402
-from fabcheck.lab.mockswitch.spec import SwitchSpec  # noqa: E402
 from fabcheck.switch.driver import PushError, push  # noqa: E402
 from fabcheck.switch.platforms.sonic import SonicDriver  # noqa: E402
 from fabcheck.switch.render import render_switch  # noqa: E402
+from fabcheck_lab.mockswitch.sonic import SonicDevice  # noqa: E402
+from fabcheck_lab.mockswitch.sonic_db import factory_config_db  # noqa: E402
+from fabcheck_lab.mockswitch.spec import SwitchSpec  # noqa: E402
 from tests.invariant.fakeconn import SessionConnection  # noqa: E402
 
 CITED = (

@@ -16,13 +16,13 @@ from mockswitches import PORTS, mock_switches
 from test_sonic_render import NON_DEFAULT_INTENT, sonic_desired
 
 from fabcheck.desired.switch import DesiredSwitch
-from fabcheck.lab.mockswitch import SwitchSpec, arm_drop, heal_switch_fault, inject_switch_fault
-from fabcheck.lab.mockswitch.sonic import SonicDevice
 from fabcheck.switch.connect import ConnectError, connect
 from fabcheck.switch.driver import PushError, PushResult, push
 from fabcheck.switch.platforms.sonic import SonicDriver
 from fabcheck.switch.render import render_switch
 from fabcheck.switch.sonic_patch import managed_state
+from fabcheck_lab.mockswitch import SwitchSpec, arm_drop, heal_switch_fault, inject_switch_fault
+from fabcheck_lab.mockswitch.sonic import SonicDevice
 
 # One switch per concern, so no test depends on another's order.
 SWITCHES = ("sonic-conv", "sonic-fault", "sonic-nondef", "sonic-roll", "sonic-drop", "sonic-cred")

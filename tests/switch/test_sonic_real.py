@@ -18,8 +18,6 @@ import pytest
 from mockswitches import MockSwitches, mock_switches
 from test_sonic_render import sonic_desired
 
-from fabcheck.lab.mockswitch.sonic_commands import field_validator_refusal, sorted_changes
-from fabcheck.lab.mockswitch.sonic_db import FACTORY_HWSKU, factory_config_db, simulate_patch
 from fabcheck.switch.connect import connect
 from fabcheck.switch.driver import PushError, push
 from fabcheck.switch.platforms.sonic import (
@@ -34,6 +32,8 @@ from fabcheck.switch.platforms.sonic import (
 )
 from fabcheck.switch.render import RenderedConfig, render_switch
 from fabcheck.switch.sonic_patch import compute_patch, disrupted_ports, gcu_change_estimate
+from fabcheck_lab.mockswitch.sonic_commands import field_validator_refusal, sorted_changes
+from fabcheck_lab.mockswitch.sonic_db import FACTORY_HWSKU, factory_config_db, simulate_patch
 
 REAL = Path(__file__).parent.parent / "data" / "real" / "sonic"
 PORTS = ("Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12")

@@ -19,7 +19,6 @@ from fabcheck.desired import desired_switch
 from fabcheck.desired.switch import DesiredSwitch
 from fabcheck.intent.fabric import InventoryNode, read_fabric
 from fabcheck.intent.model import FabricIntent
-from fabcheck.lab.mockswitch.sonic_db import apply_patch, factory_config_db
 from fabcheck.switch.platforms.sonic import HEREDOC_END, patch_lines
 from fabcheck.switch.render import RenderedConfig, render_switch
 from fabcheck.switch.sonic_patch import (
@@ -31,6 +30,7 @@ from fabcheck.switch.sonic_patch import (
     parse_fragment,
     pointer,
 )
+from fabcheck_lab.mockswitch.sonic_db import apply_patch, factory_config_db
 
 GOLDEN = Path(__file__).parent / "golden"
 REGOLDEN = os.environ.get("FABCHECK_REGOLDEN") == "1"

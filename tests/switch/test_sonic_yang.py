@@ -18,11 +18,11 @@ import yaml
 
 from fabcheck.cli import main
 from fabcheck.cli import render as render_cli
-from fabcheck.lab.mockswitch.sonic_db import apply_patch, factory_config_db
 from fabcheck.switch import sonic_yang
 from fabcheck.switch.render import RenderedConfig
 from fabcheck.switch.sonic_patch import compute_patch
 from fabcheck.switch.sonic_yang import SonicYangError, parse_statements, to_yang, validate_config_db
+from fabcheck_lab.mockswitch.sonic_db import apply_patch, factory_config_db
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).parent / "golden"

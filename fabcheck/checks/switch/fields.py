@@ -56,6 +56,7 @@ def derive_owned_fields(field_checks: Sequence[FieldCheck]) -> tuple[OwnedField,
     """The owned-field table, derived: every key the reference renders and the drivers write
     (fabcheck.switch.owned.reference_fields), with its check from `field_checks` (none: NOT_DECLARED),
     by platform in declaration order, the undeclared last."""
+    # Imported on first use: the table renders every reference intent, which judging a switch never needs.
     from fabcheck.switch.owned import reference_fields
 
     by_platform = sorted(field_checks, key=lambda entry: PLATFORMS.index(entry.platform))

@@ -4,16 +4,40 @@ that did not pass, and the converged EOS switch with its running and saved confi
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+# The small fabric of tests/checks/switchfabric.py (one switch per platform, four ports each), replayed
+# from the captured mock outputs under tests/data/switch. Not through a conftest.py: tests import
+# tests/conftest.py by its module name, which a second conftest would shadow.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import switchfabric
 from switchfabric import PORTS, SWITCHES, desired, replayed
 
 from fabcheck.checks import switch as checks
 from fabcheck.checks.model import Finding, Status
 from fabcheck.checks.switch import check_switch
+
+__all__ = [
+    "CONVERGED_EOS",
+    "ETHERNET2",
+    "EXPECTED_SKIPS",
+    "FIRST_PORT",
+    "GUARANTEE",
+    "PORTS",
+    "REAL_EOS",
+    "SWITCHES",
+    "desired",
+    "eos_edited",
+    "judged",
+    "not_passing",
+    "replayed",
+    "switchfabric",
+]
 
 FIRST_PORT = {name: f"{name}:{PORTS[platform][0]}" for name, platform in SWITCHES.items()}
 # What each platform cannot show. Buffers: SONiC's per-port profiles (switch.buffers), NVUE's pools

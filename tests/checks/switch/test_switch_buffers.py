@@ -9,9 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import switchfabric
-from switchfabric import PORTS
-from switchjudged import judged
+from switchjudged import PORTS, judged, switchfabric
 
 from fabcheck.checks import switch as checks
 from fabcheck.checks.model import Status

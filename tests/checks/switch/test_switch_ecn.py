@@ -5,8 +5,7 @@ cannot be judged."""
 from __future__ import annotations
 
 import pytest
-from switchfabric import PORTS, SWITCHES, desired, replayed
-from switchjudged import EXPECTED_SKIPS, judged, not_passing
+from switchjudged import EXPECTED_SKIPS, PORTS, SWITCHES, desired, judged, not_passing, replayed
 
 from fabcheck.checks import switch as checks
 from fabcheck.checks.model import Status

@@ -6,8 +6,7 @@ anything unread is an error, never a pass."""
 from __future__ import annotations
 
 import pytest
-from switchfabric import SWITCHES, desired, replayed
-from switchjudged import EXPECTED_SKIPS, judged
+from switchjudged import EXPECTED_SKIPS, SWITCHES, desired, judged, replayed
 
 from fabcheck.checks import switch as checks
 from fabcheck.checks.model import Status

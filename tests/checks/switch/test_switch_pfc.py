@@ -5,8 +5,7 @@ shows queue drops."""
 from __future__ import annotations
 
 import pytest
-from switchfabric import SWITCHES
-from switchjudged import EXPECTED_SKIPS, FIRST_PORT, judged, not_passing
+from switchjudged import EXPECTED_SKIPS, FIRST_PORT, SWITCHES, judged, not_passing
 
 from fabcheck.checks import switch as checks
 from fabcheck.checks.model import Status

@@ -8,8 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-import switchfabric
-from switchjudged import CONVERGED_EOS, REAL_EOS, judged, not_passing
+from switchjudged import CONVERGED_EOS, REAL_EOS, judged, not_passing, switchfabric
 
 from fabcheck.checks.model import Status
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from switchfabric import desired, replayed
+from switchjudged import desired, replayed
 
 from fabcheck.checks.model import Status
 from fabcheck.checks.switch import SCHEDULER, SWITCH_CHECKS, run_check

@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from switchfabric import PORTS
-from switchjudged import ETHERNET2, GUARANTEE, eos_edited, judged
+from switchjudged import ETHERNET2, GUARANTEE, PORTS, eos_edited, judged
 
 
 def test_eos_watchdog_fails_every_port_whose_lossless_queue_has_no_guaranteed_bandwidth(

@@ -117,6 +117,8 @@ def parse_nvue_roce_counters(text: str, port: str | None, source: str = "<text>"
     placed = switch_nvue.parse_roce_counters(text, port, source)
     paths = (switch_nvue.ROCE_PAUSES_RX, switch_nvue.ROCE_PAUSES_TX, switch_nvue.ROCE_ECN_MARKED)
     counters = PortPauseEcn(*switch_nvue.roce_counters(text, port, source, paths))
+    # PortPauseEcn is the incast's own record: Placed's Record union is the parsers' (a layer below,
+    # which cannot name it), and Collected keeps whatever record a probe places, by its type.
     return [*placed, (port, counters)]  # type: ignore[list-item]
 
 

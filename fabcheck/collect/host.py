@@ -17,7 +17,7 @@ from typing import Any
 from fabcheck.collect.script import LAUNCHER, HostProbe, Section
 from fabcheck.collect.script import collection_script as script_for
 from fabcheck.collect.ssh import TimeLimits
-from fabcheck.desired.nic import PERSIST_PATHS, PERSIST_UNIT
+from fabcheck.desired.nic import ECN_DIR, ECN_FILES, PERSIST_PATHS, PERSIST_UNIT
 from fabcheck.errors import ParseError
 from fabcheck.parsers import host_sysfs
 from fabcheck.parsers.ethtool_tunable import TUNABLE, parse_pfc_prevention_tout
@@ -74,7 +74,7 @@ def _present(rc: int, out: str, err: str, source: str) -> frozenset[str]:
 
 
 NET = "/sys/class/net/{netdev}"
-ECN = NET + "/ecn"
+ECN = {value: f"{ECN_DIR}/{name}" for value, name in ECN_FILES.items()}  # "{netdev}", "{priority}" left in
 HOST_PROBES: tuple[HostProbe, ...] = (
     HostProbe(TIME_LIMIT, "host", ("command", "-v", "timeout"), str, builtin=True),
     HostProbe(TOPO, "host", ("nvidia-smi", "topo", "-m"), parse_topo),
@@ -97,15 +97,13 @@ HOST_PROBES: tuple[HostProbe, ...] = (
     ),
     HostProbe(MLNX_QOS, "netdev", ("mlnx_qos", "-i", "{netdev}"), parse_mlnx_qos),
     HostProbe(NETDEV_MTU, "netdev", ("cat", NET + "/mtu"), host_sysfs.sysfs_int),
-    HostProbe(ECN_NP_ENABLE, "netdev", ("cat", ECN + "/roce_np/enable/{priority}"), host_sysfs.sysfs_int),
-    HostProbe(ECN_RP_ENABLE, "netdev", ("cat", ECN + "/roce_rp/enable/{priority}"), host_sysfs.sysfs_int),
-    HostProbe(CNP_DSCP, "netdev", ("cat", ECN + "/roce_np/cnp_dscp"), host_sysfs.sysfs_int),
-    HostProbe(CNP_PRIO, "netdev", ("cat", ECN + "/roce_np/cnp_802p_prio"), host_sysfs.sysfs_int),
-    HostProbe(
-        MIN_TIME_BETWEEN_CNPS, "netdev", ("cat", ECN + "/roce_np/min_time_between_cnps"), host_sysfs.sysfs_int
-    ),
+    HostProbe(ECN_NP_ENABLE, "netdev", ("cat", ECN["np_enable"]), host_sysfs.sysfs_int),
+    HostProbe(ECN_RP_ENABLE, "netdev", ("cat", ECN["rp_enable"]), host_sysfs.sysfs_int),
+    HostProbe(CNP_DSCP, "netdev", ("cat", ECN["cnp_dscp"]), host_sysfs.sysfs_int),
+    HostProbe(CNP_PRIO, "netdev", ("cat", ECN["cnp_priority"]), host_sysfs.sysfs_int),
+    HostProbe(MIN_TIME_BETWEEN_CNPS, "netdev", ("cat", ECN["min_time_between_cnps"]), host_sysfs.sysfs_int),
     # Every DCQCN reaction-point parameter at once, as path:value lines (the intent picks which to judge).
-    HostProbe(ROCE_RP, "netdev", ("grep", "-r", "-H", "", ECN + "/roce_rp"), _listed("roce_rp")),
+    HostProbe(ROCE_RP, "netdev", ("grep", "-r", "-H", "", ECN["rp_params"]), _listed(ECN_FILES["rp_params"])),
     HostProbe(DRIVER, "netdev", ("ethtool", "-i", "{netdev}"), host_sysfs.ethtool_driver),
     HostProbe(
         PFC_STORM, "netdev", ("ethtool", "--get-tunable", "{netdev}", TUNABLE), parse_pfc_prevention_tout

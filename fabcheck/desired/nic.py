@@ -25,6 +25,44 @@ PERSIST_PATHS: dict[str, str] = {
 }
 PERSIST_UNIT = PERSIST_PATHS["unit"].rsplit("/", 1)[1]
 
+# The DCQCN files of a netdev (MLNX_OFED's /sys/class/net/<netdev>/ecn/) that role roce_host writes and
+# `fabcheck validate` reads, each under the DesiredNic value it holds, named once: the collection's
+# probes read these paths, the host checks' hints write them and the owned-field table names them. The
+# roce_nic module (stdlib only: it runs on the host) keys its writes by the same names; a test ties them.
+ECN_DIR = "/sys/class/net/{netdev}/ecn"
+ECN_FILES: dict[str, str] = {
+    "np_enable": "roce_np/enable/{priority}",
+    "rp_enable": "roce_rp/enable/{priority}",
+    "cnp_dscp": "roce_np/cnp_dscp",
+    "cnp_priority": "roce_np/cnp_802p_prio",
+    "min_time_between_cnps": "roce_np/min_time_between_cnps",
+    "rp_params": "roce_rp",  # a folder: one file per reaction-point parameter, roce_rp/<name>
+}
+
+
+def ecn_file(value: str, netdev: str, priority: int | str = "{priority}") -> str:
+    """The path of the netdev's file that holds DesiredNic `value` (ECN_FILES), for one priority."""
+    return f"{ECN_DIR}/{ECN_FILES[value]}".format(netdev=netdev, priority=priority)
+
+
+# The roce_nic module's `settings` record (roles/roce_host; module_utils/roce_nic_apply.py SETTINGS reads
+# the same keys, tests tie the two), besides `devices`: each key and the DesiredNic JSON value it carries.
+ROCE_NIC_SETTINGS: dict[str, str] = {
+    "trust": "trust",
+    "pfc_bitmap": "pfc_bitmap",
+    "dscp_to_priority": "dscp_to_priority",
+    "ecn_priority": "ecn_priority",
+    "cnp_dscp": "cnp_dscp",
+    "cnp_priority": "cnp_priority",
+    "np_enable": "np_enable",
+    "rp_enable": "rp_enable",
+    "min_time_between_cnps": "min_time_between_cnps",
+    "rp_params": "rp_params",
+    "roce_tos": "roce_tos",
+    "mtu": "netdev_mtu",
+    "pfc_storm_prevention_ms": "pfc_storm_prevention_ms",
+}
+
 
 @dataclass(frozen=True)
 class DesiredNic:
@@ -154,23 +192,9 @@ class DesiredHost:
 
         The role also writes exactly this record to the host's boot file (PERSIST_PATHS["config"]), and
         validate compares that file with it. JSON-shaped: DSCP keys are strings."""
-        nic = self.template
-        return {
-            "devices": list(self.devices),
-            "trust": nic.trust,
-            "pfc_bitmap": list(nic.pfc_bitmap),
-            "dscp_to_priority": {str(d): p for d, p in nic.dscp_to_priority_pairs},
-            "ecn_priority": nic.ecn_priority,
-            "cnp_dscp": nic.cnp_dscp,
-            "cnp_priority": nic.cnp_priority,
-            "np_enable": nic.np_enable,
-            "rp_enable": nic.rp_enable,
-            "min_time_between_cnps": nic.min_time_between_cnps,
-            "rp_params": nic.rp_params,
-            "roce_tos": nic.roce_tos,
-            "mtu": nic.netdev_mtu,
-            "pfc_storm_prevention_ms": nic.pfc_storm_prevention_ms,
-        }
+        shared = self.template.to_json()
+        settings = {key: shared[value] for key, value in ROCE_NIC_SETTINGS.items()}
+        return {"devices": list(self.devices), **settings}
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from roce_host_code import module_code
+from roce_host_code import apply_code, module_code
 
 from fabcheck.desired import desired_host
+from fabcheck.desired.nic import ECN_DIR, ECN_FILES, ROCE_NIC_SETTINGS
 from fabcheck.intent.model import FabricIntent
 
 
@@ -70,3 +71,24 @@ def test_an_override_is_applied_as_given_and_its_range_checked_by_the_applier(mo
     code.check_params(module.module_params(params))
     with pytest.raises(code.NicError, match=re.escape("mtu=40: out of range, allowed 68..65535")):
         code.check_params(module.module_params(validate(module, record() | {"mtu": 40})[0]))
+
+
+def test_the_record_s_keys_are_the_module_s_settings(module: ModuleType) -> None:
+    """The desired state declares the record's keys once (ROCE_NIC_SETTINGS); the module's own declaration
+    (SETTINGS, stdlib only on the host) holds the same keys in the same order."""
+    assert ["devices", *ROCE_NIC_SETTINGS] == list(module.SETTINGS)
+    assert list(record()) == list(module.SETTINGS)
+
+
+def test_the_module_writes_the_dcqcn_files_the_desired_state_names() -> None:
+    """The module keys and writes each DCQCN file at the path fabcheck.desired.nic.ECN_FILES names, the
+    one the gate reads back and the hints print."""
+    apply = apply_code()
+    settings = record() | {"rp_params": {"rpg_gd": 11}}
+    written = apply.sysfs_keys(apply.Nic("mlx5_0", "ens1np0", ["1"]), settings)
+    ecn = ECN_DIR.format(netdev="ens1np0")
+    on_ecn = {key: path for key, path in written.items() if path.startswith(ecn + "/")}
+    named = [value for value in ECN_FILES if value != "rp_params"]
+    expected = {ECN_FILES[value].format(priority=settings["ecn_priority"]) for value in named}
+    assert set(on_ecn) == expected | {ECN_FILES["rp_params"] + "/rpg_gd"}
+    assert all(path == f"{ecn}/{key}" for key, path in on_ecn.items())

@@ -10,7 +10,7 @@ from fabcheck.checks.model import Finding, failed, passed
 from fabcheck.checks.roles import HOST_QOS_ROLE
 from fabcheck.collect import host as probes
 from fabcheck.collect.host import Unreadable, section_command
-from fabcheck.desired.nic import DesiredHost, DesiredNic
+from fabcheck.desired.nic import ECN_FILES, DesiredHost, DesiredNic, ecn_file
 
 CNP = "host.cnp"
 MIN_TIME_BETWEEN_CNPS = "host.min_time_between_cnps"
@@ -21,14 +21,15 @@ DCQCN_MODES = ("dcqcn", "ecn_only")  # the modes that run the notification and r
 
 def check_cnp(nic: str, netdev: str, evidence: HostEvidence, desired: DesiredNic) -> list[Finding]:
     data = evidence.netdev(netdev)
-    want = {"cnp_dscp": desired.cnp_dscp, "cnp_802p_prio": desired.cnp_priority}
-    expected = " ".join(f"{k}={v}" for k, v in want.items())
-    have = {"cnp_dscp": data.cnp_dscp, "cnp_802p_prio": data.cnp_prio}
+    want = {"cnp_dscp": desired.cnp_dscp, "cnp_priority": desired.cnp_priority}
+    shown = {value: ECN_FILES[value].rsplit("/", 1)[1] for value in want}  # as the NIC names its files
+    expected = " ".join(f"{shown[k]}={v}" for k, v in want.items())
+    have = {"cnp_dscp": data.cnp_dscp, "cnp_priority": data.cnp_prio}
     for value in have.values():
         if isinstance(value, Unreadable):
             return [unreadable_error(CNP, nic, expected, value)]
-    actual = " ".join(f"{k}={v}" for k, v in have.items())
-    commands = [echo(v, f"/sys/class/net/{netdev}/ecn/roce_np/{k}") for k, v in want.items() if have[k] != v]
+    actual = " ".join(f"{shown[k]}={v}" for k, v in have.items())
+    commands = [echo(v, ecn_file(k, netdev)) for k, v in want.items() if have[k] != v]
     if not commands:
         return [passed(CNP, nic, expected, actual)]
     return [failed(CNP, nic, expected, actual, CNP_CHECK.fix("; ".join(commands)))]
@@ -45,7 +46,7 @@ def check_min_time_between_cnps(
     actual = f"min_time_between_cnps {value} us"
     if value == want:
         return [passed(MIN_TIME_BETWEEN_CNPS, nic, expected, actual)]
-    command = echo(want, f"/sys/class/net/{netdev}/ecn/roce_np/min_time_between_cnps")
+    command = echo(want, ecn_file("min_time_between_cnps", netdev))
     return [failed(MIN_TIME_BETWEEN_CNPS, nic, expected, actual, MIN_TIME_BETWEEN_CNPS_CHECK.fix(command))]
 
 
@@ -58,14 +59,15 @@ def check_rp_params(nic: str, netdev: str, evidence: HostEvidence, desired: Desi
         return [unreadable_error(RP_PARAMS, nic, expected, listing)]
     absent = sorted(key for key in wanted if key not in listing)
     if absent:
-        reason = f"the NIC shows no roce_rp/{', roce_rp/'.join(absent)}"
+        folder = ECN_FILES["rp_params"]
+        reason = "the NIC shows no " + ", ".join(f"{folder}/{key}" for key in absent)
         command = section_command(f"{probes.ROCE_RP}:{netdev}", evidence.priority)
         return [unreadable_error(RP_PARAMS, nic, expected, Unreadable(command, reason))]
     actual = " ".join(f"{key}={listing[key]}" for key in sorted(wanted))
     wrong = sorted(key for key, value in wanted.items() if listing[key] != value)
     if not wrong:
         return [passed(RP_PARAMS, nic, expected, actual)]
-    commands = "; ".join(echo(wanted[key], f"/sys/class/net/{netdev}/ecn/roce_rp/{key}") for key in wrong)
+    commands = "; ".join(echo(wanted[key], f"{ecn_file('rp_params', netdev)}/{key}") for key in wrong)
     return [failed(RP_PARAMS, nic, expected, actual, RP_PARAMS_CHECK.fix(commands))]
 
 

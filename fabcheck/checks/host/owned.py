@@ -13,6 +13,10 @@ from fabcheck.checks.host.dcqcn import CNP, MIN_TIME_BETWEEN_CNPS, RP_PARAMS
 from fabcheck.checks.host.pfc_storm import PFC_STORM_PREVENTION
 from fabcheck.checks.host.ports import LINK_LAYER, NETDEV_MTU, PORT_SPEED, RDMA_MTU
 from fabcheck.checks.host.qos import CMA_ROCE_MODE, CMA_ROCE_TOS, DSCP2PRIO, ECN_ENABLE, PFC, ROCE_TOS, TRUST
+from fabcheck.desired.nic import ECN_FILES
+
+# The module keys a DCQCN file's write by its path under ecn/ (the priority as the record names it).
+_ECN_SETTING = {value: name.format(priority="<ecn_priority>") for value, name in ECN_FILES.items()}
 
 
 @dataclass(frozen=True)
@@ -34,12 +38,12 @@ HOST_OWNED_FIELDS: tuple[HostOwnedField, ...] = (
     HostOwnedField("trust", "trust", TRUST, rewrites=("dscp2prio",)),
     HostOwnedField("pfc_priorities", "pfc", PFC),
     HostOwnedField("dscp_to_priority_pairs", "dscp2prio", DSCP2PRIO),
-    HostOwnedField("np_enable", "roce_np/enable/<ecn_priority>", ECN_ENABLE),
-    HostOwnedField("rp_enable", "roce_rp/enable/<ecn_priority>", ECN_ENABLE),
-    HostOwnedField("cnp_dscp", "roce_np/cnp_dscp", CNP),
-    HostOwnedField("cnp_priority", "roce_np/cnp_802p_prio", CNP),
-    HostOwnedField("min_time_between_cnps", "roce_np/min_time_between_cnps", MIN_TIME_BETWEEN_CNPS),
-    HostOwnedField("rp_param_pairs", "roce_rp/<param>", RP_PARAMS),
+    HostOwnedField("np_enable", _ECN_SETTING["np_enable"], ECN_ENABLE),
+    HostOwnedField("rp_enable", _ECN_SETTING["rp_enable"], ECN_ENABLE),
+    HostOwnedField("cnp_dscp", _ECN_SETTING["cnp_dscp"], CNP),
+    HostOwnedField("cnp_priority", _ECN_SETTING["cnp_priority"], CNP),
+    HostOwnedField("min_time_between_cnps", _ECN_SETTING["min_time_between_cnps"], MIN_TIME_BETWEEN_CNPS),
+    HostOwnedField("rp_param_pairs", _ECN_SETTING["rp_params"] + "/<param>", RP_PARAMS),
     HostOwnedField("roce_tos", "traffic_class/<port>", ROCE_TOS),
     HostOwnedField("roce_tos", "rdma_cm_tos/<port>", CMA_ROCE_TOS),
     HostOwnedField("netdev_mtu", "mtu", NETDEV_MTU, also=(RDMA_MTU,)),

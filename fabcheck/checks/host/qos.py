@@ -10,7 +10,7 @@ from fabcheck.checks.model import Finding, failed, passed, skipped
 from fabcheck.checks.roles import HOST_QOS_ROLE
 from fabcheck.collect import host as probes
 from fabcheck.collect.host import Unreadable
-from fabcheck.desired.nic import DesiredNic
+from fabcheck.desired.nic import ECN_FILES, DesiredNic, ecn_file
 
 TRUST = "host.trust"
 PFC = "host.pfc"
@@ -87,17 +87,21 @@ def check_dscp2prio(nic: str, netdev: str, evidence: HostEvidence, desired: Desi
 def check_ecn_enable(nic: str, netdev: str, evidence: HostEvidence, desired: DesiredNic) -> list[Finding]:
     data = evidence.netdev(netdev)
     prio, want_np, want_rp = desired.ecn_priority, int(desired.np_enable), int(desired.rp_enable)
-    expected = f"roce_np/enable/{prio}={want_np} roce_rp/enable/{prio}={want_rp}"
+    np_file, rp_file = (ECN_FILES[value].format(priority=prio) for value in ("np_enable", "rp_enable"))
+    expected = f"{np_file}={want_np} {rp_file}={want_rp}"
     for value in (data.np_enable, data.rp_enable):
         if isinstance(value, Unreadable):
             return [unreadable_error(ECN_ENABLE, nic, expected, value)]
     assert isinstance(data.np_enable, int) and isinstance(data.rp_enable, int)
-    actual = f"roce_np/enable/{prio}={data.np_enable} roce_rp/enable/{prio}={data.rp_enable}"
+    actual = f"{np_file}={data.np_enable} {rp_file}={data.rp_enable}"
     if (data.np_enable, data.rp_enable) == (want_np, want_rp):
         return [passed(ECN_ENABLE, nic, expected, actual)]
     commands = [
-        echo(want, f"/sys/class/net/{netdev}/ecn/{point}/enable/{prio}")
-        for point, want, have in (("roce_np", want_np, data.np_enable), ("roce_rp", want_rp, data.rp_enable))
+        echo(want, ecn_file(value, netdev, prio))
+        for value, want, have in (
+            ("np_enable", want_np, data.np_enable),
+            ("rp_enable", want_rp, data.rp_enable),
+        )
         if want != have
     ]
     return [failed(ECN_ENABLE, nic, expected, actual, ECN_ENABLE_CHECK.fix("; ".join(commands)))]

@@ -38,6 +38,32 @@ def test_every_page_is_in_the_nav() -> None:
     assert [page for page in pages if f" {page}\n" not in config] == []
 
 
+# A repository path in backticks: the folders a page may name files in.
+_PATH = re.compile(
+    r"`((?:fabcheck|lab|tests|roles|plugins|playbooks|templates|scripts|bench|inventory|examples|vendor|tools|\.ci)"
+    r"/[A-Za-z0-9_./-]+)`"
+)
+
+
+def test_every_file_a_page_names_exists() -> None:
+    """A page that names `fabcheck/x.py` or `tests/y/test_z.py` names a file of this checkout: a module or
+    test that moved is found here, not by a reader (files the lab or a run writes, which git ignores,
+    excepted)."""
+    named = {
+        (page.relative_to(REPO).as_posix(), match)
+        for page in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+        for match in _PATH.findall(page.read_text())
+    }
+    missing = sorted((page, path) for page, path in named if not (REPO / path.rstrip("/")).exists())
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", *(path for _page, path in missing)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert [(page, path) for page, path in missing if path not in ignored] == []
+
+
 def test_readme_is_the_front_door() -> None:
     readme = (REPO / "README.md").read_text()
     lines = readme.count("\n")

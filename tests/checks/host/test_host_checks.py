@@ -4,6 +4,9 @@ RoCE-only checks with the reason. Each concern's own cases are in test_host_<con
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from fabcheck.checks import host as checks
@@ -78,3 +81,20 @@ def test_truncated_and_failed_sections_say_why() -> None:
     assert only(findings, checks.PFC, "mlx5_0").actual == (
         "could not read `mlnx_qos -i ens1np0`: exit 127: sh: 1: mlnx_qos: not found"
     )
+
+
+# ---- the tests mirror the wing ----------------------------------------------------------------------
+
+WING = Path(checks.__file__).parent
+DECLARES_CHECKS = re.compile(r"^\w+ = (?:HostCheck|FleetCheck)\(", re.MULTILINE)
+
+
+def test_each_test_file_is_named_after_a_module_of_the_wing_and_each_concern_has_one() -> None:
+    """tests/checks/host/test_host_<module>.py tests fabcheck/checks/host/<module>.py (test_host_checks.py:
+    the wing as a whole), and every module that declares a check has its own test file."""
+    modules = {path.stem for path in WING.glob("*.py")} - {"__init__"}
+    tested = {path.stem.removeprefix("test_host_") for path in Path(__file__).parent.glob("test_host_*.py")}
+    assert tested - {"checks"} <= modules
+    declaring = {path.stem for path in WING.glob("*.py") if DECLARES_CHECKS.search(path.read_text())}
+    assert len(declaring) >= 7, declaring  # the wing's concerns were found: the rule judges something
+    assert declaring - tested == set()

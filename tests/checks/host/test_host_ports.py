@@ -1,13 +1,17 @@
-"""fabcheck.checks.host.ports: the rail NICs are present, their ports up, Ethernet, at the intended speed
-and MTUs (netdev and RDMA)."""
+"""fabcheck.checks.host.ports: the rail NICs are present, their ports up (an INIT port points at the subnet
+manager, a DOWN one at the cable), Ethernet, at the intended speed and MTUs (netdev and RDMA)."""
 
 from __future__ import annotations
 
 import pytest
 
 from fabcheck.checks import host as checks
+from fabcheck.checks.declare import NO_INPUTS
+from fabcheck.checks.host import PORT_STATE, RailNic, check_port_state
 from fabcheck.checks.model import Status
 from fabcheck.collect.script import Section
+from fabcheck.desired.nic import desired_host
+from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.rdma_link import RdmaLink
 from tests.checks.host.hostdata import (
     assert_fails_exactly,
@@ -138,3 +142,26 @@ def test_every_rail_port_runs_at_the_intended_speed(
     assert only(findings, checks.PORT_SPEED, "mlx5_1/1").status is Status.PASS
     if status is Status.FAIL:
         assert "ethtool" in judged.hint and "Gb/s" in judged.actual
+
+
+# An InfiniBand port that trained but stays INIT points at the subnet manager, not at the cable.
+
+
+def port_state_judged(state: str, physical: str) -> tuple[Status, str]:
+    link = RdmaLink("mlx5_0", 1, state, physical, netdev="ib0")
+    desired = desired_host(FabricIntent.model_validate({}), "gpu01")
+    [finding] = check_port_state([RailNic("mlx5_0", (link,), ())], desired, NO_INPUTS)
+    assert finding.check == PORT_STATE
+    return finding.status, finding.hint
+
+
+def test_init_port_names_the_subnet_manager() -> None:
+    status, hint = port_state_judged("INIT", "LINK_UP")
+    assert status is Status.FAIL
+    assert "opensm" in hint and "--tags sm" in hint and "sminfo" in hint and "cable" not in hint
+
+
+def test_down_port_names_the_cable() -> None:
+    status, hint = port_state_judged("DOWN", "DISABLED")
+    assert status is Status.FAIL and "cable" in hint and "opensm" not in hint
+    assert port_state_judged("ACTIVE", "LINK_UP")[0] is Status.PASS

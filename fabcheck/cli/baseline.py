@@ -14,7 +14,7 @@ from pathlib import Path
 from fabcheck.checks.perftest import DRIFT_INPUTS
 from fabcheck.cli.options import add_time_limits, positive_count, time_limits
 from fabcheck.errors import UsageError
-from fabcheck.gate.plan import limited_hosts
+from fabcheck.gate.plan import plan_gate
 from fabcheck.intent.fabric import GPU_HOSTS
 from fabcheck.intent.loader import load_inventory
 from fabcheck.pairs import baseline as stored
@@ -99,11 +99,13 @@ def _path(args: argparse.Namespace) -> Path:
 
 def _measure(args: argparse.Namespace) -> tuple[Session, Diagnosis]:
     inventory = load_inventory(args.inventory)
-    hosts = [h for h in limited_hosts(inventory, args.limit) if GPU_HOSTS in h.groups]
+    # The perftest stage's plan: its GPU hosts and their bandwidth floors, derived once there.
+    plan = plan_gate(inventory, args.limit, ("host", "perftest"))
+    hosts = list(plan.hosts)
     if len(hosts) < 2:
         raise UsageError(f"perftest needs two GPU hosts (group {GPU_HOSTS}); {len(hosts)} selected")
     limits = time_limits(args)
-    session = open_session(hosts, limits, args.concurrency, args.mode)
+    session = open_session(hosts, limits, args.concurrency, args.mode, plan.desired.perftest)
     diagnosis = localise(session.rounds, session.measure, session.judge_of, session.endpoints)
     for host, reason in sorted(session.left_out.items()):
         print(f"not tested: {host}: {reason}")

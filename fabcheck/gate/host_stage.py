@@ -9,7 +9,6 @@ stages read the evidence they carry.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ from fabcheck.collect.backends import Collector, native
 from fabcheck.collect.host import HostCollection, last_line
 from fabcheck.collect.script import CAP_NAMES
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
-from fabcheck.desired.nic import DesiredHost, desired_host
+from fabcheck.desired.nic import DesiredHost
 from fabcheck.gate.reader import NodeReads, NotRead, Reader
 from fabcheck.gate.snapshot import optional_text, section_record, sections_restored
 from fabcheck.gate.stages import StageContext, StageOutcome
@@ -64,27 +63,6 @@ class HostResult:
             "verdict": self.verdict.value,
             "findings": [f.to_json() for f in self.findings],
         }
-
-
-def validate(
-    hosts: Sequence[HostEntry],
-    limits: TimeLimits | None = None,
-    collector: Collector | None = None,  # None: the native ssh round trip, looked up per call
-    deadline_s: float | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    workers: int = DEFAULT_CONCURRENCY,
-    on_done: Callable[[HostResult], None] = lambda _result: None,
-    desired: Mapping[str, DesiredHost] | None = None,
-) -> list[HostResult]:
-    """The host stage over `hosts` outside a gate run (a test, one host judged alone): the gate's
-    reader with these limits, deadline and pool size; `desired` holds each host's desired state: the
-    gate passes its plan's (GatePlan.desired.hosts); a caller outside the gate gets each host's derived
-    here."""
-    if desired is None:
-        desired = {entry.name: desired_host(entry.intent, entry.name) for entry in hosts}
-    end = None if deadline_s is None else clock() + deadline_s
-    reader = Reader(limits or TimeLimits(), workers, end, deadline_s, clock=clock)
-    return read_hosts(reader, hosts, collector, desired, on_done)
 
 
 def read_hosts(
@@ -225,15 +203,14 @@ def _internal_error(host: str, detail: str) -> Finding:
     )
 
 
-def judge(collection: HostCollection, intent: FabricIntent, desired: DesiredHost | None = None) -> HostResult:
-    """Pure: one host's collection + its intent and desired state -> its result. An unreachable host is
-    one ERROR. `desired` is the gate plan's for the host; None (one host judged alone, a replayed
-    snapshot) derives it here from the intent."""
+def judge(collection: HostCollection, intent: FabricIntent, desired: DesiredHost) -> HostResult:
+    """Pure: one host's collection + its intent and desired state (the gate plan's) -> its result. An
+    unreachable host is one ERROR."""
     if not collection.sections:
         reason = collection.error or "the host printed nothing"
         return HostResult(collection.host, (_unreachable(collection, reason),))
     shown = evidence(collection)
-    findings = check_host(shown, desired or desired_host(intent, collection.host), intent)
+    findings = check_host(shown, desired, intent)
     if collection.error:
         findings.insert(0, _unreachable(collection, f"{collection.error}; output incomplete"))
     unbounded = _unbounded(collection)

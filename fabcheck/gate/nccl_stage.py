@@ -23,7 +23,6 @@ from fabcheck.desired.nccl import (
     PROGRAM,
     DesiredNcclHost,
     DesiredNcclJob,
-    desired_nccl_host,
     desired_nccl_job,
 )
 from fabcheck.errors import DeadlinePassed, FabcheckError, ParseError
@@ -156,7 +155,7 @@ def judge(
     job: DesiredNcclJob,
     topologies: Mapping[str, TopoMatrix | None],
     launcher: str,
-    desired: Mapping[str, DesiredNcclHost] | None = None,
+    desired: Mapping[str, DesiredNcclHost],
 ) -> dict[str, list[Finding]]:
     """Pure: the launch's output -> findings per host. Rank r runs on host r // per_host, as the launchers
     place ranks (mpirun --map-by ppr:G:node over the hostfile in order, srun's block distribution)."""
@@ -167,8 +166,9 @@ def judge(
     for index, entry in enumerate(entries):
         expected_ranks = list(range(index * per_host, (index + 1) * per_host))
         mine: list[RankFacts] = [r for r in ranks if r.rank in expected_ranks]
-        want = desired[entry.name] if desired is not None else desired_nccl_host(entry.intent, entry.name)
-        rank_findings = check_host_ranks(entry.name, mine, expected_ranks, want, topologies.get(entry.name))
+        rank_findings = check_host_ranks(
+            entry.name, mine, expected_ranks, desired[entry.name], topologies.get(entry.name)
+        )
         findings[entry.name] = [*job_findings, *rank_findings]
     return findings
 

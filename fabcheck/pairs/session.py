@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
-from fabcheck.desired.perftest import DesiredPerftest, desired_perftest, pair_floor_gbps
+from fabcheck.desired.perftest import DesiredPerftest, pair_floor_gbps
 from fabcheck.errors import DeadlinePassed
 from fabcheck.intent.loader import HostEntry
 from fabcheck.pairs.commands import HostSetup
@@ -54,16 +54,15 @@ def open_session(
     limits: TimeLimits,
     concurrency: int,
     mode: str,
-    planned: Mapping[str, DesiredPerftest] | None = None,
+    planned: Mapping[str, DesiredPerftest],
 ) -> Session:
     """Plan the hosts, probe each one (numactl, NUMA nodes), then the rounds over those that answered.
-    `planned`: each host's perftest floors as the gate's plan derived them (None: derived here, for the
-    `fabcheck baseline` command that plans no gate)."""
+    `planned`: each host's perftest floors as the gate's plan derived them (GatePlan.desired.perftest)."""
     desired: dict[str, DesiredPerftest] = {}
     targets: dict[str, SshTarget] = {}
     left_out: dict[str, str] = {}
     for entry in entries:
-        want = planned[entry.name] if planned is not None else desired_perftest(entry.intent, entry.name)
+        want = planned[entry.name]
         if not want.nics:
             left_out[entry.name] = "the intent names no rail NIC (fabric_rails) to test"
             continue

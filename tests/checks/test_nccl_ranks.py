@@ -53,7 +53,8 @@ def entries(intent: FabricIntent) -> list[HostEntry]:
 def judged(text: str, intent: FabricIntent, topo: TopoMatrix, rc: int | None = 0) -> dict[str, list[Finding]]:
     result = LaunchResult(("mpirun",), rc, {0: tuple(text.splitlines())}, text, "", 4.0)
     job = desired_nccl_job([(h, intent) for h in HOSTS])
-    return judge(entries(intent), result, 8, job, {h: topo for h in HOSTS}, "mpirun")
+    desired = {h: desired_nccl_host(intent, h) for h in HOSTS}  # the gate's plan derives these
+    return judge(entries(intent), result, 8, job, {h: topo for h in HOSTS}, "mpirun", desired)
 
 
 def by_check(findings: list[Finding]) -> dict[str, Finding]:

@@ -194,7 +194,9 @@ VALIDATE_8 = textwrap.dedent(
     """
     import json, resource, sys
     from fabcheck.gate import host_stage
+    from fabcheck.gate.reader import Reader
     from fabcheck.collect.ssh import TimeLimits
+    from fabcheck.desired.nic import desired_host
     from fabcheck.intent.loader import HostEntry
     from fabcheck.intent.model import FabricIntent
 
@@ -205,7 +207,8 @@ VALIDATE_8 = textwrap.dedent(
         for name in names
     ]
     limits = TimeLimits(connect_s=5, command_s=120, per_tool_s=60)
-    results = host_stage.validate(hosts, limits, workers=8)
+    desired = {host.name: desired_host(intent, host.name) for host in hosts}
+    results = host_stage.read_hosts(Reader(limits, concurrency=8), hosts, None, desired)
     print(json.dumps({
         "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "hosts": {r.host: [f.to_json() for f in r.findings] for r in results},

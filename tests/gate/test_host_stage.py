@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import hostgate
 import pytest
 
 from fabcheck.checks import host as checks
@@ -43,7 +44,7 @@ def test_unreachable_host_is_one_error() -> None:
     collection = HostCollection(
         "gpu09", {}, complete=False, error="ssh to 10.0.0.9 failed: Connection refused"
     )
-    result = validate.judge(collection, INTENT)
+    result = hostgate.judge(collection, INTENT)
     assert result.verdict is Status.ERROR
     assert [(f.check, f.status) for f in result.findings] == [(validate.COLLECTION_CHECK, Status.ERROR)]
     assert "Connection refused" in result.findings[0].actual
@@ -51,7 +52,7 @@ def test_unreachable_host_is_one_error() -> None:
 
 def test_partial_collection_keeps_an_error_even_if_every_section_passed() -> None:
     collection = HostCollection("gpu01", healthy_sections(), complete=False, error="no answer within 5 s")
-    result = validate.judge(collection, INTENT)
+    result = hostgate.judge(collection, INTENT)
     assert result.verdict is Status.ERROR
     assert result.findings[0].check == validate.COLLECTION_CHECK
 
@@ -62,11 +63,11 @@ def _exit_code(results: list[validate.HostResult]) -> int:
 
 
 def test_exit_codes_follow_the_worst_host() -> None:
-    good = validate.judge(HostCollection("a", healthy_sections(), True), INTENT)
-    bad = validate.judge(
+    good = hostgate.judge(HostCollection("a", healthy_sections(), True), INTENT)
+    bad = hostgate.judge(
         HostCollection("b", {**healthy_sections(), "mtu:ens1np0": ok("1500\n")}, True), INTENT
     )
-    down = validate.judge(HostCollection("c", {}, False, error="timeout"), INTENT)
+    down = hostgate.judge(HostCollection("c", {}, False, error="timeout"), INTENT)
     assert _exit_code([good]) == 0
     assert _exit_code([good, bad, down]) == 1
     assert _exit_code([good, down]) == 3
@@ -98,7 +99,7 @@ def test_validate_collects_each_host_with_its_target_and_lossless_priority() -> 
         return HostCollection(target.name, healthy_sections(), True, priority=priority)
 
     limits = TimeLimits(connect_s=3, command_s=7)
-    results = validate.validate(
+    results = hostgate.validate(
         [inventory_entry("gpu01", "gpu_hosts"), inventory_entry("gpu02", "gpu_hosts")], limits, collector
     )
     assert sorted(seen, key=lambda s: s[0]) == [
@@ -162,7 +163,7 @@ def test_hostile_section_on_one_host_is_an_error_for_that_host_only(section: str
         inventory_entry("gpu02", "gpu_hosts"),
         inventory_entry("gpu03", "gpu_hosts"),
     ]
-    results = {r.host: r for r in validate.validate(hosts, collector=collector)}
+    results = {r.host: r for r in hostgate.validate(hosts, collector=collector)}
     assert results["gpu01"].verdict is Status.PASS and results["gpu03"].verdict is Status.PASS
     bad = results["gpu02"]
     assert bad.verdict is not Status.PASS
@@ -188,7 +189,7 @@ def test_an_unexpected_error_judging_one_host_spares_the_others(monkeypatch: pyt
         lsmod = "Module  Size  Used by\nboom 1 0\n" if target.name == "gpu02" else LSMOD
         return HostCollection(target.name, _text_sections({"lsmod": lsmod}), True)
 
-    results = validate.validate(
+    results = hostgate.validate(
         [inventory_entry("gpu01", "gpu_hosts"), inventory_entry("gpu02", "gpu_hosts")], collector=collector
     )
     assert [(r.host, r.verdict) for r in results] == [("gpu01", Status.PASS), ("gpu02", Status.ERROR)]
@@ -221,7 +222,7 @@ def test_bad_connection_variable_is_an_error_for_that_host_naming_it(variables: 
         return HostCollection(target.name, healthy_sections(), True)
 
     bad = HostEntry("gpu02", ("gpu_hosts",), INTENT, {"ansible_host": "10.0.0.2", **variables})
-    results = validate.validate([inventory_entry("gpu01", "gpu_hosts"), bad], collector=collector)
+    results = hostgate.validate([inventory_entry("gpu01", "gpu_hosts"), bad], collector=collector)
     assert called == ["gpu01"]  # the bad host is never contacted with a guessed value
     assert [(r.host, r.verdict) for r in results] == [("gpu01", Status.PASS), ("gpu02", Status.ERROR)]
     [finding] = results[1].findings
@@ -238,7 +239,7 @@ def test_bad_connection_variable_names_its_inventory_file_and_line(tmp_path) -> 
         "all:\n  children:\n    gpu_hosts:\n      hosts:\n        gpu01:\n          ansible_port: abc\n"
     )
     [entry] = load_inventory(tmp_path).hosts
-    [result] = validate.validate([entry], collector=lambda *_: pytest.fail("must not connect"))
+    [result] = hostgate.validate([entry], collector=lambda *_: pytest.fail("must not connect"))
     assert result.findings[0].actual.startswith(f"{tmp_path / 'hosts.yml'}:6: ansible_port = 'abc': ")
 
 
@@ -257,7 +258,7 @@ def test_deadline_cuts_round_trips_and_hosts_not_started_are_errors() -> None:
 
     hosts = [inventory_entry(f"gpu0{i}", "gpu_hosts") for i in (1, 2, 3)]
     limits = TimeLimits(connect_s=10, command_s=30)
-    results = validate.validate(hosts, limits, collector, deadline_s=60, clock=lambda: now[0], workers=1)
+    results = hostgate.validate(hosts, limits, collector, deadline_s=60, clock=lambda: now[0], workers=1)
     assert [r.verdict for r in results] == [Status.PASS, Status.ERROR, Status.ERROR]
     assert seen["gpu01"] == limits
     assert seen["gpu02"].client_s == 10  # the 10 s the deadline still left, not the 45 s of the limits
@@ -273,12 +274,12 @@ def test_collection_errors_say_which_limit_expired_in_the_hint() -> None:
     connect = HostCollection(
         "gpu01", {}, False, "connect timeout (ssh ConnectTimeout 10 s)", expired="connect"
     )
-    [finding] = validate.judge(connect, INTENT).findings
+    [finding] = hostgate.judge(connect, INTENT).findings
     assert "--connect-timeout" in finding.hint
     hung = HostCollection(
         "gpu01", healthy_sections(), False, "command timeout on the host", expired="command"
     )
-    assert "--timeout" in validate.judge(hung, INTENT).findings[0].hint
+    assert "--timeout" in hostgate.judge(hung, INTENT).findings[0].hint
 
 
 def test_host_without_timeout_is_judged_but_never_passes() -> None:

@@ -10,6 +10,7 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
+import hostgate
 import pytest
 import yaml
 from test_mockhost_support import MockNode, installed_bin, kill_quietly, make_nodes, tree_bytes
@@ -18,7 +19,6 @@ from fabcheck.checks import host as host_checks
 from fabcheck.checks.model import Status
 from fabcheck.collect.host import IBV_DEVINFO, RDMA_LINK, HostCollection
 from fabcheck.collect.script import Section
-from fabcheck.gate import host_stage as validate
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.ibstat import parse_ibstat
 from fabcheck.parsers.ibv_devinfo import parse_ibv_devinfo
@@ -168,7 +168,7 @@ def host_verdicts(node: MockNode) -> set[tuple[str, str]]:
         for name, argv in ((RDMA_LINK, ("rdma", "link")), (IBV_DEVINFO, ("ibv_devinfo", "-v")))
         for done in [node.run(*argv)]
     }
-    result = validate.judge(HostCollection(node.name, sections, True), ROCE_INTENT)
+    result = hostgate.judge(HostCollection(node.name, sections, True), ROCE_INTENT)
     return {(f.check, f.subject) for f in result.findings if f.status != Status.PASS}
 
 

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import hostgate
 import pytest
 from labsupport import requires_lab, run_playbook, running_lab
 
 from fabcheck.checks import host as checks
 from fabcheck.cli import main
 from fabcheck.collect.ssh import TimeLimits
-from fabcheck.gate import host_stage as validate
 from fabcheck.gate.plan import plan_gate
 from fabcheck.intent.loader import load_inventory
 from fabcheck.parsers.rdma_link import parse_rdma_link
@@ -243,7 +243,7 @@ def test_hung_tool_is_stopped_on_the_node_and_nothing_is_left_running(lab: Lab) 
     limits = TimeLimits(connect_s=60, command_s=300, per_tool_s=15)
     hosts = plan_gate(load_inventory(lab.paths.inventory.parent), CONFIGURED, ("host",)).hosts
     try:
-        [result] = validate.validate(hosts, limits)
+        [result] = hostgate.validate(hosts, limits)
         left = lab.processes(CONFIGURED)
     finally:
         lab.ssh(CONFIGURED, f"umount {bin_dir} && rm -rf {copy}")

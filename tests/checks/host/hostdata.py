@@ -8,6 +8,8 @@ import dataclasses
 import json
 from collections.abc import Mapping
 
+import hostgate
+
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Finding, Status
 from fabcheck.collect.host import (
@@ -19,7 +21,6 @@ from fabcheck.collect.host import (
 )
 from fabcheck.collect.script import Section
 from fabcheck.desired.nic import PERSIST_PATHS, desired_host
-from fabcheck.gate import host_stage as validate
 from fabcheck.intent.loader import HostEntry
 from fabcheck.intent.model import Dcqcn, FabricIntent
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
@@ -178,7 +179,7 @@ def run_checks(
         else:
             sections[name] = section
     collection = HostCollection("gpu01", sections, complete=True, priority=intent.lossless.priority)
-    return list(validate.judge(collection, intent).findings)
+    return list(hostgate.judge(collection, intent).findings)
 
 
 def not_passing(findings: list[Finding]) -> dict[tuple[str, str], Status]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import hostgate
+
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Finding, Status
 from fabcheck.collect.host import (
@@ -111,7 +113,7 @@ def test_validate_appends_the_fleet_findings_to_each_host() -> None:
         HostEntry(name, ("gpu_hosts",), INTENT, {"ansible_host": name})
         for name in ("gpu01", "gpu02", "gpu03")
     ]
-    results = {r.host: r for r in validate.validate(hosts, collector=collector)}
+    results = {r.host: r for r in hostgate.validate(hosts, collector=collector)}
     assert results["gpu01"].verdict is Status.PASS and results["gpu02"].verdict is Status.PASS
     assert results["gpu03"].verdict is Status.FAIL
     assert not_passing(list(results["gpu03"].findings)) == {

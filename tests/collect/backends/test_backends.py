@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import hostgate
 import pytest
 
 from fabcheck.collect import host as collect
@@ -19,7 +20,6 @@ from fabcheck.collect.backends import testinfra as backends
 from fabcheck.collect.script import split_sections
 from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.errors import UsageError
-from fabcheck.gate import host_stage as validate
 from fabcheck.intent.model import FabricIntent
 
 LAB_LIKE = SshTarget(
@@ -117,8 +117,8 @@ def test_local_backend_is_one_host_run_judged_as_the_script_run_directly() -> No
         k: v.rc for k, v in via_testinfra.sections.items()
     }
     intent = FabricIntent.model_validate({})
-    judged = validate.judge(via_testinfra, intent)
-    again = validate.judge(collect.HostCollection("gpu01", sections.sections, True), intent)
+    judged = hostgate.judge(via_testinfra, intent)
+    again = hostgate.judge(collect.HostCollection("gpu01", sections.sections, True), intent)
     assert [(f.check, f.subject, f.status) for f in judged.findings] == [
         (f.check, f.subject, f.status) for f in again.findings
     ]
@@ -159,7 +159,7 @@ def test_a_backend_that_cannot_connect_is_an_error_for_that_host() -> None:
         )
         assert not collection.complete and collection.sections == {}
         assert f"testinfra {scheme} backend could not run the collection" in (collection.error or "")
-        assert validate.judge(collection, FabricIntent.model_validate({})).verdict.value == "error"
+        assert hostgate.judge(collection, FabricIntent.model_validate({})).verdict.value == "error"
 
 
 def test_native_stays_the_default_and_named_hosts_use_testinfra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 
 from fabcheck.desired import desired_host, desired_nic
+from fabcheck.desired.nic import ROCE_NIC_SETTINGS, DesiredNic
 from fabcheck.intent.model import FabricIntent
 
 
@@ -135,3 +138,14 @@ def test_the_module_record_carries_every_derived_value() -> None:
     assert args["pfc_bitmap"] == list(nic.pfc_bitmap) == [0, 0, 0, 0, 1, 0, 0, 0]
     assert args["dscp_to_priority"] == {"24": 4, "25": 4, "46": 5}
     assert args["ecn_priority"] == 4
+
+
+def test_the_json_record_holds_every_field_and_the_module_record_only_json_values() -> None:
+    """DesiredNic.to_json names every field (a `_pairs` field as the mapping it stands for), and every
+    key of the roce_nic record (ROCE_NIC_SETTINGS) is one of those JSON values: a field added to the
+    record is written nowhere until it is in both."""
+    nic = desired_nic(intent(rails={0: "mlx5_0"}), "h", "mlx5_0")
+    data = nic.to_json()
+    as_json = {"dscp_to_priority_pairs": "dscp_to_priority", "rp_param_pairs": "rp_params"}
+    assert {as_json.get(field.name, field.name) for field in fields(DesiredNic)} | {"pfc_bitmap"} == set(data)
+    assert set(ROCE_NIC_SETTINGS.values()) <= set(data)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -63,10 +62,6 @@ class Analysis:
             "verdict": self.verdict,
             "findings": [f.to_json() for f in self.findings],
         }
-
-    def to_json_text(self) -> str:
-        """One line of strict JSON (never NaN/Infinity): what ``analyze --json`` prints."""
-        return json.dumps(self.to_json(), allow_nan=False)
 
 
 def _topo(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -> Analysis:

@@ -1,4 +1,4 @@
-"""`--json` lines stay what earlier versions printed: HostResult.to_json and Analysis.to_json_text."""
+"""`--json` lines stay what earlier versions printed: HostResult.to_json, Analysis.to_json as strict JSON."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_host_lines_equal_the_host_result_json() -> None:
 def test_file_lines_equal_the_analysis_json_text() -> None:
     analysis = analyze("topo", [(EXAMPLES / "topo-dgxa100.txt").read_text()], "t.txt", default_intent())
     [line] = json_lines(analyze_run([analysis_subject(analysis)]))
-    assert line == analysis.to_json_text()
+    assert line == json.dumps(analysis.to_json(), allow_nan=False)  # strict JSON: never NaN
 
 
 def test_unreadable_file_line_keeps_the_parse_error_fields() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from roce_host_code import apply_code, module_code
+from roce_host_code import ROLE, apply_code, module_code
 
 from fabcheck.desired import desired_host
 from fabcheck.desired.nic import ECN_DIR, ECN_FILES, ROCE_NIC_SETTINGS
@@ -92,3 +92,10 @@ def test_the_module_writes_the_dcqcn_files_the_desired_state_names() -> None:
     expected = {ECN_FILES[value].format(priority=settings["ecn_priority"]) for value in named}
     assert set(on_ecn) == expected | {ECN_FILES["rp_params"] + "/rpg_gd"}
     assert all(path == f"{ecn}/{key}" for key, path in on_ecn.items())
+
+
+def test_the_role_readme_lists_the_record_s_keys(module: ModuleType) -> None:
+    text = (ROLE / "README.md").read_text()
+    listed = text.split("`settings` holds every value already derived in `fabcheck/desired/nic.py`:")[1]
+    listed = listed.split(". fabcheck declares")[0]
+    assert re.findall(r"`(\w+)`", listed) == list(module.SETTINGS)

@@ -18,7 +18,7 @@ from fabcheck.collect.ssh import TimeLimits
 from fabcheck.errors import FabcheckError
 from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.plan import GatePlan, plan_gate
-from fabcheck.gate.reader import ReplayError, Tape
+from fabcheck.gate.reader import RunEnded, Tape
 from fabcheck.gate.stages import (
     ExtraChecks,
     NodeOutcome,
@@ -131,8 +131,8 @@ def _run_stage(stage: Stage, context: StageContext) -> StageOutcome:
     """A stage that cannot run is an error on every node it would have judged, never a silent pass."""
     try:
         return stage.run(context)
-    except ReplayError:
-        raise  # a snapshot the replay cannot read ends the run, naming the file
+    except RunEnded:
+        raise  # a snapshot the replay cannot read, a batch backend that cannot start: exit 2
     except FabcheckError as err:
         finding = errored(
             f"{stage.name}.stage",

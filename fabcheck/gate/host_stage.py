@@ -17,7 +17,7 @@ from fabcheck.checks.host import HostEvidence, check_fleet, check_host
 from fabcheck.checks.model import Finding, Status, Where, errored, verdict
 from fabcheck.collect import host as collect
 from fabcheck.collect import ssh
-from fabcheck.collect.backends import Collector, native
+from fabcheck.collect.backends import BatchCollector, Collector, native
 from fabcheck.collect.host import HostCollection, last_line
 from fabcheck.collect.script import CAP_NAMES
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
@@ -131,7 +131,14 @@ def host_reads(collector: Collector | None, deadline_s: float | None) -> NodeRea
     def replay(item: HostRead, data: Mapping[str, Any]) -> HostCollection:
         return host_restore(data, item.target.name)
 
-    return NodeReads(STAGE_NAME, read, lambda _item, got: host_record(got), replay)
+    def batch(items: Sequence[tuple[str, HostRead]], limits: TimeLimits) -> None:
+        assert isinstance(collector, BatchCollector)
+        collector.start({node: item.priority for node, item in items}, limits)
+
+    is_batch = isinstance(collector, BatchCollector)
+    return NodeReads(
+        STAGE_NAME, read, lambda _item, got: host_record(got), replay, batch if is_batch else None
+    )
 
 
 def host_record(collection: HostCollection) -> dict[str, Any]:

@@ -64,11 +64,19 @@ class NodeReads(Generic[Item, Read]):
     read: Callable[[Item, TimeLimits, float | None], Read]
     record: Callable[[Item, Read], dict[str, Any]]
     replay: Callable[[Item, Mapping[str, Any]], Read]
+    # A backend that reads every node at once (--via ansible: one play, --via slurm: one step): started
+    # with every node before the one-node reads, which then hand over each node's part. A batch that
+    # raises is every node's error; a UsageError from it (a broken setup) ends the run.
+    batch: Callable[[Sequence[tuple[str, Item]], TimeLimits], None] | None = None
 
 
-class ReplayError(UsageError):
+class RunEnded(UsageError):
+    """A usage error met while reading that ends the whole run (exit 2), never one node's error."""
+
+
+class ReplayError(RunEnded):
     """A snapshot the replay cannot read (a file missing, corrupt, of another format): it ends the run
-    as a usage error naming the file, never one node's error."""
+    as a usage error naming the file."""
 
 
 class Tape(Protocol):
@@ -117,11 +125,14 @@ class Reader:
             for node, item in items:
                 saved = _replayed(tape, reads, node, item)
                 replayed[node] = saved
+        batch_failed = None if replayed else self._start_batch(reads, items)
 
         def one(node_item: tuple[str, Item]) -> Judged:
             node, item = node_item
             if node in replayed:
                 got = replayed[node]
+            elif batch_failed is not None:
+                got = NotRead(node, batch_failed.reason, raised=batch_failed.raised)
             else:
                 live = self._read(reads, node, item)
                 got = live
@@ -136,17 +147,34 @@ class Reader:
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(items)))) as pool:
             return list(pool.map(one, items))
 
+    def _start_batch(self, reads: NodeReads[Item, Read], items: Sequence[tuple[str, Item]]) -> NotRead | None:
+        """Start a batch backend with every node (None: started, or no batch); why it failed, else."""
+        limits = self._limits_left()
+        if reads.batch is None or limits is None:
+            return None  # no batch; or the deadline passed: each node is late
+        try:
+            reads.batch(items, limits)
+        except UsageError as err:
+            raise RunEnded(str(err)) from None
+        except Exception as err:  # the batch is every node's read: each node's error says why
+            return NotRead("", str(err), raised=type(err).__name__)
+        return None
+
     def _read(self, reads: NodeReads[Item, Read], node: str, item: Item) -> Read | NotRead:
         try:
-            limits = self.limits
-            if self.ends_at is not None:
-                left = self.ends_at - self.clock()
-                if left <= 0:
-                    return NotRead(node, self.late_reason(), late=True)
-                limits = limits.within(left)
+            limits = self._limits_left()
+            if limits is None:
+                return NotRead(node, self.late_reason(), late=True)
             return reads.read(item, limits, self.ends_at)
         except Exception as err:  # one node's read must never take the others down
             return NotRead(node, str(err), raised=type(err).__name__)
+
+    def _limits_left(self) -> TimeLimits | None:
+        """The run's limits cut to what is left before the deadline; None when none is left."""
+        if self.ends_at is None:
+            return self.limits
+        left = self.ends_at - self.clock()
+        return None if left <= 0 else self.limits.within(left)
 
     def late_reason(self) -> str:
         deadline = "" if self.deadline_s is None else f" (--deadline {self.deadline_s:g} s)"

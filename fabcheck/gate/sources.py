@@ -140,10 +140,8 @@ def _live_collector(
     args: argparse.Namespace, inventory: Inventory, plan: GatePlan, limits: TimeLimits
 ) -> Collector | None:
     hosts, priorities = plan.hosts, plan.host_priorities()
-    if args.via == "ansible":
-        return via_ansible.AnsibleBundles(
-            via_ansible.collect_via_ansible(inventory.source, priorities, limits)
-        )
+    if args.via == "ansible":  # the play runs when the gate's reader starts it (a BatchCollector)
+        return via_ansible.AnsiblePlay(inventory.source)
     if args.via == "slurm":
         return _slurm_step(args, hosts, priorities, limits)
     if args.backend == backends.NATIVE and not args.hosts:
@@ -155,7 +153,8 @@ def _live_collector(
 def _slurm_step(
     args: argparse.Namespace, hosts: Sequence[HostEntry], priorities: Mapping[str, int], limits: TimeLimits
 ) -> Collector:
-    """One srun step for every host; the run's deadline bounds the step too."""
+    """One srun step for every host; the gate's reader starts it (a BatchCollector) with the limits cut
+    to the run's deadline."""
     options = via_slurm.SlurmOptions(
         partition=getattr(args, "partition", None),
         account=getattr(args, "account", None),
@@ -167,10 +166,7 @@ def _slurm_step(
         raise UsageError(
             f"inside allocation {inside} (SLURM_JOB_ID) the step runs in it: leave out {', '.join(given)}"
         )
-    deadline = getattr(args, "deadline", None)
-    return via_slurm.SlurmStep(
-        hosts, priorities, limits if deadline is None else limits.within(deadline), options
-    )
+    return via_slurm.SlurmStep(hosts, priorities, limits, options)
 
 
 def reachable_targets(hosts: Sequence[HostEntry]) -> list[SshTarget]:

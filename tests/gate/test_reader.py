@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,9 @@ from fabcheck.collect.host import HostCollection
 from fabcheck.collect.script import Section
 from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired.nic import desired_host
+from fabcheck.errors import UsageError
 from fabcheck.gate import host_stage, snapshot
-from fabcheck.gate.reader import NodeReads, NotRead, Reader
+from fabcheck.gate.reader import NodeReads, NotRead, Reader, RunEnded
 from fabcheck.intent.loader import HostEntry
 from fabcheck.intent.model import FabricIntent
 
@@ -137,3 +138,34 @@ def test_the_host_stage_through_the_reader_late_raising_and_unusable_hosts(tmp_p
     again = host_stage.read_hosts(Reader(tape=snapshot.replay(tmp_path), deadline_s=60), hosts, None, desired)
     assert again == list(results.values())
     assert [r.findings for r in again] == [r.findings for r in results.values()]
+
+
+def test_a_batch_backend_is_started_once_with_every_node_then_read_node_by_node() -> None:
+    started: list[list[str]] = []
+    parts: dict[str, str] = {}
+
+    def batch(items: Sequence[tuple[str, str]], limits: TimeLimits) -> None:
+        started.append([node for node, _item in items])
+        parts.update({node: f"part of {item}" for node, item in items})
+
+    reads = NodeReads("echo", lambda item, _l, _e: parts[item], lambda _i, got: {"text": got}, told, batch)
+    got = Reader(concurrency=2).each(reads, [(n, n) for n in "abc"], told)
+    assert started == [["a", "b", "c"]] and got == ["part of a", "part of b", "part of c"]
+
+
+def test_a_failed_batch_is_every_nodes_error_and_a_broken_setup_ends_the_run() -> None:
+    def broken(_items: Sequence[tuple[str, str]], _limits: TimeLimits) -> None:
+        raise OSError("srun: not found")
+
+    def unread(*_args: object) -> str:
+        raise AssertionError("a node was read after its batch failed")
+
+    reads = NodeReads("echo", unread, lambda _i, got: {"text": got}, told, broken)
+    got = Reader(concurrency=2).each(reads, [(n, n) for n in "ab"], told)
+    assert got == [NotRead(n, "srun: not found", raised="OSError") for n in "ab"]
+
+    def unusable(_items: Sequence[tuple[str, str]], _limits: TimeLimits) -> None:
+        raise UsageError("--via ansible: ansible-runner could not run the play")
+
+    with pytest.raises(RunEnded, match="could not run the play"):
+        Reader().each(NodeReads("echo", unread, lambda _i, got: {}, told, unusable), [("a", "a")], told)

@@ -188,11 +188,19 @@ def _runner_said(runner: Any) -> str:
     return f"ansible-playbook exit {runner.rc}" + (f": {tail[:300]}" if tail else "")
 
 
-class AnsibleBundles:
-    """A collect.backends.Collector serving the bundles one play brought back."""
+class AnsiblePlay:
+    """A collect.backends.BatchCollector: `start` runs the one play for every host; each call serves
+    its host's bundle from it."""
 
-    def __init__(self, bundles: Mapping[str, HostCollection]) -> None:
-        self.bundles = bundles
+    def __init__(self, inventory_source: str) -> None:
+        self.inventory_source = inventory_source
+        self.bundles: Mapping[str, HostCollection] = {}
+
+    def start(self, priorities: Mapping[str, int], limits: TimeLimits) -> None:
+        self.bundles = collect_via_ansible(self.inventory_source, priorities, limits)
 
     def __call__(self, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
-        return self.bundles[target.name]
+        bundle = self.bundles.get(target.name)
+        if bundle is None:
+            return HostCollection(target.name, {}, False, "--via ansible: host not in the play", priority)
+        return bundle

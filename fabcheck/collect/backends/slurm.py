@@ -281,8 +281,10 @@ def srun_said_about(node: str, step: Iterable[str]) -> str:
 
 
 class SlurmStep:
-    """A collect.backends.Collector: the first call starts the one srun step for every node; each call
-    returns its node's bundle as soon as the node completed (or the step ended)."""
+    """A collect.backends.BatchCollector: `start` (the gate's reader, with every host at its plan's
+    priority and the run's limits cut to the deadline), else the first call, starts the one srun step
+    for every node; each call returns its node's bundle as soon as the node completed (or the step
+    ended)."""
 
     def __init__(
         self,
@@ -305,11 +307,26 @@ class SlurmStep:
         self._bundles: dict[str, HostCollection] = {}
         self.argv: list[str] = []
 
-    def __call__(self, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
+    def start(self, priorities: Mapping[str, int], limits: TimeLimits) -> None:
+        """Start the step for these hosts (the gate's reader: the plan's priorities, the run's limits cut
+        to its deadline); the calls then wait for each host's bundle."""
+        with self._lock:
+            if self._started:
+                return
+            self.priorities = {name: priorities[name] for name in self.names if name in priorities}
+            self.names = {name: node for name, node in self.names.items() if name in self.priorities}
+            self._ready = {name: ready for name, ready in self._ready.items() if name in self.names}
+            self.limits = limits
+        self._start()
+
+    def _start(self) -> None:
         with self._lock:
             if not self._started:
                 self._started = True
                 threading.Thread(target=self._run, name="fabcheck-srun", daemon=True).start()
+
+    def __call__(self, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
+        self._start()
         ready = self._ready.get(target.name)
         if ready is None:
             return HostCollection(target.name, {}, False, "--via slurm: host not in the step", priority)

@@ -17,8 +17,9 @@ from fabcheck.checks.model import Status
 from fabcheck.collect.backends import slurm
 from fabcheck.collect.host import HostCollection
 from fabcheck.collect.ssh import TimeLimits
-from fabcheck.gate import snapshot, sources
+from fabcheck.gate import host_stage, snapshot, sources
 from fabcheck.gate.plan import plan_gate
+from fabcheck.gate.reader import Reader
 from fabcheck.intent.loader import load_inventory
 
 
@@ -131,8 +132,8 @@ def test_the_connection_budget_follows_the_controllers_cores_within_bounds() -> 
 def test_the_batch_backends_read_each_host_at_the_priority_the_plan_holds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """--via ansible and --via slurm hand the collection script each host's priority from the gate's
-    plan (its desired state), never from the raw intent."""
+    """--via ansible and --via slurm are started by the gate's reader with every host at the priority
+    the gate's plan holds for it (its desired state), never the raw intent's; not before the gate runs."""
     (tmp_path / "group_vars" / "all").mkdir(parents=True)
     (tmp_path / "group_vars" / "all" / "fabric.yml").write_text("fabric_intent: {lossless: {priority: 4}}\n")
     (tmp_path / "hosts.yml").write_text("all:\n  children:\n    gpu_hosts:\n      hosts:\n        gpu01:\n")
@@ -140,15 +141,24 @@ def test_the_batch_backends_read_each_host_at_the_priority_the_plan_holds(
     plan = plan_gate(inventory, stages=["host"])
     planned = {"gpu01": plan.desired.hosts["gpu01"].template.ecn_priority}
     assert plan.host_priorities() == planned == {"gpu01": 4}
-    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
-    step = sources.choose_source(namespace(via="slurm"), inventory, plan, TimeLimits()).collector
-    assert isinstance(step, slurm.SlurmStep) and step.priorities == planned
-    played: list[Mapping[str, int]] = []
+    played: list[dict[str, int]] = []
 
     def play(_source: str, priorities: Mapping[str, int], _limits: TimeLimits) -> dict[str, HostCollection]:
-        played.append(priorities)
-        return {}
+        played.append(dict(priorities))
+        return {
+            name: HostCollection(name, {}, False, "--via ansible: not run", p)
+            for name, p in priorities.items()
+        }
 
     monkeypatch.setattr(sources.via_ansible, "collect_via_ansible", play)
-    sources.choose_source(namespace(via="ansible"), inventory, plan, TimeLimits())
-    assert played == [planned]
+    play_source = sources.choose_source(namespace(via="ansible"), inventory, plan, TimeLimits())
+    assert played == []  # the play is the host stage's read: it runs in the gate, not before
+    [read] = host_stage.read_hosts(Reader(), plan.hosts, play_source.collector, plan.desired.hosts)
+    assert played == [planned] and "--via ansible: not run" in read.findings[0].actual
+
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    step = sources.choose_source(namespace(via="slurm"), inventory, plan, TimeLimits()).collector
+    assert isinstance(step, slurm.SlurmStep)
+    step._run = lambda: step._error_all(list(step.names), "--via slurm: not run")  # type: ignore[method-assign]
+    [read] = host_stage.read_hosts(Reader(), plan.hosts, step, plan.desired.hosts)
+    assert step.priorities == planned and "--via slurm: not run" in read.findings[0].actual

@@ -101,9 +101,9 @@ def test_the_snapshot_replays_to_identical_json(lab: Lab, tmp_path: Path) -> Non
     assert lines == lab.native
     broken = tmp_path / "broken"
     shutil.copytree(lab.snapshot, broken)
-    (broken / "switches" / "leaf01.json").write_text('{"switch": "leaf01"')
+    (broken / "switch" / "leaf01.json").write_text('{"stage": "switch", "node": "leaf01"')
     _, said = validate(lab.inventory, "--from-snapshot", str(broken), expect=(2,))
-    assert f"{broken}/switches/leaf01.json:1: not JSON" in said
+    assert f"{broken}/switch/leaf01.json:1: not JSON" in said
 
 
 def test_via_ansible_gives_the_native_verdicts(lab: Lab) -> None:

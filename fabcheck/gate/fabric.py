@@ -80,12 +80,6 @@ class GateResult:
     def nodes(self) -> Iterable[NodeResult]:
         return (node for outcome in self.stages for node in outcome.nodes)
 
-    def with_stage(self, outcome: StageOutcome) -> GateResult:
-        """The result with `outcome` in place of the stage's own (appended when it did not run)."""
-        if self.outcome(outcome.stage) is None:
-            return GateResult((*self.stages, outcome))
-        return GateResult(tuple(outcome if o.stage == outcome.stage else o for o in self.stages))
-
 
 def _nodes(outcome: StageOutcome | None, kind: type[Any]) -> tuple[Any, ...]:
     return () if outcome is None else tuple(node for node in outcome.nodes if isinstance(node, kind))

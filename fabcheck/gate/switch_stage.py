@@ -165,18 +165,6 @@ def _no_secret_login(desired: DesiredSwitch) -> SwitchLogin:
     return SwitchLogin(desired.name, desired.platform, "replay", 22, "replay", "", read_timeout_s=5)
 
 
-def judge_switch(
-    login: SwitchLogin,
-    desired: DesiredSwitch,
-    connect: Connect = netmiko_connect,
-    ends_at: float | None = None,
-) -> SwitchResult:
-    """One switch read (one session) and judged, alone."""
-    reader = Reader(ends_at=ends_at)
-    [result] = read_switches(reader, [(desired.name, SwitchItem(desired, login))], connect)
-    return result
-
-
 def switch_record(read: SwitchRead) -> dict[str, Any]:
     """One switch's read as snapshot data: outputs in reading order, failed probes' reasons."""
     evidence = read.evidence

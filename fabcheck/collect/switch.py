@@ -23,7 +23,7 @@ from typing import Any
 from fabcheck.collect.probes import Collected, Probe, collect
 from fabcheck.errors import FabcheckError, IntentError
 from fabcheck.intent import ansible_session
-from fabcheck.intent.fabric import Fabric, Switch
+from fabcheck.intent.fabric import Switch
 from fabcheck.intent.platforms import platform_named
 from fabcheck.switch.connect import ConnectError, SwitchLogin
 
@@ -323,23 +323,3 @@ def _password(name: str, raw: Any, variables: Mapping[str, Any], environ: Mappin
     if not text:
         raise IntentError([f"{name}: switch_password resolves to an empty string"])
     return text
-
-
-def logins_from_inventory(
-    fabric: Fabric,
-    hosts: Sequence[Any],
-    *,
-    connect_timeout_s: float = GATE_CONNECT_TIMEOUT_S,
-    read_timeout_s: float = GATE_READ_TIMEOUT_S,
-) -> dict[str, SwitchLogin]:
-    """Logins for every switch of `fabric` from the loader's HostEntry records (`inventory.hosts`)."""
-    by_name = {entry.name: entry for entry in hosts}
-    return {
-        switch.name: switch_login(
-            switch,
-            by_name[switch.name].variables,
-            connect_timeout_s=connect_timeout_s,
-            read_timeout_s=read_timeout_s,
-        )
-        for switch in fabric.switches
-    }

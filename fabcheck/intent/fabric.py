@@ -75,9 +75,6 @@ class Fabric:
     def links_of_switch(self, name: str) -> tuple[Link, ...]:
         return tuple(link for link in self.links if link.switch == name)
 
-    def link_of_nic(self, host: str, nic: str) -> Link | None:
-        return next((lk for lk in self.links if (lk.host, lk.nic) == (host, nic)), None)
-
 
 @dataclass(frozen=True)
 class InventoryNode:

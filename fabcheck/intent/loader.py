@@ -56,10 +56,6 @@ class HostEntry:
         """The resolved intent as JSON data, vaulted values replaced by `<vaulted>`."""
         return redacted_intent(self.intent, self.vaulted)
 
-    def vaulted_variables(self) -> frozenset[str]:
-        """Names of this host's variables holding a vaulted value: print `<vaulted>` for them."""
-        return frozenset(name for name, value in self.variables.items() if contains_vaulted(value))
-
     @property
     def is_switch(self) -> bool:
         return "switches" in self.groups or any(g.startswith("switches_") for g in self.groups)

@@ -124,9 +124,3 @@ def plan_rounds(nics_by_host: Mapping[str, Sequence[str]], mode: str) -> list[Ro
     if mode == ALL_PAIRS:
         return all_pairs_rounds(nics_by_host)
     raise ValueError(f"perftest mode {mode!r}: expected one of {', '.join(MODES)}")
-
-
-def is_disjoint(round_: Round) -> bool:
-    """No NIC twice in the round (so on each rail no host twice)."""
-    ends = [end for pair in round_ for end in pair.ends]
-    return len(ends) == len(set(ends))

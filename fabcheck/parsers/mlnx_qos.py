@@ -57,11 +57,6 @@ class TcConfig:
     ratelimit: str
     priorities: tuple[int, ...]
 
-    @property
-    def ratelimit_gbps(self) -> float | None:
-        """The rate limit in Gb/s, None when unlimited."""
-        return None if self.ratelimit == "unlimited" else float(self.ratelimit.split()[0])
-
 
 @dataclass(frozen=True)
 class MlnxQos:
@@ -98,10 +93,6 @@ class MlnxQos:
     def prio2tc(self) -> Mapping[int, int]:
         """Priority -> traffic class, from the ``priority:`` lines under each ``tc:``."""
         return MappingProxyType({p: tc for tc, cfg in sorted(self.tcs.items()) for p in cfg.priorities})
-
-    def dscps_of(self, priority: int) -> tuple[int, ...]:
-        """The DSCP values mapped to one priority, ascending."""
-        return tuple(sorted(d for d, p in self.dscp2prio.items() if p == priority))
 
 
 def parse_mlnx_qos(text: str, source: str = "<text>") -> MlnxQos:
@@ -309,7 +300,7 @@ class _BlockBuilder:
         tc = self.number(match.group(1), index, "traffic class")
         if tc > 7 or tc in self.tcs:
             raise self.error(f"bad or repeated traffic class {tc}", index)
-        if match.group(2) != "unlimited":  # checked now so ratelimit_gbps can never fail later
+        if match.group(2) != "unlimited":  # a rate the record keeps as printed is a number
             read_float(match.group(2).split()[0], source=self.source, line=index + 1, what="rate limit")
         bw = None if match.group(4) is None else self.number(match.group(4), index, "ETS bandwidth")
         if bw is not None and bw > 100:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from fabcheck.errors import IntentError
-from fabcheck.intent.fabric import InventoryNode, fabric_of, read_fabric
+from fabcheck.intent.fabric import Fabric, InventoryNode, Link, fabric_of, read_fabric
 
 
 def nowhere(_value: Any) -> str:
@@ -34,6 +34,11 @@ def host(name: str, links: Any, rails: dict[int, str] | None = None) -> Inventor
     return InventoryNode(name, ("gpu_hosts",), variables, rails if rails is not None else {0: "mlx5_0"})
 
 
+def link_of_nic(fabric: Fabric, host: str, nic: str) -> Link:
+    (link,) = (lk for lk in fabric.links if (lk.host, lk.nic) == (host, nic))
+    return link
+
+
 def problems(nodes: list[InventoryNode]) -> list[str]:
     with pytest.raises(IntentError) as err:
         read_fabric(nodes, nowhere)
@@ -54,7 +59,7 @@ def test_switches_and_links_are_read() -> None:
     assert (leaf01.platform, leaf01.device_type, leaf01.ssh_port) == ("nvue", "cumulus_linux", 22)
     assert leaf01.port_speeds == {"swp2": 200}
     assert (leaf02.device_type, leaf02.uplinks) == ("arista_eos", ("Ethernet49/1",))
-    assert fabric.link_of_nic("gpu02", "mlx5_0").switch_end == "leaf02:Ethernet1/1"
+    assert link_of_nic(fabric, "gpu02", "mlx5_0").switch_end == "leaf02:Ethernet1/1"
     assert [lk.host for lk in fabric.links_of_switch("leaf01")] == ["gpu01"]
 
 
@@ -168,4 +173,4 @@ def test_the_example_inventory_is_fully_cabled() -> None:
     fabric = fabric_of(inventory)
     assert [s.name for s in fabric.switches] == ["leaf01", "leaf02"]
     assert len(fabric.links) == 32
-    assert fabric.link_of_nic("gpu04", "mlx5_7").switch_end == "leaf02:Ethernet16"
+    assert link_of_nic(fabric, "gpu04", "mlx5_7").switch_end == "leaf02:Ethernet16"

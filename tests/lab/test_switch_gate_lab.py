@@ -19,7 +19,7 @@ from labsupport import REPO, requires_lab, running_lab
 
 from fabcheck.checks import switch as checks
 from fabcheck.checks.model import Finding, Status
-from fabcheck.collect.switch import logins_from_inventory
+from fabcheck.collect.switch import switch_login
 from fabcheck.gate.plan import desired_of
 from fabcheck.gate.switch_stage import collect_switches
 from fabcheck.intent.fabric import Fabric, inventory_nodes, read_fabric
@@ -62,7 +62,12 @@ def story() -> Iterator[Story]:
         inventory = load_inventory(paths.inventory.parent)
         fabric = read_fabric(inventory_nodes(inventory.hosts), lambda _value: "")
         story.fabric = fabric
-        logins = logins_from_inventory(fabric, inventory.hosts, connect_timeout_s=3.0, read_timeout_s=20.0)
+        logins = {
+            switch.name: switch_login(
+                switch, inventory.host(switch.name).variables, connect_timeout_s=3.0, read_timeout_s=20.0
+            )
+            for switch in fabric.switches
+        }
 
         desired = desired_of(inventory, (), fabric).switches
 

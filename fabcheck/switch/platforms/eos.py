@@ -380,7 +380,7 @@ class EosDriver(SwitchDriver):
 
     # -- SwitchDriver -----------------------------------------------------------------------------
     def running(self) -> str:
-        return format_config(managed_view(parse_config(self._command("show running-config"))))
+        return managed_text(self._command("show running-config"))
 
     def stage(self, config: RenderedConfig, concerns: frozenset[str] = ALL_CONCERNS) -> str:
         self.switch = config.switch

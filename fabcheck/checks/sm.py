@@ -72,7 +72,7 @@ def check_subnet(
 ) -> dict[str, list[Finding]]:
     """Every SM check for every judged SM node, by node, in SM_CHECKS order. ``desired`` holds every
     judged node and the intended master (judged or not: its priority is the master's)."""
-    masters = [e.node for e in evidence if isinstance(e.own, SmInfo) and e.own.is_master]
+    masters = {e.node: e.own for e in evidence if isinstance(e.own, SmInfo) and e.own.is_master}
     by_node = {e.node: e for e in evidence}
     results: dict[str, list[Finding]] = {}
     for shown in evidence:
@@ -82,7 +82,7 @@ def check_subnet(
             checks = [c for c in SM_CHECKS if c != MASTER_CHECK or judges_master]
             results[shown.node] = [_unreachable(check, shown) for check in checks]
             continue
-        findings = [check_service(shown), check_state(shown, wanted, masters, by_node)]
+        findings = [check_service(shown), check_state(shown, wanted, list(masters), by_node)]
         if judges_master:
             intended = wanted.intended_master
             findings.append(check_master(evidence, desired[intended] if intended else None, masters))
@@ -168,25 +168,26 @@ def _intended_master_down(wanted: DesiredSubnetManager, by_node: Mapping[str, Sm
 
 
 def check_master(
-    evidence: Sequence[SmEvidence], master: DesiredSubnetManager | None, masters: Sequence[str]
+    evidence: Sequence[SmEvidence], master: DesiredSubnetManager | None, masters: Mapping[str, SmInfo]
 ) -> Finding:
     """Exactly one master among the judged SMs: the intended one (``master``, None when the intent sets
-    no priorities) at its priority, and the master every judged node's port follows."""
+    no priorities) at its priority, and the master every judged node's port follows. ``masters``: each
+    judged node whose own SM is master, with what its `sminfo` showed."""
     subject = "subnet master"
     if master is None:
         expected = "exactly one master SM"
     else:
         expected = f"exactly one master SM: {master.node} at priority {master.sm_priority}"
-    shown = ", ".join(f"{node} ({_own(evidence, node).describe()})" for node in masters)
+    shown = ", ".join(f"{node} ({own.describe()})" for node, own in masters.items())
     actual = (shown or "no judged SM is master") + _views(evidence)
     target = master.node if master is not None else "subnet_managers"
     hint = _fix(target, SM_TAG, "writes each SM's sm_priority and starts opensm")
     followed = {e.master.guid for e in evidence if isinstance(e.master, SmInfo)}
     if master is not None and all(e.node != master.node for e in evidence):
-        return _master_seen_from_standbys(evidence, master, masters, expected, actual, hint)
-    as_intended = len(masters) == 1 and (master is None or masters == [master.node])
+        return _master_seen_from_standbys(evidence, master, list(masters), expected, actual, hint)
+    as_intended = len(masters) == 1 and (master is None or list(masters) == [master.node])
     if as_intended:
-        elected = _own(evidence, masters[0])
+        (elected,) = masters.values()
         right_priority = master is None or elected.priority == master.sm_priority
         as_intended = right_priority and followed <= {elected.guid}
     unread = [e for e in evidence if e.unreachable is not None or isinstance(e.own, Unreadable)]
@@ -219,12 +220,6 @@ def _master_seen_from_standbys(
     if next(iter(seen))[1] != master.sm_priority:
         return failed(MASTER_CHECK, "subnet master", expected, left_out, hint)
     return passed(MASTER_CHECK, "subnet master", expected, left_out)
-
-
-def _own(evidence: Sequence[SmEvidence], node: str) -> SmInfo:
-    own = next(e.own for e in evidence if e.node == node)
-    assert isinstance(own, SmInfo)
-    return own
 
 
 def _views(evidence: Sequence[SmEvidence]) -> str:

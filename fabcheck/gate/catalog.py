@@ -80,10 +80,10 @@ def _host_entries(checks: Sequence[Check[Any]]) -> list[Entry]:
     return entries
 
 
-def _switch_entries(checks: Sequence[Check[Any]]) -> list[Entry]:
+def _switch_entries(checks: Sequence[switch.SwitchCheck]) -> list[Entry]:
     entries = []
     for check in checks:
-        assert isinstance(check.judge, switch.SwitchJudge)
+        assert check.judge is not None  # switch_check gives every switch check its judge
         probes = [
             f"`{probe.name}`"
             for table in SWITCH_PROBES.values()

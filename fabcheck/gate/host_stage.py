@@ -131,14 +131,17 @@ def host_reads(collector: Collector | None, deadline_s: float | None) -> NodeRea
     def replay(item: HostRead, data: Mapping[str, Any]) -> HostCollection:
         return host_restore(data, item.target.name)
 
+    batch = _batch_start(collector) if isinstance(collector, BatchCollector) else None
+    return NodeReads(STAGE_NAME, read, lambda _item, got: host_record(got), replay, batch)
+
+
+def _batch_start(collector: BatchCollector) -> Callable[[Sequence[tuple[str, HostRead]], TimeLimits], None]:
+    """A batch backend's start, with every host at the lossless priority the plan holds for it."""
+
     def batch(items: Sequence[tuple[str, HostRead]], limits: TimeLimits) -> None:
-        assert isinstance(collector, BatchCollector)
         collector.start({node: item.priority for node, item in items}, limits)
 
-    is_batch = isinstance(collector, BatchCollector)
-    return NodeReads(
-        STAGE_NAME, read, lambda _item, got: host_record(got), replay, batch if is_batch else None
-    )
+    return batch
 
 
 def host_record(collection: HostCollection) -> dict[str, Any]:

@@ -156,12 +156,10 @@ def _nic(
         why = "the host stage showed no netdev for this NIC"
         return [errored(COUNTERS, end.nic, expected, why, "fix the host stage's errors on this NIC")], None
     before, after = captured.hosts_before.get(end.host), captured.hosts_after.get(end.host)
-    for capture in (before, after):
-        if not isinstance(capture, Mapping):
-            why = capture or "not captured"
-            hint = "the host must answer over ssh with ethtool installed; rerun the stage"
-            return [errored(COUNTERS, end.nic, expected, f"not read: {why}", hint)], None
-    assert isinstance(before, Mapping) and isinstance(after, Mapping)
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        unread = (after if isinstance(before, Mapping) else before) or "not captured"
+        hint = "the host must answer over ssh with ethtool installed; rerun the stage"
+        return [errored(COUNTERS, end.nic, expected, f"not read: {unread}", hint)], None
     if netdev not in before or netdev not in after:
         why = f"`ethtool -S {netdev}` printed no statistics"
         return [

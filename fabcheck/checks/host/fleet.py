@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from fabcheck.checks.declare import ROCE, Check, Inputs
+from fabcheck.checks.declare import ALL_KINDS, ROCE, Check, Inputs
 from fabcheck.checks.host.evidence import HostEvidence, present_nics, unreadable_error
 from fabcheck.checks.host.judges import cmd
 from fabcheck.checks.model import Finding, failed, passed, skipped
@@ -22,12 +23,31 @@ from fabcheck.parsers.show_gids import GidEntry
 GID_INDEX = "host.gid_index"  # the RoCE v2 GID NCCL uses sits at one index on every host
 VERSIONS = "host.versions"  # one driver and firmware version per NIC model across the hosts
 
+InputsT = TypeVar("InputsT", bound=Inputs)
+
 # host -> evidence, host -> desired state, host -> intent, the inputs -> host -> its findings
 FleetJudge = Callable[
-    [Mapping[str, HostEvidence], Mapping[str, DesiredHost], Mapping[str, FabricIntent], Inputs],
+    [Mapping[str, HostEvidence], Mapping[str, DesiredHost], Mapping[str, FabricIntent], InputsT],
     dict[str, list[Finding]],
 ]
-FleetCheck = Check[FleetJudge]
+# The stage holds checks over different inputs: each declaration binds its own (fleet_check).
+FleetCheck = Check[FleetJudge[Any]]
+
+
+def fleet_check(
+    check_id: str,
+    scope: str,
+    reads: tuple[str, ...],
+    summary: str,
+    role: str | None,
+    tag: str | None,
+    judge: FleetJudge[InputsT],
+    inputs: InputsT,
+    kinds: tuple[str, ...] = ALL_KINDS,
+) -> FleetCheck:
+    """A check across the hosts: the declaration binds the judge and its inputs, so the judge
+    receives them typed."""
+    return FleetCheck(check_id, "fleet", scope, reads, summary, role, tag, judge, inputs, kinds=kinds)
 
 
 @dataclass(frozen=True)
@@ -129,10 +149,9 @@ def check_versions(
     evidence: Mapping[str, HostEvidence],
     desired: Mapping[str, DesiredHost],
     _intents: Mapping[str, FabricIntent],
-    inputs: Inputs,
+    inputs: FleetInputs,
 ) -> dict[str, list[Finding]]:
     """Driver and firmware versions that differ across the hosts: the odd host is named."""
-    assert isinstance(inputs, FleetInputs)
     per_host = {host: _versions(shown, desired[host]) for host, shown in evidence.items()}
     subjects = sorted({subject for shown in per_host.values() for subject in shown})
     result: dict[str, list[Finding]] = {host: [] for host in evidence}
@@ -180,11 +199,10 @@ def check_gid_index(
     evidence: Mapping[str, HostEvidence],
     desired: Mapping[str, DesiredHost],
     intents: Mapping[str, FabricIntent],
-    inputs: Inputs,
+    inputs: FleetInputs,
 ) -> dict[str, list[Finding]]:
     """The GID NCCL uses (nccl.gid_index) is a RoCE v2 GID on every rail port of every host; with
     gid_index null (NCCL picks), the first IPv4 RoCE v2 GID sits at the same index on every host."""
-    assert isinstance(inputs, FleetInputs)
     result: dict[str, list[Finding]] = {host: [] for host in evidence}
     auto: dict[str, dict[str, str | Unreadable]] = {}
     for host, shown in evidence.items():
@@ -237,9 +255,8 @@ def _gid_hint(port: str, index: str | None) -> str:
     )
 
 
-GID_INDEX_CHECK = FleetCheck(
+GID_INDEX_CHECK = fleet_check(
     GID_INDEX,
-    "fleet",
     "port",
     (probes.SHOW_GIDS,),
     "a RoCE v2 GID at `nccl.gid_index` on every rail port of every host (null: the first IPv4 v2 "
@@ -250,9 +267,8 @@ GID_INDEX_CHECK = FleetCheck(
     FleetInputs(),
     kinds=ROCE,
 )
-VERSIONS_CHECK = FleetCheck(
+VERSIONS_CHECK = fleet_check(
     VERSIONS,
-    "fleet",
     "nic",
     (probes.IBV_DEVINFO, probes.DRIVER),
     "one driver version and one firmware version per NIC model on every host; the odd host is named",

@@ -3,31 +3,53 @@ most host checks share (one verdict per rail NIC's netdev, per rail NIC, per rai
 
 Every judge reads the host's desired state (fabcheck.desired.nic.DesiredHost, computed once by the
 gate) and never derives it; the intent is passed for what the desired record does not carry (the NCCL
-GID index, the GPU-NIC link class)."""
+GID index, the GPU-NIC link class).
+
+A judge is generic over the inputs it reads: a check whose judge reads inputs of its own is declared
+with host_check, which binds the judge and its inputs once, so the judge receives them typed."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from fabcheck.checks.declare import Check, Inputs
+from fabcheck.checks.declare import ALL_KINDS, Check, Inputs
 from fabcheck.checks.host.evidence import HostEvidence, RailNic, present_nics, unreadable_error
 from fabcheck.checks.model import Finding, errored, failed, passed
 from fabcheck.collect.host import Unreadable
 from fabcheck.desired.nic import DesiredHost, DesiredNic
 from fabcheck.intent.model import FabricIntent
 
+InputsT = TypeVar("InputsT", bound=Inputs)
+
 # evidence, the host's desired state, its intent, the declaration's inputs -> findings
-HostJudge = Callable[[HostEvidence, DesiredHost, FabricIntent, Inputs], list[Finding]]
-HostCheck = Check[HostJudge]
+HostJudge = Callable[[HostEvidence, DesiredHost, FabricIntent, InputsT], list[Finding]]
+# The stage holds checks over different inputs: each declaration binds its own (host_check).
+HostCheck = Check[HostJudge[Any]]
 Scope = Literal["host", "nic", "port", "gpu", "boot file"]  # what one host finding judges
 
 NetdevJudge = Callable[[str, str, HostEvidence, DesiredNic], list[Finding]]
-NicsJudge = Callable[[list[RailNic], DesiredHost, Inputs], list[Finding]]
+NicsJudge = Callable[[list[RailNic], DesiredHost, InputsT], list[Finding]]
 
 
-def per_netdev(check_id: str, check: NetdevJudge) -> HostJudge:
+def host_check(
+    check_id: str,
+    scope: Scope,
+    reads: tuple[str, ...],
+    summary: str,
+    role: str | None,
+    tag: str | None,
+    judge: HostJudge[InputsT],
+    inputs: InputsT,
+    kinds: tuple[str, ...] = ALL_KINDS,
+) -> HostCheck:
+    """A host check whose judge reads `inputs`: the declaration binds the two, so the judge receives
+    the inputs typed (a judge that reads none takes Inputs, declared as a plain HostCheck)."""
+    return HostCheck(check_id, "host", scope, reads, summary, role, tag, judge, inputs, kinds=kinds)
+
+
+def per_netdev(check_id: str, check: NetdevJudge) -> HostJudge[Inputs]:
     """A judge that runs `check` (NIC, its netdev, the evidence, the NIC's desired record) on the RoCE
     netdev of every rail NIC the host shows; a NIC without a netdev is an ERROR."""
 
@@ -45,7 +67,7 @@ def per_netdev(check_id: str, check: NetdevJudge) -> HostJudge:
     return judge
 
 
-def per_nic(check: NicsJudge) -> HostJudge:
+def per_nic(check: NicsJudge[InputsT]) -> HostJudge[InputsT]:
     """A judge over the rail NICs the host shows in both `rdma link` and `ibv_devinfo`."""
     return lambda evidence, desired, _intent, inputs: check(present_nics(evidence, desired), desired, inputs)
 
@@ -56,7 +78,7 @@ def per_port(
     want: Callable[[DesiredHost], Any],
     shown: Callable[[Any], str],
     fix: Callable[[str, int, Any], str],
-) -> HostJudge:
+) -> HostJudge[Inputs]:
     """A judge of one value per rail port: the record of `probe` must equal `want(desired)`; `fix` is
     the hint of a failure, given the NIC, the port number and the wanted value."""
 

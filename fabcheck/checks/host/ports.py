@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from fabcheck.checks.declare import ROCE, Inputs
 from fabcheck.checks.host.evidence import HostEvidence, RailNic, rail_nics, unreadable_error
-from fabcheck.checks.host.judges import HostCheck, cmd, per_netdev, per_nic
+from fabcheck.checks.host.judges import HostCheck, cmd, host_check, per_netdev, per_nic
 from fabcheck.checks.model import Finding, errored, failed, passed
 from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
 from fabcheck.collect import host as probes
@@ -28,10 +28,10 @@ GOOD_PORT = ("ACTIVE", "LINK_UP")
 def check_rdma_devices(
     evidence: HostEvidence, desired: DesiredHost, _intent: FabricIntent, _inputs: Inputs
 ) -> list[Finding]:
-    unreadable = [e for e in (evidence.links, evidence.devices) if isinstance(e, Unreadable)]
-    if unreadable:
+    links, devices = evidence.links, evidence.devices
+    if isinstance(links, Unreadable) or isinstance(devices, Unreadable):
+        unreadable = [e for e in (links, devices) if isinstance(e, Unreadable)]
         return [unreadable_error(RDMA_DEVICE, "host", "RDMA devices listed", e) for e in unreadable]
-    assert not isinstance(evidence.links, Unreadable) and not isinstance(evidence.devices, Unreadable)
     names = rail_nics(evidence, desired)
     if not names:
         return [
@@ -44,8 +44,8 @@ def check_rdma_devices(
                 "then check `ibv_devinfo`",
             )
         ]
-    in_link = {link.dev for link in evidence.links}
-    in_devinfo = {device.hca_id for device in evidence.devices}
+    in_link = {link.dev for link in links}
+    in_devinfo = {device.hca_id for device in devices}
     return [_device_finding(name, name in in_link, name in in_devinfo) for name in names]
 
 
@@ -124,10 +124,9 @@ class PortSpeedInputs(Inputs):
     headroom: float = 1.1
 
 
-def check_port_speed(nics: list[RailNic], desired: DesiredHost, inputs: Inputs) -> list[Finding]:
+def check_port_speed(nics: list[RailNic], desired: DesiredHost, inputs: PortSpeedInputs) -> list[Finding]:
     """Every rail port trained at the intended line rate (active_width x active_speed of ibv_devinfo -v):
     a 400G intent with a port at 100G fails; a port that does not show its rate is an error."""
-    assert isinstance(inputs, PortSpeedInputs)
     speed = desired.template.speed_gbps
     expected = f"{speed} Gb/s (link.speed_gbps)"
     findings = []
@@ -229,9 +228,8 @@ LINK_LAYER_CHECK = HostCheck(
     None,
     per_nic(check_link_layer),
 )
-PORT_SPEED_CHECK = HostCheck(
+PORT_SPEED_CHECK = host_check(
     PORT_SPEED,
-    "host",
     "port",
     (probes.IBV_DEVINFO,),
     "`active_width` x `active_speed` at `link.speed_gbps` (a 400G intent with a port at 100G fails; "

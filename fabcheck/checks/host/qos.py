@@ -89,18 +89,19 @@ def check_ecn_enable(nic: str, netdev: str, evidence: HostEvidence, desired: Des
     prio, want_np, want_rp = desired.ecn_priority, int(desired.np_enable), int(desired.rp_enable)
     np_file, rp_file = (ECN_FILES[value].format(priority=prio) for value in ("np_enable", "rp_enable"))
     expected = f"{np_file}={want_np} {rp_file}={want_rp}"
-    for value in (data.np_enable, data.rp_enable):
-        if isinstance(value, Unreadable):
-            return [unreadable_error(ECN_ENABLE, nic, expected, value)]
-    assert isinstance(data.np_enable, int) and isinstance(data.rp_enable, int)
-    actual = f"{np_file}={data.np_enable} {rp_file}={data.rp_enable}"
-    if (data.np_enable, data.rp_enable) == (want_np, want_rp):
+    np_enable, rp_enable = data.np_enable, data.rp_enable
+    if isinstance(np_enable, Unreadable):
+        return [unreadable_error(ECN_ENABLE, nic, expected, np_enable)]
+    if isinstance(rp_enable, Unreadable):
+        return [unreadable_error(ECN_ENABLE, nic, expected, rp_enable)]
+    actual = f"{np_file}={np_enable} {rp_file}={rp_enable}"
+    if (np_enable, rp_enable) == (want_np, want_rp):
         return [passed(ECN_ENABLE, nic, expected, actual)]
     commands = [
         echo(want, ecn_file(value, netdev, prio))
         for value, want, have in (
-            ("np_enable", want_np, data.np_enable),
-            ("rp_enable", want_rp, data.rp_enable),
+            ("np_enable", want_np, np_enable),
+            ("rp_enable", want_rp, rp_enable),
         )
         if want != have
     ]

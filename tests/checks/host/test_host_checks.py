@@ -86,7 +86,7 @@ def test_truncated_and_failed_sections_say_why() -> None:
 # ---- the tests mirror the wing ----------------------------------------------------------------------
 
 WING = Path(checks.__file__).parent
-DECLARES_CHECKS = re.compile(r"^\w+ = (?:HostCheck|FleetCheck)\(", re.MULTILINE)
+DECLARES_CHECKS = re.compile(r"^\w+ = (?:HostCheck|FleetCheck|host_check|fleet_check)\(", re.MULTILINE)
 
 
 def test_each_test_file_is_named_after_a_module_of_the_wing_and_each_concern_has_one() -> None:

@@ -30,8 +30,6 @@ from fabcheck.intent.loader import HostEntry
 from fabcheck.intent.model import FabricIntent
 from fabcheck.report.model import NodeKind
 
-# Nodes collected at once in each stage (ssh round trips to hosts, netmiko sessions to switches).
-DEFAULT_CONCURRENCY = 16
 STAGE_NAME = "host"
 COLLECTION_CHECK = "host.collection"
 INVENTORY_CHECK = "host.inventory"

@@ -29,7 +29,6 @@ from fabcheck.report.model import NodeKind
 from fabcheck.switch.connect import ConnectError, SwitchLogin
 from fabcheck.switch.connect import connect as netmiko_connect
 
-DEFAULT_CONCURRENCY = 8
 STAGE_NAME = "switch"
 
 
@@ -47,29 +46,6 @@ class SwitchResult:
     @property
     def kind(self) -> NodeKind:
         return NodeKind.SWITCH
-
-
-def collect_switches(
-    desired: Mapping[str, DesiredSwitch],
-    logins: Mapping[str, SwitchLogin],
-    *,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    connect: Connect = netmiko_connect,
-    switches: Sequence[str] | None = None,
-    ends_at: float | None = None,
-) -> list[SwitchResult]:
-    """The switch stage over `desired`'s switches (or those of `switches`) outside a gate run: the
-    gate's reader with at most `concurrency` sessions open at once; with `ends_at` (a deadline on
-    time.monotonic()) every read ends by it, and a switch not read by then is an error saying so."""
-    if concurrency < 1:
-        raise FabcheckError(f"concurrency {concurrency}: expected at least 1")
-    names = list(switches) if switches is not None else list(desired)
-    missing = [name for name in names if name not in logins]
-    if missing:
-        raise FabcheckError(f"no login for switch(es) {', '.join(missing)}")
-    reader = Reader(concurrency=concurrency, ends_at=ends_at)
-    items = [(name, SwitchItem(desired[name], logins[name])) for name in names]
-    return read_switches(reader, items, connect)
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ from ansible.template import trust_as_template
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 
 from switchfabric import DATA, SWITCHES, fabric, snapshot_stem
+from switchgate import collect_switches
 
 from fabcheck.checks.model import Status
 from fabcheck.collect.switch import switch_login
 from fabcheck.collect.switch_probes import PROBES
 from fabcheck.errors import IntentError
-from fabcheck.gate.switch_stage import collect_switches
 from fabcheck.switch.connect import ConnectError, SwitchLogin
 
 SECRET = "Sw1tch-S3cret"

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 from labsupport import REPO, requires_lab, running_lab
+from switchgate import collect_switches
 
 from fabcheck.checks import switch as checks
 from fabcheck.checks.model import Finding, Status
 from fabcheck.collect.switch import switch_login
 from fabcheck.gate.plan import desired_of
-from fabcheck.gate.switch_stage import collect_switches
 from fabcheck.intent.fabric import Fabric, inventory_nodes, read_fabric
 from fabcheck.intent.loader import load_inventory
 from fabcheck_lab import faults

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import hostgate
+import pytest
 
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Finding, Status
@@ -232,3 +233,44 @@ def assert_fails_exactly_with_fix(
         assert failure.hint.startswith("no fabcheck role sets it")
     else:
         assert failure.hint.startswith(f"role roce_host (tag {tag}) sets it fleet-wide")
+
+
+# One row of a concern's FAULTS table: (test id, changed sections, check, subject, actual, fix command).
+Fault = tuple[str, dict[str, Section], str, str, str, str]
+# One row of a concern's WRONG table, by section: (what the section shows, check, subject).
+Wrong = dict[str, tuple[Section, str, str]]
+
+
+def one_wrong_setting_test(faults: list[Fault]) -> Callable[..., None]:
+    """The test a concern module runs over its FAULTS table: each wrong setting fails exactly its check."""
+
+    @pytest.mark.parametrize(
+        ("changes", "check", "subject", "actual", "command"),
+        [fault[1:] for fault in faults],
+        ids=[fault[0] for fault in faults],
+    )
+    def test(changes: dict[str, Section], check: str, subject: str, actual: str, command: str) -> None:
+        assert_fails_exactly(changes, check, subject, actual, command)
+
+    return test
+
+
+def wrong_value_tests(
+    wrong: Wrong, fixes: Mapping[str, str], tags: Mapping[str, str | None]
+) -> tuple[Callable[..., None], Callable[..., None]]:
+    """The two tests each concern module runs over its WRONG table: a wrong value fails exactly its check
+    on exactly that device with the fix (and the role tag that runs it); an unreadable one is an error."""
+
+    @pytest.mark.parametrize("section", sorted(wrong))
+    def fails_with_fix(section: str) -> None:
+        shown, check, subject = wrong[section]
+        assert_fails_exactly_with_fix({section: shown}, check, subject, fixes[check], tags[check])
+
+    @pytest.mark.parametrize("section", sorted(wrong))
+    def unreadable_is_an_error(section: str) -> None:
+        _shown, check, subject = wrong[section]
+        findings = run_checks({section: Section(2, "", "cat: permission denied\n")})
+        assert not_passing(findings) == {(check, subject): Status.ERROR}
+        assert "permission denied" in only(findings, check, subject).actual
+
+    return fails_with_fix, unreadable_is_an_error

@@ -4,24 +4,21 @@ pfc_only or an intent without rp_params skips them with the reason."""
 
 from __future__ import annotations
 
-import pytest
-
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Status
-from fabcheck.collect.script import Section
 from fabcheck.intent.model import FabricIntent
 from tests.checks.host.hostdata import (
     INTENT,
-    assert_fails_exactly,
-    assert_fails_exactly_with_fix,
-    not_passing,
+    Fault,
     ok,
+    one_wrong_setting_test,
     only,
     rp_listing,
     run_checks,
+    wrong_value_tests,
 )
 
-FAULTS: list[tuple[str, dict[str, Section], str, str, str, str]] = [
+FAULTS: list[Fault] = [
     (
         "cnp-dscp",
         {"cnp_dscp:ens1np0": ok("46\n")},
@@ -41,15 +38,7 @@ FAULTS: list[tuple[str, dict[str, Section], str, str, str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("changes", "check", "subject", "actual", "command"),
-    [case[1:] for case in FAULTS],
-    ids=[case[0] for case in FAULTS],
-)
-def test_one_wrong_setting_fails_exactly_its_check(
-    changes: dict[str, Section], check: str, subject: str, actual: str, command: str
-) -> None:
-    assert_fails_exactly(changes, check, subject, actual, command)
+test_one_wrong_setting_fails_exactly_its_check = one_wrong_setting_test(FAULTS)
 
 
 WRONG = {
@@ -63,18 +52,10 @@ FIXES = {
 TAGS = {checks.MIN_TIME_BETWEEN_CNPS: "ecn", checks.RP_PARAMS: "ecn"}  # the role tag whose run fixes each
 
 
-@pytest.mark.parametrize("section", sorted(WRONG))
-def test_one_wrong_value_fails_exactly_its_check_on_exactly_that_device(section: str) -> None:
-    shown, check, subject = WRONG[section]
-    assert_fails_exactly_with_fix({section: shown}, check, subject, FIXES[check], TAGS[check])
-
-
-@pytest.mark.parametrize("section", sorted(WRONG))
-def test_a_missing_record_is_an_error_never_a_pass(section: str) -> None:
-    _shown, check, subject = WRONG[section]
-    findings = run_checks({section: Section(2, "", "cat: permission denied\n")})
-    assert not_passing(findings) == {(check, subject): Status.ERROR}
-    assert "permission denied" in only(findings, check, subject).actual
+(
+    test_one_wrong_value_fails_exactly_its_check_on_exactly_that_device,
+    test_a_missing_record_is_an_error_never_a_pass,
+) = wrong_value_tests(WRONG, FIXES, TAGS)
 
 
 def test_an_rp_param_the_nic_does_not_show_is_an_error() -> None:

@@ -3,15 +3,20 @@ within the intended PCIe distance of its rail NIC."""
 
 from __future__ import annotations
 
-import pytest
-
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Status
-from fabcheck.collect.script import Section
 from fabcheck.intent.model import FabricIntent
-from tests.checks.host.hostdata import RAILS, TOPO, assert_fails_exactly, ok, only, run_checks
+from tests.checks.host.hostdata import (
+    RAILS,
+    TOPO,
+    Fault,
+    ok,
+    one_wrong_setting_test,
+    only,
+    run_checks,
+)
 
-FAULTS: list[tuple[str, dict[str, Section], str, str, str, str]] = [
+FAULTS: list[Fault] = [
     (
         "peermem",
         {"lsmod": ok("Module                  Size  Used by\nmlx5_ib               483328  0\n")},
@@ -35,15 +40,7 @@ FAULTS: list[tuple[str, dict[str, Section], str, str, str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("changes", "check", "subject", "actual", "command"),
-    [case[1:] for case in FAULTS],
-    ids=[case[0] for case in FAULTS],
-)
-def test_one_wrong_setting_fails_exactly_its_check(
-    changes: dict[str, Section], check: str, subject: str, actual: str, command: str
-) -> None:
-    assert_fails_exactly(changes, check, subject, actual, command)
+test_one_wrong_setting_fails_exactly_its_check = one_wrong_setting_test(FAULTS)
 
 
 def test_peermem_not_judged_when_gdr_is_not_required() -> None:

@@ -14,18 +14,19 @@ from fabcheck.desired.nic import desired_host
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.rdma_link import RdmaLink
 from tests.checks.host.hostdata import (
-    assert_fails_exactly,
+    Fault,
     device,
     failing,
     links,
     not_passing,
     ok,
+    one_wrong_setting_test,
     only,
     run_checks,
 )
 from tests.parsers.renderers import render_ibv_devinfo, render_rdma_link
 
-FAULTS: list[tuple[str, dict[str, Section], str, str, str, str]] = [
+FAULTS: list[Fault] = [
     (
         "netdev-mtu",
         {"mtu:ens1np0": ok("1500\n")},
@@ -65,15 +66,7 @@ FAULTS: list[tuple[str, dict[str, Section], str, str, str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("changes", "check", "subject", "actual", "command"),
-    [case[1:] for case in FAULTS],
-    ids=[case[0] for case in FAULTS],
-)
-def test_one_wrong_setting_fails_exactly_its_check(
-    changes: dict[str, Section], check: str, subject: str, actual: str, command: str
-) -> None:
-    assert_fails_exactly(changes, check, subject, actual, command)
+test_one_wrong_setting_fails_exactly_its_check = one_wrong_setting_test(FAULTS)
 
 
 def test_missing_rail_nic_fails_device_check_and_skips_nothing_silently() -> None:

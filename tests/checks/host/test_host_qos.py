@@ -4,28 +4,26 @@ its check with the command that fixes it, and what the intent does not ask for i
 
 from __future__ import annotations
 
-import pytest
-
 from fabcheck.checks import host as checks
 from fabcheck.checks.model import Status
-from fabcheck.collect.script import Section
 from fabcheck.intent.model import FabricIntent
 from tests.checks.host.hostdata import (
     DEFAULT_DSCP_MAP,
     INTENT,
     NETDEVS,
     RAILS,
-    assert_fails_exactly,
-    assert_fails_exactly_with_fix,
+    Fault,
     not_passing,
     ok,
+    one_wrong_setting_test,
     only,
     qos,
     run_checks,
+    wrong_value_tests,
 )
 from tests.parsers.renderers import render_mlnx_qos
 
-FAULTS: list[tuple[str, dict[str, Section], str, str, str, str]] = [
+FAULTS: list[Fault] = [
     (
         "trust",
         {"mlnx_qos:ens1np0": ok(render_mlnx_qos(qos(trust="pcp", dscp2prio={}, dscp2prio_shown=False)))},
@@ -93,15 +91,7 @@ FAULTS: list[tuple[str, dict[str, Section], str, str, str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("changes", "check", "subject", "actual", "command"),
-    [case[1:] for case in FAULTS],
-    ids=[case[0] for case in FAULTS],
-)
-def test_one_wrong_setting_fails_exactly_its_check(
-    changes: dict[str, Section], check: str, subject: str, actual: str, command: str
-) -> None:
-    assert_fails_exactly(changes, check, subject, actual, command)
+test_one_wrong_setting_fails_exactly_its_check = one_wrong_setting_test(FAULTS)
 
 
 WRONG = {
@@ -116,18 +106,10 @@ FIXES = {
 TAGS = {checks.CMA_ROCE_TOS: "dscp", checks.CMA_ROCE_MODE: None}
 
 
-@pytest.mark.parametrize("section", sorted(WRONG))
-def test_one_wrong_value_fails_exactly_its_check_on_exactly_that_device(section: str) -> None:
-    shown, check, subject = WRONG[section]
-    assert_fails_exactly_with_fix({section: shown}, check, subject, FIXES[check], TAGS[check])
-
-
-@pytest.mark.parametrize("section", sorted(WRONG))
-def test_a_missing_record_is_an_error_never_a_pass(section: str) -> None:
-    _shown, check, subject = WRONG[section]
-    findings = run_checks({section: Section(2, "", "cat: permission denied\n")})
-    assert not_passing(findings) == {(check, subject): Status.ERROR}
-    assert "permission denied" in only(findings, check, subject).actual
+(
+    test_one_wrong_value_fails_exactly_its_check_on_exactly_that_device,
+    test_a_missing_record_is_an_error_never_a_pass,
+) = wrong_value_tests(WRONG, FIXES, TAGS)
 
 
 def test_traffic_class_accepts_the_plain_upstream_form() -> None:

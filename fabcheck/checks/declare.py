@@ -4,7 +4,7 @@ A `Check` says what one finding judges (scope), what the check reads (host probe
 stage records), where it applies (fabric kinds, congestion-control modes, a predicate that names why it
 does not), the role and tag that fix a failure, its typed inputs (thresholds with documented defaults,
 never module constants) and its judge. The catalog (fabcheck.gate.catalog) reads these declarations
-and nothing else: the README tables, `--checks`/`--skip` and the pytest plugin derive from them.
+and nothing else: the docs' tables, `--checks`/`--skip` and the pytest plugin derive from them.
 """
 
 from __future__ import annotations
@@ -37,19 +37,19 @@ def _always(_desired: Any) -> str | None:
 
 @dataclass(frozen=True)
 class Check(Generic[JudgeT]):
-    """One check, declared once: everything the catalog, the stages and the README read about it."""
+    """One check, declared once: everything the catalog, the stages and the docs read about it."""
 
     id: str  # dotted: "<stage or family>.<what>", the Finding.check of every finding it makes
     stage: Stage  # the stage whose run judges it (fleet: the host stage, once every host is read)
     scope: str  # what one finding judges: "nic", "port", "switch port", "SM node", "cable", ...
     reads: tuple[str, ...]  # host probe names, switch record types, or the stage records it judges
-    summary: str  # the expected result, one line, as the README table shows it
+    summary: str  # the expected result, one line, as the docs' check table shows it
     role: str | None  # the role that sets what it judges (None: no fabcheck role does)
     tag: str | None  # the role's tag that scopes a run to it (None: the whole role)
     # The judge: evidence -> findings, with the signature its stage calls. None: the stage's own run
     # (nccl, perftest, incast traffic) makes the findings, and only declares the id here.
     judge: JudgeT | None = None
-    inputs: Inputs = NO_INPUTS  # the judge's thresholds; declared here so the README and a reader see them
+    inputs: Inputs = NO_INPUTS  # the judge's thresholds; declared here so the docs and a reader see them
     kinds: tuple[str, ...] = ALL_KINDS  # fabric_intent.kind values it applies to
     modes: tuple[str, ...] | None = None  # congestion_control values it applies to (None: all)
     # Where it applies beyond kinds and modes: given the stage's desired record, None or why it does not.

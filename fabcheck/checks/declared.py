@@ -1,5 +1,5 @@
 """Every check the gate declares, in one list, in the order the stages run them: what the catalog
-(fabcheck.gate.catalog: README tables, `--checks`/`--skip`, the pytest plugin) reads."""
+(fabcheck.gate.catalog: the docs' tables, `--checks`/`--skip`, the pytest plugin) reads."""
 
 from __future__ import annotations
 

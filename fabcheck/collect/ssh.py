@@ -170,8 +170,8 @@ class SshTarget:
         # beyond --concurrency; one already open, e.g. Ansible's, is still used). Then the inventory's
         # options, which win over the connect timeout default and over our key exchange: curve25519-sha256
         # offered first (`^`: the default set kept after it) costs the client ~8 ms of CPU a connection
-        # against ~66 ms for OpenSSH 9's default sntrup761x25519 (README, Benchmarks); an inventory
-        # KexAlgorithms comes earlier and wins.
+        # against ~66 ms for OpenSSH 9's default sntrup761x25519 (docs/performance.md, Benchmarks); an
+        # inventory KexAlgorithms comes earlier and wins.
         argv += ["-o", "ControlPersist=no", *self.extra_options, "-o", f"ConnectTimeout={connect_timeout_s}"]
         argv += ["-o", f"KexAlgorithms={FAST_KEX}"] if fast_kex_known() else []
         return [*argv, "--", self.address, remote_command]

@@ -1,4 +1,4 @@
-"""Every check the gate declares, in one list: the README tables, `--checks`/`--skip` and the check list
+"""Every check the gate declares, in one list: the docs' check tables, `--checks`/`--skip` and the check list
 are derived from it, never written down a second time.
 
 The entries come from one list of declarations, fabcheck.checks.declared.DECLARED (each a
@@ -7,7 +7,7 @@ fabcheck.collect.host.HOST_PROBES), switch checks (the show commands from fabche
 link and subnet-manager checks; the nccl, perftest and incast checks are declared there too and
 selected by their stage's prefix.
 
-    python -m fabcheck.gate.catalog --markdown host    # the host check table of README.md
+    python -m fabcheck.gate.catalog --markdown host    # the host check table of docs/checks/host.md
     python -m fabcheck.gate.catalog --markdown switch  # the switch and link check table
     python -m fabcheck.gate.catalog                    # one id a line
 """
@@ -243,7 +243,7 @@ def selection(checks: str | None, skip: str | None) -> Selection:
 
 
 def markdown(stages: Sequence[str]) -> str:
-    """The check table of README.md for the given stages, one row per declared check."""
+    """The docs' check table (docs/checks/) for the given stages, one row per declared check."""
     rows = [
         "| check | per | applies | reads | fixed by | expected (from the intent) |",
         "|---|---|---|---|---|---|",
@@ -263,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m fabcheck.gate.catalog", description=__doc__.split("\n")[0]
     )
     parser.add_argument(
-        "--markdown", choices=sorted(TABLES), help="print the README check table of these stages"
+        "--markdown", choices=sorted(TABLES), help="print the docs' check table of these stages"
     )
     args = parser.parse_args(argv)
     if args.markdown:

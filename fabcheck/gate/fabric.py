@@ -37,7 +37,7 @@ from fabcheck.report.model import Affinity, NodeKind, Run, Subject
 # costs the controller CONTROLLER_CPU_PER_HOST_S (its ssh client with curve25519, fabcheck's parse and
 # judge) over a round trip of ROUND_TRIP_S; more hosts in flight than cores x ROUND_TRIP_S /
 # CONTROLLER_CPU_PER_HOST_S only queue for the CPU. Measured (bench/scale.py, 2026-12-03): 41 ms of
-# controller CPU a host beyond the start at 256 lab hosts; a lone round trip 0.31 s (README,
+# controller CPU a host beyond the start at 256 lab hosts; a lone round trip 0.31 s (docs/performance.md,
 # Benchmarks). On the 2-core lab the sweep is flat from 8 to 64 (its hosts' CPU bounds it): 15 here.
 CONTROLLER_CPU_PER_HOST_S = 0.04
 ROUND_TRIP_S = 0.3

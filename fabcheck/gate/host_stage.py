@@ -237,8 +237,8 @@ _HINTS = {
 
 _CAP_HINT = (
     "the host printed more than fabcheck reads of one node (a tool printing without end, or far more "
-    "RDMA ports than a GPU host has): see the section named; README 'Bounds' states the section cap, "
-    "the round trip cap and the port cap"
+    "RDMA ports than a GPU host has): see the section named; docs/validate.md 'Bounds' states the section "
+    "cap, the round trip cap and the port cap"
 )
 
 

@@ -352,7 +352,7 @@ def _describe(error: Mapping[str, Any], raw: Mapping[str, Any], secrets: _Secret
     if error["type"] == "missing":
         return f"{where}{key}: required key is missing"
     if error["type"] == "extra_forbidden":
-        return f"{where}{key}: unknown key (check the spelling; allowed keys are in the README)"
+        return f"{where}{key}: unknown key (check the spelling; allowed keys are in docs/intent.md)"
     if "[key]" in error["loc"]:  # a mapping key of the wrong type: name the mapping and the key
         parent = ".".join(str(p) for p in (INTENT_VAR, *loc[:-1]))
         shown = secrets.value(loc, error.get("input"))

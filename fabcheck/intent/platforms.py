@@ -14,7 +14,7 @@ the platforms it is asked about (the switch_qos module loads one driver), and
 tests/switch/test_platform_files.py resolves every name and checks what it finds.
 
 Adding a platform: one `Platform` below, `templates/<template_folder>/switch.j2`, the driver class,
-its parser module and probe table, and the mock device (README.md, "Adding a switch platform").
+its parser module and probe table, and the mock device (docs/switches/index.md, "Adding a switch platform").
 """
 
 from __future__ import annotations

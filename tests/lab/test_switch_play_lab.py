@@ -36,7 +36,7 @@ WRONG_PASSWORD = "Not-The-Lab-Password-7"
 
 
 PLATFORM_OF = {"leaf01": "nvue", "leaf02": "sonic", "leaf03": "eos"}
-# The lab intent with every switch-facing value changed (README "The fabric intent").
+# The lab intent with every switch-facing value changed (docs/intent.md).
 NON_DEFAULT = {
     "lossless": {"dscp": [24], "priority": 4, "pfc": True},
     "cnp": {"dscp": 46, "priority": 5},

@@ -3,7 +3,7 @@ for that command, to its truth file; and the lab's mock, asked the same command,
 same structure (JSON: the same keys and value types where both have them; text: the same header).
 
 A command without a public real output has an INDEX row with file `-`: its mock answer is unverified
-(README says so), and this test checks that every probe command is listed one way or the other.
+(docs/switches/ says so), and this test checks that every probe command is listed one way or the other.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ flattened to facts, are diffed with ARISTA_DEFAULTS: each default with the sourc
 Any difference not in KNOWN_DIFFERENCES fails, and so does a listed difference that no longer occurs.
 `read_here` says whether the fact was read in the cited source while writing this table (True), or the
 source is Arista's manual chapter the project has cited all along but no copy of its text was at hand
-(False: README lists these as unverified).
+(False: docs/switches/eos.md lists these as unverified).
 """
 
 from __future__ import annotations

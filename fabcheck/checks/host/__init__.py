@@ -4,7 +4,7 @@ Pure. Each check is declared once (fabcheck.checks.declare.Check) in the module 
 ports (devices, port state, link layer, speed, MTUs), qos (trust, PFC, DSCP map, ECN, ToS), dcqcn
 (CNP, min_time_between_cnps, rp_params), pfc_storm, persistence (the boot file), gpu (nvidia_peermem,
 GPU-NIC affinity) and fleet (what must agree across the hosts of a run). This module lists them in the
-order the gate runs them and the README shows them. A record that could not be read arrives as
+order the gate runs them and docs/checks/host.md shows them. A record that could not be read arrives as
 `Unreadable` (evidence.py) and becomes an ERROR naming the command, never a pass. Every failure hint
 names the role (and its tag) that fixes it fleet-wide and the command that fixes this device.
 

@@ -2,7 +2,7 @@
 judges it, and the host checks that judge a NIC value no fabcheck role writes, each with who owns it.
 
 Declared once here; tests/invariant/test_host_fields.py drifts each owned setting on a mock host and
-README's owned-field table is generated from both tables (host_owned_fields_markdown).
+docs/checks/host.md's owned-field table is generated from both tables (host_owned_fields_markdown).
 """
 
 from __future__ import annotations
@@ -81,8 +81,9 @@ NOT_SETTINGS: dict[str, str] = {
 
 
 def host_owned_fields_markdown(check_tags: dict[str, str | None], test: str) -> str:
-    """README's host rows: each owned NIC setting with its concern tag, check and test, then each value
-    a host check judges that no role writes, with its owner (`check_tags`: check id -> role tag)."""
+    """docs/checks/host.md's rows: each owned NIC setting with its concern tag, check and test, then
+    each value a host check judges that no role writes, with its owner (`check_tags`: check id -> role
+    tag)."""
     rows = ["| field | module setting | concern tag | check | test |", "|---|---|---|---|---|"]
     for owned in HOST_OWNED_FIELDS:
         checks = ", ".join(f"`{name}`" for name in (owned.check, *owned.also))

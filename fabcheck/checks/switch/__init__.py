@@ -5,7 +5,7 @@ module of its concern, beside its judge and the owned-field rows of the settings
 classification (trust, DSCP map, priority map, queue maps; tag dscp), pfc, ecn, scheduler, watchdog
 (state and settings), ports (MTU, port speed), buffers (SONiC buffer profiles, NVUE's lossless pool),
 drops (the lossless queue during the run) and startup (the saved config holds what runs). This module
-lists the checks in the order the gate runs them and the README shows them (SWITCH_CHECKS), and the
+lists the checks in the order the gate runs them and docs/checks/switch.md shows them (SWITCH_CHECKS), and the
 owned-field rows in the table's order (FIELD_CHECKS). judges.py holds the judge shape (SwitchJudge,
 generic over the record it reads) and the run of one check on one switch (run_check): a record a port
 has is judged per port, a switch-wide one once for the switch, a record that could not be read is an
@@ -94,7 +94,7 @@ from fabcheck.checks.switch.watchdog import (
 )
 from fabcheck.desired.switch import DesiredSwitch
 
-# The order the gate runs them, the README's check table and every report lists them.
+# The order the gate runs them, the docs' check table and every report lists them.
 SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
     TRUST_CHECK,
     DSCP_MAP_CHECK,
@@ -144,8 +144,8 @@ def __getattr__(name: str) -> object:
 
 
 def owned_fields_markdown(tests: Mapping[tuple[str, str], str]) -> str:
-    """README's owned-field table: each field, its concern tag, its check and the test that drifts it
-    (`tests` maps (platform, field) to a test id)."""
+    """docs/checks/switch.md's owned-field table: each field, its concern tag, its check and the test
+    that drifts it (`tests` maps (platform, field) to a test id)."""
     return owned_fields_table(owned_fields(), {check.id: check.tag for check in SWITCH_CHECKS}, tests)
 
 

@@ -2,7 +2,7 @@
 
 Each concern module declares the rows of the keys its checks judge (FIELDS: one FieldCheck per key a
 push writes, in the platform's own terms); the package lists them (FIELD_CHECKS) and derives the
-owned-field table from the renders (fabcheck.switch.owned): README's table is generated from it
+owned-field table from the renders (fabcheck.switch.owned): docs/checks/switch.md's table is generated from it
 (owned_fields_markdown), tests/invariant/test_written_fields.py fails on a written key without a row,
 and tests/invariant/test_switch_fields.py drifts each field alone on a mock switch.
 """

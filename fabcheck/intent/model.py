@@ -217,6 +217,28 @@ class Performance(StrictModel):
     nics_per_node: Integer | None = Field(None, ge=1, description="defaults to the number of rails, else 8")
 
 
+class LinkHealth(StrictModel):
+    """Limits of the wire checks (host.link_errors, host.link_flaps, host.optics, their switch twins and
+    link.health). Error limits are counts over the counter window (`fabcheck validate --counter-window`);
+    an uncorrectable FEC block or a link-down transition inside the window always fails. Each default's
+    source is in docs/checks/wire.md."""
+
+    # aristanetworks/anta VerifyInterfacesBER: pre-FEC BER above 1e-7 fails (the IEEE 802.3 Clause 136
+    # design point, 2.4e-4, is where RS(544,514) just still corrects: far too late for a gate).
+    max_pre_fec_ber: Number = Field(1e-7, gt=0, lt=1, description="pre-FEC bit error ratio over the window")
+    # aristanetworks/anta VerifyInterfaceErrors and VerifyInterfaceDiscards: any error or discard fails.
+    max_crc_errors: Integer = Field(0, ge=0, description="FCS/CRC errors per counter window")
+    max_symbol_errors: Integer = Field(0, ge=0, description="symbol (physical coding) errors per window")
+    max_discards: Integer = Field(0, ge=0, description="physical discards per counter window")
+    # Down transitions since the counters were cleared (not the window: any in the window fails).
+    # anta VerifyInterfacesCounterDetails allows 100 link status changes = 50 down transitions.
+    flaps_allowed: Integer = Field(50, ge=0, description="down transitions since the last clear")
+    # anta VerifyInterfacesOpticsReceivePower: RX power at least 2 dB above the module's low alarm.
+    optics_rx_margin_db: Number = Field(2.0, ge=0, description="dB above the module's RX low alarm")
+    # Temperature at least this far under the module's own high warning threshold (SFF-8636/CMIS).
+    optics_temperature_margin_c: Number = Field(0.0, ge=0, description="°C under the module's high warning")
+
+
 # InfiniBand partition keys: 15 bits, 0x7fff the default partition, 0x0000 invalid; bit 15 (0x8000) is
 # the full-member flag, which is a property of a membership, never of the partition itself.
 PKEY_MIN, PKEY_MAX, DEFAULT_PKEY = 0x0001, 0x7FFF, 0x7FFF
@@ -448,6 +470,7 @@ class FabricIntent(StrictModel):
     nccl: Nccl = Field(default_factory=Nccl)
     performance: Performance = Field(default_factory=Performance)
     subnet_manager: SubnetManager = Field(default_factory=SubnetManager)
+    link_health: LinkHealth = Field(default_factory=LinkHealth)
 
     @model_validator(mode="after")
     def _coherent(self, info: ValidationInfo) -> FabricIntent:

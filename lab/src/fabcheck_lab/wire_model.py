@@ -15,7 +15,7 @@ Counter and quantity names are fabcheck's wire vocabulary (fabcheck.parsers.wire
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 # Bits a 400 Gb/s lab link receives per second (the BER denominator keeps counting on a clean link).
@@ -95,3 +95,25 @@ def counters_at(state: Mapping[str, Any], now: float | None = None) -> dict[str,
 
 def _now(now: float | None) -> float:
     return time.time() if now is None else now
+
+
+# What a DOM fault does to a module's live values, against the module's own thresholds: the RX power
+# 3 dB under its low alarm (a dirty or cracked fibre), the temperature 3 °C over its high warning.
+DOM_FAULTS: Mapping[str, tuple[str, str, float]] = {
+    "optic-rx-low": ("rx_power", "low_alarm", -3.0),
+    "switch-optic-hot": ("temperature", "high_warning", 3.0),
+}
+
+
+def dom_values(
+    baseline: Mapping[str, float], thresholds: Mapping[str, Mapping[str, float]], faults: Iterable[str]
+) -> dict[str, float]:
+    """A module's live values (quantity -> value, e.g. "rx_power" in dBm, "temperature" in °C) with the
+    running DOM faults applied against `thresholds` (quantity -> {"low_alarm": ..., "high_warning": ...},
+    the module's own, from the cited real module the mock renders)."""
+    values = dict(baseline)
+    for fault in faults:
+        if fault in DOM_FAULTS:
+            quantity, threshold, offset = DOM_FAULTS[fault]
+            values[quantity] = round(thresholds[quantity][threshold] + offset, 2)
+    return values

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from fabcheck_lab import wire_model
 from fabcheck_lab.mockswitch.spec import MockSwitchError, SwitchSpec, write_private
 
 # Faults every platform implements, applied to the RUNNING configuration of a live switch.
@@ -21,9 +22,13 @@ SWITCH_FAULTS: Mapping[str, str] = {
     "switch-ecn-off": "ECN marking switched off on the lossless queue 3 (every port)",
     "switch-miswired": "the cables of the first two cabled ports that lead to different hosts are swapped "
     "(LLDP on each port hears the other's host NIC)",
+    "switch-link-errors": "the first cabled port counts uncorrectable FEC blocks (a bad cable or optic)",
+    "switch-optic-hot": "the first cabled port's module runs over its own high temperature warning",
 }
 # Faults of the cabling, not of the configuration: they change what LLDP hears, no config edit.
 CABLE_FAULTS = frozenset({"switch-miswired"})
+# Faults of the wire (fabcheck_lab.wire_model): counters and module diagnostics of one port, no config edit.
+WIRE_FAULTS = frozenset({"switch-link-errors", "switch-optic-hot"})
 FAULT_PORT_PRIORITY = 4  # the wrong priority switch-pfc-prio moves PFC to
 LOSSLESS_QUEUE = 3  # the queue switch-ecn-off strips ECN from
 ROCE_DSCP = 26  # the DSCP the simulated RDMA traffic carries
@@ -213,6 +218,8 @@ class SwitchDevice(ABC):
         self.name = spec.name
         self.ports = spec.ports
         self.counters = Counters(spec.ports)
+        # Each port's wire (physical counters, module diagnostics) as the lab's wire model keeps it.
+        self.wire: dict[str, dict[str, Any]] = {port: wire_model.fresh_state() for port in spec.ports}
         self.log: list[dict[str, Any]] = []
         self.faults: dict[str, list[list[Any]]] = {}
         self.startup_faults: dict[str, list[list[Any]]] = {}  # the same faults' undo in startup
@@ -311,6 +318,21 @@ class SwitchDevice(ABC):
                 heard[first], heard[other] = heard[other], heard[first]
         return {port: heard[port] for port in self.ports if port in heard}
 
+    def wire_fault_port(self) -> str | None:
+        """The port a wire fault hits: the first cabled one (LLDP hears a neighbour there)."""
+        cabled = {port for port, _system, _remote in self.spec.neighbors}
+        return next((port for port in self.ports if port in cabled), None)
+
+    def wire_counters(self, port: str) -> dict[str, int]:
+        """The port's physical counters now, in fabcheck's wire vocabulary (each platform renders them
+        under its own names)."""
+        return wire_model.counters_at(self.wire[port])
+
+    def wire_faults(self, port: str) -> frozenset[str]:
+        """The wire faults running on the port (a platform renders their effect on its module's DOM
+        with wire_model.dom_values)."""
+        return frozenset(self.wire[port].get("rates", {})) if port in self.wire else frozenset()
+
     def refresh_counters(self) -> None:
         """Bring the counters up to date with the lab's traffic before a show reads them."""
         if self.traffic_feed is not None:
@@ -325,7 +347,10 @@ class SwitchDevice(ABC):
             raise MockSwitchError(f"unknown switch fault {fault!r}; known: {sorted(SWITCH_FAULTS)}")
         if fault in self.faults:
             return
-        edits = [] if fault in CABLE_FAULTS else self.fault_edits(fault)
+        edits = [] if fault in CABLE_FAULTS | WIRE_FAULTS else self.fault_edits(fault)
+        port = self.wire_fault_port()
+        if fault in WIRE_FAULTS and port is not None:
+            self.wire[port] = wire_model.start_fault(self.wire[port], fault)
         self.faults[fault] = apply_edits(self.running, edits)
         # A fault is a saved misconfiguration (it survives a reboot): the check it targets fails, not
         # switch.startup_config. An unsaved change is what a typed command without a save makes.
@@ -339,6 +364,8 @@ class SwitchDevice(ABC):
         for name in reversed(names):
             undo = self.faults.pop(name, None)
             if undo is not None:
+                for port, state in self.wire.items():
+                    self.wire[port] = wire_model.stop_fault(state, name)
                 undo_edits(self.running, undo)
                 undo_edits(self.startup, self.startup_faults.pop(name, []))
                 self.record("lab", "fault", f"heal {name}")
@@ -352,6 +379,7 @@ class SwitchDevice(ABC):
             "startup": self.startup,
             "log": self.log,
             "counters": self.counters.to_json(),
+            "wire": self.wire,
             "operational": {p: asdict(q) for p, q in self.port_qos().items()},
             "faults": self.faults,
             "startup_faults": self.startup_faults,
@@ -368,6 +396,8 @@ class SwitchDevice(ABC):
         self.faults = dict(saved.get("faults", {}))
         self.startup_faults = dict(saved.get("startup_faults", {}))
         self.counters = Counters(self.ports, saved.get("counters"))
+        wire = saved.get("wire", {})
+        self.wire = {port: wire.get(port) or wire_model.fresh_state() for port in self.ports}
         self.load_extra(saved)
 
     def dump(self, path: Path) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from fabcheck.checks.model import Status
+from fabcheck.checks.model import Finding, Status
 from fabcheck.report.fabric_map import WORST_FIRST, Cell, Fabric, HostRow, SwitchBox, fabric
 from fabcheck.report.model import Run
 from fabcheck.report.palette import INK, PAPER, RULE, SOLID, UNJUDGED
@@ -245,7 +245,20 @@ def _tip(cell: Cell, part: str) -> str:
         name, findings, status = f"{cell.switch} {cell.port}", cell.port_findings, cell.port_status
     bad = sorted({f.check for f in findings if f.status in (Status.FAIL, Status.ERROR)})
     counted = f"{len(findings)} finding(s)" if findings else "no finding"
-    return f"{name}: {_said(status)} ({counted}{'; not passed: ' + ', '.join(bad) if bad else ''})"
+    said = f"{name}: {_said(status)} ({counted}{'; not passed: ' + ', '.join(bad) if bad else ''})"
+    if part == "cable":
+        # A failing cable names what failed and what to do (link.health: the direction, which end to
+        # clean, reseat or replace), so the picture alone says where to go.
+        said += "".join(f"\n{_finding_line(f)}" for f in findings if f.status is Status.FAIL)
+    return said
+
+
+TIP_FINDING_CHARS = 400  # one finding's line in a tooltip; the report's table holds the whole text
+
+
+def _finding_line(finding: Finding) -> str:
+    line = f"{finding.check}: {finding.actual}" + (f" -> {finding.hint}" if finding.hint else "")
+    return line if len(line) <= TIP_FINDING_CHARS else line[: TIP_FINDING_CHARS - 3] + "..."
 
 
 def _folded_row(

@@ -3,12 +3,13 @@ the compact rule for large fleets."""
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 
 from labrun import lab_run
 from reportdata import fabric_run, fleet
 
-from fabcheck.checks.model import Finding, Status, errored, failed, passed
+from fabcheck.checks.model import Finding, Status, Where, errored, failed, passed
 from fabcheck.report import fabric_map, fabric_svg, html
 from fabcheck.report.model import NodeKind, Run, Subject
 from fabcheck.report.palette import SOLID, UNJUDGED
@@ -220,3 +221,30 @@ def test_the_picture_reads_a_findings_where_fields_not_its_subject_text() -> Non
         "gpu01:mlx5_0",
         "leaf01:swp1",
     )
+
+
+def test_a_cable_whose_link_health_fails_is_drawn_failed_and_its_tooltip_names_the_finding() -> None:
+    """link.health (docs/checks/wire.md): the cable takes the fail colour and its hover text says what
+    failed and which end to clean, reseat or replace."""
+    health = failed(
+        "link.health",
+        "gpu01:mlx5_0 <-> leaf01:swp1",
+        "the wire clean at both ends",
+        "leaf01:swp1: fcs_errors +8123 in 5 s (limit 0)",
+        "receive errors at leaf01:swp1 with a clean gpu01:mlx5_0: the cable or gpu01:mlx5_0's optic",
+    )
+    health = dataclasses.replace(health, where=Where("gpu01", "mlx5_0", "leaf01:swp1"))
+    clean = passed("link.mtu", "gpu01:mlx5_0 <-> leaf01:swp1", "9000", "9000")
+    run = Run("validate", (Subject("gpu01", NodeKind.HOST, (health, clean)),))
+    group = cells(fabric_svg.render(run))[("gpu01", "mlx5_0")]
+    assert cable(group) == SOLID[Status.FAIL] and group.get("data-cable-status") == "fail"
+    line = group.find(f"{SVG}line")
+    assert line is not None
+    title = line.find(f"{SVG}title")
+    assert title is not None and title.text is not None
+    assert "not passed: link.health" in title.text
+    assert (
+        "link.health: leaf01:swp1: fcs_errors +8123 in 5 s (limit 0) -> receive errors at leaf01:swp1"
+        in title.text
+    )
+    assert "link.mtu:" not in title.text  # a passing finding is counted, not spelled out

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fabcheck.collect.script import LAUNCHER, HostProbe, Section
+from fabcheck.collect.script import COUNTER_WINDOW, EARLIER, LAUNCHER, HostProbe, Section
 from fabcheck.collect.script import collection_script as script_for
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.desired.nic import ECN_DIR, ECN_FILES, PERSIST_PATHS, PERSIST_UNIT
@@ -59,6 +59,36 @@ PERSIST_CONFIG = "persist_config"
 PERSIST_UNIT_STATE = "persist_unit"
 PERSIST_FILES = "persist_files"
 PERSIST_FILE_ORDER = ("config", "applier", "unit", "rule")
+# The wire (docs/checks/wire.md): a netdev's physical counters, its FEC and its module's diagnostics,
+# and where mlxlink is installed its port's BER and FEC counters. The counter views are read at the
+# start and the end of the counter window (COUNTER_WINDOW says how long the script waited).
+LINK_STATS = "link_stats"  # ethtool -S: the mlx5 *_phy counters
+FEC = "fec"  # ethtool -I --show-fec: the FEC mode, and its statistics where the kernel has them
+MODULE = "module"  # ethtool -m: the module's identity and digital diagnostics with its thresholds
+MLXLINK = "mlxlink"  # mlxlink -c: raw/effective BER and FEC counters (optional tool)
+# `ethtool -m` on a port that has no module EEPROM to read (an empty cage, a driver or port without
+# module EEPROM access) fails with "Cannot get module EEPROM information: <errno text>" (ethtool's
+# message; real: "...: No such device", sonic-net/sonic-mgmt issue 8198; "...: Invalid argument" on an
+# i40e port without NVM support, netdev list 2019). The record is an Unreadable whose reason starts with
+# NO_MODULE_EEPROM: the optics checks make it a named skip, never a collection error.
+NO_MODULE_EEPROM = "no module EEPROM to read"
+_NO_EEPROM = "Cannot get module EEPROM information: "
+_NO_EEPROM_ERRNOS = ("Operation not supported", "No such device", "Invalid argument")
+
+
+def module_answer(parse: Callable[[str, str], Any]) -> Callable[[int, str, str, str], Any]:
+    """`ethtool -m` read as an answer: its output parsed, and a port with no module EEPROM to read an
+    Unreadable whose reason starts with NO_MODULE_EEPROM (any other failure is an Unreadable too)."""
+
+    def answer(rc: int, out: str, err: str, source: str) -> Any:
+        if rc == 0:
+            return parse(out, source)
+        said = last_line(err) or last_line(out)
+        if said.startswith(_NO_EEPROM) and said[len(_NO_EEPROM) :].strip() in _NO_EEPROM_ERRNOS:
+            return Unreadable(source, f"{NO_MODULE_EEPROM} (exit {rc}: {said})")
+        return Unreadable(source, _short(f"exit {rc}" + (f": {said}" if said else "")))
+
+    return answer
 
 
 def _listed(folder: str) -> Callable[[str, str], dict[str, int]]:
@@ -77,6 +107,7 @@ NET = "/sys/class/net/{netdev}"
 ECN = {value: f"{ECN_DIR}/{name}" for value, name in ECN_FILES.items()}  # "{netdev}", "{priority}" left in
 HOST_PROBES: tuple[HostProbe, ...] = (
     HostProbe(TIME_LIMIT, "host", ("command", "-v", "timeout"), str, builtin=True),
+    HostProbe(COUNTER_WINDOW, "host", ("sleep", "<counter window>"), host_sysfs.sysfs_int, builtin=True),
     HostProbe(TOPO, "host", ("nvidia-smi", "topo", "-m"), parse_topo),
     HostProbe(LSMOD, "host", ("lsmod",), host_sysfs.loaded_modules),
     HostProbe(IBV_DEVINFO, "host", ("ibv_devinfo", "-v"), parse_ibv_devinfo, empty_when=NO_DEVICES),
@@ -145,18 +176,20 @@ class HostCollection:
 
 
 def remote_command(token: str, priority: int, limits: TimeLimits | None = None) -> str:
-    """The one remote command line: the launcher and the static script as single quoted arguments."""
+    """The one remote command line: the launcher and the static script as single quoted arguments (the
+    limits' counter window is the script's last one)."""
     if not 0 <= priority <= 7:
         raise ValueError(f"lossless priority {priority} is not 0..7")
     limits = limits or TimeLimits()
-    script = [COLLECT_SCRIPT, "fabcheck-collect", token, str(priority), str(limits.tool_s)]
+    window = str(limits.counter_window_s)
+    script = [COLLECT_SCRIPT, "fabcheck-collect", token, str(priority), str(limits.tool_s), window]
     return shlex.join(["sh", "-c", LAUNCHER, "fabcheck-collect", str(limits.host_s), *script])
 
 
 def section_command(section: str, priority: int) -> str:
     """The command a section ran, shell-quoted, e.g. 'mlnx_qos -i ens1np0' for 'mlnx_qos:ens1np0'."""
     kind, _, subject = section.partition(":")
-    probe = PROBES_BY_NAME.get(kind)
+    probe = PROBES_BY_NAME.get(kind.removesuffix(EARLIER))
     if probe is None:
         return shlex.quote(section)
     dev, _, port = subject.partition("/")
@@ -183,7 +216,9 @@ def read_records(
 ) -> dict[tuple[str, str], Any]:
     """Pure: every probe's record for every subject the host showed (ports and netdevs from `rdma link`).
 
-    A section that is missing, cut off, failed or unparsable is an Unreadable record, never a guess."""
+    A counter probe's record is its second (or only) reading; with a counter window, its first reading
+    is the record `earlier(probe)` of the same subject. A section that is missing, cut off, failed or
+    unparsable is an Unreadable record, never a guess."""
     probes = HOST_PROBES if probes is None else tuple(probes)
     records: dict[tuple[str, str], Any] = {}
     links = read_section(PROBES_BY_NAME[RDMA_LINK], sections, "", priority)
@@ -191,17 +226,27 @@ def read_records(
     ports = [] if isinstance(links, Unreadable) else [link.name for link in links]
     netdevs = [] if isinstance(links, Unreadable) else sorted({lk.netdev for lk in links if lk.netdev})
     subjects = {"host": [""], "port": ports, "netdev": netdevs}
+    window: Any = 0
+    if any(probe.counter for probe in probes):
+        window = read_section(PROBES_BY_NAME[COUNTER_WINDOW], sections, "", priority)
+        records[(COUNTER_WINDOW, "")] = window
     for probe in probes:
-        if probe.name in (RDMA_LINK, TIME_LIMIT):
-            continue  # the listing is read above; the time limit is judged from its section
+        if probe.name in (RDMA_LINK, TIME_LIMIT, COUNTER_WINDOW):
+            continue  # the listing and the window are read above; the time limit is judged from its section
         for subject in subjects[probe.scope]:
             records[(probe.name, subject)] = read_section(probe, sections, subject, priority)
+            if probe.counter and window != 0:  # a window (or a round trip stopped inside it): two readings
+                first = read_section(probe, sections, subject, priority, first=True)
+                records[(probe.earlier, subject)] = first
     return records
 
 
-def read_section(probe: HostProbe, sections: Mapping[str, Section], subject: str, priority: int) -> Any:
-    """One probe's record for one subject, or Unreadable saying why."""
-    name = probe.section(subject)
+def read_section(
+    probe: HostProbe, sections: Mapping[str, Section], subject: str, priority: int, *, first: bool = False
+) -> Any:
+    """One probe's record for one subject (`first`: a counter probe's first reading), or Unreadable
+    saying why."""
+    name = probe.section(subject, first=first)
     command = section_command(name, priority)
     section = sections.get(name)
     if section is None:
@@ -223,6 +268,8 @@ def _parsed(probe: HostProbe, section: Section, command: str) -> Any:
         return probe.parse(section.rc, section.stdout, section.stderr, command)
     if probe.reading == "file" and missing_file(section.rc, section.stderr):
         return None
+    if probe.optional and section.rc == 127:
+        return None  # the tool is not installed: an optional source, absent
     empty = probe.empty_when
     if empty is not None and section.rc != 0 and section.stderr.strip() == empty:
         return probe.parse(empty, command)

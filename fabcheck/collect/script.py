@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fabcheck.desired.nic import MAX_COUNTER_WINDOW_S
+
 # Probe (= section) names: a host probe's section is its name, a port probe's "<name>:<dev>/<port>", a
 # netdev probe's "<name>:<netdev>".
 
@@ -39,14 +41,26 @@ class HostProbe:
     reading: Reading = "output"
     empty_when: str | None = None  # the tool's own "nothing here" stderr with a failing exit: empty
     builtin: bool = False  # the script itself prints this section (not one command run by `section`)
+    # A counter (error, FEC, flap) view: read at the start and at the end of the counter window, the
+    # first reading in the section `<name>.before:<subject>` (`earlier`), the second in the usual one.
+    counter: bool = False
+    # A tool that need not be installed (mlxlink): its exit 127, "command not found", is the answer None.
+    optional: bool = False
 
     @property
     def command(self) -> str:
         """The command as a user would type it, with its placeholders."""
         return " ".join(word or "''" for word in self.argv)
 
-    def section(self, subject: str = "") -> str:
-        return f"{self.name}:{subject}" if subject else self.name
+    def section(self, subject: str = "", *, first: bool = False) -> str:
+        """The section of this probe for `subject` (`first`: a counter probe's first reading)."""
+        name = self.earlier if first else self.name
+        return f"{name}:{subject}" if subject else name
+
+    @property
+    def earlier(self) -> str:
+        """The name of a counter probe's first reading (its section and its record)."""
+        return earlier(self.name)
 
     @property
     def reads_one_file(self) -> bool:
@@ -55,19 +69,32 @@ class HostProbe:
         return len(self.argv) == 2 and self.argv[0] == "cat" and ":" not in self.argv[1]
 
 
+EARLIER = ".before"  # a counter probe's first reading: "<probe>.before:<subject>"
+# The section the script prints between the two counter readings, once the window has passed: the
+# seconds it waited (0: one reading only). A round trip stopped inside the window has none.
+COUNTER_WINDOW = "counter_window"
+
+
+def earlier(name: str) -> str:
+    return name + EARLIER
+
+
 MARK = "<<<fabcheck"
 COMPLETE = "complete"
 
-# $1 = token (hex), $2 = lossless priority (0..7), $3 = seconds each tool may run. Names from
+# $1 = token (hex), $2 = lossless priority (0..7), $3 = seconds each tool may run, $4 = the counter
+# window in whole seconds (0..@MAX_WINDOW@; 0: the counters are read once). Names from
 # `rdma link` are used only when they are plain interface names, and only inside double quotes.
 # Each tool runs under `timeout` in the background so that a TERM from outside (the launcher's overall
 # limit) can be passed on to it: nothing the script started outlives the script.
 _PROLOGUE = r"""
 set -f
-token=$1 prio=$2 limit=$3
+token=$1 prio=$2 limit=$3 window=$4
 case $token in ''|*[!0-9a-f]*) echo "fabcheck: bad token" >&2; exit 2;; esac
 case $prio in [0-7]) ;; *) echo "fabcheck: bad priority" >&2; exit 2;; esac
 case $limit in ''|*[!0-9]*|0*) echo "fabcheck: bad time limit" >&2; exit 2;; esac
+case $window in ''|*[!0-9]*|0?*|????*) echo "fabcheck: bad counter window" >&2; exit 2;; esac
+[ "$window" -le @MAX_WINDOW@ ] || { echo "fabcheck: bad counter window" >&2; exit 2; }
 err=/dev/null running=
 stop() {  # stopped from outside: take the running tool down first (a foreground job is waited for)
     trap '' TERM INT HUP PIPE
@@ -155,6 +182,12 @@ recorded() {  # name rc stdout stderr: a marked section of output captured earli
 plain_name() {
     case $1 in ''|*[!A-Za-z0-9_.@-]*) return 1;; esac
 }
+pause() {  # the counter window: a sleep a TERM stops at once, as it stops a bounded tool
+    sleep "$1" </dev/null >/dev/null 2>&1 &
+    running=$!
+    wait "$running"
+    running=
+}
 if [ -n "$bounded" ]; then
     recorded time_limit 0 "$(command -v timeout)" ""
 else
@@ -168,13 +201,16 @@ _LINKS = r"""links=$(trap stop TERM INT HUP PIPE; bound rdma link 2>"$err" </dev
 links_rc=$? links_err=
 [ ! -s "$err" ] || links_err=$(cat "$err")
 recorded rdma_link "$links_rc" "$links" "$links_err"
-ports=0
+"""
+# One pass over the listing's ports (the same for the probes read once and each counter reading);
+# @OVER@ is what the pass does at the port cap.
+_EACH_PORT = r"""ports=0
 printf '%s\n' "$links" | while trap stop TERM INT HUP PIPE && IFS= read -r line; do
     set -- $line
     [ "$1" = link ] || continue
     ports=$((ports + 1))
     if [ "$ports" -gt @MAX_PORTS@ ]; then
-        recorded port_limit 1 "" "fabcheck: more than @MAX_PORTS@ ports listed; the rest are not read"
+@OVER@
         break
     fi
     dev=${2%/*} port=${2#*/}
@@ -185,6 +221,9 @@ printf '%s\n' "$links" | while trap stop TERM INT HUP PIPE && IFS= read -r line;
     done
     plain_name "$dev" && plain_name "$port" || continue
 """
+_PORT_LIMIT = (
+    '        recorded port_limit 1 "" "fabcheck: more than @MAX_PORTS@ ports listed; the rest are not read"'
+)
 
 _EPILOGUE = r"""[ "$err" = /dev/null ] || rm -f "$err"
 printf '%s %s complete>>>\n' '<<<fabcheck' "$token"
@@ -219,8 +258,10 @@ def _variable(name: str) -> str:
     return _PLACEHOLDERS[name]
 
 
-def _section_line(probe: HostProbe, indent: str = "") -> str:
-    label = {"host": probe.name, "port": probe.name + ":{dev}/{port}", "netdev": probe.name + ":{netdev}"}
+def _section_line(probe: HostProbe, indent: str = "", reading: str = "") -> str:
+    """`section LABEL COMMAND...`; `reading` names a counter probe's first reading (EARLIER)."""
+    name = probe.name + reading
+    label = {"host": name, "port": name + ":{dev}/{port}", "netdev": name + ":{netdev}"}
     words = [_shell_word(label[probe.scope]), *(_shell_word(word) for word in probe.argv)]
     return f"{indent}section {' '.join(words)}\n"
 
@@ -248,16 +289,42 @@ def _batch_lines(port: list[HostProbe], netdev: list[HostProbe], indent: str) ->
 
 def collection_script(probes: Iterable[HostProbe]) -> str:
     """The collection script of a probe table: host probes, then per `rdma link` port its port probes
-    and, when the port has a plain netdev name, that netdev's probes."""
+    and, when the port has a plain netdev name, that netdev's probes. The counter probes come last: one
+    reading of them all, the counter window (`pause`), and the second reading (the only one when the
+    window is 0), so every node waits the window once, inside its own round trip."""
     probes = tuple(probes)
-    by_scope = {scope: [p for p in probes if p.scope == scope and not p.builtin] for scope in _SCOPES}
-    links = _LINKS.replace("@MAX_PORTS@", str(MAX_PORTS))
-    script = _PROLOGUE + "".join(_section_line(p) for p in by_scope["host"]) + links
+    once = [p for p in probes if not p.builtin and not p.counter]
+    by_scope = {scope: [p for p in once if p.scope == scope] for scope in _SCOPES}
+    each_port = _EACH_PORT.replace("@MAX_PORTS@", str(MAX_PORTS))
+    script = _PROLOGUE.replace("@MAX_WINDOW@", str(MAX_COUNTER_WINDOW_S))
+    script += "".join(_section_line(p) for p in by_scope["host"]) + _LINKS
+    script += each_port.replace("@OVER@", _PORT_LIMIT.replace("@MAX_PORTS@", str(MAX_PORTS)))
     script += _batch_lines(by_scope["port"], by_scope["netdev"], "    ")
     script += "".join(_section_line(p, "    ") for p in by_scope["port"])
     script += '    plain_name "$netdev" || continue\n'
     script += "".join(_section_line(p, "    ") for p in by_scope["netdev"])
-    return script + "done\n" + _EPILOGUE
+    script += "done\n"
+    counters = [p for p in probes if p.counter and not p.builtin]
+    if counters:
+        script += 'if [ "$window" -gt 0 ]; then\n'
+        script += _counter_reading(counters, each_port, EARLIER)
+        script += 'pause "$window"\nfi\n'
+        script += f'recorded {COUNTER_WINDOW} 0 "$window" ""\n'
+        script += _counter_reading(counters, each_port, "")
+    return script + _EPILOGUE
+
+
+def _counter_reading(counters: list[HostProbe], each_port: str, reading: str) -> str:
+    """One reading of every counter probe (host ones, then per port and netdev as above)."""
+    lines = "".join(_section_line(p, "", reading) for p in counters if p.scope == "host")
+    per_port = "".join(_section_line(p, "    ", reading) for p in counters if p.scope == "port")
+    per_netdev = "".join(_section_line(p, "    ", reading) for p in counters if p.scope == "netdev")
+    if not per_port and not per_netdev:
+        return lines
+    lines += each_port.replace("@OVER@", "") + per_port
+    if per_netdev:
+        lines += '    plain_name "$netdev" || continue\n' + per_netdev
+    return lines + "done\n"
 
 
 _SCOPES: tuple[Scope, ...] = ("host", "port", "netdev")

@@ -5,6 +5,7 @@ subnet-manager and the perftest collections share.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -214,42 +215,62 @@ class TimeLimits:
     connect_s: ssh ConnectTimeout (TCP connect and the banner exchange). command_s: the collection on
     the host, enforced there by `timeout` and by the client with a grace period; each tool on the host
     gets ``per_tool_s`` of it. cap_s: the run's deadline leaves this host no more than this.
+    counter_window_s: the whole seconds the host collection waits between its two counter readings
+    (`--counter-window`); the host's limit grows by it, a tool's does not (`with_window`).
     """
 
     connect_s: float = 10.0
     command_s: float = 30.0
     cap_s: float | None = None
     per_tool_s: float | None = None  # default: a third of the host's limit
+    counter_window_s: int = 0
 
     def __post_init__(self) -> None:
         for value in (self.connect_s, self.command_s, self.cap_s, self.per_tool_s):
             if value is not None and not (0 < value < math.inf):
                 raise ValueError(f"time limits must be positive and finite, not {value}")
+        window = self.counter_window_s
+        if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+            raise ValueError(f"the counter window must be whole seconds, at least 0, not {window!r}")
 
     @property
     def ssh_connect_timeout(self) -> int:
         return max(1, math.ceil(self.connect_s))
 
     @property
-    def host_s(self) -> int:
+    def _command_s(self) -> int:
         return max(1, math.ceil(self.command_s))
+
+    @property
+    def host_s(self) -> int:
+        """The collection's limit on the host: its commands' time and the counter window."""
+        return self._command_s + self.counter_window_s
 
     @property
     def tool_s(self) -> int:
         # A third: one hung tool leaves time for the others, so the host is still mostly judged.
-        wanted = self.host_s / 3 if self.per_tool_s is None else self.per_tool_s
-        return max(1, min(self.host_s, math.ceil(wanted)))
+        wanted = self._command_s / 3 if self.per_tool_s is None else self.per_tool_s
+        return max(1, min(self._command_s, math.ceil(wanted)))
 
     @property
     def client_s(self) -> float:
         total = self.ssh_connect_timeout + self.host_s + GRACE_S
         return total if self.cap_s is None else min(total, self.cap_s)
 
+    def with_window(self, window_s: int) -> TimeLimits:
+        """These limits with a counter window: the host collection waits it between its readings."""
+        return dataclasses.replace(self, counter_window_s=window_s)
+
     def within(self, left_s: float) -> TimeLimits:
-        """These limits, shortened so that the whole round trip ends within ``left_s``."""
+        """These limits, shortened so that the whole round trip ends within ``left_s``. The counter
+        window keeps at most half of what is left, so the readings around it still have time."""
         if left_s >= self.client_s:
             return self
-        return TimeLimits(min(self.connect_s, left_s), min(self.command_s, left_s), left_s, self.per_tool_s)
+        window = min(self.counter_window_s, math.floor(left_s / 2))
+        rest = left_s - window
+        return TimeLimits(
+            min(self.connect_s, rest), min(self.command_s, rest), left_s, self.per_tool_s, window
+        )
 
 
 def text_of(data: bytes | str | None) -> str:

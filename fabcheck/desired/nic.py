@@ -8,10 +8,31 @@ prevention timeout. The host role's applier writes these values as they are and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fabcheck.intent.model import FabricIntent
+from fabcheck.intent.model import FabricIntent, LinkHealth
+
+# The wire checks judge what the error, FEC and flap counters did over a window of this many seconds
+# (`fabcheck validate --counter-window S`): every node reads them at its start and its end. 0 reads them
+# once and judges lifetime totals, and the report says so. The upper bound keeps a typo (5000 for 5)
+# from holding every round trip open for an hour.
+DEFAULT_COUNTER_WINDOW_S = 5
+MAX_COUNTER_WINDOW_S = 600
+
+
+def counter_window(value: object) -> int:
+    """A counter window in whole seconds, 0..MAX_COUNTER_WINDOW_S; ValueError saying what is wrong."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"counter window {value!r}: expected whole seconds 0..{MAX_COUNTER_WINDOW_S}")
+    text = str(value).strip()
+    if not text.isdigit() or not text.isascii() or int(text) > MAX_COUNTER_WINDOW_S:
+        raise ValueError(
+            f"counter window {value!r}: expected whole seconds 0..{MAX_COUNTER_WINDOW_S} "
+            "(0 reads lifetime totals only)"
+        )
+    return int(text)
+
 
 PRIORITY_COUNT = 8  # 802.1p priorities 0..7: mlnx_qos --pfc takes one flag per priority
 
@@ -169,6 +190,9 @@ class DesiredHost:
     # intent names no rails (then the role configures every RoCE NIC it finds).
     template: DesiredNic
     nvidia_peermem: bool
+    # The wire checks' limits (the intent's link_health) and the counter window they are judged over.
+    link_health: LinkHealth = field(default_factory=LinkHealth)
+    counter_window_s: int = DEFAULT_COUNTER_WINDOW_S
 
     @property
     def rails(self) -> dict[int, str]:
@@ -208,7 +232,9 @@ class DesiredHost:
         }
 
 
-def desired_host(intent: FabricIntent, host: str) -> DesiredHost:
+def desired_host(
+    intent: FabricIntent, host: str, counter_window_s: int = DEFAULT_COUNTER_WINDOW_S
+) -> DesiredHost:
     """Pure: a GPU host's intent (rails already merged from `fabric_rails`) -> its desired state."""
     devices = sorted(set(intent.rails.values()))
     template = desired_nic(intent, host, "")
@@ -219,6 +245,8 @@ def desired_host(intent: FabricIntent, host: str) -> DesiredHost:
         nics=tuple(_with_device(template, device) for device in devices),
         template=template,
         nvidia_peermem=intent.nccl.gdr_required,
+        link_health=intent.link_health,
+        counter_window_s=counter_window(counter_window_s),
     )
 
 

@@ -7,11 +7,12 @@ timers, the default class's scheduler share) are the platforms' RoCE defaults, n
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from fabcheck.desired.nic import DEFAULT_COUNTER_WINDOW_S, counter_window
 from fabcheck.intent.fabric import Fabric, Switch
-from fabcheck.intent.model import FabricIntent
+from fabcheck.intent.model import FabricIntent, LinkHealth
 from fabcheck.intent.platforms import platform_named
 
 PRIORITY_COUNT = 8
@@ -218,6 +219,10 @@ class DesiredSwitch:
     ports: tuple[DesiredSwitchPort, ...]
     lossless_pool_percent: int = LOSSLESS_POOL_PERCENT  # of the switch's shared buffer; 0 = no PFC
     pfc_cable_length_m: int = PFC_CABLE_LENGTH_M
+    # The wire checks' limits (the intent's link_health) and the counter window they are judged over:
+    # what the gate judges, never what the switch_qos role writes (to_json leaves them out).
+    link_health: LinkHealth = field(default_factory=LinkHealth)
+    counter_window_s: int = DEFAULT_COUNTER_WINDOW_S
 
     @property
     def watchdog_settings(self) -> dict[str, str]:
@@ -323,7 +328,10 @@ class DesiredSwitch:
         raise KeyError(name)
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {key: _json_ready(item) for key, item in asdict(self).items()}
+        judged_only = ("link_health", "counter_window_s")
+        data: dict[str, Any] = {
+            key: _json_ready(item) for key, item in asdict(self).items() if key not in judged_only
+        }
         data["dscp_to_switch_priority"] = {str(d): p for d, p in data.pop("dscp_to_switch_priority_pairs")}
         return data
 
@@ -336,7 +344,9 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-def desired_switch(intent: FabricIntent, fabric: Fabric, name: str) -> DesiredSwitch:
+def desired_switch(
+    intent: FabricIntent, fabric: Fabric, name: str, counter_window_s: int = DEFAULT_COUNTER_WINDOW_S
+) -> DesiredSwitch:
     """Pure: the fabric intent + the inventory's switch and cabling -> what switch `name` must hold."""
     switch = fabric.switch(name)
     lossless, cnp = intent.lossless, intent.cnp
@@ -363,6 +373,8 @@ def desired_switch(intent: FabricIntent, fabric: Fabric, name: str) -> DesiredSw
         watchdog=PfcWatchdog(bool(pfc), WATCHDOG_DETECTION_MS, WATCHDOG_RESTORATION_MS, WATCHDOG_ACTION),
         mtu=mtu,
         ports=_ports(intent, fabric, switch, mtu, pfc),
+        link_health=intent.link_health,
+        counter_window_s=counter_window(counter_window_s),
     )
 
 

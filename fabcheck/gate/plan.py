@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from fabcheck.desired.nccl import DesiredNcclHost, desired_nccl_host
-from fabcheck.desired.nic import DesiredHost, DesiredNic, desired_host
+from fabcheck.desired.nic import DEFAULT_COUNTER_WINDOW_S, DesiredHost, DesiredNic, desired_host
 from fabcheck.desired.perftest import DesiredPerftest, desired_perftest
 from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
 from fabcheck.desired.switch import DesiredSwitch, desired_switch
@@ -78,10 +78,14 @@ class GatePlan:
 
 
 def plan_gate(
-    inventory: Inventory, limit: str | None = None, stages: Sequence[str] | None = None
+    inventory: Inventory,
+    limit: str | None = None,
+    stages: Sequence[str] | None = None,
+    counter_window_s: int = DEFAULT_COUNTER_WINDOW_S,
 ) -> GatePlan:
-    """Nodes of the inventory narrowed by an Ansible --limit pattern, by the stages that claim them.
-    UsageError when nothing of what the stages judge is left, or a stage runs without one it reads."""
+    """Nodes of the inventory narrowed by an Ansible --limit pattern, by the stages that claim them, with
+    the counter window (--counter-window) in their desired state. UsageError when nothing of what the
+    stages judge is left, or a stage runs without one it reads."""
     stages = tuple(default_stage_names() if stages is None else stages)
     known = stage_names()
     unknown = [stage for stage in stages if stage not in known]
@@ -113,7 +117,7 @@ def plan_gate(
     cabled = frozenset((link.host, link.nic) for link in fabric.links)
     ordered = tuple(stage.name for stage in selected)
     leaves = [s.name for s in fabric.switches if s.name in names] if "incast" in stages else []
-    desired = desired_of(inventory, hosts, fabric, narrowed, claimed.get("sm", ()), leaves)
+    desired = desired_of(inventory, hosts, fabric, narrowed, claimed.get("sm", ()), leaves, counter_window_s)
     return GatePlan(hosts, switches, narrowed, cabled, rest, ordered, tuple(chosen), desired, fabric)
 
 
@@ -124,16 +128,18 @@ def desired_of(
     planned: Fabric | None = None,
     subnet_managers: Sequence[HostEntry] = (),
     leaves: Sequence[str] = (),
+    counter_window_s: int = DEFAULT_COUNTER_WINDOW_S,
 ) -> GateDesired:
     """Pure: the desired state of the planned hosts, of every cabled NIC of theirs in `fabric`, and of
     the switches of `planned` (the fabric narrowed to the run: a switch is judged on its planned ports)."""
-    by_host = {entry.name: desired_host(entry.intent, entry.name) for entry in hosts}
+    window = counter_window_s
+    by_host = {entry.name: desired_host(entry.intent, entry.name, window) for entry in hosts}
     empty = GateDesired(MappingProxyType(by_host))
     nics = {
         (link.host, link.nic): empty.nic(link.host, link.nic) for link in fabric.links if link.host in by_host
     }
     planned = fabric if planned is None else planned
-    switches = {s.name: desired_switch(inventory.intent, planned, s.name) for s in planned.switches}
+    switches = {s.name: desired_switch(inventory.intent, planned, s.name, window) for s in planned.switches}
     floors = {entry.name: desired_perftest(entry.intent, entry.name) for entry in hosts}
     ranks = {entry.name: desired_nccl_host(entry.intent, entry.name) for entry in hosts}
     return GateDesired(
@@ -143,7 +149,7 @@ def desired_of(
         MappingProxyType(floors),
         MappingProxyType(ranks),
         MappingProxyType(_subnet_managers(subnet_managers)),
-        MappingProxyType({name: desired_switch(inventory.intent, fabric, name) for name in leaves}),
+        MappingProxyType({name: desired_switch(inventory.intent, fabric, name, window) for name in leaves}),
     )
 
 

@@ -45,7 +45,7 @@ def _file_probes(files: dict[str, Path]) -> list[HostProbe]:
 
 def _sections(probes: list[HostProbe], bin_dir: Path, limit: str = "10") -> dict[str, Section]:
     done = subprocess.run(
-        ["/bin/sh", "-c", collection_script(probes), "fabcheck-collect", TOKEN, "3", limit],
+        ["/bin/sh", "-c", collection_script(probes), "fabcheck-collect", TOKEN, "3", limit, "0"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fabcheck.checks import host as checks
+from fabcheck.checks.host.evidence import HostEvidence
 from fabcheck.checks.model import Status
 from fabcheck.collect import host as collect
 from fabcheck.collect.host import (
@@ -20,7 +21,8 @@ from fabcheck.collect.host import (
     remote_command,
     section_command,
 )
-from fabcheck.collect.script import HostProbe, Section, split_sections
+from fabcheck.collect.script import HostProbe, Section, earlier, split_sections
+from fabcheck.parsers.wire_records import LinkCounters, LinkDelta, ModuleOptics
 from tests.checks.host.hostdata import TOKEN, healthy_sections, only, run_checks
 
 
@@ -29,7 +31,7 @@ def test_every_probe_a_check_needs_is_declared_and_every_probe_is_needed() -> No
     declared = {probe.name for probe in collect.HOST_PROBES}
     assert needed - declared == set()
     # rdma_link is also what the script loops over; time_limit is judged as the collection's own bound.
-    assert declared - needed == {collect.TIME_LIMIT}
+    assert declared - needed == {collect.TIME_LIMIT, collect.COUNTER_WINDOW}
     assert len(declared) == len(collect.HOST_PROBES)  # one declaration per probe name
 
 
@@ -71,7 +73,7 @@ def _fake_tools(bin_dir: Path) -> None:
 def test_the_generated_script_prints_every_declared_section_for_each_port_and_netdev(tmp_path: Path) -> None:
     _fake_tools(tmp_path / "bin")
     done = subprocess.run(
-        ["/bin/sh", "-c", collect.COLLECT_SCRIPT, "fabcheck-collect", TOKEN, "3", "10"],
+        ["/bin/sh", "-c", collect.COLLECT_SCRIPT, "fabcheck-collect", TOKEN, "3", "10", "0"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -81,7 +83,12 @@ def test_the_generated_script_prints_every_declared_section_for_each_port_and_ne
     parsed = split_sections(done.stdout, TOKEN)
     assert parsed.complete
     subject = {"host": "", "port": "mlx5_0/1", "netdev": "ens1np0"}
-    wanted = {probe.section(subject[probe.scope]) for probe in collect.HOST_PROBES}
+    counters = any(probe.counter for probe in collect.HOST_PROBES)  # window 0: one reading, the window said
+    wanted = {
+        probe.section(subject[probe.scope])
+        for probe in collect.HOST_PROBES
+        if probe.name != collect.COUNTER_WINDOW or counters
+    }
     assert set(parsed.sections) == wanted
     assert parsed.sections["rdma_link"].rc == 0
     assert parsed.sections["cma_roce_tos:mlx5_0/1"].rc == 127  # not installed here: a failed section
@@ -101,7 +108,7 @@ def test_records_are_keyed_by_probe_and_subject_and_unreadable_names_the_command
 def test_collection_script_runs_under_posix_sh_and_splits_back() -> None:
     """The real script under the local sh: tools missing here are reported per section, then complete."""
     done = subprocess.run(
-        ["/bin/sh", "-c", COLLECT_SCRIPT, "fabcheck-collect", TOKEN, "3", "10"],
+        ["/bin/sh", "-c", COLLECT_SCRIPT, "fabcheck-collect", TOKEN, "3", "10", "0"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -158,3 +165,73 @@ def test_a_parser_crash_is_unreadable_evidence_naming_the_section(monkeypatch: p
         error.actual == "could not read `nvidia-smi topo -m`: unreadable output (RecursionError: parser bug)"
     )
     assert only(findings, checks.TRUST, "mlx5_0").status is Status.PASS  # the other sections still judged
+
+
+def _reading(**values: int) -> LinkCounters:
+    return LinkCounters(values)  # type: ignore[arg-type]
+
+
+def _wire_records(window: object) -> dict[tuple[str, str], object]:
+    records = collect.read_records(healthy_sections(), 3)
+    records[(collect.COUNTER_WINDOW, "")] = window
+    records[(collect.LINK_STATS, "ens1np0")] = _reading(fcs_errors=12, link_down=3)
+    records[(collect.FEC, "ens1np0")] = LinkCounters({"fec_corrected": 40}, fec_mode="RS")
+    records[(earlier(collect.LINK_STATS), "ens1np0")] = _reading(fcs_errors=2, link_down=3)
+    records[(earlier(collect.FEC), "ens1np0")] = LinkCounters({"fec_corrected": 10}, fec_mode="RS")
+    records[(collect.MODULE, "ens1np0")] = ModuleOptics(True, False, "DAC")
+    return records
+
+
+def test_wire_evidence_is_the_merged_counters_over_the_window_and_the_module() -> None:
+    wire = HostEvidence(_wire_records(5)).wire("ens1np0")
+    assert isinstance(wire.counters, LinkDelta) and wire.counters.window_s == 5
+    assert dict(wire.counters.grown) == {"fcs_errors": 10, "link_down": 0, "fec_corrected": 30}
+    assert wire.counters.reading.fec_mode == "RS"
+    assert wire.optics == ModuleOptics(True, False, "DAC") and not wire.no_module
+
+
+def test_wire_evidence_of_a_zero_window_is_lifetime_totals() -> None:
+    records = _wire_records(0)
+    records = {key: value for key, value in records.items() if not key[0].endswith(".before")}
+    counters = HostEvidence(records).wire("ens1np0").counters
+    assert isinstance(counters, LinkDelta) and counters.lifetime
+    assert dict(counters.grown) == {"fcs_errors": 12, "link_down": 3, "fec_corrected": 40}
+
+
+def test_wire_evidence_merges_mlxlink_where_it_answered_and_ignores_it_where_absent() -> None:
+    records = _wire_records(5)
+    records[(collect.MLXLINK, "mlx5_0/1")] = LinkCounters({"corrected_bits": 9, "received_bits": 10**10})
+    records[(earlier(collect.MLXLINK), "mlx5_0/1")] = LinkCounters({"corrected_bits": 4, "received_bits": 0})
+    counters = HostEvidence(records).wire("ens1np0").counters
+    assert isinstance(counters, LinkDelta) and counters.pre_fec_ber == 5 / 10**10
+    records[(collect.MLXLINK, "mlx5_0/1")] = None  # not installed: absent, never unreadable
+    counters = HostEvidence(records).wire("ens1np0").counters
+    assert isinstance(counters, LinkDelta) and "corrected_bits" not in counters.grown
+
+
+def test_wire_evidence_unreadable_names_what_failed() -> None:
+    failed = collect.Unreadable("ethtool -I --show-fec ens1np0", "exit 1: bad command line argument(s)")
+    records = _wire_records(5)
+    records[(earlier(collect.FEC), "ens1np0")] = failed
+    assert HostEvidence(records).wire("ens1np0").counters == failed
+    # A round trip stopped inside the window has no counter_window section: no second reading.
+    cut = collect.Unreadable("sleep '<counter window>'", "not in the collected output")
+    counters = HostEvidence(_wire_records(cut)).wire("ens1np0").counters
+    assert isinstance(counters, collect.Unreadable)
+    assert counters.command == section_command("link_stats:ens1np0", 3)
+    assert "the counter window did not complete" in counters.reason
+
+
+def test_ethtool_m_without_a_module_eeprom_is_a_named_unreadable_the_checks_skip() -> None:
+    answer = collect.module_answer(lambda text, source: ModuleOptics(True, True, text))
+    assert answer(0, "QSFP28", "", "ethtool -m ens1np0") == ModuleOptics(True, True, "QSFP28")
+    # ethtool's own message (real: sonic-net/sonic-mgmt issue 8198, "...: No such device").
+    said = "Cannot get module EEPROM information: No such device\n"
+    none = answer(1, "", said, "ethtool -m ens1np0")
+    assert isinstance(none, collect.Unreadable) and none.reason.startswith(collect.NO_MODULE_EEPROM)
+    from fabcheck.checks.host.evidence import WireEvidence
+
+    assert WireEvidence(collect.Unreadable("x", "y"), none).no_module
+    denied = answer(1, "", "Cannot get module EEPROM information: Operation not permitted\n", "ethtool -m x")
+    assert isinstance(denied, collect.Unreadable) and not denied.reason.startswith(collect.NO_MODULE_EEPROM)
+    assert not WireEvidence(collect.Unreadable("x", "y"), denied).no_module

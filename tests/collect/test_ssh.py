@@ -72,4 +72,19 @@ def test_time_limits_split_connect_host_tool_and_client() -> None:
             TimeLimits(connect_s=bad)
     command = shlex.split(remote_command(TOKEN, 3, limits))
     assert command[:2] == ["sh", "-c"] and command[3:5] == ["fabcheck-collect", "30"]
-    assert command[-3:] == [TOKEN, "3", "10"]  # token, lossless priority, seconds per tool
+    assert command[-4:] == [TOKEN, "3", "10", "0"]  # token, lossless priority, seconds per tool, window
+
+
+def test_the_counter_window_grows_the_host_limit_not_a_tool_limit() -> None:
+    limits = TimeLimits(connect_s=10, command_s=30).with_window(5)
+    assert (limits.host_s, limits.tool_s, limits.counter_window_s) == (35, 10, 5)
+    assert limits.client_s == 10 + 35 + 5
+    command = shlex.split(remote_command(TOKEN, 3, limits))
+    assert command[3:5] == ["fabcheck-collect", "35"] and command[-4:] == [TOKEN, "3", "10", "5"]
+    # Cut to a deadline, the window keeps at most half of what is left; the readings get the rest.
+    cut = limits.within(8)
+    assert (cut.counter_window_s, cut.command_s, cut.client_s) == (4, 4, 8)
+    assert limits.within(100) is limits
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError):
+            TimeLimits(counter_window_s=bad)  # type: ignore[arg-type]

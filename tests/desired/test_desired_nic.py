@@ -7,7 +7,13 @@ from dataclasses import fields
 import pytest
 
 from fabcheck.desired import desired_host, desired_nic
-from fabcheck.desired.nic import ROCE_NIC_SETTINGS, DesiredNic
+from fabcheck.desired.nic import (
+    DEFAULT_COUNTER_WINDOW_S,
+    MAX_COUNTER_WINDOW_S,
+    ROCE_NIC_SETTINGS,
+    DesiredNic,
+    counter_window,
+)
 from fabcheck.intent.model import FabricIntent
 
 
@@ -149,3 +155,15 @@ def test_the_json_record_holds_every_field_and_the_module_record_only_json_value
     as_json = {"dscp_to_priority_pairs": "dscp_to_priority", "rp_param_pairs": "rp_params"}
     assert {as_json.get(field.name, field.name) for field in fields(DesiredNic)} | {"pfc_bitmap"} == set(data)
     assert set(ROCE_NIC_SETTINGS.values()) <= set(data)
+
+
+def test_the_wire_limits_and_the_counter_window_are_the_host_s() -> None:
+    limits = {"max_pre_fec_ber": 1e-9, "flaps_allowed": 3}
+    host = desired_host(intent(link_health=limits), "gpu01", counter_window_s=12)
+    assert (host.link_health.max_pre_fec_ber, host.link_health.flaps_allowed) == (1e-9, 3)
+    assert host.counter_window_s == 12
+    assert desired_host(intent(), "gpu01").counter_window_s == DEFAULT_COUNTER_WINDOW_S == 5
+    for bad in (-1, 601, "5s", 2.5, True):
+        with pytest.raises(ValueError, match="counter window"):
+            desired_host(intent(), "gpu01", counter_window_s=bad)  # type: ignore[arg-type]
+    assert counter_window("0") == 0 and counter_window(600) == MAX_COUNTER_WINDOW_S

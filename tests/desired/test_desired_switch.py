@@ -99,3 +99,10 @@ def test_json_is_plain_data() -> None:
     data = desired_switch(FabricIntent(), fabric(), "leaf01").to_json()
     assert json.loads(json.dumps(data, allow_nan=False)) == data
     assert data["dscp_to_switch_priority"] == {"26": 3, "48": 6}
+
+
+def test_the_wire_limits_and_the_counter_window_are_judged_never_written() -> None:
+    custom = FabricIntent.model_validate({"link_health": {"max_crc_errors": 2}})
+    switch = desired_switch(custom, fabric(), "leaf01", counter_window_s=0)
+    assert (switch.link_health.max_crc_errors, switch.counter_window_s) == (2, 0)
+    assert "link_health" not in switch.to_json() and "counter_window_s" not in switch.to_json()

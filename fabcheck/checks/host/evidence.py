@@ -10,14 +10,24 @@ from typing import Any
 
 from fabcheck.checks.model import Finding, errored
 from fabcheck.collect import host as probes
-from fabcheck.collect.host import Unreadable, section_command
+from fabcheck.collect.host import NO_MODULE_EEPROM, Unreadable, section_command
+from fabcheck.collect.script import earlier
 from fabcheck.desired.nic import DesiredHost
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
 from fabcheck.parsers.mlnx_qos import MlnxQos
 from fabcheck.parsers.rdma_link import RdmaLink
 from fabcheck.parsers.topo import TopoMatrix
+from fabcheck.parsers.wire_records import LinkCounters, LinkDelta, ModuleOptics
 
-__all__ = ["HostEvidence", "NetdevEvidence", "PersistEvidence", "RailNic", "Unreadable"]
+__all__ = [
+    "NO_MODULE_EEPROM",
+    "HostEvidence",
+    "NetdevEvidence",
+    "PersistEvidence",
+    "RailNic",
+    "Unreadable",
+    "WireEvidence",
+]
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,25 @@ class NetdevEvidence:
     rp_enable: int | Unreadable
     cnp_dscp: int | Unreadable
     cnp_prio: int | Unreadable
+
+
+@dataclass(frozen=True)
+class WireEvidence:
+    """What the host showed of one netdev's wire (docs/checks/wire.md).
+
+    counters: what its physical counters did over the counter window: `ethtool -S` merged with
+    `ethtool -I --show-fec` and, where mlxlink is installed and answered, `mlxlink -c` (a LinkDelta
+    whose `lifetime` says the window was 0). Unreadable when a required reading failed or the round trip
+    ended inside the window. optics: its module's diagnostics (`ethtool -m`); an Unreadable whose
+    `no_module` is True when the port has no module EEPROM to read (a named skip, not an error)."""
+
+    counters: LinkDelta | Unreadable
+    optics: ModuleOptics | Unreadable
+
+    @property
+    def no_module(self) -> bool:
+        """`ethtool -m` found no module EEPROM to read on this port (collect.host.NO_MODULE_EEPROM)."""
+        return isinstance(self.optics, Unreadable) and self.optics.reason.startswith(NO_MODULE_EEPROM)
 
 
 @dataclass(frozen=True)
@@ -92,6 +121,42 @@ class HostEvidence:
             cnp_dscp=self.record(probes.CNP_DSCP, name),
             cnp_prio=self.record(probes.CNP_PRIO, name),
         )
+
+    def wire(self, netdev: str) -> WireEvidence:
+        """The netdev's counters over the counter window and its module's diagnostics."""
+        optics: ModuleOptics | Unreadable = self.record(probes.MODULE, netdev)
+        return WireEvidence(self._counter_delta(netdev), optics)
+
+    def _counter_delta(self, netdev: str) -> LinkDelta | Unreadable:
+        window = self.record(probes.COUNTER_WINDOW)
+        if isinstance(window, Unreadable):
+            reason = f"the counter window did not complete ({window.reason}): no second reading"
+            return Unreadable(section_command(f"{probes.LINK_STATS}:{netdev}", self.priority), reason)
+        later = self._counters(netdev, first=False)
+        if isinstance(later, Unreadable) or window == 0:
+            return later if isinstance(later, Unreadable) else later.since(None, 0)
+        before = self._counters(netdev, first=True)
+        return before if isinstance(before, Unreadable) else later.since(before, window)
+
+    def _counters(self, netdev: str, *, first: bool) -> LinkCounters | Unreadable:
+        """One reading of the netdev's counters: `ethtool -S` and its FEC (both required), and its
+        port's mlxlink where the tool answered (optional: absent or failed leaves it out)."""
+
+        def named(probe: str) -> str:
+            return earlier(probe) if first else probe
+
+        stats: LinkCounters | Unreadable = self.record(named(probes.LINK_STATS), netdev)
+        fec: LinkCounters | Unreadable = self.record(named(probes.FEC), netdev)
+        if isinstance(stats, Unreadable) or isinstance(fec, Unreadable):
+            return stats if isinstance(stats, Unreadable) else fec
+        reading = stats.merged(fec)
+        links = () if isinstance(self.links, Unreadable) else self.links
+        for link in links:
+            if link.netdev == netdev:
+                mlxlink = self.records.get((named(probes.MLXLINK), f"{link.dev}/{link.port}"))
+                if isinstance(mlxlink, LinkCounters):
+                    reading = reading.merged(mlxlink)
+        return reading
 
     @property
     def traffic_class(self) -> dict[str, int | Unreadable]:

@@ -55,7 +55,8 @@ TAIL_LINES = 20  # srun's stderr kept per task and for the step: enough for the 
 NOT_RUNNABLE = ("down", "drain", "fail", "future", "maint", "inval", "unknown", "power", "reboot", "no_resp")
 
 # The task's wrapper. $1 = token, then NODE=PRIORITY pairs, then `--` and the launcher's own words:
-# LAUNCHER, host limit, script, tool limit. Node names arrive as data, compared, never evaluated.
+# LAUNCHER, host limit, script, tool limit, counter window. Node names arrive as data, compared, never
+# evaluated.
 # --export=NONE leaves PATH out of the task's environment: sh has a default but exports none, and
 # `timeout` would then search only /bin:/usr/bin. The node's PATH is exported, as an ssh login has one.
 _WRAPPER = r"""
@@ -69,7 +70,7 @@ done
 shift
 printf '%s %s node %s>>>\n' '<<<fabcheck-slurm' "$token" "$SLURMD_NODENAME"
 [ -n "$prio" ] || { echo "fabcheck: node $SLURMD_NODENAME has no priority in the step" >&2; exit 2; }
-exec sh -c "$1" fabcheck-collect "$2" "$3" fabcheck-collect "$token" "$prio" "$4"
+exec sh -c "$1" fabcheck-collect "$2" "$3" fabcheck-collect "$token" "$prio" "$4" "$5"
 """
 
 
@@ -213,6 +214,7 @@ def step_argv(
         str(limits.host_s),
         COLLECT_SCRIPT,
         str(limits.tool_s),
+        str(limits.counter_window_s),
     ]
 
 

@@ -20,9 +20,13 @@ from fabcheck.collect.ssh import TimeLimits
 from fabcheck.desired.nic import ECN_DIR, ECN_FILES, PERSIST_PATHS, PERSIST_UNIT
 from fabcheck.errors import ParseError
 from fabcheck.parsers import host_sysfs
+from fabcheck.parsers.ethtool_fec import parse_fec
+from fabcheck.parsers.ethtool_module import parse_module
+from fabcheck.parsers.ethtool_phy import parse_link_counters
 from fabcheck.parsers.ethtool_tunable import TUNABLE, parse_pfc_prevention_tout
 from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
+from fabcheck.parsers.mlxlink import parse_mlxlink
 from fabcheck.parsers.nic_persist import (
     missing_file,
     parse_boot_settings,
@@ -138,6 +142,22 @@ HOST_PROBES: tuple[HostProbe, ...] = (
     HostProbe(DRIVER, "netdev", ("ethtool", "-i", "{netdev}"), host_sysfs.ethtool_driver),
     HostProbe(
         PFC_STORM, "netdev", ("ethtool", "--get-tunable", "{netdev}", TUNABLE), parse_pfc_prevention_tout
+    ),
+    # The wire (docs/checks/wire.md). `-I` (--include-statistics) adds the FEC statistics where the
+    # kernel has them. mlxlink (NVIDIA MFT / mstflint) takes the RDMA device name for -d (mstflint
+    # mtcr_ul resolves mlx5_N through /sys/class/infiniband), the port for -p, and -c
+    # (--show_counters) prints "Physical Counters and BER Info" (Mellanox/mstflint:
+    # mlxlink/modules/mlxlink_commander.h@b9d9e844a14ae1c85cb90c76ccd4a56a0eccd599).
+    HostProbe(LINK_STATS, "netdev", ("ethtool", "-S", "{netdev}"), parse_link_counters, counter=True),
+    HostProbe(FEC, "netdev", ("ethtool", "-I", "--show-fec", "{netdev}"), parse_fec, counter=True),
+    HostProbe(MODULE, "netdev", ("ethtool", "-m", "{netdev}"), module_answer(parse_module), "answer"),
+    HostProbe(
+        MLXLINK,
+        "port",
+        ("mlxlink", "-d", "{dev}", "-p", "{port}", "-c"),
+        parse_mlxlink,
+        counter=True,
+        optional=True,
     ),
     HostProbe(PERSIST_CONFIG, "host", ("cat", PERSIST_PATHS["config"]), parse_boot_settings, "file"),
     HostProbe(

@@ -321,7 +321,7 @@ def _counter_reading(counters: list[HostProbe], each_port: str, reading: str) ->
     per_netdev = "".join(_section_line(p, "    ", reading) for p in counters if p.scope == "netdev")
     if not per_port and not per_netdev:
         return lines
-    lines += each_port.replace("@OVER@", "") + per_port
+    lines += each_port.replace("@OVER@\n", "") + per_port
     if per_netdev:
         lines += '    plain_name "$netdev" || continue\n' + per_netdev
     return lines + "done\n"

@@ -31,7 +31,10 @@ def test_every_probe_a_check_needs_is_declared_and_every_probe_is_needed() -> No
     declared = {probe.name for probe in collect.HOST_PROBES}
     assert needed - declared == set()
     # rdma_link is also what the script loops over; time_limit is judged as the collection's own bound.
-    assert declared - needed == {collect.TIME_LIMIT, collect.COUNTER_WINDOW}
+    # The wire probes are read through HostEvidence.wire by the host wire checks (issue 35), which may
+    # land after them; the counter window is read with them.
+    wire = {collect.COUNTER_WINDOW, collect.LINK_STATS, collect.FEC, collect.MODULE, collect.MLXLINK}
+    assert {collect.TIME_LIMIT} <= declared - needed <= {collect.TIME_LIMIT, *wire}
     assert len(declared) == len(collect.HOST_PROBES)  # one declaration per probe name
 
 
@@ -43,7 +46,8 @@ def test_the_script_is_fixed_text_of_the_probe_table() -> None:
     sections = [
         line.strip() for line in collect.COLLECT_SCRIPT.splitlines() if line.strip().startswith("section ")
     ]
-    assert len(sections) == len([p for p in collect.HOST_PROBES if not p.builtin])
+    # A counter probe is read twice: before and after the counter window.
+    assert len(sections) == sum(1 + probe.counter for probe in collect.HOST_PROBES if not probe.builtin)
     assert not [line for line in sections if "{" in line]  # every placeholder became a script variable
 
 
@@ -118,7 +122,9 @@ def test_collection_script_runs_under_posix_sh_and_splits_back() -> None:
     parsed = split_sections(done.stdout, TOKEN)
     assert parsed.complete
     assert {"topo", "lsmod", "ibv_devinfo", "rdma_link"} <= set(parsed.sections)
-    assert all(s.rc not in (None, 0) for s in parsed.sections.values())
+    failed = {name: s for name, s in parsed.sections.items() if name != collect.COUNTER_WINDOW}
+    assert all(s.rc not in (None, 0) for s in failed.values())
+    assert parsed.sections[collect.COUNTER_WINDOW].rc == 0  # the script's own: the window it waited
 
 
 def test_collection_script_rejects_bad_arguments() -> None:

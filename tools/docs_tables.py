@@ -55,6 +55,12 @@ def catalog_table(table: str) -> str:
     return catalog.markdown(catalog.TABLES[table])
 
 
+def wire_checks_table() -> str:
+    from fabcheck.gate import catalog
+
+    return catalog.markdown(("host", "switch", "link"), catalog.WIRE_CHECK_IDS)
+
+
 def _inputs(inputs: object) -> str:
     if not dataclasses.is_dataclass(inputs):
         return "-"
@@ -352,6 +358,7 @@ def generators() -> dict[str, Callable[[], str]]:
         "checks:host": lambda: catalog_table("host"),
         "checks:switch": lambda: catalog_table("switch"),
         "checks:sm": lambda: catalog_table("sm"),
+        "checks:wire": wire_checks_table,
         "owned-fields": switch_owned_fields,
         "host-owned-fields": host_owned_fields,
         "intent-keys": intent_table,

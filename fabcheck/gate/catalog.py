@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from fabcheck.checks import switch
+from fabcheck.checks import link_health, switch
 from fabcheck.checks.declare import Check
 from fabcheck.checks.declared import DECLARED
+from fabcheck.checks.host import wire as host_wire
 from fabcheck.checks.model import Finding
 from fabcheck.checks.roles import SWITCH_QOS_ROLE
+from fabcheck.checks.switch import wire as switch_wire
 from fabcheck.collect.host import PROBES_BY_NAME
 from fabcheck.collect.switch_probes import PROBES as SWITCH_PROBES
 from fabcheck.errors import UsageError
@@ -73,7 +75,7 @@ def _host_entries(checks: Sequence[Check[Any]]) -> list[Entry]:
                 per,
                 _host_applies(check.kinds, modes),
                 reads,
-                _fixed_by(check.role, check.tag),
+                WIRE_FIXED_BY if check in host_wire.CHECKS else _fixed_by(check.role, check.tag),
                 check.summary,
             )
         )
@@ -96,8 +98,8 @@ def _switch_entries(checks: Sequence[switch.SwitchCheck]) -> list[Entry]:
                 "switch",
                 "port (switch-wide where the platform keeps one)",
                 "every switch platform" if len(probes) >= len(SWITCH_PROBES) else "platforms that show it",
-                ", ".join(probes),
-                _fixed_by(SWITCH_QOS_ROLE, check.tag),
+                ", ".join(probes) or "no platform's views yet",
+                WIRE_FIXED_BY if check in switch_wire.CHECKS else _fixed_by(SWITCH_QOS_ROLE, check.tag),
                 check.summary,
             )
         )
@@ -110,6 +112,8 @@ def _link_entries(checks: Sequence[Check[Any]]) -> list[Entry]:
         fixed = (
             f"`{check.role}` / `{SWITCH_QOS_ROLE}` tag `{check.tag}`"
             if check.role and check.tag
+            else WIRE_FIXED_BY
+            if check in link_health.LINK_HEALTH_CHECK_DECLS
             else "the cabling or fabric_links"
         )
         entries.append(
@@ -242,20 +246,30 @@ def selection(checks: str | None, skip: str | None) -> Selection:
 # ---- documentation -------------------------------------------------------------------------------
 
 
-def markdown(stages: Sequence[str]) -> str:
-    """The docs' check table (docs/checks/) for the given stages, one row per declared check."""
+def markdown(stages: Sequence[str], only: Sequence[str] | None = None) -> str:
+    """The docs' check table (docs/checks/) for the given stages, one row per declared check (`only`:
+    these ids alone)."""
     rows = [
         "| check | per | applies | reads | fixed by | expected (from the intent) |",
         "|---|---|---|---|---|---|",
     ]
     for entry in catalog():
-        if entry.stage in stages:
+        if entry.stage in stages and (only is None or entry.id in only):
             cells = (f"`{entry.id}`", entry.per, entry.applies, entry.reads, entry.fixed_by, entry.summary)
             rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(rows) + "\n"
 
 
 TABLES = {HOST_TABLE: ("host",), SWITCH_TABLE: ("switch", "link"), "sm": ("sm",)}
+# docs/checks/wire.md: the wire checks of every stage (fabcheck.checks.wire's judges).
+WIRE_TABLE = "wire"
+_WIRE_CHECKS: tuple[Check[Any], ...] = (
+    *host_wire.CHECKS,
+    *switch_wire.CHECKS,
+    *link_health.LINK_HEALTH_CHECK_DECLS,
+)
+WIRE_CHECK_IDS = tuple(check.id for check in _WIRE_CHECKS)
+WIRE_FIXED_BY = "no role: the hint names what to clean, reseat or replace"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -263,10 +277,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m fabcheck.gate.catalog", description=__doc__.split("\n")[0]
     )
     parser.add_argument(
-        "--markdown", choices=sorted(TABLES), help="print the docs' check table of these stages"
+        "--markdown",
+        choices=sorted([*TABLES, WIRE_TABLE]),
+        help="print the docs' check table of these stages",
     )
     args = parser.parse_args(argv)
-    if args.markdown:
+    if args.markdown == WIRE_TABLE:
+        sys.stdout.write(markdown(("host", "switch", "link"), WIRE_CHECK_IDS))
+    elif args.markdown:
         sys.stdout.write(markdown(TABLES[args.markdown]))
     else:
         sys.stdout.write("".join(f"{check_id}\n" for check_id in known_ids()))

@@ -3,10 +3,12 @@
 Pure. Each check is declared once (fabcheck.checks.declare.Check) in the module of its concern:
 ports (devices, port state, link layer, speed, MTUs), qos (trust, PFC, DSCP map, ECN, ToS), dcqcn
 (CNP, min_time_between_cnps, rp_params), pfc_storm, persistence (the boot file), gpu (nvidia_peermem,
-GPU-NIC affinity) and fleet (what must agree across the hosts of a run). This module lists them in the
-order the gate runs them and docs/checks/host.md shows them. A record that could not be read arrives as
+GPU-NIC affinity), wire (errors, flaps and optics of each rail NIC; docs/checks/wire.md) and fleet
+(what must agree across the hosts of a run). This module lists them in the order the gate runs them
+and docs/checks/host.md shows them. A record that could not be read arrives as
 `Unreadable` (evidence.py) and becomes an ERROR naming the command, never a pass. Every failure hint
-names the role (and its tag) that fixes it fleet-wide and the command that fixes this device.
+names the role (and its tag) that fixes it fleet-wide and the command that fixes this device (the wire
+checks, which no role sets: what to clean, reseat or replace).
 
 Adding a host check: a probe line in fabcheck.collect.host, its parser, one module here with the
 judge and its `Check`, and its name in HOST_CHECK_DECLS.
@@ -100,6 +102,7 @@ from fabcheck.checks.host.qos import (
     check_pfc,
     check_trust,
 )
+from fabcheck.checks.host.wire import LINK_ERRORS, LINK_FLAPS, OPTICS
 from fabcheck.checks.model import Finding, skipped
 from fabcheck.desired.nic import DesiredHost
 from fabcheck.intent.model import FabricIntent
@@ -177,10 +180,13 @@ __all__ = [
     "GID_INDEX",
     "HOST_CHECKS",
     "HOST_CHECK_DECLS",
+    "LINK_ERRORS",
+    "LINK_FLAPS",
     "LINK_LAYER",
     "MIN_TIME_BETWEEN_CNPS",
     "NETDEV_MTU",
     "NIC_PERSISTENCE",
+    "OPTICS",
     "PEERMEM",
     "PFC",
     "PFC_STORM_PREVENTION",

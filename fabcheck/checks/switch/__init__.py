@@ -4,7 +4,8 @@ Pure. Each check is declared once (fabcheck.checks.declare.Check, through judges
 module of its concern, beside its judge and the owned-field rows of the settings it judges:
 classification (trust, DSCP map, priority map, queue maps; tag dscp), pfc, ecn, scheduler, watchdog
 (state and settings), ports (MTU, port speed), buffers (SONiC buffer profiles, NVUE's lossless pool),
-drops (the lossless queue during the run) and startup (the saved config holds what runs). This module
+drops (the lossless queue during the run), startup (the saved config holds what runs) and wire
+(errors, flaps and optics of each cabled port, docs/checks/wire.md). This module
 lists the checks in the order the gate runs them and docs/checks/switch.md shows them (SWITCH_CHECKS), and the
 owned-field rows in the table's order (FIELD_CHECKS). judges.py holds the judge shape (SwitchJudge,
 generic over the record it reads) and the run of one check on one switch (run_check): a record a port
@@ -50,6 +51,7 @@ from fabcheck.checks.switch import (
     scheduler,
     startup,
     watchdog,
+    wire,
 )
 from fabcheck.checks.switch.buffers import BUFFERS, BUFFERS_CHECK, LOSSLESS_POOL, LOSSLESS_POOL_CHECK
 from fabcheck.checks.switch.classification import (
@@ -92,6 +94,7 @@ from fabcheck.checks.switch.watchdog import (
     WATCHDOG_SETTINGS,
     WATCHDOG_SETTINGS_CHECK,
 )
+from fabcheck.checks.switch.wire import LINK_ERRORS, LINK_FLAPS, OPTICS
 from fabcheck.desired.switch import DesiredSwitch
 
 # The order the gate runs them, the docs' check table and every report lists them.
@@ -111,6 +114,7 @@ SWITCH_CHECKS: tuple[SwitchCheck, ...] = (
     LOSSLESS_POOL_CHECK,
     LOSSLESS_DROPS_CHECK,
     STARTUP_CONFIG_CHECK,
+    *wire.CHECKS,
 )
 SWITCH_CHECK_IDS = tuple(check.id for check in SWITCH_CHECKS)
 
@@ -126,6 +130,7 @@ FIELD_CHECKS: tuple[FieldCheck, ...] = (
     *buffers.FIELDS,
     *drops.FIELDS,
     *startup.FIELDS,
+    *wire.FIELDS,
 )
 
 
@@ -162,10 +167,13 @@ __all__ = [
     "DSCP_MAP",
     "ECN",
     "FIELD_CHECKS",
+    "LINK_ERRORS",
+    "LINK_FLAPS",
     "LOSSLESS_DROPS",
     "LOSSLESS_POOL",
     "MTU",
     "NOT_DECLARED",
+    "OPTICS",
     "PFC",
     "PORT_SPEED",
     "PRIORITY_MAP",

@@ -61,6 +61,9 @@ class SwitchJudge(Generic[RecordT, InputsT]):
     not_shown: str = ""  # why a platform whose probes lack the record cannot answer it
     # Who sets what it judges when no fabcheck role does (the check's role is then None): the hint.
     owner: str = ""
+    # The hint of a failure read from the record itself (the wire checks: what to clean, reseat or
+    # replace at which end), in place of the role's fix; given what the verdict was given but `more`.
+    advise: Callable[[RecordT, str | None, DesiredSwitch, InputsT], str] | None = None
 
 
 # A catalog holds checks over different records: each declaration binds its own (switch_check).
@@ -169,6 +172,8 @@ def run_check(check: SwitchCheck, evidence: SwitchEvidence, desired: DesiredSwit
         at = port if own else None
         status, actual = judge.verdict(record, port.port if own else None, desired, at, more, inputs)
         found = _finding(check, status, subject, wanted, actual, name)
+        if status is Status.FAIL and judge.advise is not None:
+            found = replace(found, hint=judge.advise(record, port.port if own else None, desired, inputs))
         findings.append(replace(found, where=_where(name, at)))
     return findings
 

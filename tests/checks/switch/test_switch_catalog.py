@@ -25,6 +25,7 @@ from fabcheck.checks.switch import (
     scheduler,
     startup,
     watchdog,
+    wire,
 )
 from fabcheck.switch.concerns import CONCERNS as PUSH_CONCERNS
 from fabcheck.switch.concerns import WHOLE_SWITCH_TAGS
@@ -48,7 +49,9 @@ RUN_ORDER_BEFORE_THE_SPLIT = (
     "switch.lossless_drops",
     "switch.startup_config",
 )
-CONCERNS = (classification, pfc, ecn, scheduler, watchdog, ports, buffers, drops, startup)
+# Issue 35 appends the wire checks (counters and diagnostics, judged last).
+WIRE_CHECKS = ("switch.link_errors", "switch.link_flaps", "switch.optics")
+CONCERNS = (classification, pfc, ecn, scheduler, watchdog, ports, buffers, drops, startup, wire)
 # The role switch_qos tag (a concern the push files settings under) that fixes each module's checks;
 # None: no fabcheck role sets it (the port speed).
 TAGS = {
@@ -61,6 +64,7 @@ TAGS = {
     buffers: {"buffers"},
     drops: {"pfc"},  # a lossless class that drops lacks PFC on its path
     startup: {"switch"},  # the save of a whole push
+    wire: {None},  # counters and diagnostics: the cabling, no role
 }
 
 
@@ -69,7 +73,7 @@ def declared_in(module: object) -> set[str]:
 
 
 def test_switch_checks_keep_the_run_order_and_ids_of_the_single_module() -> None:
-    assert SWITCH_CHECK_IDS == RUN_ORDER_BEFORE_THE_SPLIT
+    assert SWITCH_CHECK_IDS == RUN_ORDER_BEFORE_THE_SPLIT + WIRE_CHECKS
     assert len(set(SWITCH_CHECK_IDS)) == len(SWITCH_CHECK_IDS)
 
 

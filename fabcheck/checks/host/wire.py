@@ -1,0 +1,112 @@
+"""The wire at each rail NIC (docs/checks/wire.md): its netdev's error, FEC and BER counters over the
+counter window (host.link_errors: `ethtool -S` *_phy counters, `ethtool -I --show-fec`, mlxlink where
+installed), its link-down events (host.link_flaps) and its module's diagnostics against the module's own
+thresholds (host.optics: `ethtool -m`). The judges are fabcheck.checks.wire's, shared with the switch
+ports and link.health; the limits are the intent's link_health, carried by the desired host.
+
+Counters, not settings: no role sets them; a failure's hint says what to clean, reseat or replace. A
+NIC that exposes none of a check's counters, or whose module has no diagnostics (a DAC), is a named skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fabcheck.checks.declare import NO_INPUTS, ROCE, Inputs
+from fabcheck.checks.host.evidence import HostEvidence, WireEvidence, present_nics
+from fabcheck.checks.host.judges import HostCheck, HostJudge, host_check
+from fabcheck.checks.model import Finding, Status, errored
+from fabcheck.checks.wire import Judged, judge_errors, judge_flaps, judge_optics
+from fabcheck.collect import host as probes
+from fabcheck.collect.host import Unreadable
+from fabcheck.desired.nic import DesiredHost
+from fabcheck.intent.model import FabricIntent, LinkHealth
+
+LINK_ERRORS = "host.link_errors"
+LINK_FLAPS = "host.link_flaps"
+OPTICS = "host.optics"
+
+WireJudge = Callable[[WireEvidence, LinkHealth, str], Judged]  # a netdev's wire, the limits, its name
+
+
+def _counters(judge: Callable[..., Judged]) -> WireJudge:
+    return lambda wire, limits, end: judge(wire.counters, limits, end)
+
+
+def _optics(wire: WireEvidence, limits: LinkHealth, end: str) -> Judged:
+    if wire.no_module:
+        assert isinstance(wire.optics, Unreadable)  # no_module: an Unreadable of that reason
+        return Judged(Status.SKIP, "", f"{end} has no module EEPROM to read: {wire.optics.reason}")
+    return judge_optics(wire.optics, limits, end)
+
+
+def per_wire(check_id: str, judge: WireJudge) -> HostJudge[Inputs]:
+    """A judge of the wire of every rail NIC's netdev; a NIC without a netdev is an ERROR."""
+
+    def run(
+        evidence: HostEvidence, desired: DesiredHost, _intent: FabricIntent, _inputs: Inputs
+    ) -> list[Finding]:
+        findings: list[Finding] = []
+        for nic in present_nics(evidence, desired):
+            if nic.netdev is None:
+                actual = f"`rdma link` shows no netdev for {nic.name}"
+                hint = "check `rdma link` and `ibdev2netdev`"
+                findings.append(errored(check_id, nic.name, "a RoCE netdev to read", actual, hint))
+                continue
+            end = f"{desired.host}:{nic.name} ({nic.netdev})"
+            judged = judge(evidence.wire(nic.netdev), desired.link_health, end)
+            expected = judged.expected or "the module's diagnostics"
+            findings.append(Finding(check_id, judged.status, nic.name, expected, judged.actual, judged.hint))
+        return findings
+
+    return run
+
+
+SUMMARY_ERRORS = (
+    "over the counter window: CRC, symbol errors and physical discards within `link_health`, no "
+    "uncorrectable FEC block, pre-FEC BER <= `link_health.max_pre_fec_ber` (window 0: a named skip)"
+)
+SUMMARY_FLAPS = (
+    "no link-down event inside the counter window; lifetime link-down events <= `link_health.flaps_allowed`"
+)
+SUMMARY_OPTICS = (
+    "every `ethtool -m` reading within the module's own thresholds; RX power >= low alarm + "
+    "`link_health.optics_rx_margin_db`; temperature <= high warning - `optics_temperature_margin_c` "
+    "(no DOM, a DAC: a named skip)"
+)
+COUNTER_READS = (probes.LINK_STATS, probes.FEC, probes.MLXLINK)
+
+LINK_ERRORS_CHECK = host_check(
+    LINK_ERRORS,
+    "nic",
+    COUNTER_READS,
+    SUMMARY_ERRORS,
+    None,
+    None,
+    per_wire(LINK_ERRORS, _counters(judge_errors)),
+    NO_INPUTS,
+    kinds=ROCE,
+)
+LINK_FLAPS_CHECK = host_check(
+    LINK_FLAPS,
+    "nic",
+    COUNTER_READS,
+    SUMMARY_FLAPS,
+    None,
+    None,
+    per_wire(LINK_FLAPS, _counters(judge_flaps)),
+    NO_INPUTS,
+    kinds=ROCE,
+)
+OPTICS_CHECK = host_check(
+    OPTICS,
+    "nic",
+    (probes.MODULE,),
+    SUMMARY_OPTICS,
+    None,
+    None,
+    per_wire(OPTICS, _optics),
+    NO_INPUTS,
+    kinds=ROCE,
+)
+CHECKS: tuple[HostCheck, ...] = (LINK_ERRORS_CHECK, LINK_FLAPS_CHECK, OPTICS_CHECK)

@@ -130,6 +130,10 @@ TESTED_ELSEWHERE = {
     "sm-conf-drift": "test_mock_opensm.py",
     "link-down": "test_mock_port_faults.py",  # one port, and which port; an IB fabric too
     "link-speed": "test_mock_port_faults.py",  # and the perftest cap, two nodes
+    # the wire: counters that rise with time and heal keeping their counts (no byte-exact heal)
+    "link-errors": "test_mockhost_wire.py",
+    "link-flap": "test_mockhost_wire.py",
+    "optic-rx-low": "test_mockhost_wire.py",
 }
 
 

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from fabcheck.desired.nic import PERSIST_PATHS
 from fabcheck.errors import UsageError
+from fabcheck_lab import wire_model
 
 from .layout import MockNodePaths
 from .tools.common import Node
 from .tools.mlnx_qos import apply_buffers, factory_state
 from .tools.netdev import STORM_KEY
 from .tools.subnet_manager import read_opensm_conf
+from .tools.wire import save_wire_state, wire_state
 
 SLOW_PORT_GBPS = 100
 HOST_FAULTS: Mapping[str, str] = {
@@ -39,7 +42,15 @@ HOST_FAULTS: Mapping[str, str] = {
     "line rate: ibv_devinfo, ethtool and the mock perftest's bandwidth show that rate",
     "sm-conf-drift": "opensm.conf of an SM node edited by hand (other sm_priority and routing_engine); "
     "the running opensm keeps its config until restarted",
+    "link-errors": "one NIC's link counts CRC and symbol errors (rx_crc_errors_phy, rx_symbol_err_phy "
+    "rising)",
+    "link-flap": "one NIC's link goes down and up again and again (link_down_events_phy rising; the port "
+    "reads up between flaps)",
+    "optic-rx-low": "one NIC's module receives too little light: RX power under the module's own low alarm",
 }
+# Faults of the wire (fabcheck_lab.wire_model): no setting changes, the NIC's counters rise from the
+# moment of injection or its module's DOM moves; heal stops them and keeps what was counted.
+WIRE_FAULTS = frozenset({"link-errors", "link-flap", "optic-rx-low"})
 RECORD = "faults.json"
 HIDDEN_RDMA = ".fault-no-rdma"
 LOSSLESS_PRIO = 3
@@ -102,6 +113,9 @@ def restore(node: Node, entries: list[dict[str, Any]]) -> None:
                 path.write_text(entry["old"])
         elif entry["type"] == "json":
             json_entries.setdefault(entry["file"], []).append(entry)
+        elif entry["type"] == "wire":  # the fault stops; its counts stay, as a cleaned fibre's do
+            state = wire_model.stop_fault(wire_state(node, entry["netdev"]), entry["fault"])
+            save_wire_state(node, entry["netdev"], state)
     for name, keyed in json_entries.items():
         restore_json_keys(node, name, keyed)
 
@@ -282,7 +296,14 @@ def inject_persist_stale(node: Node, changes: Changes) -> None:
     changes.etc_file(rel, json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
-INJECT = {
+def inject_wire(node: Node, changes: Changes, fault: str) -> None:
+    """The wire fault starts on the first rail NIC (as the port faults): its counters rise from now."""
+    nic = port_nic(node, fault)
+    save_wire_state(node, nic["netdev"], wire_model.start_fault(wire_state(node, nic["netdev"]), fault))
+    changes.entries.append({"type": "wire", "netdev": nic["netdev"], "fault": fault})
+
+
+INJECT: Mapping[str, Callable[[Node, Changes], None]] = {
     "pfc-off": inject_pfc_off,
     "pfc-storm-off": inject_pfc_storm_off,
     "trust-pcp": inject_trust_pcp,
@@ -296,6 +317,7 @@ INJECT = {
     "no-rdma": inject_no_rdma,
     "sm-conf-drift": inject_sm_conf_drift,
     "host-persist-stale": inject_persist_stale,
+    **{fault: partial(inject_wire, fault=fault) for fault in sorted(WIRE_FAULTS)},
 }
 
 

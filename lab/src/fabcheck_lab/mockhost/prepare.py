@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fabcheck_lab import wire_model
+
 from .layout import MOCK_STATE_MOUNT, MockNodePaths
 from .profiles import HOST_PROFILES, topology_for
 from .tools import CLIENT, DISPATCHER, SERVED_TOOLS, SOCKET_NAME, TOOL_NAMES
@@ -237,6 +239,8 @@ def write_state(paths: MockNodePaths, info: dict[str, Any], topology: dict[str, 
     write_json(paths.state / "modules_available.json", available)
     if info["profile"] == "sm":
         write_json(paths.state / "opensm.json", {"enabled": False, "pid": 0, "started": 0.0})
+    for nic in topology["nics"]:  # each NIC port's wire (mockhost.tools.wire): a clean link, up from now
+        write_json(paths.state / "wire" / f"{nic['netdev']}.json", wire_model.fresh_state())
 
 
 def prepare_node(

@@ -12,6 +12,7 @@ from typing import Any
 
 from .common import Delegate, Node, ToolError, out
 from .mlnx_qos import factory_state
+from .wire import fec_text, module_text, phy_counters
 
 REAL_IP = ("/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip")
 READ_ONLY_VERBS = {"show", "list", "lst", "get", "help"}
@@ -28,7 +29,9 @@ COUNTERS = (
     "tx_vport_rdma_unicast_bytes",
     "rx_out_of_buffer",
     "rx_discards_phy",
+    "tx_discards_phy",
     "rx_crc_errors_phy",
+    "rx_symbol_err_phy",
     "rx_pause_ctrl_phy",
     "tx_pause_ctrl_phy",
     *[f"{d}_prio{p}_{k}" for p in range(8) for d in ("rx", "tx") for k in ("bytes", "packets")],
@@ -41,12 +44,23 @@ COUNTERS = (
     "packet_seq_err",
     "roce_adp_retrans",
     "link_down_events_phy",
+    "rx_bits_phy",
+    "rx_pcs_symbol_err_phy",
+    "rx_corrected_bits_phy",
 )
 
 
 def load_counters(node: Node, netdev: str) -> dict[str, int]:
     stored = node.load(f"counters/{netdev}.json", {})
     return {name: int(stored.get(name, 0)) for name in COUNTERS}
+
+
+def statistics_of(node: Node, netdev: str) -> dict[str, int]:
+    """What `ethtool -S` prints: the traffic model's counters plus the wire model's physical ones."""
+    counters = load_counters(node, netdev)
+    for name, value in phy_counters(node, netdev).items():
+        counters[name] = counters.get(name, 0) + value
+    return counters
 
 
 def add_counters(node: Node, netdev: str, deltas: dict[str, int]) -> None:
@@ -381,11 +395,27 @@ def ethtool_set_speed(node: Node, netdev: str, settings: list[str]) -> int:
 def ethtool(node: Node, args: list[str]) -> int:
     if not args:
         raise ToolError("ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1)
+    statistics = args[0] in ("-I", "--include-statistics")  # a global option, before the command
+    if statistics:
+        args = args[1:]
+        if not args:
+            raise ToolError(BAD_ARGS, 1)
     flag = args[0]
     if flag in ("-S", "--statistics"):
         netdev = require_netdev(node, args[1] if len(args) > 1 else None)
-        counters = load_counters(node, netdev)
-        out("NIC statistics:\n" + "".join(f"     {k}: {v}\n" for k, v in counters.items()))
+        out("NIC statistics:\n" + "".join(f"     {k}: {v}\n" for k, v in statistics_of(node, netdev).items()))
+        return 0
+    if flag == "--show-fec":
+        netdev = require_netdev(node, args[1] if len(args) > 1 else None)
+        if len(args) > 2:
+            raise ToolError(f"ethtool: unexpected parameter '{args[2]}'\n", 1)  # netlink/fec.c nl_gfec
+        out(fec_text(node, netdev, statistics))
+        return 0
+    if flag in ("-m", "--dump-module-eeprom", "--module-info"):
+        netdev = require_netdev(node, args[1] if len(args) > 1 else None)
+        if len(args) > 2:  # raw/hex/offset/length/page dumps: not served by the mock
+            raise ToolError(BAD_ARGS, 1)
+        out(module_text(node, netdev))
         return 0
     if flag in ("-a", "--show-pause"):
         return ethtool_pause(node, require_netdev(node, args[1] if len(args) > 1 else None), [])

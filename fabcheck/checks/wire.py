@@ -32,6 +32,7 @@ from fabcheck.parsers.wire_records import (
     DomReading,
     LinkDelta,
     ModuleOptics,
+    Quantity,
     Thresholds,
 )
 
@@ -364,22 +365,42 @@ def judge_optics(optics: ModuleOptics | Unreadable, limits: LinkHealth, end: str
         return Judged(
             Status.SKIP, expected, f"the module of {end}{media} has no digital diagnostics (a DAC has none)"
         )
-    judged = [r for r in optics.readings if _judgeable(r)]
+    unused = _unused_lanes(optics)
+    judged = [r for r in optics.readings if _judgeable(r) and (r.lane is None or r.lane not in unused)]
+    dark = (
+        f"; lanes {','.join(map(str, sorted(unused)))} dark both ways: not in use, not judged"
+        if unused
+        else ""
+    )
     if not judged:
         return Judged(
             Status.SKIP, expected, f"the module of {end}{media} shows no DOM reading with thresholds"
         )
     faults = [fault for reading in judged for fault in _reading_faults(reading, limits)]
     if not faults:
-        return Judged(Status.PASS, expected, _summary(judged) + media)
+        return Judged(Status.PASS, expected, _summary(judged) + media + dark)
     problems = frozenset(problem for problem, _text in faults)
     return Judged(
         Status.FAIL,
         expected,
-        "; ".join(text for _problem, text in faults) + media,
+        "; ".join(text for _problem, text in faults) + media + dark,
         optics_hint(problems, end),
         problems,
     )
+
+
+def _unused_lanes(optics: ModuleOptics) -> frozenset[int]:
+    """Lanes whose own transmitter and receiver are both dark: a port running fewer lanes than its
+    module has (a 40G SR4 module at 10G lights lane 1 only). A lane lit one way only is judged."""
+
+    def dark(quantity: Quantity) -> set[int]:
+        return {
+            r.lane
+            for r in optics.of(quantity)
+            if r.lane is not None and r.value is not None and r.value <= NO_LIGHT_DBM
+        }
+
+    return frozenset(dark("tx_power") & dark("rx_power"))
 
 
 def _summary(readings: Sequence[DomReading]) -> str:

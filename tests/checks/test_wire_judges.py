@@ -6,6 +6,7 @@ cited in docs/checks/wire.md."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from fabcheck.checks.model import Status
 from fabcheck.checks.wire import judge_errors, judge_flaps, judge_optics, lifetime_downs
 from fabcheck.collect.host import Unreadable
 from fabcheck.intent.model import FabricIntent, LinkHealth
+from fabcheck.parsers.ethtool_module import parse_module
 from fabcheck.parsers.wire_records import (
     NO_LIGHT_DBM,
     CounterName,
@@ -279,3 +281,25 @@ def test_a_module_without_diagnostics_is_a_named_skip_and_an_empty_cage_fails() 
     assert judge_optics(bare, LIMITS, END).status is Status.SKIP
     empty = judge_optics(ModuleOptics(False, False), LIMITS, END)
     assert empty.status is Status.FAIL and "no module" in empty.actual
+
+
+REAL_HOST = Path(__file__).resolve().parents[1] / "data" / "real" / "host"
+
+
+def test_real_modules_lanes_dark_both_ways_are_not_in_use_and_a_lane_dark_one_way_fails() -> None:
+    """A real 40G-SR4 module lighting lane 1 only (tests/data/real/host INDEX: the netdev mail's `ethtool
+    -m eth2`): lanes 2-4 have neither TX nor RX light, so they are not in use; the module passes."""
+    real = parse_module(
+        (REAL_HOST / "ethtool-m-qsfp-plus-40g-sr4-avago-thresholds.txt").read_text(), "ethtool -m"
+    )
+    judged = judge_optics(real, LIMITS, END)
+    assert judged.status is Status.PASS
+    assert "lanes 2,3,4 dark both ways: not in use, not judged" in judged.actual
+    lit_tx = tuple(
+        DomReading(r.quantity, r.lane, -1.0, r.thresholds) if r.quantity == "tx_power" and r.lane == 2 else r
+        for r in real.readings
+    )
+    failed = judge_optics(ModuleOptics(real.present, real.diagnostics, real.media, lit_tx), LIMITS, END)
+    assert failed.status is Status.FAIL and "rx power lane 2 no light" in failed.actual
+    cmis = parse_module((REAL_HOST / "ethtool-m-cmis-qsfp-dd-rendered.txt").read_text(), "ethtool -m")
+    assert judge_optics(cmis, LIMITS, END).status is Status.PASS

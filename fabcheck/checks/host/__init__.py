@@ -102,6 +102,7 @@ from fabcheck.checks.host.qos import (
     check_pfc,
     check_trust,
 )
+from fabcheck.checks.host.wire import CHECKS as WIRE_CHECKS
 from fabcheck.checks.host.wire import LINK_ERRORS, LINK_FLAPS, OPTICS
 from fabcheck.checks.model import Finding, skipped
 from fabcheck.desired.nic import DesiredHost
@@ -128,6 +129,7 @@ HOST_CHECK_DECLS: tuple[HostCheck, ...] = (
     NIC_PERSISTENCE_CHECK,
     PEERMEM_CHECK,
     AFFINITY_CHECK,
+    *WIRE_CHECKS,
 )
 FLEET_CHECK_DECLS: tuple[FleetCheck, ...] = (GID_INDEX_CHECK, VERSIONS_CHECK)
 HOST_CHECKS = tuple(check.id for check in HOST_CHECK_DECLS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import hostgate
 import pytest
@@ -130,8 +131,30 @@ def healthy_sections() -> dict[str, Section]:
         sections[f"pfc_storm:{netdev}"] = ok("pfc-prevention-tout: 100\n")
         sections[f"cma_roce_tos:{dev}/1"] = ok("106\n")
         sections[f"cma_roce_mode:{dev}/1"] = ok("RoCE v2\n")
+        sections |= wire_sections(netdev)
+    sections["counter_window"] = ok(f"{COUNTER_WINDOW_S}\n")
     sections["show_gids"] = ok(render_show_gids(gids()))
     return sections | persisted_sections()
+
+
+# The wire of a clean link (docs/checks/wire.md), from real outputs (tests/data/real/host/INDEX.tsv): mlx5
+# `ethtool -S` *_phy counters and `ethtool -I --show-fec` statistics read twice alike (nothing grew over
+# the window), and a CMIS module within its own thresholds.
+REAL_HOST = Path(__file__).resolve().parents[2] / "data" / "real" / "host"
+COUNTER_WINDOW_S = 5
+
+
+def wire_sections(netdev: str) -> dict[str, Section]:
+    stats = (REAL_HOST / "ethtool-S-mlx5-phy-rendered.txt").read_text()
+    fec = (REAL_HOST / "ethtool-I-show-fec-rs-totals-rendered.txt").read_text()
+    module = (REAL_HOST / "ethtool-m-cmis-qsfp-dd-rendered.txt").read_text()
+    return {
+        f"link_stats.before:{netdev}": ok(stats),
+        f"link_stats:{netdev}": ok(stats),
+        f"fec.before:{netdev}": ok(fec),
+        f"fec:{netdev}": ok(fec),
+        f"module:{netdev}": ok(module),
+    }
 
 
 ETHTOOL_I = "driver: mlx5_core\nversion: 24.04-0.6.6\nfirmware-version: 28.39.1002 (MT_0000000838)\n"

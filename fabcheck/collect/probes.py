@@ -15,6 +15,7 @@ from typing import Literal
 
 from fabcheck.errors import FabcheckError, ParseError
 from fabcheck.parsers.switch_records import Placed, QueueDrops, Record
+from fabcheck.parsers.wire_records import LinkCounters
 
 Scope = Literal["switch", "switch-port"]  # host, nic and sm scopes come with the host stage
 Parse = Callable[[str, str | None, str], list[Placed]]  # (output, port or None, source) -> records
@@ -139,4 +140,6 @@ def _differences(before: list[Placed], after: list[Placed]) -> list[Placed]:
         old = earlier.get((port, type(record)))
         if isinstance(record, QueueDrops) and isinstance(old, QueueDrops):
             result.append((port, record.minus(old)))
+        elif not isinstance(record, QueueDrops | LinkCounters):
+            result.append((port, record))  # a settings record of a counter probe: the later reading
     return result

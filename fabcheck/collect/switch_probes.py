@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 from fabcheck.collect.probes import Probe
 from fabcheck.intent.platforms import PLATFORMS, Platform, UnknownPlatform, resolve
-from fabcheck.parsers import switch_eos, switch_lldp, switch_nvue, switch_sonic
+from fabcheck.parsers import switch_eos, switch_eos_wire, switch_lldp, switch_nvue, switch_sonic
 from fabcheck.parsers.switch_records import (
     BufferProfiles,
     DscpMap,
@@ -38,6 +38,7 @@ from fabcheck.parsers.switch_records import (
     parse_startup_text,
     with_running_text,
 )
+from fabcheck.parsers.wire_records import LinkDelta, ModuleOptics
 from fabcheck.switch.platforms import eos, nvue, sonic
 
 # NVUE reads what is verified: everything fabcheck owns from the applied configuration tree (read once,
@@ -116,8 +117,15 @@ EOS_PROBES = (
         switch_eos.parse_qos_interfaces,
         (Trust, EcnQueues, Schedulers),
     ),
+    # Read at the start and the end of the session: the MTU and speed from the later reading, the
+    # discards and link status changes of each port as what grew between the two (LinkDelta).
     Probe(
-        "eos.interfaces", "switch", "show interfaces | json", switch_eos.parse_interfaces, (Mtu, PortSpeed)
+        "eos.interfaces",
+        "switch",
+        "show interfaces | json",
+        switch_eos_wire.parse_interfaces_and_counters,
+        (Mtu, PortSpeed, LinkDelta),
+        counter=True,
     ),
     Probe(
         "eos.watchdog_counters",
@@ -133,6 +141,29 @@ EOS_PROBES = (
         switch_eos.parse_queue_drops,
         (QueueDrops,),
         counter=True,
+    ),
+    Probe(
+        "eos.interface_errors",
+        "switch",
+        "show interfaces counters errors | json",
+        switch_eos_wire.parse_error_counters,
+        (LinkDelta,),
+        counter=True,
+    ),
+    Probe(
+        "eos.phy_detail",
+        "switch",
+        "show interfaces phy detail | json",
+        switch_eos_wire.parse_phy_detail,
+        (LinkDelta,),
+        counter=True,
+    ),
+    Probe(
+        "eos.transceiver_dom",
+        "switch",
+        "show interfaces transceiver dom thresholds | json",
+        switch_eos_wire.parse_transceiver_dom,
+        (ModuleOptics,),
     ),
     Probe("eos.lldp", "switch", "show lldp neighbors | json", switch_lldp.parse_eos_lldp, (LldpNeighbor,)),
 )

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from fabcheck.errors import ParseError
 from fabcheck.parsers._text import MAX_LINE_CHARS, strip_ansi
 from fabcheck.parsers.numbers import read_int
+from fabcheck.parsers.wire_records import LinkCounters, LinkDelta, ModuleOptics
 
 PRIORITIES = range(8)  # switch priorities and traffic classes 0..7 on every platform here
 MAX_DSCP = 63
@@ -273,6 +274,9 @@ Record = (
     | QueueMaps
     | RunningConfigText
     | StartupConfigText
+    | LinkCounters  # the wire (issue 35): one reading; a counter probe's pair becomes a LinkDelta
+    | LinkDelta
+    | ModuleOptics
 )
 Placed = tuple[str | None, Record]  # (port, record); port None: the record holds for the whole switch
 

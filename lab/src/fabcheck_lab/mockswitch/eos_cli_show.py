@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from fabcheck_lab.mockswitch import eos_show as show
+from fabcheck_lab.mockswitch import eos_wire as wire
 from fabcheck_lab.mockswitch.eos_grammar import INVALID, EosInputError, Rule, match
 from fabcheck_lab.mockswitch.eos_model import parse_interfaces, running_config_text
 
@@ -40,6 +41,12 @@ SHOW_RULES = [
     _R("show interfaces <ifs>", "interfaces"),
     _R("show interfaces counters queue detail", "queue_drops"),
     _R("show interfaces <ifs> counters queue detail", "queue_drops"),
+    _R("show interfaces counters errors", "wire_errors"),
+    _R("show interfaces <ifs> counters errors", "wire_errors"),
+    _R("show interfaces phy detail", "wire_phy"),
+    _R("show interfaces <ifs> phy detail", "wire_phy"),
+    _R("show interfaces transceiver dom thresholds", "wire_dom"),
+    _R("show interfaces <ifs> transceiver dom thresholds", "wire_dom"),
     _R("show version", "version"),
     _R("show lldp neighbors", "lldp"),
 ]
@@ -95,7 +102,16 @@ def _render(
     if action == "qos":
         return show.qos_interfaces(config, ports)
     if action == "interfaces":
-        return show.interfaces(config, ports)
+        text, model = show.interfaces(config, ports)
+        for port in ports:
+            model["interfaces"][port].update(wire.interface_counters(device, port))
+        return text, model
+    if action == "wire_errors":
+        return wire.error_counters(device, ports)
+    if action == "wire_phy":
+        return wire.phy_detail(device, ports)
+    if action == "wire_dom":
+        return wire.transceiver_dom(device, ports)
     if action == "lldp":
         return show.lldp_neighbors(device.lldp_neighbors())
     return show.version(device.name, device.model)

@@ -38,7 +38,7 @@ from fabcheck.parsers.switch_records import (
     parse_startup_text,
     with_running_text,
 )
-from fabcheck.parsers.wire_records import LinkDelta, ModuleOptics
+from fabcheck.parsers.wire_records import LinkCounters, ModuleOptics
 from fabcheck.switch.platforms import eos, nvue, sonic
 
 # NVUE reads what is verified: everything fabcheck owns from the applied configuration tree (read once,
@@ -118,13 +118,15 @@ EOS_PROBES = (
         (Trust, EcnQueues, Schedulers),
     ),
     # Read at the start and the end of the session: the MTU and speed from the later reading, the
-    # discards and link status changes of each port as what grew between the two (LinkDelta).
+    # discards and link status changes of each port as readings (LinkCounters) that collect turns into
+    # what grew between the two (LinkDelta, with the counter window); until it does, the wire checks
+    # skip EOS by name (no LinkDelta), never judge it from one reading.
     Probe(
         "eos.interfaces",
         "switch",
         "show interfaces | json",
         switch_eos_wire.parse_interfaces_and_counters,
-        (Mtu, PortSpeed, LinkDelta),
+        (Mtu, PortSpeed, LinkCounters),
         counter=True,
     ),
     Probe(
@@ -147,7 +149,7 @@ EOS_PROBES = (
         "switch",
         "show interfaces counters errors | json",
         switch_eos_wire.parse_error_counters,
-        (LinkDelta,),
+        (LinkCounters,),
         counter=True,
     ),
     Probe(
@@ -155,7 +157,7 @@ EOS_PROBES = (
         "switch",
         "show interfaces phy detail | json",
         switch_eos_wire.parse_phy_detail,
-        (LinkDelta,),
+        (LinkCounters,),
         counter=True,
     ),
     Probe(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabcheck.checks import host, incast, link, nccl_ranks, perftest, sm, switch
+from fabcheck.checks import host, incast, link, link_health, nccl_ranks, perftest, sm, switch
 from fabcheck.checks.declare import Check
 
 DECLARED: tuple[Check[Any], ...] = (
@@ -13,6 +13,7 @@ DECLARED: tuple[Check[Any], ...] = (
     *host.FLEET_CHECK_DECLS,
     *switch.SWITCH_CHECKS,
     *link.LINK_CHECK_DECLS,
+    *link_health.LINK_HEALTH_CHECK_DECLS,
     *sm.SM_CHECK_DECLS,
     *nccl_ranks.NCCL_CHECK_DECLS,
     *perftest.PAIR_CHECK_DECLS,

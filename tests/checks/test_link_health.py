@@ -5,9 +5,13 @@ data at either end a named skip."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from fabcheck.checks.link_health import HEALTH, WireEnd, check_link_health, judge_cable
 from fabcheck.checks.model import Status, Where
+from fabcheck.checks.switch import SwitchEvidence
 from fabcheck.collect.host import Unreadable
+from fabcheck.gate.link_stage import switch_wire_ends
 from fabcheck.intent.fabric import Fabric, Link
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.wire_records import (
@@ -137,3 +141,26 @@ def test_every_cable_gets_one_finding_with_its_ends_and_an_unread_end_says_why()
     ]
     assert findings[0].where == Where("gpu01", "mlx5_0", "leaf01:swp1")
     assert findings[1].hint == "host gpu02 did not report mlx5_0 (ssh refused)"
+
+
+def test_the_link_stage_reads_a_switch_ports_wire_as_shown_absent_or_unread() -> None:
+    """fabcheck.gate.link_stage: a platform without the views gives no data (a skip at that end), a port
+    whose view is missing is Unreadable naming the view, a switch that was not read has no end at all."""
+    port = Link("gpu01", "mlx5_0", "leaf01", "swp1")
+    plan = SimpleNamespace(
+        fabric=Fabric((), (port,)),
+        desired=SimpleNamespace(switches={"leaf01": SimpleNamespace(link_health=LIMITS)}),
+    )
+    both = frozenset({LinkDelta, ModuleOptics})
+    shown = SwitchEvidence(
+        "leaf01", "eos", {(LinkDelta, "swp1"): grew(), (ModuleOptics, "swp1"): optic()}, both
+    )  # type: ignore[dict-item]
+    ends = switch_wire_ends([shown], plan)  # type: ignore[arg-type]
+    assert ends[("leaf01", "swp1")].counters == grew() and ends[("leaf01", "swp1")].optics == optic()
+    blind = switch_wire_ends([SwitchEvidence("leaf01", "nvue", {}, frozenset())], plan)  # type: ignore[arg-type]
+    assert blind[("leaf01", "swp1")].counters is None and blind[("leaf01", "swp1")].optics is None
+    lost = switch_wire_ends([SwitchEvidence("leaf01", "sonic", {}, both)], plan)[("leaf01", "swp1")]  # type: ignore[arg-type]
+    assert isinstance(lost.counters, Unreadable) and "the LinkDelta view of swp1" in lost.counters.command
+    assert judge_cable(port, end(HOST), lost).status is Status.ERROR
+    gone = SwitchEvidence("leaf01", "eos", {}, both, unreachable="connection refused")
+    assert switch_wire_ends([gone], plan) == {}  # type: ignore[arg-type]

@@ -160,12 +160,16 @@ def collected(mock: MockHost, desired: DesiredHost) -> HostCollection:
     ports = [w[1] for w in words]
     netdevs = [w[w.index("netdev") + 1] for w in words if "netdev" in w]
     subjects = {"host": [""], "port": ports, "netdev": netdevs}
+    # The counter window as the script reports it once waited (a counter probe is read before and after).
+    sections[collect.COUNTER_WINDOW] = Section(0, "1\n")
     for probe in collect.HOST_PROBES:
         if probe.name in sections:
             continue
         for subject in subjects[probe.scope]:
-            argv = shlex.split(collect.section_command(probe.section(subject), priority))
-            sections[probe.section(subject)] = _section(mock, argv)
+            for first in (True, False) if probe.counter else (False,):
+                name = probe.section(subject, first=first)
+                argv = shlex.split(collect.section_command(name, priority))
+                sections[name] = _section(mock, argv)
     return HostCollection(HOST, sections, complete=True, priority=priority)
 
 

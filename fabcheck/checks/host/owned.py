@@ -13,6 +13,7 @@ from fabcheck.checks.host.dcqcn import CNP, MIN_TIME_BETWEEN_CNPS, RP_PARAMS
 from fabcheck.checks.host.pfc_storm import PFC_STORM_PREVENTION
 from fabcheck.checks.host.ports import LINK_LAYER, NETDEV_MTU, PORT_SPEED, RDMA_MTU
 from fabcheck.checks.host.qos import CMA_ROCE_MODE, CMA_ROCE_TOS, DSCP2PRIO, ECN_ENABLE, PFC, ROCE_TOS, TRUST
+from fabcheck.checks.host.wire import LINK_ERRORS, LINK_FLAPS, OPTICS
 from fabcheck.desired.nic import ECN_FILES
 
 # The module keys a DCQCN file's write by its path under ecn/ (the priority as the record names it).
@@ -70,6 +71,10 @@ FOREIGN_NIC_VALUES: tuple[ForeignNicValue, ...] = (
         PORT_SPEED, "speed_gbps", "link training with the switch port (switch_port_speeds) and the cable"
     ),
     ForeignNicValue(CMA_ROCE_MODE, None, "the kernel's RDMA-CM default (RoCE v2); no role writes it"),
+    # The wire (docs/checks/wire.md): counters and diagnostics, judged against the intent's link_health.
+    ForeignNicValue(LINK_ERRORS, None, "the wire: the cable and the optics at both ends; no role writes it"),
+    ForeignNicValue(LINK_FLAPS, None, "the wire: the cable and the optics at both ends; no role writes it"),
+    ForeignNicValue(OPTICS, None, "the module in the NIC's cage; no role writes it"),
 )
 # DesiredNic fields that are no setting of their own: the record's keys, and values the owned ones carry.
 NOT_SETTINGS: dict[str, str] = {

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import hostgate
+
 from fabcheck.checks.link_health import HEALTH, WireEnd, check_link_health, judge_cable
 from fabcheck.checks.model import Status, Where
 from fabcheck.checks.switch import SwitchEvidence
-from fabcheck.collect.host import Unreadable
-from fabcheck.gate.link_stage import switch_wire_ends
+from fabcheck.collect.host import HostCollection, Unreadable
+from fabcheck.collect.script import Section
+from fabcheck.gate.link_stage import host_wire_ends, switch_wire_ends
 from fabcheck.intent.fabric import Fabric, Link
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.wire_records import (
@@ -22,6 +25,7 @@ from fabcheck.parsers.wire_records import (
     ModuleOptics,
     Thresholds,
 )
+from tests.checks.host.hostdata import INTENT, healthy_sections
 
 LIMITS = FabricIntent().link_health
 LINK = Link("gpu01", "mlx5_0", "leaf01", "swp1")
@@ -164,3 +168,25 @@ def test_the_link_stage_reads_a_switch_ports_wire_as_shown_absent_or_unread() ->
     assert judge_cable(port, end(HOST), lost).status is Status.ERROR
     gone = SwitchEvidence("leaf01", "eos", {}, both, unreachable="connection refused")
     assert switch_wire_ends([gone], plan) == {}  # type: ignore[arg-type]
+
+
+def test_the_link_stage_reads_each_host_nics_wire_through_its_evidence() -> None:
+    """fabcheck.gate.link_stage: the host end of each cable is its RoCE netdev's HostEvidence.wire, with
+    the desired host's limits; a port without a module EEPROM has no optics at that end (a skip there)."""
+    sections = healthy_sections()
+    sections["module:ens2np0"] = Section(1, "", "Cannot get module EEPROM information: No such device\n")
+    result = hostgate.judge(HostCollection("gpu01", sections, complete=True, priority=3), INTENT)
+    tight = FabricIntent(rails=INTENT.rails, link_health=LIMITS.model_copy(update={"flaps_allowed": 0}))
+    plan = SimpleNamespace(desired=SimpleNamespace(hosts={"gpu01": hostgate.desired_host(tight, "gpu01")}))
+    ends = host_wire_ends([result], plan)  # type: ignore[arg-type]
+    assert set(ends) == {("gpu01", "mlx5_0"), ("gpu01", "mlx5_1")}
+    first, second = ends[("gpu01", "mlx5_0")], ends[("gpu01", "mlx5_1")]
+    assert first.name == "gpu01:mlx5_0" and first.limits.flaps_allowed == 0
+    assert isinstance(first.counters, LinkDelta) and first.counters.window_s == 5
+    assert isinstance(first.optics, ModuleOptics) and second.optics is None
+    found = judge_cable(Link("gpu01", "mlx5_1", "leaf01", "swp2"), second, end(PORT))
+    # the real mlx5 sample counted one link-down since its clear: over an allowance of 0
+    assert (
+        found.status is Status.FAIL
+        and "link_down_events_phy 1 since the last clear (allowed 0)" in found.actual
+    )

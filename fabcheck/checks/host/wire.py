@@ -16,7 +16,7 @@ from fabcheck.checks.declare import NO_INPUTS, ROCE, Inputs
 from fabcheck.checks.host.evidence import HostEvidence, WireEvidence, present_nics
 from fabcheck.checks.host.judges import HostCheck, HostJudge, host_check
 from fabcheck.checks.model import Finding, Status, errored
-from fabcheck.checks.wire import Judged, judge_errors, judge_flaps, judge_optics
+from fabcheck.checks.wire import Judged, judge_errors, judge_flaps, judge_optics, optics_expected
 from fabcheck.collect import host as probes
 from fabcheck.collect.host import Unreadable
 from fabcheck.desired.nic import DesiredHost
@@ -36,7 +36,8 @@ def _counters(judge: Callable[..., Judged]) -> WireJudge:
 def _optics(wire: WireEvidence, limits: LinkHealth, end: str) -> Judged:
     if wire.no_module:
         assert isinstance(wire.optics, Unreadable)  # no_module: an Unreadable of that reason
-        return Judged(Status.SKIP, "", f"{end} has no module EEPROM to read: {wire.optics.reason}")
+        reason = f"{end} has no module EEPROM to read: {wire.optics.reason}"
+        return Judged(Status.SKIP, optics_expected(limits), reason)
     return judge_optics(wire.optics, limits, end)
 
 
@@ -55,8 +56,8 @@ def per_wire(check_id: str, judge: WireJudge) -> HostJudge[Inputs]:
                 continue
             end = f"{desired.host}:{nic.name} ({nic.netdev})"
             judged = judge(evidence.wire(nic.netdev), desired.link_health, end)
-            expected = judged.expected or "the module's diagnostics"
-            findings.append(Finding(check_id, judged.status, nic.name, expected, judged.actual, judged.hint))
+            found = Finding(check_id, judged.status, nic.name, judged.expected, judged.actual, judged.hint)
+            findings.append(found)
         return findings
 
     return run

@@ -14,7 +14,14 @@ from types import MappingProxyType
 
 from fabcheck.collect.probes import Probe
 from fabcheck.intent.platforms import PLATFORMS, Platform, UnknownPlatform, resolve
-from fabcheck.parsers import switch_eos, switch_eos_wire, switch_lldp, switch_nvue, switch_sonic
+from fabcheck.parsers import (
+    switch_eos,
+    switch_eos_wire,
+    switch_lldp,
+    switch_nvue,
+    switch_nvue_wire,
+    switch_sonic,
+)
 from fabcheck.parsers.switch_records import (
     BufferProfiles,
     DscpMap,
@@ -40,6 +47,38 @@ from fabcheck.parsers.switch_records import (
 )
 from fabcheck.parsers.wire_records import LinkCounters, ModuleOptics
 from fabcheck.switch.platforms import eos, nvue, sonic
+
+# The wire (fabcheck.parsers.switch_nvue_wire): error, discard and carrier counters, the PHY's post-FEC
+# errors and raw BER (CL 5.10-5.14: CL 5.15 renamed it `link phy health`, not read), and the module's
+# DOM with its own thresholds (CL >= 5.11). The counter probes declare LinkCounters (their readings) until
+# collect turns a counter probe's pair into LinkDelta over the window and merges one port's views (the
+# collect part of issue 35): until then the wire checks skip NVUE's counters by name, never judge one
+# reading (as EOS's wire probes do).
+NVUE_WIRE_PROBES = (
+    Probe(
+        "nvue.counters",
+        "switch-port",
+        "nv show interface {port} counters",
+        switch_nvue_wire.parse_counters,
+        (LinkCounters,),
+        counter=True,
+    ),
+    Probe(
+        "nvue.phy_detail",
+        "switch-port",
+        "nv show interface {port} link phy-detail",
+        switch_nvue_wire.parse_phy_detail,
+        (LinkCounters,),
+        counter=True,
+    ),
+    Probe(
+        "nvue.transceiver",
+        "switch-port",
+        "nv show platform transceiver {port}",
+        switch_nvue_wire.parse_transceiver,
+        (ModuleOptics,),
+    ),
+)
 
 # NVUE reads what is verified: everything fabcheck owns from the applied configuration tree (read once,
 # also kept whole for switch.startup_config), and per port only what a configuration cannot show, in the
@@ -90,6 +129,7 @@ NVUE_PROBES = (
         counter=True,
     ),
     Probe("nvue.lldp", "switch", "nv show interface lldp", switch_lldp.parse_nvue_lldp, (LldpNeighbor,)),
+    *NVUE_WIRE_PROBES,
 )
 
 EOS_PROBES = (

@@ -426,7 +426,7 @@ def attribute_tree(text: str, source: str, what: str) -> dict[str, Any]:
     return root
 
 
-def _section_rows(text: str, title: str, source: str, what: str) -> list[list[str]]:
+def section_rows(text: str, title: str, source: str, what: str) -> list[list[str]]:
     """The rows of a titled sub-table (`PFC WD Status` / `=====` / indented header and rule), each
     split by the rule's columns; [] when the output has no such section."""
     lines = text.replace("\r", "").splitlines()
@@ -493,7 +493,7 @@ def parse_port_watchdog(text: str, port: str | None, source: str = "<text>") -> 
     if state not in ("enabled", "disabled"):
         raise ParseError(f"{what}: state {str(state)[:40]!r} is not enabled or disabled", source=source)
     stormed = []
-    for row in _section_rows(text, "PFC WD Status", source, what):
+    for row in section_rows(text, "PFC WD Status", source, what):
         if len(row) < 2:
             raise ParseError(f"{what}: a PFC WD Status row without its status: {row!r}", source=source)
         tc = number(row[0], source, f"{what} traffic-class", high=PRIORITIES[-1])

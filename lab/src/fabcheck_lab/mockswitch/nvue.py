@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fabcheck_lab.mockswitch import nvue_show as show
+from fabcheck_lab.mockswitch import nvue_wire
 from fabcheck_lab.mockswitch.device import (
     FAULT_PORT_PRIORITY,
     LOSSLESS_QUEUE,
@@ -398,6 +399,10 @@ class NvueSession(CliSession):
             if args[1] not in dev.ports:
                 raise NvueError(NO_ITEM)
             shown = self._show_port(args[1], args[2:], config)
+        elif args[:2] == ["platform", "transceiver"] and len(args) == 3:
+            if args[2] not in dev.ports or dev.release_tuple < nvue_wire.TRANSCEIVER_SINCE:
+                raise NvueError(NO_ITEM)
+            shown = nvue_wire.show_transceiver(dev.wire_faults(args[2]))
         if shown is None:
             raise NvueError(
                 NO_ITEM if args[:1] in (["qos"], ["interface"]) else f"Error: Invalid Command: {text}"
@@ -446,6 +451,20 @@ class NvueSession(CliSession):
             return show.show_port_scheduler(config, port)
         if args == ["link"]:
             return show.show_port_link(config, port)
+        return self._show_port_wire(port, args)
+
+    def _show_port_wire(self, port: str, args: list[str]) -> show.Shown | None:
+        """The wire views (fabcheck_lab.mockswitch.nvue_wire), each only in the releases that have it."""
+        dev = self.device
+        release = dev.release_tuple
+        if args == ["counters"] and release >= nvue_wire.COUNTERS_SINCE:
+            return nvue_wire.show_counters(dev.wire_counters(port))
+        phy_detail = nvue_wire.PHY_DETAIL_SINCE <= release < nvue_wire.PHY_HEALTH_SINCE
+        if (args == ["link", "phy-detail"] and phy_detail) or (
+            args == ["link", "phy", "health"] and release >= nvue_wire.PHY_HEALTH_SINCE
+        ):
+            minutes = int(max(0.0, time.time() - float(dev.wire[port].get("since", time.time()))) // 60)
+            return nvue_wire.show_phy_detail(dev.wire_counters(port), minutes)
         return None
 
     def _action(self, args: list[str], text: str) -> str:

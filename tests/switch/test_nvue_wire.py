@@ -7,7 +7,6 @@ view is refused in a release that does not have it."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -178,4 +177,28 @@ def test_the_gate_probes_read_the_mock() -> None:
     [hot] = module.of("temperature")
     assert hot.value is not None and hot.value > 70.0
     assert [output.command for output in collected.outputs].count("nv show interface swp2 counters") == 2
-    assert time.time() > 0
+
+
+def test_switch_optic_hot_fails_switch_optics_at_the_cabled_port_only() -> None:
+    """The gate's own probes and checks over the converged mock (the driver's push, in-process): the
+    fault fails switch.optics at gpu01's port and nothing else; healed, everything passes again."""
+    from tests.invariant.harness import PORTS as FABRIC_PORTS
+    from tests.invariant.harness import judged, not_passing, repush
+
+    spec = SwitchSpec(
+        "leaf01",
+        "nvue",
+        "127.0.3.1",
+        2201,
+        "cumulus",
+        "pw",
+        FABRIC_PORTS["nvue"],
+        (("swp1", "gpu01", "ens1np0"),),
+    )
+    dev = NvueDevice(spec)
+    repush("nvue", dev)
+    assert not_passing(judged("nvue", dev)) == set()
+    dev.inject("switch-optic-hot")
+    assert not_passing(judged("nvue", dev)) == {("switch.optics", "leaf01:swp1", "fail")}
+    dev.heal("switch-optic-hot")
+    assert not_passing(judged("nvue", dev)) == set()

@@ -21,6 +21,7 @@ from fabcheck.parsers import (
     switch_nvue,
     switch_nvue_wire,
     switch_sonic,
+    switch_sonic_wire,
 )
 from fabcheck.parsers.switch_records import (
     BufferProfiles,
@@ -250,6 +251,41 @@ SONIC_PROBES = (
         counter=True,
     ),
     Probe("sonic.lldp", "switch", "show lldp table", switch_lldp.parse_sonic_lldp, (LldpNeighbor,)),
+    # The wire (fabcheck.parsers.switch_sonic_wire): three counter views of every port, each read at both
+    # ends of the counter window and merged per port, and the modules' DOM with their thresholds. The
+    # counter views declare LinkCounters until collect turns a counter probe's readings into LinkDelta
+    # over the window (as EOS's do); until then the wire checks skip SONiC's counters by name.
+    Probe(
+        "sonic.wire_errors",
+        "switch",
+        switch_sonic_wire.ERRORS_COMMAND,
+        switch_sonic_wire.parse_errors,
+        (LinkCounters,),
+        counter=True,
+    ),
+    Probe(
+        "sonic.wire_fec",
+        "switch",
+        switch_sonic_wire.FEC_COMMAND,
+        switch_sonic_wire.parse_fec_stats,
+        (LinkCounters,),
+        counter=True,
+    ),
+    Probe(
+        "sonic.wire_flaps",
+        "switch",
+        switch_sonic_wire.FLAP_COMMAND,
+        switch_sonic_wire.parse_flaps,
+        (LinkCounters,),
+        counter=True,
+    ),
+    Probe(
+        "sonic.transceiver_dom",
+        "switch",
+        switch_sonic_wire.DOM_COMMAND,
+        switch_sonic_wire.parse_transceiver_dom,
+        (ModuleOptics,),
+    ),
 )
 
 

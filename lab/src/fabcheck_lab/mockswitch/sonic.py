@@ -35,7 +35,9 @@ from fabcheck_lab.mockswitch.sonic_shell import (
 
 ROOT_SHELL_ARGS = ([], ["-s"], ["-i"], ["su"], ["bash"], ["-E", "-s"], ["su", "-"])
 WRITING_COMMANDS = {"config", "ecnconfig", "tee"}
-DEFAULT_RELEASE = "202405.0-mock"  # no 8-digit build: GCU's validators check no minimum build
+# No 8-digit build: GCU's validators check no minimum build. 202411: the first branch with `show interfaces
+# flap` and the FEC BER columns (fabcheck_lab.mockswitch.sonic_wire), so the lab judges SONiC's flaps.
+DEFAULT_RELEASE = "202411.0-mock"
 
 
 class SonicDevice(SwitchDevice):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import jsonpatch
 
 from fabcheck_lab.mockswitch import sonic_show as show
+from fabcheck_lab.mockswitch import sonic_wire
 from fabcheck_lab.mockswitch.sonic_db import (
     LOSSLESS_PROFILE,
     WRED_COLORS,
@@ -245,6 +246,9 @@ class SonicCommands:
             return Result(show.pfcwd_stats(self.db, chosen) + "\n")
         if args == ["runningconfiguration", "all"]:
             return Result(show.running_configuration_all(self.db) + "\n")
+        wire = sonic_wire.show_interfaces(dev, args, chosen) if args[:1] == ["interfaces"] else None
+        if wire is not None:
+            return wire
         if args[:2] == ["interfaces", "status"]:
             return Result(show.interfaces_status(self.db, chosen) + "\n")
         if args == ["version"]:

@@ -35,7 +35,7 @@ class SwitchSpec:
     # send their host name and interface name, as lldpd does with `portidsubtype ifname`).
     neighbors: tuple[tuple[str, str, str], ...] = ()
     # The software release and hardware model the switch reports ('' = the platform mock's default:
-    # Cumulus Linux 5.11.0 on an SN5600, SONiC 202405.0-mock with hwsku ACS-MSN4700, the cited factory
+    # Cumulus Linux 5.11.0 on an SN5600, SONiC 202411.0-mock with hwsku ACS-MSN4700, the cited factory
     # CONFIG_DB's, EOS 4.31.2F on a 7060CX). SONiC's release and hwsku decide GCU's PFC_WD validator.
     release: str = ""
     model: str = ""

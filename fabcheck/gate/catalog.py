@@ -31,6 +31,7 @@ from fabcheck.checks.roles import SWITCH_QOS_ROLE
 from fabcheck.checks.switch import wire as switch_wire
 from fabcheck.collect.host import PROBES_BY_NAME
 from fabcheck.collect.switch_probes import PROBES as SWITCH_PROBES
+from fabcheck.collect.switch_probes import provided
 from fabcheck.errors import UsageError
 from fabcheck.gate.stages import all_stages
 
@@ -97,7 +98,9 @@ def _switch_entries(checks: Sequence[switch.SwitchCheck]) -> list[Entry]:
                 check.id,
                 "switch",
                 "port (switch-wide where the platform keeps one)",
-                "every switch platform" if len(probes) >= len(SWITCH_PROBES) else "platforms that show it",
+                "every switch platform"
+                if all(check.judge.needs in provided(p) for p in SWITCH_PROBES)
+                else "platforms that show it",
                 ", ".join(probes) or "no platform's views yet",
                 WIRE_FIXED_BY if check in switch_wire.CHECKS else _fixed_by(SWITCH_QOS_ROLE, check.tag),
                 check.summary,

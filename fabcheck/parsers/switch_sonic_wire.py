@@ -67,8 +67,9 @@ _COLUMN_GAP = re.compile(r"\s{2,}")
 _PORT = re.compile(r"[A-Za-z][A-Za-z0-9/._-]{0,63}", re.ASCII)
 _COUNT = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})*|[0-9]+", re.ASCII)
 _RATE = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?", re.ASCII)
-# What releases before 202411 answer to `show interfaces flap` (click's refusal of an unknown command).
-_NO_FLAP_COMMAND = 'Error: No such command "flap".'
+# What releases before 202411 answer to `show interfaces flap`: click's refusal of an unknown command
+# (click 7 quotes the name with double quotes, click 8 with single ones).
+_NO_FLAP_COMMAND = re.compile(r"Error: No such command [\"']flap[\"']\.\s*\Z")
 
 
 def _table(text: str, source: str, what: str, first: str) -> list[tuple[int, dict[str, str]]]:
@@ -169,7 +170,7 @@ def parse_flaps(text: str, port: str | None = None, source: str = "<text>") -> l
     """`show interfaces flap`: every operational status change per port (link_changes). A release
     before 202411 has no such command and no flap count: nothing to read, so the ports carry no flap
     counter (not judged), never a count of 0."""
-    if text.strip().endswith(_NO_FLAP_COMMAND):
+    if _NO_FLAP_COMMAND.search(text):
         return []
     placed: list[Placed] = []
     for line, row in _table(text, source, FLAP_COMMAND, "Interface"):

@@ -98,6 +98,7 @@ def test_flap_count_is_every_status_change_and_never_is_none() -> None:
 def test_a_release_without_show_interfaces_flap_yields_no_flap_counter() -> None:
     refusal = 'Usage: show interfaces [OPTIONS] COMMAND [ARGS]...\nTry "show interfaces -h" for help.\n\n'
     assert parse_flaps(refusal + 'Error: No such command "flap".\n') == []
+    assert parse_flaps(refusal + "Error: No such command 'flap'.\n") == []  # click 8's quotes
 
 
 @pytest.mark.parametrize(

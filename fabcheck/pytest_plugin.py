@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # pytest loads this plugin in every session: fabcheck itself 
     from fabcheck.intent.loader import HostEntry
 
 DEFAULT_TIMEOUT_S = 30.0  # fabcheck.collect.host.TimeLimits().command_s, pinned by a test
+DEFAULT_COUNTER_WINDOW_S = 5  # fabcheck.desired.nic.DEFAULT_COUNTER_WINDOW_S, pinned by a test
 CHECKS_MODULE = Path(__file__).with_name("pytest_checks.py")
 NODE_PROPERTY = "fabcheck_node"  # the inventory node a test ran on
 TEST_PROPERTY = "fabcheck_test"  # its name without the testinfra host parameter
@@ -56,6 +57,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="seconds each host's collection may run once connected (enforced on the host too)",
     )
     group.addoption(
+        "--fabcheck-counter-window",
+        type=_counter_window,
+        default=DEFAULT_COUNTER_WINDOW_S,
+        metavar="S",
+        help="seconds between the two readings of each NIC's error, FEC and flap counters (0: lifetime "
+        f"totals, one reading; default {DEFAULT_COUNTER_WINDOW_S})",
+    )
+    group.addoption(
         "--fabcheck-snapshot",
         metavar="DIR",
         help="judge the outputs `fabcheck validate --save-snapshot DIR` recorded (no connection)",
@@ -66,6 +75,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only your tests (the fabcheck fixture still serves the evidence)",
     )
     group.addoption("--fabcheck-results", metavar="FILE", help="write every test's outcome to FILE as JSON")
+
+
+def _counter_window(text: str) -> int:
+    import argparse
+
+    from fabcheck.desired.nic import counter_window
+
+    try:
+        return counter_window(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -108,7 +128,8 @@ class Gate:
 
         self.config = config
         self.inventory = load_inventory(config.getoption("fabcheck_inventory"))
-        plan = plan_gate(self.inventory, config.getoption("fabcheck_limit"), ("host",))
+        window = config.getoption("fabcheck_counter_window")
+        plan = plan_gate(self.inventory, config.getoption("fabcheck_limit"), ("host",), window)
         targets = reachable_targets(plan.hosts)
         named = config.getoption("hosts", None)
         self.urls = backends.assign_urls(backends.parse_urls(named), targets) if named else {}

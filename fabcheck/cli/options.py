@@ -7,6 +7,7 @@ import argparse
 import math
 
 from fabcheck.collect.ssh import TimeLimits
+from fabcheck.desired.nic import DEFAULT_COUNTER_WINDOW_S, MAX_COUNTER_WINDOW_S, counter_window
 
 DEFAULT_LIMITS = TimeLimits()
 
@@ -20,6 +21,28 @@ def seconds(text: str) -> float:
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"{text!r}: must be a positive, finite number of seconds")
     return value
+
+
+def window_seconds(text: str) -> int:
+    """A counter window: whole seconds, 0..MAX_COUNTER_WINDOW_S (0: lifetime totals, one reading)."""
+    try:
+        return counter_window(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_counter_window(parser: argparse.ArgumentParser) -> None:
+    """`--counter-window S`: the seconds between the two readings of every node's wire counters."""
+    parser.add_argument(
+        "--counter-window",
+        type=window_seconds,
+        default=DEFAULT_COUNTER_WINDOW_S,
+        metavar="S",
+        help="seconds between the two readings of every NIC and switch port's error, FEC and flap "
+        f"counters, judged as what grew in between; every node waits it at once, so the run takes about "
+        f"S longer (0..{MAX_COUNTER_WINDOW_S}; 0 reads lifetime totals once and the report says so; "
+        f"default {DEFAULT_COUNTER_WINDOW_S})",
+    )
 
 
 def positive_count(text: str) -> int:

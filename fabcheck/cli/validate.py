@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from fabcheck.cli.options import add_time_limits, positive_count, seconds, time_limits
+from fabcheck.cli.options import add_counter_window, add_time_limits, positive_count, seconds, time_limits
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
 from fabcheck.gate.catalog import EVERY_CHECK, Selection, patterns
@@ -86,6 +86,7 @@ def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool)
         metavar="S",
         help="seconds for the whole run; hosts not collected by then are errors (default: none)",
     )
+    add_counter_window(parser)
     if stages_option:
         parser.add_argument(
             "--stages",
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     if args.extra_checks is not None:
         # The extra stage runs last, over what the other stages read.
         stages = (*(stages or default_stage_names()), "extra")
-    chosen = plan_gate(inventory, args.limit, stages)
+    chosen = plan_gate(inventory, args.limit, stages, args.counter_window)
     notes = _notes(chosen)
     for note in notes:
         # stdout stays one JSON object per line with --json; notes go to stderr there.
@@ -214,6 +215,11 @@ def _notes(chosen: GatePlan) -> tuple[str, ...]:
         notes.append(f"not checked (no stage of {','.join(chosen.stages)} judges them): {names}")
     if "link" in chosen.stages and chosen.hosts and chosen.switches and not chosen.fabric.links:
         notes.append("links not checked: no cable of fabric_links has both ends in this run")
+    if chosen.counter_window_s == 0 and ({"host", "switch"} & set(chosen.stages)):
+        notes.append(
+            "--counter-window 0: the wire counters are read once and their lifetime totals reported, "
+            "not judged over a window"
+        )
     return tuple(notes)
 
 

@@ -9,6 +9,7 @@ record, so a check that needs its record reports an error, never a pass.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -30,7 +31,9 @@ class Probe:
     command: str  # "{port}" is replaced by each port's name for a switch-port probe
     parse: Parse
     provides: tuple[type, ...]  # the record types it yields: what a check may ask of this platform
-    counter: bool = False  # read at the start and the end of the session: the record is the difference
+    # Read at the start and the end of the counter window: the record is the difference (QueueDrops
+    # minus, LinkCounters -> LinkDelta); other records of a counter probe come from the later reading.
+    counter: bool = False
 
     def command_for(self, port: str | None) -> str:
         if self.scope == "switch":
@@ -84,30 +87,67 @@ def _place(collected: Collected, placed: Iterable[Placed]) -> None:
 
 
 def collect(
-    run: Callable[[str], str], probes: Sequence[Probe], ports: Sequence[str], source: str
+    run: Callable[[str], str],
+    probes: Sequence[Probe],
+    ports: Sequence[str],
+    source: str,
+    window_s: float = 0.0,
+    wait: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Collected:
-    """Run every probe (switch probes once, port probes per port) through `run`; counters twice."""
+    """Run every probe (switch probes once, port probes per port) through `run`.
+
+    Counter probes are read first, then, `window_s` after that first reading began (`wait` sleeps out
+    what is left of it), with the others and again: a port's LinkCounters of every counter probe are
+    merged per reading and become its LinkDelta over the window. Window 0 reads the wire counters once
+    (lifetime totals, `LinkDelta.lifetime`); a probe that yields QueueDrops is still read twice, at once,
+    as before the window existed."""
     collected = Collected()
     calls = [
         (probe, port) for probe in probes for port in (ports if probe.scope == "switch-port" else [None])
     ]
+    twice = [(probe, port) for probe, port in calls if probe.counter and (window_s > 0 or _drops(probe))]
     first: dict[tuple[str, str | None], list[Placed]] = {}
-    for probe, port in calls:
-        if probe.counter:
-            parsed = _run_one(collected, run, probe, port, source)
-            if parsed is not None:
-                first[(probe.name, port)] = parsed
+    started = clock()
+    for probe, port in twice:
+        parsed = _run_one(collected, run, probe, port, source)
+        if parsed is not None:
+            first[(probe.name, port)] = parsed
+    left = window_s - (clock() - started)
+    if window_s > 0 and left > 0:
+        wait(left)
+    earlier_links: dict[str | None, LinkCounters] = {}
+    later_links: dict[str | None, LinkCounters] = {}
     for probe, port in calls:
         parsed = _run_one(collected, run, probe, port, source)
         if parsed is None:
             continue
         if probe.counter:
             before = first.get((probe.name, port))
-            if before is None:
+            if before is None and (probe, port) in twice:
                 continue  # its first reading failed and is already an error
-            parsed = _differences(before, parsed)
+            _merge_links(earlier_links, before or [])
+            _merge_links(later_links, parsed)
+            parsed = _differences(before or [], parsed)
         _place(collected, parsed)
+    for port, reading in later_links.items():
+        earlier = earlier_links.get(port) if window_s > 0 else None
+        if window_s > 0 and earlier is None:
+            continue  # no first reading of this port's counters: no delta (its probe's error says why)
+        _place(collected, [(port, reading.since(earlier, window_s))])
     return collected
+
+
+def _drops(probe: Probe) -> bool:
+    return QueueDrops in probe.provides
+
+
+def _merge_links(readings: dict[str | None, LinkCounters], placed: Iterable[Placed]) -> None:
+    """A port's LinkCounters from several views (errors, FEC, flaps) are one reading: merged."""
+    for port, record in placed:
+        if isinstance(record, LinkCounters):
+            known = readings.get(port)
+            readings[port] = record if known is None else known.merged(record)
 
 
 def _run_one(
@@ -134,12 +174,15 @@ def _error(probe: Probe, port: str | None, command: str, reason: str) -> ProbeEr
 
 
 def _differences(before: list[Placed], after: list[Placed]) -> list[Placed]:
+    """A counter probe's records from its two readings: QueueDrops the difference, LinkCounters none
+    here (collect merges them per port and makes the LinkDelta), anything else the later reading's."""
     earlier = {(port, type(record)): record for port, record in before}
     result: list[Placed] = []
     for port, record in after:
         old = earlier.get((port, type(record)))
-        if isinstance(record, QueueDrops) and isinstance(old, QueueDrops):
-            result.append((port, record.minus(old)))
-        elif not isinstance(record, QueueDrops | LinkCounters):
-            result.append((port, record))  # a settings record of a counter probe: the later reading
+        if isinstance(record, QueueDrops):
+            if isinstance(old, QueueDrops):
+                result.append((port, record.minus(old)))
+        elif not isinstance(record, LinkCounters):
+            result.append((port, record))
     return result

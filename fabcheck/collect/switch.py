@@ -47,12 +47,15 @@ def collect_switch(
     connect: Connect,
     ends_at: float | None = None,
     clock: Callable[[], float] = time.monotonic,
+    window_s: float = 0.0,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Collected | str:
     """One read-only session: connect, prepare, the probes over the ports, disconnect. A str says why
     the switch could not be read at all (unreachable, or the session died before any probe).
 
     With `ends_at` (the run's deadline on `clock`) the login and every command are cut to end by it,
-    and a command that would start after it is not sent: the probe is an error naming it."""
+    and a command that would start after it is not sent: the probe is an error naming it. The counter
+    probes are read `window_s` apart (collect.probes.collect); the wait between ends at the deadline."""
     if ends_at is not None:
         left = ends_at - clock()
         if left <= 0:
@@ -74,7 +77,10 @@ def collect_switch(
             runner.prepare(platform_named(platform).needs_enable)
         except SessionLost as err:
             return str(err)
-        return collect(runner.run, probes, ports, f"switch {login.name}")
+        def wait(seconds: float) -> None:
+            sleep(seconds if ends_at is None else max(0.0, min(seconds, ends_at - clock())))
+
+        return collect(runner.run, probes, ports, f"switch {login.name}", window_s, wait, clock)
     finally:
         _disconnect(connection)
 

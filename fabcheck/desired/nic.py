@@ -14,9 +14,10 @@ from typing import Any
 from fabcheck.intent.model import FabricIntent, LinkHealth
 
 # The wire checks judge what the error, FEC and flap counters did over a window of this many seconds
-# (`fabcheck validate --counter-window S`): every node reads them at its start and its end. 0 reads them
-# once and judges lifetime totals, and the report says so. The upper bound keeps a typo (5000 for 5)
-# from holding every round trip open for an hour.
+# (`fabcheck validate --counter-window S`, default DEFAULT_COUNTER_WINDOW_S): every node reads them at
+# its start and its end. 0 reads them once and judges lifetime totals, and the report says so; it is
+# what a desired state gets when the run asks for no window (the library's default). The upper bound
+# keeps a typo (5000 for 5) from holding every round trip open for an hour.
 DEFAULT_COUNTER_WINDOW_S = 5
 MAX_COUNTER_WINDOW_S = 600
 
@@ -190,9 +191,10 @@ class DesiredHost:
     # intent names no rails (then the role configures every RoCE NIC it finds).
     template: DesiredNic
     nvidia_peermem: bool
-    # The wire checks' limits (the intent's link_health) and the counter window they are judged over.
+    # The wire checks' limits (the intent's link_health) and the counter window they are judged over
+    # (the run's --counter-window; 0: lifetime totals).
     link_health: LinkHealth = field(default_factory=LinkHealth)
-    counter_window_s: int = DEFAULT_COUNTER_WINDOW_S
+    counter_window_s: int = 0
 
     @property
     def rails(self) -> dict[int, str]:
@@ -233,7 +235,7 @@ class DesiredHost:
 
 
 def desired_host(
-    intent: FabricIntent, host: str, counter_window_s: int = DEFAULT_COUNTER_WINDOW_S
+    intent: FabricIntent, host: str, counter_window_s: int = 0
 ) -> DesiredHost:
     """Pure: a GPU host's intent (rails already merged from `fabric_rails`) -> its desired state."""
     devices = sorted(set(intent.rails.values()))

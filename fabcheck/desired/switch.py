@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from fabcheck.desired.nic import DEFAULT_COUNTER_WINDOW_S, counter_window
+from fabcheck.desired.nic import counter_window
 from fabcheck.intent.fabric import Fabric, Switch
 from fabcheck.intent.model import FabricIntent, LinkHealth
 from fabcheck.intent.platforms import platform_named
@@ -222,7 +222,7 @@ class DesiredSwitch:
     # The wire checks' limits (the intent's link_health) and the counter window they are judged over:
     # what the gate judges, never what the switch_qos role writes (to_json leaves them out).
     link_health: LinkHealth = field(default_factory=LinkHealth)
-    counter_window_s: int = DEFAULT_COUNTER_WINDOW_S
+    counter_window_s: int = 0
 
     @property
     def watchdog_settings(self) -> dict[str, str]:
@@ -345,7 +345,7 @@ def _json_ready(value: Any) -> Any:
 
 
 def desired_switch(
-    intent: FabricIntent, fabric: Fabric, name: str, counter_window_s: int = DEFAULT_COUNTER_WINDOW_S
+    intent: FabricIntent, fabric: Fabric, name: str, counter_window_s: int = 0
 ) -> DesiredSwitch:
     """Pure: the fabric intent + the inventory's switch and cabling -> what switch `name` must hold."""
     switch = fabric.switch(name)

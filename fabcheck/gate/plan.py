@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from fabcheck.desired.nccl import DesiredNcclHost, desired_nccl_host
-from fabcheck.desired.nic import DEFAULT_COUNTER_WINDOW_S, DesiredHost, DesiredNic, desired_host
+from fabcheck.desired.nic import DesiredHost, DesiredNic, desired_host
 from fabcheck.desired.perftest import DesiredPerftest, desired_perftest
 from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
 from fabcheck.desired.switch import DesiredSwitch, desired_switch
@@ -65,6 +65,9 @@ class GatePlan:
     chosen: tuple[HostEntry, ...] = ()  # every node --limit selected (a stage picks its own)
     desired: GateDesired = field(default_factory=GateDesired)
     whole: Fabric = field(default_factory=lambda: Fabric((), ()))  # the inventory's, not narrowed
+    # Seconds between the two readings of every node's wire counters (--counter-window; 0: one reading,
+    # lifetime totals). The desired state of every planned node holds it too.
+    counter_window_s: int = 0
 
     def host_priorities(self) -> dict[str, int]:
         """The lossless priority each planned host's collection reads (its desired ECN priority), by host:
@@ -81,7 +84,7 @@ def plan_gate(
     inventory: Inventory,
     limit: str | None = None,
     stages: Sequence[str] | None = None,
-    counter_window_s: int = DEFAULT_COUNTER_WINDOW_S,
+    counter_window_s: int = 0,
 ) -> GatePlan:
     """Nodes of the inventory narrowed by an Ansible --limit pattern, by the stages that claim them, with
     the counter window (--counter-window) in their desired state. UsageError when nothing of what the
@@ -118,7 +121,9 @@ def plan_gate(
     ordered = tuple(stage.name for stage in selected)
     leaves = [s.name for s in fabric.switches if s.name in names] if "incast" in stages else []
     desired = desired_of(inventory, hosts, fabric, narrowed, claimed.get("sm", ()), leaves, counter_window_s)
-    return GatePlan(hosts, switches, narrowed, cabled, rest, ordered, tuple(chosen), desired, fabric)
+    return GatePlan(
+        hosts, switches, narrowed, cabled, rest, ordered, tuple(chosen), desired, fabric, counter_window_s
+    )
 
 
 def desired_of(
@@ -128,7 +133,7 @@ def desired_of(
     planned: Fabric | None = None,
     subnet_managers: Sequence[HostEntry] = (),
     leaves: Sequence[str] = (),
-    counter_window_s: int = DEFAULT_COUNTER_WINDOW_S,
+    counter_window_s: int = 0,
 ) -> GateDesired:
     """Pure: the desired state of the planned hosts, of every cabled NIC of theirs in `fabric`, and of
     the switches of `planned` (the fabric narrowed to the run: a switch is judged on its planned ports)."""

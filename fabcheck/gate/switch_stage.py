@@ -7,6 +7,7 @@ the others finish. A switch without a usable login is an error for it alone.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,10 +61,12 @@ class SwitchItem:
 
 @dataclass(frozen=True)
 class SwitchRead:
-    """What one session read: the evidence, and every raw output with the probe that produced it."""
+    """What one session read: the evidence, every raw output with the probe that produced it, and the
+    counter window its counter probes were read over (a replay reads them the same way)."""
 
     evidence: SwitchEvidence
     outputs: tuple[Output, ...]
+    counter_window_s: int = 0
 
 
 def read_switches(
@@ -89,7 +92,7 @@ def switch_reads(connect: Connect = netmiko_connect) -> NodeReads[SwitchItem, Sw
     read the saved outputs again."""
 
     def read(item: SwitchItem, _limits: TimeLimits, ends_at: float | None) -> SwitchRead:
-        return _read_one(item, connect, ends_at)
+        return _read_one(item, connect, ends_at, item.desired.counter_window_s)
 
     def replay(item: SwitchItem, data: Mapping[str, Any]) -> SwitchRead:
         session = ReplayedSession(item.desired.name, switch_checked(data, item.desired.name))
@@ -100,21 +103,35 @@ def switch_reads(connect: Connect = netmiko_connect) -> NodeReads[SwitchItem, Sw
                 raise ConnectError(data["unreachable"])
             return session
 
-        return _read_one(SwitchItem(item.desired, login), saved, None)
+        # The saved session's window (a snapshot from before the window existed read its counters
+        # twice at once: 0), without waiting it again.
+        window = saved_window(data)
+        return _read_one(SwitchItem(item.desired, login), saved, None, window, _no_wait)
 
     return NodeReads(STAGE_NAME, read, lambda _item, got: switch_record(got), replay)
 
 
-def _read_one(item: SwitchItem, connect: Connect, ends_at: float | None) -> SwitchRead:
-    """One session to the switch and its probes. Whatever goes wrong reading it is an error for this
-    switch only."""
+def _no_wait(_seconds: float) -> None:
+    return None
+
+
+def _read_one(
+    item: SwitchItem,
+    connect: Connect,
+    ends_at: float | None,
+    window_s: int,
+    sleep: Callable[[float], None] = time.sleep,
+) -> SwitchRead:
+    """One session to the switch and its probes, its counters `window_s` apart. Whatever goes wrong
+    reading it is an error for this switch only."""
     desired, login = item.desired, item.login
     if login is None:
         why = f"no login ({item.refused}); give it credentials as the switch_qos role gets them"
         return _unreachable(desired, why)
     ports = [port.port for port in desired.ports]
     try:
-        return SwitchRead(*read_switch(login, desired.platform, ports, connect, ends_at))
+        read = read_switch(login, desired.platform, ports, connect, ends_at, window_s, sleep)
+        return SwitchRead(*read, counter_window_s=window_s)
     except FabcheckError:
         raise
     except Exception as err:  # one switch must never take the run down
@@ -153,7 +170,16 @@ def switch_record(read: SwitchRead) -> dict[str, Any]:
             for out in read.outputs
         ],
         "failed": [{"port": port, "reason": reason} for _types, port, reason in evidence.missing],
+        "counter_window_s": read.counter_window_s,
     }
+
+
+def saved_window(data: Mapping[str, Any]) -> int:
+    """The counter window a saved switch read was made with; 0 for a record from before it existed."""
+    window = data.get("counter_window_s", 0)
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise ValueError(f'"counter_window_s" {window!r} is not whole seconds')
+    return window
 
 
 def switch_checked(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
@@ -166,6 +192,7 @@ def switch_checked(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
         text(out["text"])
     for item in data["failed"]:
         text(item["reason"])
+    saved_window(data)
     return data
 
 
@@ -175,11 +202,15 @@ def read_switch(
     ports: Sequence[str],
     connect: Connect = netmiko_connect,
     ends_at: float | None = None,
+    window_s: int = 0,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[SwitchEvidence, tuple[Output, ...]]:
     probes = PROBES.get(platform)
     if probes is None:
         raise FabcheckError(f"switch {login.name}: no gate probes for platform {platform!r}")
-    collected = collect_switch(login, platform, probes, ports, connect, ends_at)
+    collected = collect_switch(
+        login, platform, probes, ports, connect, ends_at, window_s=window_s, sleep=sleep
+    )
     if isinstance(collected, str):
         return SwitchEvidence(login.name, platform, {}, provided(platform), unreachable=collected), ()
     return evidence_of(login.name, platform, collected), tuple(collected.outputs)

@@ -342,3 +342,23 @@ def test_core_dumps_are_off_for_the_cli_and_what_it_starts() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300, check=True
     )
     assert result.stdout.strip().splitlines()[-1] == "(0, 0) ['0', '0']"
+
+
+@pytest.mark.parametrize("window", ["-1", "5s", "2.5", "601", ""])
+def test_a_bad_counter_window_is_one_clear_usage_error(
+    capsys: pytest.CaptureFixture[str], window: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["validate", "-i", "inventory/lab", f"--counter-window={window}"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --counter-window" in err and "expected whole seconds 0..600" in err
+
+
+def test_the_counter_window_defaults_to_five_seconds_and_zero_is_allowed() -> None:
+    from fabcheck.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["validate", "-i", "x"]).counter_window == 5
+    assert parser.parse_args(["validate", "-i", "x", "--counter-window", "0"]).counter_window == 0
+    assert parser.parse_args(["nccl", "-i", "x", "--counter-window", "12"]).counter_window == 12

@@ -162,7 +162,8 @@ def test_the_wire_limits_and_the_counter_window_are_the_host_s() -> None:
     host = desired_host(intent(link_health=limits), "gpu01", counter_window_s=12)
     assert (host.link_health.max_pre_fec_ber, host.link_health.flaps_allowed) == (1e-9, 3)
     assert host.counter_window_s == 12
-    assert desired_host(intent(), "gpu01").counter_window_s == DEFAULT_COUNTER_WINDOW_S == 5
+    assert DEFAULT_COUNTER_WINDOW_S == 5  # the commands' default; a library caller asks for none
+    assert desired_host(intent(), "gpu01").counter_window_s == 0
     for bad in (-1, 601, "5s", 2.5, True):
         with pytest.raises(ValueError, match="counter window"):
             desired_host(intent(), "gpu01", counter_window_s=bad)  # type: ignore[arg-type]

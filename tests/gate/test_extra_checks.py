@@ -81,3 +81,17 @@ def test_the_plugin_times_hosts_as_validate_does() -> None:
     from fabcheck.collect.ssh import TimeLimits
 
     assert TimeLimits().command_s == pytest_plugin.DEFAULT_TIMEOUT_S
+
+
+def test_the_plugin_waits_the_counter_window_validate_does() -> None:
+    import argparse
+
+    import pytest
+
+    from fabcheck import pytest_plugin
+    from fabcheck.desired.nic import DEFAULT_COUNTER_WINDOW_S
+
+    assert pytest_plugin.DEFAULT_COUNTER_WINDOW_S == DEFAULT_COUNTER_WINDOW_S
+    assert pytest_plugin._counter_window("0") == 0
+    with pytest.raises(argparse.ArgumentTypeError, match=r"expected whole seconds 0\.\.600"):
+        pytest_plugin._counter_window("5s")

@@ -77,6 +77,7 @@ def collect_switch(
             runner.prepare(platform_named(platform).needs_enable)
         except SessionLost as err:
             return str(err)
+
         def wait(seconds: float) -> None:
             sleep(seconds if ends_at is None else max(0.0, min(seconds, ends_at - clock())))
 

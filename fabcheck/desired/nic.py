@@ -234,9 +234,7 @@ class DesiredHost:
         }
 
 
-def desired_host(
-    intent: FabricIntent, host: str, counter_window_s: int = 0
-) -> DesiredHost:
+def desired_host(intent: FabricIntent, host: str, counter_window_s: int = 0) -> DesiredHost:
     """Pure: a GPU host's intent (rails already merged from `fabric_rails`) -> its desired state."""
     devices = sorted(set(intent.rails.values()))
     template = desired_nic(intent, host, "")

@@ -153,7 +153,7 @@ class Gate:
 
     def results(self) -> Mapping[str, validate.HostResult]:
         from fabcheck.gate import snapshot
-        from fabcheck.gate.fabric import DEFAULT_CONCURRENCY, run_gate
+        from fabcheck.gate.fabric import run_gate
         from fabcheck.gate.stages import Reads
 
         with self._lock:
@@ -165,7 +165,6 @@ class Gate:
                     self.inventory,
                     self.plan,
                     self.limits,
-                    concurrency=DEFAULT_CONCURRENCY,
                     reads=reads,
                     tape=self._tape,
                 )

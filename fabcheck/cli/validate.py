@@ -9,11 +9,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from fabcheck.cli.options import add_counter_window, add_time_limits, positive_count, seconds, time_limits
+from fabcheck.desired.nic import DEFAULT_COUNTER_WINDOW_S
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
 from fabcheck.gate.catalog import EVERY_CHECK, Selection, patterns
 from fabcheck.gate.extra_stage import add_extra_checks_argument, extra_checks_of
-from fabcheck.gate.fabric import DEFAULT_CONCURRENCY, GateResult, gate_report, run_gate
+from fabcheck.gate.fabric import DEFAULT_CONCURRENCY, GateResult, gate_report, knee_concurrency, run_gate
 from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.plan import GatePlan, plan_gate
 from fabcheck.gate.sources import add_source_arguments, choose_source
@@ -99,10 +100,12 @@ def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool)
     parser.add_argument(
         "--concurrency",
         type=positive_count,
-        default=DEFAULT_CONCURRENCY,
+        default=None,
         metavar="N",
         help="nodes collected at once, open connections never more (default "
-        f"{DEFAULT_CONCURRENCY}: this controller's cores x a round trip / the controller CPU a host costs)",
+        f"{DEFAULT_CONCURRENCY}: this controller's cores x a round trip / the controller CPU a host costs; "
+        "hosts and switches, which wait the counter window, that many more: "
+        f"{knee_concurrency(window_s=DEFAULT_COUNTER_WINDOW_S)} with the default window)",
     )
     parser.add_argument(
         "--checks",

@@ -44,12 +44,15 @@ ROUND_TRIP_S = 0.3
 CONCURRENCY_RANGE = (8, 256)  # at least 8 even on one core; at most what sshd-side limits tolerate
 
 
-def knee_concurrency(cores: int | None = None) -> int:
-    """Hosts collected at once by default: the controller's cores x round trip / CPU per host."""
+def knee_concurrency(cores: int | None = None, window_s: float = 0.0) -> int:
+    """Hosts collected at once by default: the controller's cores x round trip / CPU per host. A round
+    trip that waits a counter window of `window_s` costs the controller no more CPU, only time: its
+    nodes are read that much more at once (5 s on 2 cores: every node of 256), so the window is waited
+    about once per run, not once per pool's worth of nodes."""
     if cores is None:
         usable = getattr(os, "sched_getaffinity", None)  # the cores this process may run on
         cores = len(usable(0)) if usable is not None else os.cpu_count() or 1
-    knee = round(cores * ROUND_TRIP_S / CONTROLLER_CPU_PER_HOST_S)
+    knee = round(cores * (ROUND_TRIP_S + window_s) / CONTROLLER_CPU_PER_HOST_S)
     return max(CONCURRENCY_RANGE[0], min(CONCURRENCY_RANGE[1], knee))
 
 
@@ -91,7 +94,7 @@ def run_gate(
     limits: TimeLimits,
     *,
     deadline_s: float | None = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
+    concurrency: int | None = None,
     reads: Reads | None = None,
     tape: Tape | None = None,
     extra_checks: ExtraChecks | None = None,
@@ -99,23 +102,29 @@ def run_gate(
     """Every stage of the plan, each reading its nodes through the run's one reader (gate/reader.py:
     the pool of `concurrency`, the deadline, one node's failure an error for that node only).
 
+    Without a `concurrency` the pool is the knee (DEFAULT_CONCURRENCY), and the host and switch stages,
+    whose every node waits the plan's counter window, read the knee with that window at once
+    (knee_concurrency); a `concurrency` given bounds every stage alike.
+
     ``reads`` says how hosts and switches are reached (default: the native ssh round trip and netmiko;
     a backend of fabcheck.collect.backends); ``tape`` keeps every stage's reads (snapshot.Recording,
     for --save-snapshot and --extra-checks) or serves them from a snapshot (snapshot.Replay)."""
     ends_at = None if deadline_s is None else time.monotonic() + deadline_s
     outcomes: dict[str, StageOutcome] = {}
+    waiting = knee_concurrency(window_s=plan.counter_window_s) if concurrency is None else concurrency
     for stage in plan.selected():
         context = StageContext(
             inventory,
             plan,
             limits,
-            concurrency,
+            DEFAULT_CONCURRENCY if concurrency is None else concurrency,
             deadline_s,
             dict(outcomes),
             tape=tape,
             ends_at=ends_at,
             reads=reads or Reads(),
             extra_checks=extra_checks,
+            window_concurrency=waiting,
         )
         outcomes[stage.name] = _run_stage(stage, context)
     return GateResult(tuple(outcomes.values()))

@@ -290,9 +290,8 @@ class HostStage:
 
     def run(self, context: StageContext) -> StageOutcome:
         plan, reads = context.plan, context.reads
-        # Each round trip waits the counter window between its two counter readings: its limits (and
-        # what --deadline leaves it) grow by it; the hosts wait it at once, each inside its own.
-        reader = dataclasses.replace(context.reader, limits=context.limits.with_window(plan.counter_window_s))
+        # Each round trip waits the counter window between its two counter readings, all at once.
+        reader = context.window_reader
         results = read_hosts(reader, plan.hosts, reads.host, plan.desired.hosts, reads.on_host_done)
         cables = {(link.host, link.nic): link.switch_end for link in context.plan.whole.links}
         return StageOutcome(self.name, tuple(located(result, cables) for result in results))

@@ -120,6 +120,9 @@ class StageContext:
     ends_at: float | None = None
     reads: Reads = field(default_factory=Reads)
     extra_checks: ExtraChecks | None = None
+    # Nodes read at once by a stage whose every node waits the counter window (host, switch): more than
+    # `concurrency` when the run chose its own pool (fabric.knee_concurrency); None: `concurrency`.
+    window_concurrency: int | None = None
 
     @property
     def hosts(self) -> tuple[HostResult, ...]:
@@ -141,6 +144,15 @@ class StageContext:
     def reader(self) -> Reader:
         """How a read stage reads its nodes in this run: the pool, the deadline, the snapshot."""
         return Reader(self.limits, self.concurrency, self.ends_at, self.deadline_s, self.tape)
+
+    @property
+    def window_reader(self) -> Reader:
+        """The reader of a stage whose every node waits the plan's counter window inside its own read:
+        each node's limits grow by the window (a --deadline shares what is left with it), and as many
+        nodes are read at once as the window lets the controller (window_concurrency)."""
+        limits = self.limits.with_window(self.plan.counter_window_s)
+        pool = self.window_concurrency or self.concurrency
+        return Reader(limits, pool, self.ends_at, self.deadline_s, self.tape)
 
     def seconds_left(self, before: str) -> float | None:
         """Seconds until the deadline (None without one); DeadlinePassed when none are left, naming

@@ -246,7 +246,8 @@ class SwitchStage:
             except FabcheckError as err:
                 items.append((name, SwitchItem(desired, None, str(err))))
         connect = context.reads.switch_connect or netmiko_connect
-        return StageOutcome(self.name, tuple(read_switches(context.reader, items, connect)))
+        # Each session waits the counter window between its counter readings, all at once.
+        return StageOutcome(self.name, tuple(read_switches(context.window_reader, items, connect)))
 
 
 def inventory_login(entry: HostEntry, fabric: Fabric) -> SwitchLogin:

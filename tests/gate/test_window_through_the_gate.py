@@ -6,6 +6,7 @@ them the same way without waiting (a record from before the window existed repla
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 
 import pytest
@@ -88,3 +89,33 @@ def test_the_wait_never_passes_the_deadline() -> None:
     started = time.monotonic()
     reads.read(_item(60), TimeLimits(), time.monotonic() + 1.5)
     assert time.monotonic() - started < 10
+
+
+def test_the_default_pool_reads_every_waiting_host_at_once_and_a_given_one_still_bounds() -> None:
+    from fabcheck.gate import fabric
+
+    assert fabric.knee_concurrency(2) == 15 and fabric.knee_concurrency(2, window_s=5) == 256
+    assert fabric.knee_concurrency(1, window_s=0.1) == 10  # 1 core x 0.4 s / 0.04 s
+    entries = tuple(inventory_entry(f"gpu{i:02d}", "gpu_hosts") for i in range(1, 41))
+    inventory = Inventory("inv", INTENT, entries)
+    lock, in_flight, most = threading.Lock(), [0], [0]
+
+    def collector(target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.3)  # the round trip, waiting its window
+        with lock:
+            in_flight[0] -= 1
+        return HostCollection(target.name, healthy_sections(), True, priority=priority)
+
+    plan = plan_gate(inventory, None, ("host",), 5)
+    run_gate(inventory, plan, TimeLimits(), reads=Reads(host=collector))
+    # Every host waits its window at the same time (on 2 cores the pool without a window is 15).
+    assert most[0] == min(40, fabric.knee_concurrency(window_s=5)) > min(40, fabric.DEFAULT_CONCURRENCY) - 1
+    most[0] = 0
+    run_gate(inventory, plan, TimeLimits(), concurrency=4, reads=Reads(host=collector))
+    assert most[0] == 4  # --concurrency given: open connections never more
+    most[0] = 0
+    run_gate(inventory, plan_gate(inventory, None, ("host",), 0), TimeLimits(), reads=Reads(host=collector))
+    assert most[0] == min(40, fabric.DEFAULT_CONCURRENCY)  # no window: the knee as before

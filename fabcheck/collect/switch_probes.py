@@ -46,7 +46,7 @@ from fabcheck.parsers.switch_records import (
     parse_startup_text,
     with_running_text,
 )
-from fabcheck.parsers.wire_records import LinkCounters, ModuleOptics
+from fabcheck.parsers.wire_records import LinkDelta, ModuleOptics
 from fabcheck.switch.platforms import eos, nvue, sonic
 
 # The wire (fabcheck.parsers.switch_nvue_wire): error, discard and carrier counters, the PHY's post-FEC
@@ -158,16 +158,15 @@ EOS_PROBES = (
         switch_eos.parse_qos_interfaces,
         (Trust, EcnQueues, Schedulers),
     ),
-    # Read at the start and the end of the session: the MTU and speed from the later reading, the
-    # discards and link status changes of each port as readings (LinkCounters) that collect turns into
-    # what grew between the two (LinkDelta, with the counter window); until it does, the wire checks
-    # skip EOS by name (no LinkDelta), never judge it from one reading.
+    # Read at the start and the end of the counter window: the MTU and speed from the later reading, the
+    # discards and link status changes of each port as readings (LinkCounters) that collect merges with
+    # the port's other counter views and turns into what grew between the two (LinkDelta).
     Probe(
         "eos.interfaces",
         "switch",
         "show interfaces | json",
         switch_eos_wire.parse_interfaces_and_counters,
-        (Mtu, PortSpeed, LinkCounters),
+        (Mtu, PortSpeed, LinkDelta),
         counter=True,
     ),
     Probe(
@@ -190,7 +189,7 @@ EOS_PROBES = (
         "switch",
         "show interfaces counters errors | json",
         switch_eos_wire.parse_error_counters,
-        (LinkCounters,),
+        (LinkDelta,),
         counter=True,
     ),
     Probe(
@@ -198,7 +197,7 @@ EOS_PROBES = (
         "switch",
         "show interfaces phy detail | json",
         switch_eos_wire.parse_phy_detail,
-        (LinkCounters,),
+        (LinkDelta,),
         counter=True,
     ),
     Probe(

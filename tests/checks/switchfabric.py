@@ -79,7 +79,12 @@ def replayed(state: str, name: str, overrides: dict[str, Any] | None = None) -> 
         return (folder / (f"{stem}.before.txt" if first else f"{stem}.txt")).read_text()
 
     ports = [port.port for port in desired(name, overrides).ports]
-    return evidence_of(name, platform, collect(run, PROBES[platform], ports, f"{state}/{name}"))
+    # Read as a session with a counter window (the captures hold both readings), without waiting it.
+    collected = collect(run, PROBES[platform], ports, f"{state}/{name}", REPLAY_WINDOW_S, lambda _s: None)
+    return evidence_of(name, platform, collected)
+
+
+REPLAY_WINDOW_S = 5
 
 
 def _calls(platform: str, name: str) -> list[tuple[Probe, str | None]]:

@@ -51,17 +51,15 @@ from fabcheck.switch.platforms import eos, nvue, sonic
 
 # The wire (fabcheck.parsers.switch_nvue_wire): error, discard and carrier counters, the PHY's post-FEC
 # errors and raw BER (CL 5.10-5.14: CL 5.15 renamed it `link phy health`, not read), and the module's
-# DOM with its own thresholds (CL >= 5.11). The counter probes declare LinkCounters (their readings) until
-# collect turns a counter probe's pair into LinkDelta over the window and merges one port's views (the
-# collect part of issue 35): until then the wire checks skip NVUE's counters by name, never judge one
-# reading (as EOS's wire probes do).
+# DOM with its own thresholds (CL >= 5.11). The counter probes yield readings (LinkCounters) that collect
+# merges per port and turns into what grew over the counter window (LinkDelta).
 NVUE_WIRE_PROBES = (
     Probe(
         "nvue.counters",
         "switch-port",
         "nv show interface {port} counters",
         switch_nvue_wire.parse_counters,
-        (LinkCounters,),
+        (LinkDelta,),
         counter=True,
     ),
     Probe(
@@ -69,7 +67,7 @@ NVUE_WIRE_PROBES = (
         "switch-port",
         "nv show interface {port} link phy-detail",
         switch_nvue_wire.parse_phy_detail,
-        (LinkCounters,),
+        (LinkDelta,),
         counter=True,
     ),
     Probe(
@@ -251,15 +249,14 @@ SONIC_PROBES = (
     ),
     Probe("sonic.lldp", "switch", "show lldp table", switch_lldp.parse_sonic_lldp, (LldpNeighbor,)),
     # The wire (fabcheck.parsers.switch_sonic_wire): three counter views of every port, each read at both
-    # ends of the counter window and merged per port, and the modules' DOM with their thresholds. The
-    # counter views declare LinkCounters until collect turns a counter probe's readings into LinkDelta
-    # over the window (as EOS's do); until then the wire checks skip SONiC's counters by name.
+    # ends of the counter window and merged per port into what grew over it (LinkDelta), and the
+    # modules' DOM with their thresholds.
     Probe(
         "sonic.wire_errors",
         "switch",
         switch_sonic_wire.ERRORS_COMMAND,
         switch_sonic_wire.parse_errors,
-        (LinkCounters,),
+        (LinkDelta,),
         counter=True,
     ),
     Probe(
@@ -267,7 +264,7 @@ SONIC_PROBES = (
         "switch",
         switch_sonic_wire.FEC_COMMAND,
         switch_sonic_wire.parse_fec_stats,
-        (LinkCounters,),
+        (LinkDelta,),
         counter=True,
     ),
     Probe(
@@ -275,7 +272,7 @@ SONIC_PROBES = (
         "switch",
         switch_sonic_wire.FLAP_COMMAND,
         switch_sonic_wire.parse_flaps,
-        (LinkCounters,),
+        (LinkDelta,),
         counter=True,
     ),
     Probe(

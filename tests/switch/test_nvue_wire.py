@@ -14,7 +14,7 @@ import pytest
 from fabcheck.collect.probes import collect
 from fabcheck.collect.switch_probes import NVUE_WIRE_PROBES
 from fabcheck.parsers.switch_nvue_wire import parse_counters, parse_phy_detail, parse_transceiver
-from fabcheck.parsers.wire_records import LinkCounters, ModuleOptics
+from fabcheck.parsers.wire_records import LinkCounters, LinkDelta, ModuleOptics
 from fabcheck_lab import wire_model
 from fabcheck_lab.mockswitch.nvue import NvueDevice
 from fabcheck_lab.mockswitch.spec import SwitchSpec
@@ -170,8 +170,9 @@ def test_the_gate_probes_read_the_mock() -> None:
         if probe.name in ("nvue.counters", "nvue.phy_detail", "nvue.transceiver")
     ]
     assert len(probes) == 3
-    collected = collect(session.handle, probes, ["swp2"], "leaf01")
+    collected = collect(session.handle, probes, ["swp2"], "leaf01", 1, lambda _s: None)
     assert collected.errors == []
+    assert isinstance(collected.records[(LinkDelta, "swp2")], LinkDelta)  # the two readings' delta
     module = collected.records[(ModuleOptics, "swp2")]
     assert isinstance(module, ModuleOptics)
     [hot] = module.of("temperature")

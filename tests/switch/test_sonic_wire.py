@@ -58,7 +58,7 @@ def dom(device: SonicDevice) -> dict[str, ModuleOptics]:
 
 def test_the_counter_probes_are_counters_providing_link_deltas_and_dom_optics() -> None:
     probes = {p.command: p for p in PROBES["sonic"]}
-    assert all(probes[c].counter and probes[c].provides == (LinkCounters,) for c in COUNTER_COMMANDS)
+    assert all(probes[c].counter and probes[c].provides == (LinkDelta,) for c in COUNTER_COMMANDS)
     assert probes[wire.DOM_COMMAND].provides == (ModuleOptics,) and not probes[wire.DOM_COMMAND].counter
 
 

@@ -169,3 +169,45 @@ def test_json_from_202505_has_portstats_keys() -> None:
         "FLR(O)",
         "FLR(P) (Accuracy)",
     }
+
+
+def gate_findings(device: SonicDevice) -> set[tuple[str, str, str]]:
+    """What the gate's own SONiC probes, collection over a counter window and switch checks say about
+    the mock (every check, not only the wire's): the findings that do not pass. The wire checks judge
+    the cabled port (none is skipped for want of a counter)."""
+    from tests.invariant.harness import NAMES, check_switch, collect, desired_of, evidence_of, not_passing
+
+    wanted = desired_of("sonic")
+    session = device.new_session("admin")
+    ports = [port.port for port in wanted.ports]
+    collected = collect(session.handle, PROBES["sonic"], ports, "mock leaf02", WINDOW_S)
+    assert collected.errors == []
+    findings = check_switch(evidence_of(NAMES["sonic"], "sonic", collected), wanted)
+    judged = {f.check for f in findings if f.subject == "leaf02:Ethernet0" and f.status.value != "skip"}
+    assert judged >= {"switch.link_errors", "switch.link_flaps", "switch.optics"}
+    return not_passing(findings)
+
+
+@pytest.mark.parametrize(
+    ("fault", "failing"),
+    [
+        (None, set()),
+        ("switch-link-errors", {("switch.link_errors", "leaf02:Ethernet0", "fail")}),
+        ("switch-optic-hot", {("switch.optics", "leaf02:Ethernet0", "fail")}),
+    ],
+)
+def test_each_wire_fault_fails_exactly_its_check_on_the_cabled_port(fault: str | None, failing: set) -> None:
+    from tests.invariant.harness import PORTS as FABRIC_PORTS
+    from tests.invariant.harness import repush
+
+    spec = SwitchSpec(
+        "leaf02", "sonic", "127.0.3.1", 2201, "admin", "pw", FABRIC_PORTS["sonic"], (CABLED[0],)
+    )
+    device = SonicDevice(spec)
+    repush("sonic", device)
+    if fault is not None:
+        device.inject(fault)
+    assert gate_findings(device) == failing
+    if fault is not None:
+        device.heal(fault)
+        assert gate_findings(device) == set()

@@ -119,3 +119,11 @@ def test_the_default_pool_reads_every_waiting_host_at_once_and_a_given_one_still
     most[0] = 0
     run_gate(inventory, plan_gate(inventory, None, ("host",), 0), TimeLimits(), reads=Reads(host=collector))
     assert most[0] == min(40, fabric.DEFAULT_CONCURRENCY)  # no window: the knee as before
+
+
+def test_a_zero_window_is_said_in_a_note() -> None:
+    from fabcheck.cli.validate import _notes
+
+    windowless = _notes(plan_gate(_inventory(), None, ("host",), 0))
+    assert any("--counter-window 0" in note and "lifetime totals" in note for note in windowless)
+    assert not any("--counter-window" in note for note in _notes(plan_gate(_inventory(), None, ("host",), 5)))

@@ -182,11 +182,14 @@ recorded() {  # name rc stdout stderr: a marked section of output captured earli
 plain_name() {
     case $1 in ''|*[!A-Za-z0-9_.@-]*) return 1;; esac
 }
+paused=0 pause_err=
 pause() {  # the counter window: a sleep a TERM stops at once, as it stops a bounded tool
     sleep "$1" </dev/null >/dev/null 2>&1 &
     running=$!
     wait "$running"
+    paused=$?
     running=
+    [ "$paused" -eq 0 ] || pause_err="fabcheck: sleep $1 failed (exit $paused): the window was not waited"
 }
 if [ -n "$bounded" ]; then
     recorded time_limit 0 "$(command -v timeout)" ""
@@ -309,7 +312,7 @@ def collection_script(probes: Iterable[HostProbe]) -> str:
         script += 'if [ "$window" -gt 0 ]; then\n'
         script += _counter_reading(counters, each_port, EARLIER)
         script += 'pause "$window"\nfi\n'
-        script += f'recorded {COUNTER_WINDOW} 0 "$window" ""\n'
+        script += f'recorded {COUNTER_WINDOW} "$paused" "$window" "$pause_err"\n'
         script += _counter_reading(counters, each_port, "")
     return script + _EPILOGUE
 

@@ -132,3 +132,14 @@ def test_the_real_table_reads_the_wire_counters_twice_and_the_module_once() -> N
         )
     assert script.count('section "mlxlink.before:$dev/$port"') == 1
     assert script.count('section "module:$netdev"') == 1 and "module.before" not in script
+
+
+def test_a_window_that_could_not_be_waited_is_said_and_its_counters_are_unreadable(tmp_path: Path) -> None:
+    bin_dir = _bin(tmp_path)
+    (bin_dir / "sleep").unlink()  # a host without sleep: the second reading would come at once
+    parsed = split_sections(_run(bin_dir, "1").stdout, TOKEN)
+    assert parsed.complete
+    said = parsed.sections[COUNTER_WINDOW]
+    assert said.rc == 127 and "the window was not waited" in said.stderr
+    read = collect.read_section(collect.PROBES_BY_NAME[COUNTER_WINDOW], parsed.sections, "", 3)
+    assert isinstance(read, collect.Unreadable) and read.reason.startswith("exit 127")

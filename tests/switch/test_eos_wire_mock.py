@@ -1,14 +1,21 @@
 """The EOS mock's wire views, read by the gate's own EOS wire parsers (in process, no lab): a clean port
 counts nothing over a window, switch-link-errors makes the first cabled port's uncorrectable FEC
 codewords rise, switch-optic-hot puts its module's temperature over the module's own high warning,
-heal stops the rise and keeps what was counted, and EOS's refusals stay refusals."""
+heal stops the rise and keeps what was counted, and EOS's refusals stay refusals; through the gate's
+own probes, counter window and switch checks each wire fault fails exactly its check on that port."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from fabcheck.checks.model import Status
+from fabcheck.checks.switch import check_switch
+from fabcheck.collect.probes import collect
+from fabcheck.collect.switch_probes import PROBES
+from fabcheck.gate.switch_stage import evidence_of
 from fabcheck.parsers.switch_eos_wire import (
     parse_error_counters,
     parse_interfaces_and_counters,
@@ -20,10 +27,12 @@ from fabcheck.parsers.wire_records import LinkCounters, ModuleOptics
 from fabcheck_lab.mockswitch.device import CliSession
 from fabcheck_lab.mockswitch.eos import EosDevice
 from fabcheck_lab.mockswitch.spec import SwitchSpec
+from tests.invariant.harness import converged, desired_of
 
 PORTS = ("Ethernet1", "Ethernet2")
 CABLED = "Ethernet1"  # LLDP hears gpu01 there: the port a wire fault hits
 WINDOW_S = 5.0
+WIRE_CHECKS = ("switch.link_errors", "switch.link_flaps", "switch.optics")
 COUNTER_VIEWS = {
     "show interfaces | json": parse_interfaces_and_counters,
     "show interfaces counters errors | json": parse_error_counters,
@@ -162,3 +171,48 @@ def test_one_port_asked_by_name_answers_for_that_port() -> None:
     }
     text = cli.handle("show interfaces transceiver dom thresholds")
     assert text.splitlines()[0].split()[:2] == ["Port", "Temperature"]
+
+
+def gate_findings(switch: EosDevice, window_s: float = WINDOW_S) -> set[tuple[str, str, str]]:
+    """The gate's own EOS probes and switch checks over the converged mock, with a counter window whose
+    wait is time passing on the mock: the wire findings that do not pass."""
+    wanted = desired_of("eos")
+    ports = [port.port for port in wanted.ports]
+    collected = collect(
+        session(switch).handle,
+        PROBES["eos"],
+        ports,
+        "mock leaf03",
+        window_s=window_s,
+        wait=lambda seconds: let_time_pass(switch, seconds),
+    )
+    findings = check_switch(evidence_of("leaf03", "eos", collected), wanted)
+    return {
+        (f.check, f.subject, f.status.value)
+        for f in findings
+        if f.check.startswith(("switch.link_", "switch.optics"))
+        and f.status not in (Status.PASS, Status.SKIP)
+    }
+
+
+def cabled_converged() -> EosDevice:
+    switch = converged("eos")
+    assert isinstance(switch, EosDevice)
+    first = switch.ports[0]
+    switch.spec = dataclasses.replace(switch.spec, neighbors=((first, "gpu01", "ens1np0"),))
+    return switch
+
+
+def test_the_gate_reads_a_clean_converged_eos_switch_as_passing_on_the_wire() -> None:
+    assert gate_findings(cabled_converged()) == set()
+
+
+@pytest.mark.parametrize(
+    ("fault", "check"), [("switch-link-errors", "switch.link_errors"), ("switch-optic-hot", "switch.optics")]
+)
+def test_each_wire_fault_fails_exactly_its_check_on_the_cabled_port(fault: str, check: str) -> None:
+    switch = cabled_converged()
+    switch.inject(fault)
+    assert gate_findings(switch) == {(check, f"leaf03:{switch.ports[0]}", "fail")}
+    switch.heal(fault)
+    assert gate_findings(switch) == set()

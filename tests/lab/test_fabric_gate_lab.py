@@ -32,10 +32,15 @@ class Gate:
     paths: LabPaths
     fabric: Fabric
 
-    def validate(self) -> tuple[int, list[dict]]:
+    def validate(self, *options: str) -> tuple[int, list[dict]]:
         argv = [sys.executable, "-m", "fabcheck.cli", "validate", "-i", str(self.paths.inventory.parent)]
         done = subprocess.run(
-            [*argv, "--json", *GENEROUS], cwd=REPO, capture_output=True, text=True, timeout=600, check=False
+            [*argv, "--json", *GENEROUS, *options],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
         assert done.returncode in (0, 1, 3), done.stderr
         return done.returncode, [json.loads(line) for line in done.stdout.splitlines()]
@@ -117,6 +122,80 @@ def test_a_miswired_pair_of_ports_fails_lldp_on_exactly_those_two_cables(gate: G
     assert lldp[link_subject(first.host, first.nic, first.switch_end)]["actual"].startswith(
         f"{first.switch_end} hears {other.host} "
     )
+
+
+# The wire (issue 35): every rail NIC and every cabled switch port is judged on errors, flaps and optics
+# over the counter window, and every cable by link.health; each wire fault fails exactly its own check on
+# exactly one NIC or port, and link.health on exactly that cable.
+HOST_WIRE = ("host.link_errors", "host.link_flaps", "host.optics")
+SWITCH_WIRE = ("switch.link_errors", "switch.link_flaps", "switch.optics")
+LINK_HEALTH = "link.health"
+WINDOW = ("--counter-window", "2")  # long enough for every lab fault's rate to show
+
+
+def test_every_nic_port_and_cable_is_judged_on_the_wire(gate: Gate) -> None:
+    rc, subjects = gate.validate(*WINDOW)
+    assert rc == 0, failing(subjects)
+    passed: dict[str, set[str]] = {}
+    for subject in subjects:
+        node = subject.get("host") or subject.get("switch")
+        for f in subject["findings"]:
+            if f["status"] == "pass":
+                passed.setdefault(f["check"], set()).add(f"{node}/{f['subject']}")
+    nics = {f"{link.host}/{link.nic}" for link in gate.fabric.links}
+    for check in HOST_WIRE:
+        assert passed.get(check, set()) >= nics, (check, nics - passed.get(check, set()))
+    ports = {f"{link.switch}/{link.switch_end}" for link in gate.fabric.links}
+    for check in SWITCH_WIRE:
+        assert passed.get(check, set()) >= ports, (check, ports - passed.get(check, set()))
+    cables = {link_subject(link.host, link.nic, link.switch_end) for link in gate.fabric.links}
+    assert {s.split("/", 1)[1] for s in passed.get(LINK_HEALTH, set())} == cables
+
+
+def wire_failures(bad: set[tuple[str, str]], check: str) -> tuple[str, set[tuple[str, str]]]:
+    """The one subject `check` fails on, and every other failure."""
+    subjects = {subject for name, subject in bad if name == check}
+    assert len(subjects) == 1, (check, bad)
+    [subject] = subjects
+    return subject, {(name, s) for name, s in bad if name != check}
+
+
+@pytest.mark.parametrize(
+    ("fault", "host", "check"),
+    [
+        ("link-errors", "gpu01", "host.link_errors"),
+        ("link-flap", "gpu02", "host.link_flaps"),
+        ("optic-rx-low", "gpu01", "host.optics"),
+    ],
+)
+def test_a_host_wire_fault_fails_that_nic_and_its_cable_only(
+    gate: Gate, fault: str, host: str, check: str
+) -> None:
+    with injected(gate.paths, fault, host):
+        rc, subjects = gate.validate(*WINDOW)
+    assert rc == 1
+    nic, others = wire_failures(failing(subjects), check)
+    [link] = [link for link in gate.fabric.links if (link.host, link.nic) == (host, nic)]
+    assert others == {(LINK_HEALTH, link_subject(host, nic, link.switch_end))}
+
+
+@pytest.mark.parametrize("switch", SWITCHES)
+@pytest.mark.parametrize(
+    ("fault", "check"), [("switch-link-errors", "switch.link_errors"), ("switch-optic-hot", "switch.optics")]
+)
+def test_a_switch_wire_fault_fails_that_port_and_its_cable_only(
+    gate: Gate, switch: str, fault: str, check: str
+) -> None:
+    with injected(gate.paths, fault, switch):
+        rc, subjects = gate.validate(*WINDOW)
+    assert rc == 1
+    port, others = wire_failures(failing(subjects), check)
+    assert port.startswith(f"{switch}:"), port
+    cables = {
+        link_subject(ln.host, ln.nic, ln.switch_end) for ln in gate.fabric.links if ln.switch_end == port
+    }
+    assert len(cables) == 1, cables
+    assert others == {(LINK_HEALTH, cable) for cable in cables}
 
 
 def test_healed_fabric_passes_again(gate: Gate) -> None:

@@ -23,9 +23,11 @@ LINE_BITS_PER_S = 400 * 10**9
 
 # What each wire fault makes rise (per second), on a host NIC or a switch port. Far above any limit a
 # counter window of a second or more could forgive, so one window always sees it.
-FAULT_RATES: Mapping[str, Mapping[str, int]] = {
+FAULT_RATES: Mapping[str, Mapping[str, float]] = {
     "link-errors": {"fcs_errors": 2000, "symbol_errors": 2000},
-    "link-flap": {"link_down": 1, "link_changes": 2},
+    # One flap every 2 s: a 2 s window sees one; the lifetime count (limit link_health.flaps_allowed, 50)
+    # stays under it for the 100 s a fault may stay injected in a test.
+    "link-flap": {"link_down": 0.5, "link_changes": 1},
     "switch-link-errors": {"fec_uncorrectable": 500},
 }
 

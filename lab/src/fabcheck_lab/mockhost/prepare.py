@@ -22,6 +22,7 @@ __all__ = ["HOST_PROFILES", "install_tools", "prepare_node"]
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 TOOLS_DIR = Path(__file__).parent / "tools"
+WIRE_MODEL = Path(__file__).parents[1] / "wire_model.py"
 ZIP_PACKAGE = "fabcheck_mock"
 BOOTSTRAP = "import sys\nfrom fabcheck_mock.dispatch import main\nsys.exit(main())\n"
 
@@ -69,6 +70,9 @@ def zipapp_bytes() -> bytes:
         archive.writestr("__main__.py", BOOTSTRAP)
         for source in sorted(TOOLS_DIR.glob("*.py")):
             archive.write(source, f"{ZIP_PACKAGE}/{source.name}")
+        # The tools run with `python3 -IS` on the node, where fabcheck_lab is not importable: the one lab
+        # module they share with the mock switches goes into the package (tools/wire.py imports it).
+        archive.write(WIRE_MODEL, f"{ZIP_PACKAGE}/wire_model.py")
     return f"#!{SYSTEM_PYTHON} -IS\n".encode() + buffer.getvalue()
 
 

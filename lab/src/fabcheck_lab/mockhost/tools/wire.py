@@ -14,9 +14,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from fabcheck_lab import wire_model
-
 from .common import Node
+
+try:  # inside a node: the tools' zip application ships the lab's wire model beside them (prepare.py)
+    from . import wire_model  # type: ignore[attr-defined, unused-ignore]  # only in the zip application
+except ImportError:  # in the controller's process (tool server, tests): the lab's own module
+    from fabcheck_lab import wire_model
 
 WIRE_DIR = "wire"
 

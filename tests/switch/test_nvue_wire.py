@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fabcheck.collect.probes import collect
-from fabcheck.collect.switch_probes import NVUE_WIRE_PROBES
+from fabcheck.collect.switch_probes import NVUE_WIRE_PROBES, PROBES
 from fabcheck.parsers.switch_nvue_wire import parse_counters, parse_phy_detail, parse_transceiver
 from fabcheck.parsers.wire_records import LinkCounters, LinkDelta, ModuleOptics
 from fabcheck_lab import wire_model
@@ -180,11 +180,38 @@ def test_the_gate_probes_read_the_mock() -> None:
     assert [output.command for output in collected.outputs].count("nv show interface swp2 counters") == 2
 
 
-def test_switch_optic_hot_fails_switch_optics_at_the_cabled_port_only() -> None:
-    """The gate's own probes and checks over the converged mock (the driver's push, in-process): the
-    fault fails switch.optics at gpu01's port and nothing else; healed, everything passes again."""
+WINDOW_S = 0.3  # the gate's counter window here: switch-link-errors counts 500 blocks a second
+
+
+def gate_findings(device: NvueDevice) -> set[tuple[str, str, str]]:
+    """What the gate's own NVUE probes, collection over a counter window and every switch check say
+    about the mock: the findings that do not pass. The wire checks judge the cabled port (none is
+    skipped for want of a counter)."""
+    from tests.invariant.harness import NAMES, check_switch, desired_of, evidence_of, not_passing
+
+    wanted = desired_of("nvue")
+    ports = [port.port for port in wanted.ports]
+    collected = collect(device.new_session("cumulus").handle, PROBES["nvue"], ports, "mock leaf01", WINDOW_S)
+    assert collected.errors == []
+    findings = check_switch(evidence_of(NAMES["nvue"], "nvue", collected), wanted)
+    judged = {f.check for f in findings if f.subject == "leaf01:swp1" and f.status.value != "skip"}
+    assert judged >= {"switch.link_errors", "switch.link_flaps", "switch.optics"}
+    return not_passing(findings)
+
+
+@pytest.mark.parametrize(
+    ("fault", "failing"),
+    [
+        (None, set()),
+        ("switch-link-errors", {("switch.link_errors", "leaf01:swp1", "fail")}),
+        ("switch-optic-hot", {("switch.optics", "leaf01:swp1", "fail")}),
+    ],
+)
+def test_each_wire_fault_fails_exactly_its_check_at_the_cabled_port(fault: str | None, failing: set) -> None:
+    """The converged in-process mock (the driver's own push), gpu01 cabled to swp1: each wire fault
+    fails exactly its check there and nothing else; healed, everything passes again."""
     from tests.invariant.harness import PORTS as FABRIC_PORTS
-    from tests.invariant.harness import judged, not_passing, repush
+    from tests.invariant.harness import repush
 
     spec = SwitchSpec(
         "leaf01",
@@ -198,8 +225,9 @@ def test_switch_optic_hot_fails_switch_optics_at_the_cabled_port_only() -> None:
     )
     dev = NvueDevice(spec)
     repush("nvue", dev)
-    assert not_passing(judged("nvue", dev)) == set()
-    dev.inject("switch-optic-hot")
-    assert not_passing(judged("nvue", dev)) == {("switch.optics", "leaf01:swp1", "fail")}
-    dev.heal("switch-optic-hot")
-    assert not_passing(judged("nvue", dev)) == set()
+    if fault is not None:
+        dev.inject(fault)
+    assert gate_findings(dev) == failing
+    if fault is not None:
+        dev.heal(fault)
+        assert gate_findings(dev) == set()

@@ -48,7 +48,7 @@ ERROR_COLUMNS: Mapping[str, CounterName] = {
 }
 # FEC_SYMBOL_ERR is deliberately not read: it counts the symbols the FEC corrected (SAI
 # IF_IN_FEC_SYMBOL_ERRORS), which on real switches runs level with FEC_CORR on healthy links
-# (sonic-net/sonic-mgmt#14599 and #25455 judge the two against each other), so it is no loss.
+# (sonic-net/sonic-mgmt#14599's FEC test compares the two; #25455 shows 67 beside 69), so it is no loss.
 FEC_COLUMNS: Mapping[str, CounterName] = {"FEC_CORR": "fec_corrected", "FEC_UNCORR": "fec_uncorrectable"}
 PRE_BER_COLUMN = "FEC_PRE_BER"
 FLAP_COLUMN = "Flap Count"

@@ -192,7 +192,7 @@ def fec_stats(device: SonicDevice, at: str) -> tuple[tuple[str, ...], list[list[
         pre = c.get("corrected_bits", 0) / bits
         post = c.get("fec_uncorrectable", 0) * KP4_CODEWORD_BITS / bits
         # FEC_SYMBOL_ERR: the symbols the FEC corrected, level with the corrected codewords on a real
-        # switch (sonic-mgmt#14599), so the mock shows the same count.
+        # switch (67 beside 69 in sonic-net/sonic-mgmt#25455), so the mock shows the same count.
         cells = [port, _state(device, port), _count(c.get("fec_corrected", 0))]
         cells += [_count(c.get("fec_uncorrectable", 0)), _count(c.get("fec_corrected", 0))]
         cells += [_ber(pre), _ber(post), _ber(pre), "0", "0", "0.0"]

@@ -19,6 +19,7 @@ from fabcheck.parsers.switch_records import Placed, QueueDrops, Record
 from fabcheck.parsers.wire_records import LinkCounters
 
 Scope = Literal["switch", "switch-port"]  # host, nic and sm scopes come with the host stage
+Release = tuple[int, int]  # (major, minor) of the switch's OS release
 Parse = Callable[[str, str | None, str], list[Placed]]  # (output, port or None, source) -> records
 # Port names go into commands: only what switch port names are made of, nothing a shell or CLI reads.
 SAFE_PORT = re.compile(r"[A-Za-z][A-Za-z0-9/._-]{0,63}", re.ASCII)
@@ -34,6 +35,16 @@ class Probe:
     # Read at the start and the end of the counter window: the record is the difference (QueueDrops
     # minus, LinkCounters -> LinkDelta); other records of a counter probe come from the later reading.
     counter: bool = False
+    # [since, before): a view the platform has only in these releases (before None: still there). Such a
+    # probe is sent only to a switch whose session read a release inside it (collect's release_read).
+    releases: tuple[Release, Release | None] | None = None
+
+    def sent_to(self, release: Release | None) -> bool:
+        """Whether a switch of `release` (None: not known) has this probe's view."""
+        if self.releases is None:
+            return True
+        since, before = self.releases
+        return release is not None and since <= release and (before is None or release < before)
 
     def command_for(self, port: str | None) -> str:
         if self.scope == "switch":
@@ -41,6 +52,16 @@ class Probe:
         if port is None or not SAFE_PORT.fullmatch(port):
             raise FabcheckError(f"probe {self.name}: unusable port name {port!r}")
         return self.command.format(port=port)
+
+
+@dataclass(frozen=True)
+class ReleaseRead:
+    """How a session learns the switch's release, read once before the probes when some probe is bound
+    to releases: a show command and the parser of its output (ParseError when it names no release)."""
+
+    name: str
+    command: str
+    parse: Callable[[str, str], Release]  # (output, source) -> (major, minor)
 
 
 @dataclass(frozen=True)
@@ -94,6 +115,7 @@ def collect(
     window_s: float = 0.0,
     wait: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    release_read: ReleaseRead | None = None,
 ) -> Collected:
     """Run every probe (switch probes once, port probes per port) through `run`.
 
@@ -101,8 +123,15 @@ def collect(
     what is left of it), with the others and again: a port's LinkCounters of every counter probe are
     merged per reading and become its LinkDelta over the window. Window 0 reads the wire counters once
     (lifetime totals, `LinkDelta.lifetime`); a probe that yields QueueDrops is still read twice, at once,
-    as before the window existed."""
+    as before the window existed.
+
+    A probe bound to releases is sent only where `release_read` read a release inside them: a release
+    without the view is not asked (its record is simply not provided); a release that could not be read
+    is an error naming the release read, and none of the bound probes is sent."""
     collected = Collected()
+    if any(probe.releases is not None for probe in probes):
+        release = _read_release(collected, run, release_read, source)
+        probes = [probe for probe in probes if probe.sent_to(release)]
     calls = [
         (probe, port) for probe in probes for port in (ports if probe.scope == "switch-port" else [None])
     ]
@@ -136,6 +165,29 @@ def collect(
             continue  # no first reading of this port's counters: no delta (its probe's error says why)
         _place(collected, [(port, reading.since(earlier, window_s))])
     return collected
+
+
+def _read_release(
+    collected: Collected, run: Callable[[str], str], read: ReleaseRead | None, source: str
+) -> Release | None:
+    """The switch's release, its output kept (a replay answers it again); None, with an error, when the
+    switch did not say (or the caller has no way to ask)."""
+    unsent = "the probes bound to releases were not sent"
+    if read is None:
+        collected.errors.append(ProbeError("release", None, "", f"no release read given: {unsent}"))
+        return None
+    try:
+        text = run(read.command)
+    except FabcheckError as err:
+        collected.errors.append(ProbeError(read.name, None, read.command, f"{err}; {unsent}"))
+        return None
+    collected.outputs.append(Output(read.name, None, read.command, text))
+    try:
+        return read.parse(text, f"{source}: {read.command}")
+    except ParseError as err:
+        reason = f"unparsable output: {err.message}; {unsent}"
+        collected.errors.append(ProbeError(read.name, None, read.command, reason))
+        return None
 
 
 def _drops(probe: Probe) -> bool:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fabcheck.collect.probes import Collected, Probe, collect
+from fabcheck.collect.switch_probes import RELEASE_READS
 from fabcheck.errors import FabcheckError, IntentError
 from fabcheck.intent import ansible_session
 from fabcheck.intent.fabric import Switch
@@ -81,7 +82,8 @@ def collect_switch(
         def wait(seconds: float) -> None:
             sleep(seconds if ends_at is None else max(0.0, min(seconds, ends_at - clock())))
 
-        return collect(runner.run, probes, ports, f"switch {login.name}", window_s, wait, clock)
+        release_read = RELEASE_READS.get(platform)
+        return collect(runner.run, probes, ports, f"switch {login.name}", window_s, wait, clock, release_read)
     finally:
         _disconnect(connection)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from fabcheck.collect.probes import Probe
+from fabcheck.collect.probes import Probe, ReleaseRead
 from fabcheck.intent.platforms import PLATFORMS, Platform, UnknownPlatform, resolve
 from fabcheck.parsers import (
     switch_eos,
@@ -50,8 +50,10 @@ from fabcheck.parsers.wire_records import LinkDelta, ModuleOptics
 from fabcheck.switch.platforms import eos, nvue, sonic
 
 # The wire (fabcheck.parsers.switch_nvue_wire): error, discard and carrier counters, the PHY's post-FEC
-# errors and raw BER (CL 5.10-5.14: CL 5.15 renamed it `link phy health`, not read), and the module's
-# DOM with its own thresholds (CL >= 5.11). The counter probes yield readings (LinkCounters) that collect
+# errors and raw BER (`link phy-detail` on CL 5.10-5.14, renamed `link phy health` from CL 5.15: each
+# probe is sent only to the releases that have its name, from the release `nv show system` names; before
+# CL 5.10 there is neither and the post-FEC counters are simply not read), and the module's DOM with its
+# own thresholds (CL >= 5.11). The counter probes yield readings (LinkCounters) that collect
 # merges per port and turns into what grew over the counter window (LinkDelta).
 NVUE_WIRE_PROBES = (
     Probe(
@@ -69,6 +71,16 @@ NVUE_WIRE_PROBES = (
         switch_nvue_wire.parse_phy_detail,
         (LinkDelta,),
         counter=True,
+        releases=((5, 10), (5, 15)),
+    ),
+    Probe(
+        "nvue.phy_health",
+        "switch-port",
+        "nv show interface {port} link phy health",
+        switch_nvue_wire.parse_phy_health,
+        (LinkDelta,),
+        counter=True,
+        releases=((5, 15), None),
     ),
     Probe(
         "nvue.transceiver",
@@ -295,6 +307,12 @@ def _table(record: Platform) -> tuple[Probe, ...]:
 # The tables above are defined before this line, so a record naming one of them resolves here.
 PROBES: Mapping[str, tuple[Probe, ...]] = MappingProxyType(
     {name: _table(record) for name, record in PLATFORMS.items()}
+)
+
+
+# How a session learns the release of a platform that has probes bound to releases (read once, first).
+RELEASE_READS: Mapping[str, ReleaseRead] = MappingProxyType(
+    {"nvue": ReleaseRead("nvue.release", switch_nvue_wire.SHOW_SYSTEM, switch_nvue_wire.parse_release)}
 )
 
 

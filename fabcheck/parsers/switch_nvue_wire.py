@@ -6,19 +6,27 @@ Interfaces and Transceivers with NVUE" [CL_MONITOR] and the NVUE command referen
 - `nv show interface P counters` (CL >= 5.5): `carrier-transitions` in the attribute table (every up
   and down: link_changes), then the `Error Counters` section (Receive / Transmit columns, `n/a` where
   the direction has no such counter) and the `Drop Counters` section.
-- `nv show interface P link phy-detail` (CL 5.10 - 5.14, Spectrum-2 and later; CL 5.15 renamed it
-  `link phy health`): `phy-received-bits`, `symbol-errors`, `effective-errors` (errors left after FEC:
-  "the same as uncorrected FEC errors", CL_MONITOR) and `raw-ber`, a rate the switch computes itself,
-  printed as `NE-M`; `15E-255` is the switch's "no value yet" (CL_MONITOR's sample shows it beside
-  per-lane rates, on a port with one minute since the last clear).
+- `nv show interface P link phy-detail` (CL 5.10 - 5.14, Spectrum-2 and later) and, from CL 5.15,
+  the same view renamed `nv show interface P link phy health` (CL515_MONITOR prints the same rows in the
+  same layout, so both are read alike): `phy-received-bits`, `symbol-errors`, `effective-errors`
+  (errors left after FEC: "the same as uncorrected FEC errors", CL_MONITOR) and `raw-ber`, a rate
+  the switch computes itself, printed as `NE-M`; `15E-255` is the switch's "no value yet" (CL_MONITOR's
+  sample shows it beside per-lane rates, on a port with one minute since the last clear).
+- `nv show system` (CL >= 5.2): the `build` row, `Cumulus Linux X.Y.Z`, the release that picks which
+  of the two PHY views a switch is asked (fabcheck.collect.switch_probes).
 - `nv show platform transceiver P` (CL >= 5.11): `key : value` lines, the module's DOM grouped per
   quantity with its own alarm and warning thresholds, rx/tx power as `0.8625 mW / -0.64 dBm`.
 
 CL_MONITOR: CumulusNetworks/docs:content/cumulus-linux-514/Monitoring-and-Troubleshooting/
   Troubleshooting-Network-Interfaces/Monitoring-Interfaces-and-Transceivers-with-NVUE.md@
   0472f78f421f4ff8ef10a97cb369ca01e18a1648
+CL515_MONITOR: the same guide for CL 5.15, CumulusNetworks/docs:content/cumulus-linux-515/
+  Monitoring-and-Troubleshooting/Troubleshooting-Network-Interfaces/
+  Monitoring-Interfaces-and-Transceivers-with-NVUE.md@07d58d4b2ae2bd3864171785ca7a10c1f5dfd950
 NVUE_IF: CumulusNetworks/docs:content/nvue-reference/Show-Commands/Interface.md@
   a4ecc6efd628c7418b81ebaa2dcc609ef266f53d
+NVUE_SYSTEM: CumulusNetworks/docs:content/nvue-reference/Show-Commands/System.md@
+  26bd9f5a2fd77b06e3d5a3ac6a6930d51b907c6a
 """
 
 from __future__ import annotations
@@ -77,6 +85,27 @@ def phy_detail_what(port: str | None) -> str:
     return f"nv show interface {port} link phy-detail"
 
 
+def phy_health_what(port: str | None) -> str:
+    return f"nv show interface {port} link phy health"
+
+
+SHOW_SYSTEM = "nv show system"
+BUILD = "build"
+_BUILD = re.compile(r"Cumulus Linux (?P<major>[0-9]{1,3})\.(?P<minor>[0-9]{1,3})(\.[0-9]+)*", re.ASCII)
+
+
+def parse_release(text: str, source: str = "<text>") -> tuple[int, int]:
+    """`nv show system`: (major, minor) of its `build` row, `Cumulus Linux 5.5.0` (NVUE_SYSTEM)."""
+    tree = attribute_tree(text, source, SHOW_SYSTEM)
+    build = tree.get(BUILD)
+    found = _BUILD.fullmatch(build.strip()) if isinstance(build, str) else None
+    if found is None:
+        raise ParseError(
+            f"{SHOW_SYSTEM}: the {BUILD} row {build!r} names no Cumulus Linux release", source=source
+        )
+    return int(found["major"]), int(found["minor"])
+
+
 def transceiver_what(port: str | None) -> str:
     return f"nv show platform transceiver {port}"
 
@@ -124,9 +153,19 @@ def _counter_table(text: str, section: str, source: str, what: str) -> dict[str,
 
 
 def parse_phy_detail(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
-    """`nv show interface P link phy-detail`: bits received, uncorrected symbols, errors after FEC
-    (effective errors: uncorrectable) and the switch's own raw (pre-FEC) BER, None at `15E-255`."""
-    what = phy_detail_what(port)
+    """`nv show interface P link phy-detail` (CL 5.10 - 5.14): bits received, uncorrected symbols,
+    errors after FEC (effective errors: uncorrectable) and the switch's own raw (pre-FEC) BER, None at
+    `15E-255`."""
+    return _parse_phy(text, port, source, phy_detail_what(port))
+
+
+def parse_phy_health(text: str, port: str | None, source: str = "<text>") -> list[Placed]:
+    """`nv show interface P link phy health` (CL >= 5.15): phy-detail renamed, the same rows
+    (CL515_MONITOR), read onto the same wire vocabulary."""
+    return _parse_phy(text, port, source, phy_health_what(port))
+
+
+def _parse_phy(text: str, port: str | None, source: str, what: str) -> list[Placed]:
     tree = attribute_tree(text, source, what)
     values: dict[CounterName, int] = {}
     native: dict[CounterName, str] = {}

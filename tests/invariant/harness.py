@@ -20,7 +20,7 @@ from switchfabric import PORTS, SWITCHES, desired  # noqa: E402
 from fabcheck.checks.model import Finding, Status  # noqa: E402
 from fabcheck.checks.switch import check_switch  # noqa: E402
 from fabcheck.collect.probes import collect  # noqa: E402
-from fabcheck.collect.switch_probes import PROBES  # noqa: E402
+from fabcheck.collect.switch_probes import PROBES, RELEASE_READS  # noqa: E402
 from fabcheck.desired.switch import DesiredSwitch  # noqa: E402
 from fabcheck.gate.switch_stage import evidence_of  # noqa: E402
 from fabcheck.switch.driver import SwitchDriver, driver_for, push  # noqa: E402
@@ -97,7 +97,9 @@ def judged(platform: str, device: SwitchDevice, variant: str | None = None) -> l
     wanted = desired_of(platform, variant)
     session = session_of(device, platform)
     ports = [port.port for port in wanted.ports]
-    collected = collect(session.handle, PROBES[platform], ports, f"mock {name}")
+    collected = collect(
+        session.handle, PROBES[platform], ports, f"mock {name}", release_read=RELEASE_READS.get(platform)
+    )
     return check_switch(evidence_of(name, platform, collected), wanted)
 
 

@@ -19,6 +19,7 @@ import pytest
 from fabcheck.collect.probes import Probe
 from fabcheck.collect.switch_probes import PROBES
 from fabcheck.errors import ParseError
+from fabcheck_lab.mockswitch.nvue import NvueDevice
 from tests.invariant.harness import converged, session_of
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
@@ -33,7 +34,13 @@ PARSED_FIELDS: dict[str, tuple[str, ...]] = {"nv show interface swp16 qos roce s
 MOCK_PORT = {"nvue": "swp1", "sonic": "Ethernet0", "eos": "Ethernet1"}
 # SONiC views whose columns, or whose existence, follow the release (fabcheck_lab.mockswitch.sonic_wire):
 # the mock is asked at the sample's own branch ("master": the newest layout).
-RELEASE_LAYOUTS = {("sonic", "show interfaces counters fec-stats"), ("sonic", "show interfaces flap")}
+# NVUE's PHY view, renamed `link phy health` in CL 5.15, likewise (its mock fixes the release when made,
+# so a mock of the sample's release is made; the wire views do not depend on the pushed config).
+RELEASE_LAYOUTS = {
+    ("sonic", "show interfaces counters fec-stats"),
+    ("sonic", "show interfaces flap"),
+    ("nvue", "nv show interface {port} link phy health"),
+}
 LAYOUTS = [row for row in ROWS if row["file"] != "-" and row["command"] in PARSED_FIELDS]
 
 
@@ -102,6 +109,8 @@ def test_the_mock_answers_the_same_command_with_the_same_structure(row: dict[str
     device = converged(platform)
     if (platform, row["command"]) in RELEASE_LAYOUTS:
         device.spec = dataclasses.replace(device.spec, release=row["release"].split()[0] + ".0-mock")
+        if platform == "nvue":
+            device = NvueDevice(device.spec)
     session = session_of(device, platform)
     mock = session.handle(row["command"].replace("{port}", MOCK_PORT[platform]))
     real = (REAL / row["file"]).read_text()

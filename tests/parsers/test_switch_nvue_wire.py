@@ -1,5 +1,6 @@
 """NVUE wire views (fabcheck.parsers.switch_nvue_wire) replayed from NVIDIA's own samples
-(tests/data/real/nvue/INDEX.tsv): counters, link phy-detail and platform transceiver."""
+(tests/data/real/nvue/INDEX.tsv): counters, link phy-detail (CL 5.14) and its CL 5.15 name link phy
+health, platform transceiver, and the release `nv show system` names."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from fabcheck.parsers.switch_nvue_wire import (
     colon_tree,
     parse_counters,
     parse_phy_detail,
+    parse_phy_health,
+    parse_release,
     parse_transceiver,
 )
 from fabcheck.parsers.wire_records import LinkCounters, ModuleOptics
@@ -97,6 +100,42 @@ def test_phy_detail_reads_post_fec_errors_and_bits() -> None:
     }
     assert record.native["fec_uncorrectable"] == "effective-errors"
     assert record.pre_fec_ber is None  # the sample's raw-ber is 15E-255: no rate yet
+
+
+def test_phy_health_reads_cl515s_sample_onto_the_same_vocabulary() -> None:
+    """CL 5.15 renamed the view; NVIDIA's 5.15 sample has the 5.14 rows, read the same way."""
+    [(at, record)] = parse_phy_health(real("nv-show-interface-swp1-link-phy-health.txt"), "swp1", "test")
+    assert at == "swp1" and isinstance(record, LinkCounters)
+    assert dict(record.values) == {
+        "received_bits": 6214400000000,
+        "uncorrected_symbols": 0,
+        "fec_uncorrectable": 0,
+    }
+    assert dict(record.native) == {
+        "received_bits": "phy-received-bits",
+        "uncorrected_symbols": "symbol-errors",
+        "fec_uncorrectable": "effective-errors",
+    }
+    assert record.pre_fec_ber is None  # raw-ber 15E-255 in the sample too
+
+
+def test_phy_health_names_its_own_command_when_refused() -> None:
+    with pytest.raises(ParseError, match="nv show interface swp1 link phy health: no `operational`"):
+        parse_phy_health("Error: Invalid Command: nv show interface swp1 link phy health\n", "swp1", "t")
+
+
+def test_show_system_names_the_release() -> None:
+    assert parse_release(real("nv-show-system.txt"), "test") == (5, 5)
+
+
+@pytest.mark.parametrize(
+    "build",
+    ["Cumulus Linux", "SONiC 202411", "Cumulus Linux five"],
+)
+def test_show_system_without_a_release_is_refused(build: str) -> None:
+    text = real("nv-show-system.txt").replace("Cumulus Linux 5.5.0", build)
+    with pytest.raises(ParseError, match="names no Cumulus Linux release"):
+        parse_release(text, "test")
 
 
 def test_phy_detail_raw_ber_is_the_pre_fec_rate() -> None:

@@ -12,8 +12,14 @@ from pathlib import Path
 import pytest
 
 from fabcheck.collect.probes import collect
-from fabcheck.collect.switch_probes import NVUE_WIRE_PROBES, PROBES
-from fabcheck.parsers.switch_nvue_wire import parse_counters, parse_phy_detail, parse_transceiver
+from fabcheck.collect.switch_probes import NVUE_WIRE_PROBES, PROBES, RELEASE_READS
+from fabcheck.errors import FabcheckError
+from fabcheck.parsers.switch_nvue_wire import (
+    parse_counters,
+    parse_phy_detail,
+    parse_phy_health,
+    parse_transceiver,
+)
 from fabcheck.parsers.wire_records import LinkCounters, LinkDelta, ModuleOptics
 from fabcheck_lab import wire_model
 from fabcheck_lab.mockswitch.nvue import NvueDevice
@@ -170,7 +176,9 @@ def test_the_gate_probes_read_the_mock() -> None:
         if probe.name in ("nvue.counters", "nvue.phy_detail", "nvue.transceiver")
     ]
     assert len(probes) == 3
-    collected = collect(session.handle, probes, ["swp2"], "leaf01", 1, lambda _s: None)
+    collected = collect(
+        session.handle, probes, ["swp2"], "leaf01", 1, lambda _s: None, release_read=RELEASE_READS["nvue"]
+    )
     assert collected.errors == []
     assert isinstance(collected.records[(LinkDelta, "swp2")], LinkDelta)  # the two readings' delta
     module = collected.records[(ModuleOptics, "swp2")]
@@ -191,14 +199,20 @@ def gate_findings(device: NvueDevice) -> set[tuple[str, str, str]]:
 
     wanted = desired_of("nvue")
     ports = [port.port for port in wanted.ports]
-    collected = collect(device.new_session("cumulus").handle, PROBES["nvue"], ports, "mock leaf01", WINDOW_S)
+    session = device.new_session("cumulus")
+    collected = collect(
+        session.handle, PROBES["nvue"], ports, "mock leaf01", WINDOW_S, release_read=RELEASE_READS["nvue"]
+    )
     assert collected.errors == []
+    post_fec = collected.records[(LinkDelta, "swp1")]
+    assert isinstance(post_fec, LinkDelta) and "fec_uncorrectable" in post_fec.reading.values
     findings = check_switch(evidence_of(NAMES["nvue"], "nvue", collected), wanted)
     judged = {f.check for f in findings if f.subject == "leaf01:swp1" and f.status.value != "skip"}
     assert judged >= {"switch.link_errors", "switch.link_flaps", "switch.optics"}
     return not_passing(findings)
 
 
+@pytest.mark.parametrize("release", ["", "5.15.0"])  # the mock's default (phy-detail); phy health
 @pytest.mark.parametrize(
     ("fault", "failing"),
     [
@@ -207,9 +221,12 @@ def gate_findings(device: NvueDevice) -> set[tuple[str, str, str]]:
         ("switch-optic-hot", {("switch.optics", "leaf01:swp1", "fail")}),
     ],
 )
-def test_each_wire_fault_fails_exactly_its_check_at_the_cabled_port(fault: str | None, failing: set) -> None:
+def test_each_wire_fault_fails_exactly_its_check_at_the_cabled_port(
+    fault: str | None, failing: set, release: str
+) -> None:
     """The converged in-process mock (the driver's own push), gpu01 cabled to swp1: each wire fault
-    fails exactly its check there and nothing else; healed, everything passes again."""
+    fails exactly its check there and nothing else; healed, everything passes again. On CL 5.15 the
+    post-FEC errors come from `link phy health`, the view's new name."""
     from tests.invariant.harness import PORTS as FABRIC_PORTS
     from tests.invariant.harness import repush
 
@@ -222,6 +239,7 @@ def test_each_wire_fault_fails_exactly_its_check_at_the_cabled_port(fault: str |
         "pw",
         FABRIC_PORTS["nvue"],
         (("swp1", "gpu01", "ens1np0"),),
+        release,
     )
     dev = NvueDevice(spec)
     repush("nvue", dev)
@@ -231,3 +249,73 @@ def test_each_wire_fault_fails_exactly_its_check_at_the_cabled_port(fault: str |
     if fault is not None:
         dev.heal(fault)
         assert gate_findings(dev) == set()
+
+
+def test_the_mock_prints_cl515s_phy_health_layout() -> None:
+    """CL 5.15's `link phy health` (NVIDIA's 5.15 sample): the mock's rows are real rows in their order,
+    and fabcheck's parser reads the same counts from it as from 5.14's phy-detail."""
+    dev = device("5.15.0")
+    dev.inject("switch-link-errors")
+    age(dev, 1)
+    health = show(dev, "nv show interface swp2 link phy health")
+    real = table_keys((REAL / "nv-show-interface-swp1-link-phy-health.txt").read_text())
+    mock = table_keys(health)
+    assert mock == [key for key in real if key in mock] and len(mock) == 7
+    [(_, record)] = parse_phy_health(health, "swp2", "mock")
+    assert isinstance(record, LinkCounters) and record.values["fec_uncorrectable"] > 0
+    assert record.native["fec_uncorrectable"] == "effective-errors"
+
+
+@pytest.mark.parametrize(
+    ("release", "sent"),
+    [
+        ("5.9.0", None),  # before CL 5.10: no post-FEC view at all
+        ("5.14.0", "nv show interface swp2 link phy-detail"),
+        ("5.15.0", "nv show interface swp2 link phy health"),
+        ("5.16.0", "nv show interface swp2 link phy health"),
+    ],
+)
+def test_the_post_fec_probe_follows_the_switchs_release(release: str, sent: str | None) -> None:
+    """The release `nv show system` names picks the PHY view's name, once per session: the other name
+    is never sent, and a release without the view is not asked (no error; the record lacks the post-FEC
+    counters, so switch.link_errors judges only what the counters view shows)."""
+    dev = device(release)
+    session = dev.new_session("cumulus")
+    collected = collect(
+        session.handle,
+        NVUE_WIRE_PROBES,
+        ["swp2"],
+        "leaf01",
+        1,
+        lambda _s: None,
+        release_read=RELEASE_READS["nvue"],
+    )
+    commands = [output.command for output in collected.outputs]
+    assert commands[0] == "nv show system"
+    assert [c for c in commands if "link phy" in c] == ([] if sent is None else [sent, sent])
+    # CL 5.10's transceiver view is from 5.11 too, so a 5.9 switch refuses only that probe
+    assert [error.probe for error in collected.errors] == (["nvue.transceiver"] if sent is None else [])
+    delta = collected.records[(LinkDelta, "swp2")]
+    assert isinstance(delta, LinkDelta)
+    assert ("fec_uncorrectable" in delta.reading.values) == (sent is not None)
+
+
+def test_a_release_the_switch_does_not_name_sends_no_bound_probe() -> None:
+    """`nv show system` unanswerable (NVUE before CL 5.2, or a replay without it): an error naming the
+    release read, neither PHY view sent, the rest read."""
+    dev = device("5.14.0")
+    session = dev.new_session("cumulus")
+
+    def run(command: str) -> str:
+        if command == "nv show system":
+            raise FabcheckError("Error: Invalid Command: nv show system")
+        return session.handle(command)
+
+    collected = collect(
+        run, NVUE_WIRE_PROBES, ["swp2"], "leaf01", 1, lambda _s: None, release_read=RELEASE_READS["nvue"]
+    )
+    [error] = collected.errors
+    assert error.probe == "nvue.release" and error.provides == ()
+    assert "not sent" in error.reason
+    assert not any("link phy" in output.command for output in collected.outputs)
+    assert isinstance(collected.records[(LinkDelta, "swp2")], LinkDelta)

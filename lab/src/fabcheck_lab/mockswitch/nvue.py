@@ -70,6 +70,7 @@ class NvueDevice(SwitchDevice):
         self.release = spec.release or DEFAULT_RELEASE
         major, minor = (int(part) for part in self.release.split(".")[:2])
         self.release_tuple = (major, minor)
+        self.booted = time.time()  # `nv show system` uptime
         self.schema = root_schema(spec.ports, self.release_tuple)
         self.pending: dict[str, Any] | None = None
         self.pending_rev: int | None = None
@@ -399,6 +400,8 @@ class NvueSession(CliSession):
             if args[1] not in dev.ports:
                 raise NvueError(NO_ITEM)
             shown = self._show_port(args[1], args[2:], config)
+        elif args == ["system"]:
+            shown = nvue_wire.show_system(dev.name, dev.release, time.time() - self.device.booted)
         elif args[:2] == ["platform", "transceiver"] and len(args) == 3:
             if args[2] not in dev.ports or dev.release_tuple < nvue_wire.TRANSCEIVER_SINCE:
                 raise NvueError(NO_ITEM)

@@ -9,6 +9,8 @@ in the layouts of NVIDIA's own samples (tests/data/real/nvue/INDEX.tsv, CL_MONIT
   the wire model counts (received bits, symbol errors, effective errors) and the BER rows, `15E-255`
   (no rate) on a clean link as in NVIDIA's sample; per-lane raw errors, histogram bins and SNR are not
   modelled and not printed.
+- `nv show system` (CL >= 5.2, NVUE_SYSTEM): hostname, build (`Cumulus Linux <release>`, what the gate
+  reads to pick the PHY view's name), uptime and time zone, in NVIDIA's sample layout.
 - `nv show platform transceiver P` (CL >= 5.11): NVIDIA's sample module (an MFA1A00-C003 100G active
   optical cable, all four channels from CL_MONITOR's views of it) with its own thresholds; DOM faults
   move its values through wire_model.dom_values.
@@ -17,11 +19,15 @@ The `-o json` forms are the mock's own shape (NVIDIA shows only the text: unveri
 
 CL_MONITOR: CumulusNetworks/docs:content/cumulus-linux-514/Monitoring-and-Troubleshooting/
   Troubleshooting-Network-Interfaces/Monitoring-Interfaces-and-Transceivers-with-NVUE.md@
-  0472f78f421f4ff8ef10a97cb369ca01e18a1648
+  0472f78f421f4ff8ef10a97cb369ca01e18a1648 (CL 5.15's copy, @07d58d4b2ae2bd3864171785ca7a10c1f5dfd950,
+  prints `link phy health` with the very rows of 5.14's `link phy-detail`: one rendering serves both)
+NVUE_SYSTEM: CumulusNetworks/docs:content/nvue-reference/Show-Commands/System.md@
+  26bd9f5a2fd77b06e3d5a3ac6a6930d51b907c6a
 """
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -111,6 +117,18 @@ GROUPS = {
     "tx_power": ("tx-power", "power", "dBm", 2),
     "tx_bias": ("tx-bias-current", "current", "mA", 3),
 }
+
+
+def show_system(hostname: str, release: str, uptime_s: float) -> Shown:
+    """`nv show system`: the operational column, and the hostname applied (NVUE_SYSTEM's sample)."""
+    uptime = str(datetime.timedelta(seconds=int(max(0.0, uptime_s))))  # "3 days, 18:40:31"
+    rows = [
+        ["hostname", hostname, hostname],
+        ["build", f"Cumulus Linux {release}", ""],
+        ["uptime", uptime, ""],
+        ["timezone", "Etc/UTC", ""],
+    ]
+    return nvue_attributes(["operational", "applied"], rows), {row[0]: row[1] for row in rows}
 
 
 def show_counters(counters: Mapping[str, int]) -> Shown:

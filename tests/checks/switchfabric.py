@@ -8,7 +8,7 @@ from typing import Any
 
 from fabcheck.checks.switch import SwitchEvidence
 from fabcheck.collect.probes import Probe, collect
-from fabcheck.collect.switch_probes import PROBES
+from fabcheck.collect.switch_probes import PROBES, RELEASE_READS
 from fabcheck.desired.switch import DesiredSwitch, desired_switch
 from fabcheck.gate.switch_stage import evidence_of
 from fabcheck.intent.fabric import Fabric, InventoryNode, read_fabric
@@ -68,19 +68,32 @@ def replayed(state: str, name: str, overrides: dict[str, Any] | None = None) -> 
     parsers and collection as on a live session (each command answered from its captured output)."""
     platform = SWITCHES[name]
     folder = DATA / state / name
-    probes = {probe.command_for(port): (probe, port) for probe, port in _calls(platform, name)}
+    probes = {
+        probe.command_for(port): (probe.name, probe.counter, port) for probe, port in _calls(platform, name)
+    }
+    release_read = RELEASE_READS.get(platform)
+    if release_read is not None:  # read first where probes are bound to releases
+        probes[release_read.command] = (release_read.name, False, None)
     readings: dict[str, int] = {}
 
     def run(command: str) -> str:
-        probe, port = probes[command]
-        stem = snapshot_stem(probe.name, port)
-        first = probe.counter and readings.get(command, 0) == 0
+        probe, counter, port = probes[command]
+        stem = snapshot_stem(probe, port)
+        first = counter and readings.get(command, 0) == 0
         readings[command] = readings.get(command, 0) + 1
         return (folder / (f"{stem}.before.txt" if first else f"{stem}.txt")).read_text()
 
     ports = [port.port for port in desired(name, overrides).ports]
     # Read as a session with a counter window (the captures hold both readings), without waiting it.
-    collected = collect(run, PROBES[platform], ports, f"{state}/{name}", REPLAY_WINDOW_S, lambda _s: None)
+    collected = collect(
+        run,
+        PROBES[platform],
+        ports,
+        f"{state}/{name}",
+        REPLAY_WINDOW_S,
+        lambda _s: None,
+        release_read=release_read,
+    )
     return evidence_of(name, platform, collected)
 
 

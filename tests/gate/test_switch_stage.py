@@ -20,7 +20,7 @@ from switchgate import collect_switches
 
 from fabcheck.checks.model import Status
 from fabcheck.collect.switch import switch_login
-from fabcheck.collect.switch_probes import PROBES
+from fabcheck.collect.switch_probes import PROBES, RELEASE_READS
 from fabcheck.errors import IntentError
 from fabcheck.switch.connect import ConnectError, SwitchLogin
 
@@ -45,7 +45,10 @@ class Replay:
         ports = [p for p in _ports(name)]
         for probe in PROBES[SWITCHES[name]]:
             for port in ports if probe.scope == "switch-port" else [None]:
-                self.answers[probe.command_for(port)] = (probe, port)
+                self.answers[probe.command_for(port)] = (probe.name, probe.counter, port)
+        release_read = RELEASE_READS.get(SWITCHES[name])
+        if release_read is not None:  # read first where probes are bound to releases
+            self.answers[release_read.command] = (release_read.name, False, None)
         with Replay.lock:
             Replay.open_now += 1
             Replay.most_open = max(Replay.most_open, Replay.open_now)
@@ -60,10 +63,10 @@ class Replay:
         if self.die_after is not None and len(self.sent) >= self.die_after:
             raise ReadTimeout(f"Pattern not detected: 'admin@{self.name}' in output. {SECRET}")
         self.sent.append(command)
-        probe, port = self.answers[command]
-        stem = snapshot_stem(probe.name, port)
+        probe, counter, port = self.answers[command]
+        stem = snapshot_stem(probe, port)
         before = self.folder / f"{stem}.before.txt"
-        if probe.counter and self.sent.count(command) == 1 and before.exists():
+        if counter and self.sent.count(command) == 1 and before.exists():
             return before.read_text()
         return (self.folder / f"{stem}.txt").read_text()
 

@@ -14,7 +14,7 @@ from hostile import hostile_text, mutated
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fabcheck.collect.switch_probes import PROBES
+from fabcheck.collect.switch_probes import PROBES, RELEASE_READS
 from fabcheck.errors import ParseError
 from fabcheck.parsers import switch_eos, switch_nvue, switch_sonic
 from fabcheck.parsers.switch_records import (
@@ -40,7 +40,12 @@ from fabcheck.parsers.switch_records import (
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "switch"
-PARSERS = {probe.name: probe.parse for probes in PROBES.values() for probe in probes}
+PARSERS: dict[str, Callable[[str, str | None, str], object]] = {
+    probe.name: probe.parse for probes in PROBES.values() for probe in probes
+}
+# The release an NVUE session reads first (its captures are <platform>.release.txt)
+for _read in RELEASE_READS.values():
+    PARSERS[_read.name] = lambda text, _port, source, read=_read: read.parse(text, source)
 
 
 def sample(state: str, switch: str, stem: str) -> str:

@@ -119,11 +119,11 @@ def collect(
 ) -> Collected:
     """Run every probe (switch probes once, port probes per port) through `run`.
 
-    Counter probes are read first, then, `window_s` after that first reading began (`wait` sleeps out
-    what is left of it), with the others and again: a port's LinkCounters of every counter probe are
-    merged per reading and become its LinkDelta over the window. Window 0 reads the wire counters once
-    (lifetime totals, `LinkDelta.lifetime`); a probe that yields QueueDrops is still read twice, at once,
-    as before the window existed.
+    Counter probes are read first, then the others, then, `window_s` after that first reading began
+    (`wait` sleeps out what is left of it), the counter probes again: a port's LinkCounters of every
+    counter probe are merged per reading and become its LinkDelta over the window. Window 0 reads the
+    wire counters once (lifetime totals, `LinkDelta.lifetime`); a probe that yields QueueDrops is still
+    read twice, around the others, as before the window existed.
 
     A probe bound to releases is sent only where `release_read` read a release inside them: a release
     without the view is not asked (its record is simply not provided); a release that could not be read
@@ -142,18 +142,23 @@ def collect(
         parsed = _run_one(collected, run, probe, port, source)
         if parsed is not None:
             first[(probe.name, port)] = parsed
-    left = window_s - (clock() - started)
-    if window_s > 0 and left > 0:
-        wait(left)
     earlier_links: dict[str | None, LinkCounters] = {}
     later_links: dict[str | None, LinkCounters] = {}
-    for probe, port in calls:
+    # The probes read once run inside the window (on a switch of a few hundred ports they take longer
+    # than it), so only what is left of it is waited before the second reading.
+    read_twice = set(twice)
+    once = [call for call in calls if call not in read_twice]
+    for index, (probe, port) in enumerate(once + twice):
+        if index == len(once):
+            left = window_s - (clock() - started)
+            if window_s > 0 and left > 0:
+                wait(left)
         parsed = _run_one(collected, run, probe, port, source)
         if parsed is None:
             continue
         if probe.counter:
             before = first.get((probe.name, port))
-            if before is None and (probe, port) in twice:
+            if before is None and (probe, port) in read_twice:
                 continue  # its first reading failed and is already an error
             _merge_links(earlier_links, before or [])
             _merge_links(later_links, parsed)

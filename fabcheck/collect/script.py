@@ -191,6 +191,15 @@ pause() {  # the counter window: a sleep a TERM stops at once, as it stops a bou
     running=
     [ "$paused" -eq 0 ] || pause_err="fabcheck: sleep $1 failed (exit $paused): the window was not waited"
 }
+window_left() {  # seconds of the window still to wait: `date +%s` counts whole seconds, so the time
+    # spent is taken 1 s short (never waits less than the window); no usable date: the whole window
+    now=$(date +%s 2>/dev/null)
+    case $started$now in ''|*[!0-9]*) echo "$window"; return;; esac
+    spent=$((now - started - 1))
+    [ "$spent" -gt 0 ] || spent=0
+    [ "$spent" -lt "$window" ] || spent=$window
+    echo $((window - spent))
+}
 if [ -n "$bounded" ]; then
     recorded time_limit 0 "$(command -v timeout)" ""
 else
@@ -292,26 +301,31 @@ def _batch_lines(port: list[HostProbe], netdev: list[HostProbe], indent: str) ->
 
 def collection_script(probes: Iterable[HostProbe]) -> str:
     """The collection script of a probe table: host probes, then per `rdma link` port its port probes
-    and, when the port has a plain netdev name, that netdev's probes. The counter probes come last: one
-    reading of them all, the counter window (`pause`), and the second reading (the only one when the
-    window is 0), so every node waits the window once, inside its own round trip."""
+    and, when the port has a plain netdev name, that netdev's probes. The counter probes are read first
+    (right after `rdma link`, which lists their ports), the probes read once run inside the window, only
+    what is left of it is waited (`pause`), and the counters are read again (once only when the window
+    is 0): every node waits the window once, inside its own round trip, overlapped with its own work."""
     probes = tuple(probes)
     once = [p for p in probes if not p.builtin and not p.counter]
     by_scope = {scope: [p for p in once if p.scope == scope] for scope in _SCOPES}
     each_port = _EACH_PORT.replace("@MAX_PORTS@", str(MAX_PORTS))
     script = _PROLOGUE.replace("@MAX_WINDOW@", str(MAX_COUNTER_WINDOW_S))
-    script += "".join(_section_line(p) for p in by_scope["host"]) + _LINKS
+    counters = [p for p in probes if p.counter and not p.builtin]
+    script += _LINKS
+    if counters:
+        script += 'if [ "$window" -gt 0 ]; then\n'
+        script += "started=$(date +%s 2>/dev/null)\n"
+        script += _counter_reading(counters, each_port, EARLIER)
+        script += "fi\n"
+    script += "".join(_section_line(p) for p in by_scope["host"])
     script += each_port.replace("@OVER@", _PORT_LIMIT.replace("@MAX_PORTS@", str(MAX_PORTS)))
     script += _batch_lines(by_scope["port"], by_scope["netdev"], "    ")
     script += "".join(_section_line(p, "    ") for p in by_scope["port"])
     script += '    plain_name "$netdev" || continue\n'
     script += "".join(_section_line(p, "    ") for p in by_scope["netdev"])
     script += "done\n"
-    counters = [p for p in probes if p.counter and not p.builtin]
     if counters:
-        script += 'if [ "$window" -gt 0 ]; then\n'
-        script += _counter_reading(counters, each_port, EARLIER)
-        script += 'pause "$window"\nfi\n'
+        script += 'if [ "$window" -gt 0 ]; then\n    pause "$(window_left)"\nfi\n'
         script += f'recorded {COUNTER_WINDOW} "$paused" "$window" "$pause_err"\n'
         script += _counter_reading(counters, each_port, "")
     return script + _EPILOGUE

@@ -19,7 +19,7 @@ from fabcheck.collect.host import collection_script
 from fabcheck.collect.script import COUNTER_WINDOW, HostProbe, split_sections
 
 TOKEN = "0123456789abcdef"
-TOOLS = ("timeout", "mktemp", "cat", "rm", "grep", "expr")
+TOOLS = ("timeout", "mktemp", "cat", "rm", "grep", "expr", "date")
 NETDEV = "ens1np0"
 COUNTER = HostProbe("ctr", "netdev", ("counter", "{netdev}"), str, counter=True)
 ONCE = HostProbe("once", "netdev", ("counter", "{netdev}"), str)
@@ -35,8 +35,10 @@ def _bin(tmp_path: Path) -> Path:
         'echo "$1 $n"\n'
     )
     # The window's sleep says its pid, so a test can see it gone after a TERM.
-    sleeper = f'#!/bin/sh\necho $$ >{tmp_path / "sleep.pid"}\nexec {shutil.which("sleep")} "$@"\n'
-    for name, text in (("rdma", rdma), ("counter", counter), ("sleep", sleeper)):
+    sleeper = f'#!/bin/sh\necho $$ >{tmp_path / "sleep.pid"}\necho "$@" >>{tmp_path / "sleep.args"}\n'
+    sleeper += f'exec {shutil.which("sleep")} "$@"\n'
+    slow = f"#!/bin/sh\nexec {shutil.which('sleep')} 3\n"  # a probe read once that takes 3 s
+    for name, text in (("rdma", rdma), ("counter", counter), ("sleep", sleeper), ("slow", slow)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     for tool in TOOLS:
@@ -67,11 +69,23 @@ def test_each_counter_probe_is_read_before_and_after_the_window(tmp_path: Path) 
     assert parsed.complete, done.stderr
     names = list(parsed.sections)
     assert names.index("ctr.before:ens1np0") < names.index(COUNTER_WINDOW) < names.index("ctr:ens1np0")
-    # The probe read once runs first, then the first reading, then the second: 1, 2, 3.
-    assert parsed.sections["once:ens1np0"].stdout.strip() == "ens1np0 1"
-    assert parsed.sections["ctr.before:ens1np0"].stdout.strip() == "ens1np0 2"
+    # The first reading comes first, the probe read once runs inside the window, then the second: 1, 2, 3.
+    assert parsed.sections["ctr.before:ens1np0"].stdout.strip() == "ens1np0 1"
+    assert parsed.sections["once:ens1np0"].stdout.strip() == "ens1np0 2"
     assert parsed.sections["ctr:ens1np0"].stdout.strip() == "ens1np0 3"
     assert parsed.sections[COUNTER_WINDOW].stdout.strip() == "1"
+
+
+def test_the_work_read_once_counts_towards_the_window(tmp_path: Path) -> None:
+    """A probe read once that takes 3 s inside a 4 s window leaves at most 2 s to wait (`date +%s`
+    counts whole seconds, and the time spent is taken 1 s short, so the window is never cut short)."""
+    slow = HostProbe("slow", "netdev", ("slow",), str)
+    parsed = split_sections(_run(_bin(tmp_path), "4", (slow, COUNTER)).stdout, TOKEN)
+    assert parsed.complete and parsed.sections[COUNTER_WINDOW].stdout.strip() == "4"
+    names = list(parsed.sections)
+    assert names.index("ctr.before:ens1np0") < names.index("slow:ens1np0") < names.index("ctr:ens1np0")
+    [waited] = (tmp_path / "sleep.args").read_text().split()
+    assert 0 <= int(waited) <= 2
 
 
 def test_a_zero_window_reads_the_counters_once(tmp_path: Path) -> None:

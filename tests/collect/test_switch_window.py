@@ -73,10 +73,11 @@ def test_the_counters_are_read_a_window_apart_and_merged_into_one_delta_per_port
     )
     probes = (OPTICS, ERRORS, FEC, DROPS)
     got = collect(session.run, probes, ["swp1"], "switch leaf01", 5, session.wait, session.clock)
-    # The three counter views first (3 s on this clock), then the rest of the 5 s window, then all.
-    assert session.sent[:3] == ["show errors swp1", "show fec swp1", "show drops swp1"]
-    assert session.waited == [2.0]
-    assert session.sent[3:] == ["show optics swp1", "show errors swp1", "show fec swp1", "show drops swp1"]
+    # The three counter views first (3 s on this clock), then the view read once inside the window (1 s),
+    # then only the rest of the 5 s window, then the counter views again.
+    assert session.sent[:4] == ["show errors swp1", "show fec swp1", "show drops swp1", "show optics swp1"]
+    assert session.waited == [1.0]
+    assert session.sent[4:] == ["show errors swp1", "show fec swp1", "show drops swp1"]
     delta = got.records[(LinkDelta, "swp1")]
     assert isinstance(delta, LinkDelta) and delta.window_s == 5
     assert dict(delta.grown) == {"fcs_errors": 15, "fec_uncorrectable": 2}

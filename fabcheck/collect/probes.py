@@ -46,6 +46,13 @@ class Probe:
         since, before = self.releases
         return release is not None and since <= release and (before is None or release < before)
 
+    def missing_in(self, release: Release) -> str:
+        """Why a switch of `release` is not asked this probe's view (it is bound to other releases)."""
+        since, before = self.releases or ((0, 0), None)
+        bounds = f">= {_dotted(since)}" + (f" and < {_dotted(before)}" if before is not None else "")
+        command = self.command.replace("{port}", "<port>")
+        return f"release {_dotted(release)} has no `{command}` (releases {bounds})"
+
     def command_for(self, port: str | None) -> str:
         if self.scope == "switch":
             return self.command
@@ -86,6 +93,8 @@ class Collected:
     records: dict[tuple[type, str | None], Record] = field(default_factory=dict)
     outputs: list[Output] = field(default_factory=list)
     errors: list[ProbeError] = field(default_factory=list)
+    # Record types no probe sent to this switch yields because its release lacks their view, and why.
+    not_in_release: dict[type, str] = field(default_factory=dict)
 
     def get(self, kind: type, port: str | None) -> Record | None:
         """The port's record of `kind`, else the switch-wide one (NVUE's global profiles)."""
@@ -129,9 +138,18 @@ def collect(
     without the view is not asked (its record is simply not provided); a release that could not be read
     is an error naming the release read, and none of the bound probes is sent."""
     collected = Collected()
-    if any(probe.releases is not None for probe in probes):
-        release = _read_release(collected, run, release_read, source)
-        probes = [probe for probe in probes if probe.sent_to(release)]
+    bound = [probe for probe in probes if probe.releases is not None]
+    if bound:
+        withheld = tuple(dict.fromkeys(kind for probe in bound for kind in probe.provides))
+        release = _read_release(collected, run, release_read, source, withheld)
+        sent = [probe for probe in probes if probe.sent_to(release)]
+        if release is not None:
+            yielded = {kind for probe in sent for kind in probe.provides}
+            for probe in probes:
+                for kind in probe.provides:
+                    if kind not in yielded and not probe.sent_to(release):
+                        collected.not_in_release.setdefault(kind, probe.missing_in(release))
+        probes = sent
     calls = [
         (probe, port) for probe in probes for port in (ports if probe.scope == "switch-port" else [None])
     ]
@@ -173,26 +191,35 @@ def collect(
 
 
 def _read_release(
-    collected: Collected, run: Callable[[str], str], read: ReleaseRead | None, source: str
+    collected: Collected,
+    run: Callable[[str], str],
+    read: ReleaseRead | None,
+    source: str,
+    withheld: tuple[type, ...],
 ) -> Release | None:
-    """The switch's release, its output kept (a replay answers it again); None, with an error, when the
-    switch did not say (or the caller has no way to ask)."""
+    """The switch's release, its output kept (a replay answers it again); None, with an error that
+    withholds the bound probes' records, when the switch did not say (or the caller has no way to ask)."""
     unsent = "the probes bound to releases were not sent"
     if read is None:
-        collected.errors.append(ProbeError("release", None, "", f"no release read given: {unsent}"))
+        reason = f"no release read given: {unsent}"
+        collected.errors.append(ProbeError("release", None, "", reason, withheld))
         return None
     try:
         text = run(read.command)
     except FabcheckError as err:
-        collected.errors.append(ProbeError(read.name, None, read.command, f"{err}; {unsent}"))
+        collected.errors.append(ProbeError(read.name, None, read.command, f"{err}; {unsent}", withheld))
         return None
     collected.outputs.append(Output(read.name, None, read.command, text))
     try:
         return read.parse(text, f"{source}: {read.command}")
     except ParseError as err:
         reason = f"unparsable output: {err.message}; {unsent}"
-        collected.errors.append(ProbeError(read.name, None, read.command, reason))
+        collected.errors.append(ProbeError(read.name, None, read.command, reason, withheld))
         return None
+
+
+def _dotted(release: Release) -> str:
+    return ".".join(str(part) for part in release)
 
 
 def _drops(probe: Probe) -> bool:

@@ -53,8 +53,9 @@ from fabcheck.switch.platforms import eos, nvue, sonic
 # errors and raw BER (`link phy-detail` on CL 5.10-5.14, renamed `link phy health` from CL 5.15: each
 # probe is sent only to the releases that have its name, from the release `nv show system` names; before
 # CL 5.10 there is neither and the post-FEC counters are simply not read), and the module's DOM with its
-# own thresholds (CL >= 5.11). The counter probes yield readings (LinkCounters) that collect
-# merges per port and turns into what grew over the counter window (LinkDelta).
+# own thresholds (`platform transceiver <id>`, CL >= 5.11: before it switch.optics is a skip naming the
+# release, not an error). The counter probes yield readings (LinkCounters) that collect merges per port
+# and turns into what grew over the counter window (LinkDelta).
 NVUE_WIRE_PROBES = (
     Probe(
         "nvue.counters",
@@ -88,6 +89,7 @@ NVUE_WIRE_PROBES = (
         "nv show platform transceiver {port}",
         switch_nvue_wire.parse_transceiver,
         (ModuleOptics,),
+        releases=((5, 11), None),
     ),
 )
 

@@ -221,7 +221,9 @@ def evidence_of(switch: str, platform: str, collected: Collected) -> SwitchEvide
     missing = tuple(
         (error.provides, error.port, f"`{error.command}`: {error.reason}") for error in collected.errors
     )
-    return SwitchEvidence(switch, platform, dict(collected.records), provided(platform), missing)
+    shown = provided(platform) - collected.not_in_release.keys()
+    records = dict(collected.records)
+    return SwitchEvidence(switch, platform, records, shown, missing, None, dict(collected.not_in_release))
 
 
 @dataclass(frozen=True)

@@ -293,8 +293,12 @@ def test_the_post_fec_probe_follows_the_switchs_release(release: str, sent: str 
     commands = [output.command for output in collected.outputs]
     assert commands[0] == "nv show system"
     assert [c for c in commands if "link phy" in c] == ([] if sent is None else [sent, sent])
-    # CL 5.10's transceiver view is from 5.11 too, so a 5.9 switch refuses only that probe
-    assert [error.probe for error in collected.errors] == (["nvue.transceiver"] if sent is None else [])
+    # `platform transceiver <id>` is from CL 5.11: a 5.9 switch is not asked it either (no error), and
+    # its ModuleOptics are named as not in that release (switch.optics: a skip, not "not read")
+    assert collected.errors == []
+    transceiver = [c for c in commands if "platform transceiver" in c]
+    assert transceiver == ([] if sent is None else ["nv show platform transceiver swp2"])
+    assert list(collected.not_in_release) == ([ModuleOptics] if sent is None else [])
     delta = collected.records[(LinkDelta, "swp2")]
     assert isinstance(delta, LinkDelta)
     assert ("fec_uncorrectable" in delta.reading.values) == (sent is not None)
@@ -315,7 +319,8 @@ def test_a_release_the_switch_does_not_name_sends_no_bound_probe() -> None:
         run, NVUE_WIRE_PROBES, ["swp2"], "leaf01", 1, lambda _s: None, release_read=RELEASE_READS["nvue"]
     )
     [error] = collected.errors
-    assert error.probe == "nvue.release" and error.provides == ()
+    assert error.probe == "nvue.release" and set(error.provides) == {LinkDelta, ModuleOptics}
+    assert (ModuleOptics, "swp2") not in collected.records  # its probe is bound to releases: not sent
     assert "not sent" in error.reason
     assert not any("link phy" in output.command for output in collected.outputs)
     assert isinstance(collected.records[(LinkDelta, "swp2")], LinkDelta)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from fabcheck.parsers.switch_records import Record
@@ -21,6 +21,8 @@ class SwitchEvidence:
     provided: frozenset[type]  # record types this platform's probes yield at all
     missing: Sequence[tuple[tuple[type, ...], str | None, str]] = ()  # (types, port, reason)
     unreachable: str | None = None  # why nothing could be read (connection refused, timeout)
+    # Record types the platform yields but this switch's release has no view of, and why (not provided).
+    not_in_release: Mapping[type, str] = field(default_factory=dict)
 
     def get(self, kind: type[RecordT], port: str | None) -> tuple[RecordT | None, bool]:
         """(record, whether it is the port's own); a port falls back to the switch-wide record.

@@ -141,7 +141,11 @@ def run_check(check: SwitchCheck, evidence: SwitchEvidence, desired: DesiredSwit
             errored(check.id, name, judge.expected(desired, None, inputs), "not read", evidence.unreachable)
         ]
     if judge.needs not in evidence.provided:
-        not_shown = judge.not_shown or f"the gate reads no {judge.needs.__name__} there"
+        not_shown = (
+            evidence.not_in_release.get(judge.needs)
+            or judge.not_shown
+            or f"the gate reads no {judge.needs.__name__} there"
+        )
         reason = f"{evidence.platform}: {not_shown}"
         return [skipped(check.id, name, reason)]
     not_applicable = check.applies(desired)

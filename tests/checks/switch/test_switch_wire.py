@@ -123,3 +123,12 @@ def test_a_dac_port_is_a_named_skip_and_a_missing_port_view_an_error() -> None:
     assert [(f.check, f.status) for f in dac if f.status is not Status.PASS] == [(OPTICS, Status.SKIP)]
     missing = SwitchEvidence("leaf03", "eos", {}, frozenset({LinkDelta, ModuleOptics}))
     assert {f.status for f in judged(missing)} == {Status.ERROR}
+
+
+def test_a_view_the_switchs_release_lacks_is_a_skip_naming_the_release() -> None:
+    """NVUE before CL 5.11 has no `nv show platform transceiver <id>` (collect does not send it there):
+    switch.optics is a skip that names the release and the view, never "not read"."""
+    why = "release 5.8 has no `nv show platform transceiver <port>` (releases >= 5.11)"
+    older = SwitchEvidence("leaf03", "eos", {}, frozenset({LinkDelta}), not_in_release={ModuleOptics: why})
+    [optics] = [f for f in judged(older) if f.check == OPTICS]
+    assert optics.status is Status.SKIP and optics.actual == f"eos: {why}"

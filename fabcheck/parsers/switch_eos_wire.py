@@ -62,6 +62,7 @@ MODULE_WIDE = "-"  # the channel key of a value that is not per lane (temperatur
 MAX_LANES = 16
 MAX_DOM_MAGNITUDE = 1000.0  # no DOM value (°C, V, mA, dBm, mW) is this large
 MAX_BER = 1.0
+MAX_EXACT_FLOAT_INT = 2**53  # past it an integer reading is no DOM value or BER (and float() may overflow)
 
 
 def is_ethernet(name: str) -> bool:
@@ -168,6 +169,9 @@ def _ber(raw: Any, source: str, where: str) -> float:
 def _float(value: Any, source: str, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ParseError(f"{where}: expected a number, got {type(value).__name__}", source=source)
+    if isinstance(value, int) and abs(value) > MAX_EXACT_FLOAT_INT:
+        # float() of a JSON integer past the float range raises OverflowError; no reading is that big
+        raise ParseError(f"{where}: a {value.bit_length()}-bit integer is not a reading", source=source)
     result = float(value)
     if not math.isfinite(result):
         raise ParseError(f"{where}: {result} is not a finite number", source=source)
@@ -237,7 +241,12 @@ def _readings(
 def _lane(channel: str, source: str, where: str) -> int | None:
     if channel == MODULE_WIDE:
         return None
-    if not channel.isascii() or not channel.isdigit() or not 1 <= int(channel) <= MAX_LANES:
+    if (
+        len(channel) > 2  # int() of thousands of digits raises ValueError before any range test
+        or not channel.isascii()
+        or not channel.isdigit()
+        or not 1 <= int(channel) <= MAX_LANES
+    ):
         raise ParseError(
             f"{where}: channel {channel[:8]!r} is not '-' or a lane 1..{MAX_LANES}", source=source
         )

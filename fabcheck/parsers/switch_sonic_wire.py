@@ -65,7 +65,8 @@ _PREAMBLE = re.compile(r"(Last cached time was |The rates are calculated within 
 SPACED_CELLS = frozenset(("FLR(P) (Accuracy)", "Link Down TimeStamp(UTC)", "Link Up TimeStamp(UTC)"))
 _COLUMN_GAP = re.compile(r"\s{2,}")
 _PORT = re.compile(r"[A-Za-z][A-Za-z0-9/._-]{0,63}", re.ASCII)
-_COUNT = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})*|[0-9]+", re.ASCII)
+# At most a 64-bit counter's 20 digits: int() of thousands of digits raises ValueError, not ParseError.
+_COUNT = re.compile(r"[0-9]{1,3}(?:,[0-9]{3}){0,6}|[0-9]{1,20}", re.ASCII)
 _RATE = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?", re.ASCII)
 # What releases before 202411 answer to `show interfaces flap`: click's refusal of an unknown command
 # (click 7 quotes the name with double quotes, click 8 with single ones).
@@ -86,11 +87,11 @@ def _table(text: str, source: str, what: str, first: str) -> list[tuple[int, dic
         if header is None:
             if _PREAMBLE.match(body):
                 continue
-            if not body.startswith(first):
+            header = _COLUMN_GAP.split(body)
+            if header[0] != first:  # rows are read by this column's name
                 raise ParseError(
                     f"{what}: expected the {first} header, got {body[:60]!r}", source=source, line=number
                 )
-            header = _COLUMN_GAP.split(body)
             continue
         if not ruled:
             if set(body) - {"-", " "}:
@@ -162,6 +163,12 @@ def parse_fec_stats(text: str, port: str | None = None, source: str = "<text>") 
                     f"{FEC_COMMAND} {name}: FEC_PRE_BER {cell[:30]!r} is not a rate", source=source, line=line
                 )
             ber = float(cell)
+            if not 0.0 <= ber <= 1.0:  # "1e999" matches the rate's shape and is inf
+                raise ParseError(
+                    f"{FEC_COMMAND} {name}: FEC_PRE_BER {cell[:30]!r} is not a bit error rate",
+                    source=source,
+                    line=line,
+                )
         placed.append((name, LinkCounters(values, native, pre_fec_ber=ber)))
     return placed
 
@@ -174,6 +181,8 @@ def parse_flaps(text: str, port: str | None = None, source: str = "<text>") -> l
         return []
     placed: list[Placed] = []
     for line, row in _table(text, source, FLAP_COMMAND, "Interface"):
+        if FLAP_COLUMN not in row:
+            raise ParseError(f"{FLAP_COMMAND}: no {FLAP_COLUMN} column", source=source, line=line)
         cell = row[FLAP_COLUMN]
         count = 0 if cell == NEVER else _count(cell, source, f"{FLAP_COMMAND} {row['Interface']}", line)
         if count is None:
@@ -230,7 +239,7 @@ def _dom_value(value: str, quantity: Quantity, source: str, what: str, line: int
             f"{what}: {value[:30]!r} is not a value in {UNIT_OF[quantity]}", source=source, line=line
         )
     number = float(match["number"])
-    if not math.isfinite(number) and UNIT_OF[quantity] != "dBm":
+    if not math.isfinite(number) and not (number == -math.inf and UNIT_OF[quantity] == "dBm"):
         raise ParseError(
             f"{what}: {value[:30]!r} is not a value in {UNIT_OF[quantity]}", source=source, line=line
         )

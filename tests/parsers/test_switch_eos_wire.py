@@ -152,3 +152,24 @@ def test_damaged_replies_are_parse_errors_naming_the_source(parse: Any, text: st
     with pytest.raises(ParseError, match=message) as caught:
         parse(text, None, "leaf03: the command")
     assert caught.value.source == "leaf03: the command"
+
+
+# Found by test_mutated_samples_parse_or_refuse: a value past the float range was OverflowError (JSON
+# integers are not floats), a lane of thousands of digits ValueError; each must be a ParseError.
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('"1": -30.08242460465652', '"1": 1' + "0" * 400, "integer is not a reading"),
+        ('"lowWarn": -10.301183562535002', '"lowWarn": -1' + "0" * 400, "integer is not a reading"),
+        ('"1": -30.08242460465652', '"1": 1e999', "inf is not a finite number"),
+        ('"1": -30.08242460465652', '"' + "1" * 5000 + '": -30.0', "is not '-' or a lane"),
+    ],
+)
+def test_an_out_of_range_dom_value_is_a_parse_error_naming_the_source(
+    old: str, new: str, message: str
+) -> None:
+    text = real("show-interfaces-transceiver-dom-thresholds-json-anta-rx.json")
+    assert old in text
+    with pytest.raises(ParseError, match=message) as err:
+        parse_transceiver_dom(text.replace(old, new, 1), None, "leaf03: dom")
+    assert err.value.source == "leaf03: dom"

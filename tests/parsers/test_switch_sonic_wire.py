@@ -182,3 +182,37 @@ def test_a_dom_value_in_the_wrong_unit_is_refused() -> None:
     )
     with pytest.raises(ParseError, match=r"not a value in C"):
         parse_transceiver_dom(text, None, "leaf02: dom")
+
+
+# Found by test_mutated_samples_parse_or_refuse: each damaged reply must be a ParseError naming the
+# source, never KeyError / ValueError from the parser itself.
+@pytest.mark.parametrize(
+    ("parse", "name", "old", "new", "message"),
+    [
+        (parse_flaps, "show-interfaces-flap-cmdref.txt", "Flap Count", "Flap Cnt", "no Flap Count column"),
+        (parse_flaps, "show-interfaces-flap-cmdref.txt", "Interface   ", "InterfaceX  ", "Interface header"),
+        (parse_flaps, "show-interfaces-flap-cmdref.txt", "4097", "9" * 5000, "is not a count"),
+        (parse_errors, "show-interfaces-counters-errors-cmdref.txt", "IFACE ", "IFACEX", "IFACE header"),
+        (
+            parse_fec_stats,
+            "show-interfaces-counters-fec-stats-master.txt",
+            "4            N/A",
+            "4          1e999",
+            "is not a bit error rate",
+        ),
+    ],
+)
+def test_a_damaged_table_is_a_parse_error_naming_the_source(
+    parse: Callable[..., object], name: str, old: str, new: str, message: str
+) -> None:
+    text = sample(name)
+    assert old in text
+    with pytest.raises(ParseError, match=message) as err:
+        parse(text.replace(old, new, 1), None, "leaf02: damaged")
+    assert err.value.source == "leaf02: damaged"
+
+
+def test_plus_infinity_dbm_is_refused_only_minus_infinity_is_no_light() -> None:
+    text = "Ethernet0: SFP EEPROM detected\n        ChannelMonitorValues:\n                RX1Power: infdBm\n"
+    with pytest.raises(ParseError, match=r"not a value in dBm"):
+        parse_transceiver_dom(text, None, "leaf02: dom")

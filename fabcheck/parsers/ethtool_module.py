@@ -140,9 +140,13 @@ def _number(quantity: Quantity, value: str, source: str, line: int) -> float:
         raise ParseError(f"{quantity} {value!r} is not in {unit}", source=source, line=line)
     text = found.group("dbm") if pattern is _DBM else found.group("value")
     try:
-        return float(text)
+        number = float(text)
     except ValueError:
         raise ParseError(f"{quantity} {value!r} is not a number", source=source, line=line) from None
+    # Hundreds of digits are inf to float(); only ethtool's own `-inf` dBm (0 mW) is not finite.
+    if not math.isfinite(number) and not (pattern is _DBM and text == "-inf"):
+        raise ParseError(f"{quantity} {value[:40]!r} is not a finite number", source=source, line=line)
+    return number
 
 
 def _has_diagnostics(live: list[tuple[Quantity, int | None, float, int]]) -> bool:

@@ -88,4 +88,7 @@ def _ber(value: str, source: str, line: int) -> float | None:
     magnitude = int(found.group("magnitude"))
     if magnitude >= NO_BER_MAGNITUDE:
         return None
-    return float(found.group("coef")) * 10.0**-magnitude
+    rate = float(found.group("coef")) * 10.0**-magnitude
+    if rate > 1.0:  # `15E-0` has the shape, but no rate of errors per bit is over 1
+        raise ParseError(f"BER {value!r} is not a bit error rate (over 1)", source=source, line=line)
+    return rate

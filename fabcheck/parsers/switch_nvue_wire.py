@@ -186,7 +186,10 @@ def ber(value: str, source: str, what: str) -> float | None:
         raise ParseError(f"{what}: {value[:40]!r} is not a rate such as 3E-6", source=source)
     if int(match["exponent"]) == NO_BER_EXPONENT:
         return None
-    return int(match["mantissa"]) * 10.0 ** -int(match["exponent"])
+    rate = int(match["mantissa"]) * 10.0 ** -int(match["exponent"])
+    if rate > 1.0:  # `5E-0` has the shape, but no rate of errors per bit is over 1
+        raise ParseError(f"{what}: {value[:40]!r} is not a bit error rate (over 1)", source=source)
+    return rate
 
 
 # -- nv show platform transceiver P ---------------------------------------------------------------
@@ -277,7 +280,10 @@ def _measure(value: str, unit: str, source: str, what: str) -> float | None:
         if power is not None:
             return read_float(power["dbm"], source=source, what=what)
         if value.endswith(" mW"):
-            return mw_to_dbm(read_float(value[: -len(" mW")], source=source, what=what))
+            milliwatts = read_float(value[: -len(" mW")], source=source, what=what)
+            if milliwatts < 0:  # mw_to_dbm would call it no light (-inf dBm)
+                raise ParseError(f"{what}: {value[:40]!r} is a negative power", source=source)
+            return mw_to_dbm(milliwatts)
     number, _, shown = value.partition(" ")
     if shown != unit:
         raise ParseError(f"{what}: {value[:40]!r} is not in {unit}", source=source)

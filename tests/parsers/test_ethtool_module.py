@@ -109,6 +109,16 @@ def test_thresholds_a_module_fills_with_one_value_are_none() -> None:
         ("\tIdentifier : 0x03 (SFP)\n\tLaser bias current : 17 A\n", "is not in mA"),
         ("\tIdentifier : 0x03 (SFP)\n\tModule voltage high alarm threshold : 3 mV\n", "is not in V"),
         ("\tIdentifier : 0x03 (SFP)\n\tModule voltage : 3.3..3 V\n", "is not a number"),
+        # float() of hundreds of digits is inf: refused, as is a literal +inf dBm (only -inf is 0 mW)
+        ("\tIdentifier : 0x03 (SFP)\n\tModule voltage : " + "9" * 400 + " V\n", "not a finite number"),
+        (
+            "\tIdentifier : 0x03 (SFP)\n\tModule temperature : -" + "9" * 400 + " degrees C / 0 degrees F\n",
+            "not a finite",
+        ),
+        (
+            "\tIdentifier : 0x03 (SFP)\n\tReceiver signal average optical power : 0.0000 mW / inf dBm\n",
+            "not a finite",
+        ),
     ],
 )
 def test_bad_input_is_a_parse_error_naming_the_source(text: str, named: str) -> None:

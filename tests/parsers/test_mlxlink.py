@@ -46,6 +46,7 @@ def test_an_infiniband_grep_without_link_down_and_colours() -> None:
         ("Physical Counters and BER Info\nRaw Physical BER : 1.5e-8\n", "is not <coef>E-<magnitude>"),
         ("Physical Counters and BER Info\nLink Down Counter : many\n", "Link Down Counter"),
         ("Physical Counters and BER Info\nLink Down Counter : 1\nLink Down Counter : 1\n", "appears twice"),
+        ("Physical Counters and BER Info\nRaw Physical BER : 15E-0\n", "not a bit error rate"),
     ],
 )
 def test_bad_input_is_a_parse_error_naming_the_source(text: str, named: str) -> None:

@@ -235,3 +235,19 @@ def test_an_na_value_is_no_value() -> None:
     text = real("nv-show-platform-transceiver-swp2.txt").replace("3.2862 V", "N/A")
     [voltage] = optics(text).of("voltage")
     assert voltage.value is None
+
+
+@pytest.mark.parametrize("shown", ["5E-0", "999999E-3"])
+def test_ber_over_one_is_refused(shown: str) -> None:
+    with pytest.raises(ParseError, match="not a bit error rate") as err:
+        ber(shown, "leaf01: phy", "raw-ber")
+    assert err.value.source == "leaf01: phy"
+
+
+def test_a_negative_power_in_mw_is_refused_not_read_as_no_light() -> None:
+    text = real("nv-show-platform-transceiver-swp2.txt")
+    old = "0.8625 mW / -0.64 dBm"
+    assert old in text
+    with pytest.raises(ParseError, match="negative power") as err:
+        parse_transceiver(text.replace(old, "-0.8625 mW"), "swp2", "leaf01: xcvr")
+    assert err.value.source == "leaf01: xcvr"

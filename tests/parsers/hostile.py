@@ -9,9 +9,12 @@ they reach past the block markers into the number readers.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fabcheck.errors import ParseError
 from fabcheck.parsers._text import MAX_LINE_CHARS
 
 NON_ASCII_DIGITS = ("٣", "۳", "५", "৪", "１", "𝟙", "²", "³", "¹", "①", "٫")
@@ -52,3 +55,30 @@ def mutated(draw: st.DrawFn, texts: list[str]) -> str:
         else:
             text = text[:at] + piece + text[at:]
     return text
+
+
+def parse_or_refuse_tests(
+    parse: Callable[[str, str], object], samples: list[str]
+) -> tuple[Callable[..., None], Callable[..., None]]:
+    """The two hostile-input tests of a ``parse(text, source)`` parser, to bind to test_ names in a module.
+
+    Mutated ``samples`` and hostile text each parse, or are a ParseError naming the source given.
+    """
+
+    def parses_or_refuses(text: str) -> None:
+        try:
+            parse(text, "hostile")
+        except ParseError as error:
+            assert error.source == "hostile"
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(mutated(samples))
+    def mutations_of_the_samples_parse_or_refuse(text: str) -> None:
+        parses_or_refuses(text)
+
+    @settings(max_examples=100, deadline=None)
+    @given(hostile_text)
+    def hostile_text_parses_or_refuses(text: str) -> None:
+        parses_or_refuses(text)
+
+    return mutations_of_the_samples_parse_or_refuse, hostile_text_parses_or_refuses

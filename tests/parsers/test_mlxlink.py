@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hostile import hostile_text, mutated
-from hypothesis import HealthCheck, given, settings
+from hostile import parse_or_refuse_tests
 
 from fabcheck.errors import ParseError
 from fabcheck.parsers.mlxlink import parse_mlxlink
@@ -58,19 +57,6 @@ def test_bad_input_is_a_parse_error_naming_the_source(text: str, named: str) -> 
 SAMPLES = [path.read_text() for path in sorted(HOST.glob("mlxlink*"))]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mutated(SAMPLES))
-def test_hostile_mutations_of_the_samples_parse_or_refuse(text: str) -> None:
-    try:
-        parse_mlxlink(text, "hostile")
-    except ParseError as error:
-        assert error.source == "hostile"
-
-
-@settings(max_examples=100, deadline=None)
-@given(hostile_text)
-def test_hostile_text_parses_or_refuses(text: str) -> None:
-    try:
-        parse_mlxlink(text, "hostile")
-    except ParseError as error:
-        assert error.source == "hostile"
+test_hostile_mutations_of_the_samples_parse_or_refuse, test_hostile_text_parses_or_refuses = (
+    parse_or_refuse_tests(parse_mlxlink, SAMPLES)
+)

@@ -77,37 +77,15 @@ SUMMARY_OPTICS = (
 )
 COUNTER_READS = (probes.LINK_STATS, probes.FEC, probes.MLXLINK)
 
-LINK_ERRORS_CHECK = host_check(
-    LINK_ERRORS,
-    "nic",
-    COUNTER_READS,
-    SUMMARY_ERRORS,
-    None,
-    None,
-    per_wire(LINK_ERRORS, _counters(judge_errors)),
-    NO_INPUTS,
-    kinds=ROCE,
-)
-LINK_FLAPS_CHECK = host_check(
-    LINK_FLAPS,
-    "nic",
-    COUNTER_READS,
-    SUMMARY_FLAPS,
-    None,
-    None,
-    per_wire(LINK_FLAPS, _counters(judge_flaps)),
-    NO_INPUTS,
-    kinds=ROCE,
-)
-OPTICS_CHECK = host_check(
-    OPTICS,
-    "nic",
-    (probes.MODULE,),
-    SUMMARY_OPTICS,
-    None,
-    None,
-    per_wire(OPTICS, _optics),
-    NO_INPUTS,
-    kinds=ROCE,
-)
+
+def _wire_check(check_id: str, reads: tuple[str, ...], summary: str, judge: WireJudge) -> HostCheck:
+    """A RoCE NIC check of no role and no inputs over `reads`: `judge` on every rail NIC's wire."""
+    return host_check(
+        check_id, "nic", reads, summary, None, None, per_wire(check_id, judge), NO_INPUTS, kinds=ROCE
+    )
+
+
+LINK_ERRORS_CHECK = _wire_check(LINK_ERRORS, COUNTER_READS, SUMMARY_ERRORS, _counters(judge_errors))
+LINK_FLAPS_CHECK = _wire_check(LINK_FLAPS, COUNTER_READS, SUMMARY_FLAPS, _counters(judge_flaps))
+OPTICS_CHECK = _wire_check(OPTICS, (probes.MODULE,), SUMMARY_OPTICS, _optics)
 CHECKS: tuple[HostCheck, ...] = (LINK_ERRORS_CHECK, LINK_FLAPS_CHECK, OPTICS_CHECK)

@@ -10,7 +10,8 @@ a named skip, never a pass.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fabcheck.checks.declare import NO_INPUTS, Inputs
 from fabcheck.checks.switch.fields import FieldCheck
@@ -25,6 +26,7 @@ from fabcheck.checks.wire import (
     optics_expected,
 )
 from fabcheck.desired.switch import DesiredSwitch, DesiredSwitchPort
+from fabcheck.intent.model import LinkHealth
 from fabcheck.parsers.wire_records import LinkDelta, ModuleOptics
 
 LINK_ERRORS = "switch.link_errors"
@@ -42,64 +44,44 @@ def _end(desired: DesiredSwitch, port: str | None) -> str:
     return f"{desired.name}:{port}" if port else desired.name
 
 
-def _errors(record: LinkDelta, port: str | None, desired: DesiredSwitch) -> Judged:
-    return judge_errors(record, desired.link_health, _end(desired, port))
+RecordT = TypeVar("RecordT", LinkDelta, ModuleOptics)
 
 
-def _flaps(record: LinkDelta, port: str | None, desired: DesiredSwitch) -> Judged:
-    return judge_flaps(record, desired.link_health, _end(desired, port))
+def _wire_judge(
+    needs: type[RecordT],
+    expected: Callable[[LinkHealth], str],
+    judge: Callable[[RecordT, LinkHealth, str], Judged],
+    not_shown: str,
+) -> SwitchJudge[RecordT, Inputs]:
+    """A judge of each cabled port's `needs` record by the shared wire `judge` against the intent's
+    link_health, the port named as its cable end; the verdict's hint is the judged record's own."""
 
+    def judged(record: RecordT, port: str | None, desired: DesiredSwitch) -> Judged:
+        return judge(record, desired.link_health, _end(desired, port))
 
-def _optics(record: ModuleOptics, port: str | None, desired: DesiredSwitch) -> Judged:
-    return judge_optics(record, desired.link_health, _end(desired, port))
+    def want(desired: DesiredSwitch, _port: DesiredSwitchPort | None, _inputs: Inputs) -> str:
+        return expected(desired.link_health)
 
+    def verdict(
+        record: RecordT,
+        port: str | None,
+        desired: DesiredSwitch,
+        _p: DesiredSwitchPort | None,
+        _m: MoreRecords,
+        _i: Inputs,
+    ) -> Verdict:
+        found = judged(record, port, desired)
+        return found.status, found.actual
 
-def _want_errors(desired: DesiredSwitch, _port: DesiredSwitchPort | None, _inputs: Inputs) -> str:
-    return errors_expected(desired.link_health)
-
-
-def _want_flaps(desired: DesiredSwitch, _port: DesiredSwitchPort | None, _inputs: Inputs) -> str:
-    return flaps_expected(desired.link_health)
-
-
-def _want_optics(desired: DesiredSwitch, _port: DesiredSwitchPort | None, _inputs: Inputs) -> str:
-    return optics_expected(desired.link_health)
-
-
-def _judge_errors(
-    r: LinkDelta,
-    port: str | None,
-    d: DesiredSwitch,
-    _p: DesiredSwitchPort | None,
-    _m: MoreRecords,
-    _i: Inputs,
-) -> Verdict:
-    judged = _errors(r, port, d)
-    return judged.status, judged.actual
-
-
-def _judge_flaps(
-    r: LinkDelta,
-    port: str | None,
-    d: DesiredSwitch,
-    _p: DesiredSwitchPort | None,
-    _m: MoreRecords,
-    _i: Inputs,
-) -> Verdict:
-    judged = _flaps(r, port, d)
-    return judged.status, judged.actual
-
-
-def _judge_optics(
-    r: ModuleOptics,
-    port: str | None,
-    d: DesiredSwitch,
-    _p: DesiredSwitchPort | None,
-    _m: MoreRecords,
-    _i: Inputs,
-) -> Verdict:
-    judged = _optics(r, port, d)
-    return judged.status, judged.actual
+    return SwitchJudge(
+        needs,
+        want,
+        verdict,
+        ports=_cabled,
+        not_shown=not_shown,
+        owner=OWNER,
+        advise=lambda record, port, desired, _i: judged(record, port, desired).hint,
+    )
 
 
 def _wire_check(check_id: str, summary: str, judge: SwitchJudge[Any, Inputs]) -> SwitchCheck:
@@ -110,28 +92,22 @@ LINK_ERRORS_CHECK = _wire_check(
     LINK_ERRORS,
     "over the counter window: CRC/FCS, symbol, alignment errors and discards within `link_health`, no "
     "uncorrectable FEC block, pre-FEC BER <= `link_health.max_pre_fec_ber` (window 0: a named skip)",
-    SwitchJudge(
+    _wire_judge(
         LinkDelta,
-        _want_errors,
-        _judge_errors,
-        ports=_cabled,
-        not_shown="the platform shows no error counters in the views the gate reads",
-        owner=OWNER,
-        advise=lambda r, port, d, _i: _errors(r, port, d).hint,
+        errors_expected,
+        judge_errors,
+        "the platform shows no error counters in the views the gate reads",
     ),
 )
 LINK_FLAPS_CHECK = _wire_check(
     LINK_FLAPS,
     "no link-down or state change inside the counter window; lifetime down transitions <= "
     "`link_health.flaps_allowed`",
-    SwitchJudge(
+    _wire_judge(
         LinkDelta,
-        _want_flaps,
-        _judge_flaps,
-        ports=_cabled,
-        not_shown="the platform shows no link-down or link-change counter in the views the gate reads",
-        owner=OWNER,
-        advise=lambda r, port, d, _i: _flaps(r, port, d).hint,
+        flaps_expected,
+        judge_flaps,
+        "the platform shows no link-down or link-change counter in the views the gate reads",
     ),
 )
 OPTICS_CHECK = _wire_check(
@@ -139,14 +115,11 @@ OPTICS_CHECK = _wire_check(
     "every DOM reading within the module's own thresholds; RX power >= low alarm + "
     "`link_health.optics_rx_margin_db`; temperature <= high warning - `optics_temperature_margin_c` "
     "(no DOM, a DAC: a named skip)",
-    SwitchJudge(
+    _wire_judge(
         ModuleOptics,
-        _want_optics,
-        _judge_optics,
-        ports=_cabled,
-        not_shown="the platform shows no transceiver diagnostics in the views the gate reads",
-        owner=OWNER,
-        advise=lambda r, port, d, _i: _optics(r, port, d).hint,
+        optics_expected,
+        judge_optics,
+        "the platform shows no transceiver diagnostics in the views the gate reads",
     ),
 )
 CHECKS: tuple[SwitchCheck, ...] = (LINK_ERRORS_CHECK, LINK_FLAPS_CHECK, OPTICS_CHECK)

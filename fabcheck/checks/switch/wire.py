@@ -73,6 +73,9 @@ def _wire_judge(
         found = judged(record, port, desired)
         return found.status, found.actual
 
+    # The record parameter's type read back from the verdict (the catalog's declared-type check) is
+    # `needs` itself, not the TypeVar the closure is written with.
+    verdict.__annotations__["record"] = needs
     return SwitchJudge(
         needs,
         want,

@@ -23,17 +23,13 @@ from fabcheck.parsers.wire_records import (
     LinkCounters,
     LinkDelta,
     ModuleOptics,
-    Thresholds,
 )
 from tests.checks.host.hostdata import INTENT, healthy_sections
+from tests.checks.wiredata import LIMITS, RX, TEMP, TX
 
-LIMITS = FabricIntent().link_health
 LINK = Link("gpu01", "mlx5_0", "leaf01", "swp1")
 FABRIC = Fabric((), (LINK,))
 HOST, PORT = "gpu01:mlx5_0", "leaf01:swp1"
-RX = Thresholds(high_alarm=5.4, high_warning=2.4, low_warning=-10.3, low_alarm=-13.3)
-TX = Thresholds(high_alarm=5.0, high_warning=3.0, low_warning=-7.3, low_alarm=-10.3)
-TEMP = Thresholds(high_alarm=75.0, high_warning=70.0, low_warning=0.0, low_alarm=-5.0)
 
 
 def grew(**grown: int) -> LinkDelta:

@@ -13,7 +13,7 @@ import pytest
 from fabcheck.checks.model import Status
 from fabcheck.checks.wire import judge_errors, judge_flaps, judge_optics, lifetime_downs
 from fabcheck.collect.host import Unreadable
-from fabcheck.intent.model import FabricIntent, LinkHealth
+from fabcheck.intent.model import LinkHealth
 from fabcheck.parsers.ethtool_module import parse_module
 from fabcheck.parsers.wire_records import (
     NO_LIGHT_DBM,
@@ -22,10 +22,9 @@ from fabcheck.parsers.wire_records import (
     LinkCounters,
     LinkDelta,
     ModuleOptics,
-    Thresholds,
 )
+from tests.checks.wiredata import BIAS, LIMITS, RX, TEMP, TX, VOLT
 
-LIMITS = FabricIntent().link_health
 END = "gpu01:mlx5_0 (ens1np0)"
 # mlx5's own names (torvalds/linux Documentation/.../mlx5/counters.rst, link-pcie-firmware.md §1).
 MLX5: dict[CounterName, str] = {
@@ -215,13 +214,6 @@ def test_no_flap_counter_is_a_named_skip() -> None:
 
 
 # ---- optics -----------------------------------------------------------------------------------------
-
-# The thresholds a QSFP28 SR4 prints in `ethtool -m` (SFF-8636 page 3, as link-pcie-firmware.md §3 shows).
-TEMP = Thresholds(high_alarm=75.0, high_warning=70.0, low_warning=0.0, low_alarm=-5.0)
-VOLT = Thresholds(high_alarm=3.63, high_warning=3.465, low_warning=3.135, low_alarm=2.97)
-BIAS = Thresholds(high_alarm=13.0, high_warning=12.0, low_warning=4.0, low_alarm=3.0)
-TX = Thresholds(high_alarm=5.0, high_warning=3.0, low_warning=-7.3, low_alarm=-10.3)
-RX = Thresholds(high_alarm=5.4, high_warning=2.4, low_warning=-10.3, low_alarm=-13.3)
 
 
 def module(temperature: float = 40.0, rx: float = -1.0, tx: float = -0.5, lanes: int = 4) -> ModuleOptics:

@@ -17,8 +17,8 @@ from fabcheck.parsers.wire_records import (
     LinkCounters,
     LinkDelta,
     ModuleOptics,
-    Thresholds,
 )
+from tests.checks.wiredata import RX, TEMP
 
 WIRE = tuple(check.id for check in CHECKS)
 # EOS's own names (aristanetworks/anta tests/units/anta_tests/test_interfaces.py: fcsErrors,
@@ -30,8 +30,6 @@ EOS: dict[CounterName, str] = {
     "fec_uncorrectable": "uncorrectedCodewords",
     "link_changes": "linkStatusChanges",
 }
-TEMP = Thresholds(high_alarm=75.0, high_warning=70.0, low_warning=0.0, low_alarm=-5.0)
-RX = Thresholds(high_alarm=5.4, high_warning=2.4, low_warning=-10.3, low_alarm=-13.3)
 
 
 def delta(**grown: int) -> LinkDelta:

@@ -42,6 +42,7 @@ def test_faults_lists_every_fault_once_with_its_target(capsys: pytest.CaptureFix
     contract |= {"host-persist-stale", "sm-conf-drift"}  # boot files of roce_host; opensm.conf of an SM
     contract |= {"link-down", "link-speed"}  # one port down, one port at a lower rate
     contract |= {"pfc-storm-off"}  # one NIC's PFC storm prevention off
+    contract |= {"link-errors", "link-flap", "optic-rx-low"}  # the wire of one NIC (issue 35)
     assert set(HOST_FAULTS) == contract
     assert set(SWITCH_FAULTS) == {"switch-pfc-prio", "switch-ecn-off", "switch-miswired"}
 

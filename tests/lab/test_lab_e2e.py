@@ -27,7 +27,7 @@ from fabcheck.parsers.topo import parse_topo
 from fabcheck_lab import faults
 from fabcheck_lab.mockhost import HOST_FAULTS
 from fabcheck_lab.mockswitch import SWITCH_FAULTS, SWITCH_PLATFORMS, state_path
-from fabcheck_lab.mockswitch.device import CABLE_FAULTS
+from fabcheck_lab.mockswitch.device import CABLE_FAULTS, WIRE_FAULTS
 from fabcheck_lab.state import LabPaths, LabState
 
 pytestmark = [pytest.mark.lab, requires_lab]
@@ -260,7 +260,10 @@ LLDP_SHOW = {"nvue": "nv show interface lldp", "sonic": "show lldp table", "eos"
 
 
 def test_every_switch_fault_has_a_probe_on_every_platform() -> None:
-    assert {fault for _platform, fault in SWITCH_PROBES} | CABLE_FAULTS == set(SWITCH_FAULTS)
+    # Wire faults change no setting a show command prints: they make one port's counters and module
+    # diagnostics move, proven per platform through the gate (tests/switch/test_*_wire.py in process,
+    # tests/lab/test_fabric_gate_lab.py on the lab).
+    assert {fault for _platform, fault in SWITCH_PROBES} | CABLE_FAULTS | WIRE_FAULTS == set(SWITCH_FAULTS)
     assert {platform for platform, _fault in SWITCH_PROBES} == set(SWITCH_PLATFORMS)
 
 

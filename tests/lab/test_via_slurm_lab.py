@@ -121,7 +121,7 @@ def test_inside_an_allocation_the_step_runs_in_it_and_only_on_its_nodes(
         [*salloc, *argv, "--json", *GENEROUS, "--via", "slurm"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    lines = [json.loads(steady(line)) for line in done.stdout.splitlines() if line.startswith("{")]
     assert done.returncode == 1 and len(lines) == 2, done.stderr[-3000:]
     assert lines[0] == native[0]  # gpu01 judged in the allocation as natively (gpu02 unread there too)
     (finding,) = lines[1]["findings"]

@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fabcheck.checks.declare import NO_INPUTS, ROCE, Inputs
-from fabcheck.checks.host.evidence import HostEvidence, WireEvidence, present_nics
-from fabcheck.checks.host.judges import HostCheck, HostJudge, host_check
-from fabcheck.checks.model import Finding, Status, errored
+from fabcheck.checks.host.evidence import HostEvidence, WireEvidence
+from fabcheck.checks.host.judges import HostCheck, HostJudge, host_check, per_netdev
+from fabcheck.checks.model import Finding, Status
 from fabcheck.checks.wire import Judged, judge_errors, judge_flaps, judge_optics, optics_expected
 from fabcheck.collect import host as probes
 from fabcheck.collect.host import Unreadable
-from fabcheck.desired.nic import DesiredHost
+from fabcheck.desired.nic import DesiredHost, DesiredNic
 from fabcheck.intent.model import FabricIntent, LinkHealth
 
 LINK_ERRORS = "host.link_errors"
@@ -42,23 +42,17 @@ def _optics(wire: WireEvidence, limits: LinkHealth, end: str) -> Judged:
 
 
 def per_wire(check_id: str, judge: WireJudge) -> HostJudge[Inputs]:
-    """A judge of the wire of every rail NIC's netdev; a NIC without a netdev is an ERROR."""
+    """A judge of the wire of every rail NIC's netdev (judges.per_netdev walks the NICs; a NIC without
+    a netdev is an ERROR there)."""
 
     def run(
-        evidence: HostEvidence, desired: DesiredHost, _intent: FabricIntent, _inputs: Inputs
+        evidence: HostEvidence, desired: DesiredHost, intent: FabricIntent, inputs: Inputs
     ) -> list[Finding]:
-        findings: list[Finding] = []
-        for nic in present_nics(evidence, desired):
-            if nic.netdev is None:
-                actual = f"`rdma link` shows no netdev for {nic.name}"
-                hint = "check `rdma link` and `ibdev2netdev`"
-                findings.append(errored(check_id, nic.name, "a RoCE netdev to read", actual, hint))
-                continue
-            end = f"{desired.host}:{nic.name} ({nic.netdev})"
-            judged = judge(evidence.wire(nic.netdev), desired.link_health, end)
-            found = Finding(check_id, judged.status, nic.name, judged.expected, judged.actual, judged.hint)
-            findings.append(found)
-        return findings
+        def one(nic: str, netdev: str, shown: HostEvidence, _nic: DesiredNic) -> list[Finding]:
+            judged = judge(shown.wire(netdev), desired.link_health, f"{desired.host}:{nic} ({netdev})")
+            return [Finding(check_id, judged.status, nic, judged.expected, judged.actual, judged.hint)]
+
+        return per_netdev(check_id, one)(evidence, desired, intent, inputs)
 
     return run
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fabcheck.collect.probes import collect
-from fabcheck.collect.switch_probes import NVUE_WIRE_PROBES, PROBES, RELEASE_READS
+from fabcheck.collect.switch_probes import NVUE_WIRE_PROBES, RELEASE_READS
 from fabcheck.errors import FabcheckError
 from fabcheck.parsers.switch_nvue_wire import (
     parse_counters,
@@ -24,6 +24,7 @@ from fabcheck.parsers.wire_records import LinkCounters, LinkDelta, ModuleOptics
 from fabcheck_lab import wire_model
 from fabcheck_lab.mockswitch.nvue import NvueDevice
 from fabcheck_lab.mockswitch.spec import SwitchSpec
+from tests.switch.wiregate import wire_gate
 
 REAL = Path(__file__).parent.parent / "data" / "real" / "nvue"
 PORTS = ("swp1", "swp2", "swp3")
@@ -192,24 +193,12 @@ WINDOW_S = 0.3  # the gate's counter window here: switch-link-errors counts 500 
 
 
 def gate_findings(device: NvueDevice) -> set[tuple[str, str, str]]:
-    """What the gate's own NVUE probes, collection over a counter window and every switch check say
-    about the mock: the findings that do not pass. The wire checks judge the cabled port (none is
-    skipped for want of a counter)."""
-    from tests.invariant.harness import NAMES, check_switch, desired_of, evidence_of, not_passing
-
-    wanted = desired_of("nvue")
-    ports = [port.port for port in wanted.ports]
+    """What the gate's own NVUE probes (the post-FEC view by the mock's release) say about the mock."""
     session = device.new_session("cumulus")
-    collected = collect(
-        session.handle, PROBES["nvue"], ports, "mock leaf01", WINDOW_S, release_read=RELEASE_READS["nvue"]
-    )
-    assert collected.errors == []
+    failing, collected = wire_gate("nvue", session.handle, "leaf01:swp1", WINDOW_S, RELEASE_READS["nvue"])
     post_fec = collected.records[(LinkDelta, "swp1")]
     assert isinstance(post_fec, LinkDelta) and "fec_uncorrectable" in post_fec.reading.values
-    findings = check_switch(evidence_of(NAMES["nvue"], "nvue", collected), wanted)
-    judged = {f.check for f in findings if f.subject == "leaf01:swp1" and f.status.value != "skip"}
-    assert judged >= {"switch.link_errors", "switch.link_flaps", "switch.optics"}
-    return not_passing(findings)
+    return failing
 
 
 @pytest.mark.parametrize("release", ["", "5.15.0"])  # the mock's default (phy-detail); phy health

@@ -16,6 +16,7 @@ from fabcheck.parsers import switch_sonic_wire as wire
 from fabcheck.parsers.wire_records import LinkCounters, LinkDelta, ModuleOptics
 from fabcheck_lab.mockswitch.sonic import SonicDevice
 from fabcheck_lab.mockswitch.spec import SwitchSpec
+from tests.switch.wiregate import wire_gate
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "sonic"
 PORTS = ("Ethernet0", "Ethernet4", "Ethernet8")
@@ -172,20 +173,8 @@ def test_json_from_202505_has_portstats_keys() -> None:
 
 
 def gate_findings(device: SonicDevice) -> set[tuple[str, str, str]]:
-    """What the gate's own SONiC probes, collection over a counter window and switch checks say about
-    the mock (every check, not only the wire's): the findings that do not pass. The wire checks judge
-    the cabled port (none is skipped for want of a counter)."""
-    from tests.invariant.harness import NAMES, check_switch, collect, desired_of, evidence_of, not_passing
-
-    wanted = desired_of("sonic")
-    session = device.new_session("admin")
-    ports = [port.port for port in wanted.ports]
-    collected = collect(session.handle, PROBES["sonic"], ports, "mock leaf02", WINDOW_S)
-    assert collected.errors == []
-    findings = check_switch(evidence_of(NAMES["sonic"], "sonic", collected), wanted)
-    judged = {f.check for f in findings if f.subject == "leaf02:Ethernet0" and f.status.value != "skip"}
-    assert judged >= {"switch.link_errors", "switch.link_flaps", "switch.optics"}
-    return not_passing(findings)
+    """What the gate's own SONiC probes and every switch check say about the mock: what does not pass."""
+    return wire_gate("sonic", device.new_session("admin").handle, "leaf02:Ethernet0", WINDOW_S)[0]
 
 
 @pytest.mark.parametrize(

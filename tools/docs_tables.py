@@ -109,6 +109,16 @@ def host_owned_fields() -> str:
 # the model lacks, or a model key with no meaning at all, fails tests/docs/test_generated.py.
 INTENT_MEANINGS: dict[str, str] = {
     "kind": "`roce` or `ib`: the fabric's link layer; RoCE-only checks skip on `ib`",
+    "nccl.gdr_mechanism": "how GPUDirect RDMA maps GPU memory: `dmabuf` (kernel >= 5.12, open GPU "
+    "kernel module), `peermem` (nvidia_peermem) or `any`; role gpu_rdma loads nvidia_peermem only where "
+    "needed (host.gpudirect)",
+    "pcie.iommu": "`passthrough` (identity domain or no IOMMU), `translated_with_ats` (a DMA domain with "
+    "ATS on the NIC) or `any` (host.iommu)",
+    "nic_firmware[].psid": "the NIC part (board id / PSID) the entry pins",
+    "nic_firmware[].config": "mlxconfig parameter -> value (name or number) the NIC must hold "
+    "(host.nic_fw_config; role roce_host sets them, effective after a firmware reset or reboot)",
+    "gpu_health.ignored_xids": "Xid codes that do not fail host.gpu_health (application-caused or "
+    "informational in NVIDIA's Xid catalog)",
     "trust": "host and switch classification field",
     "lossless.dscp": "the RoCE data class's DSCPs (lossless)",
     "lossless.priority": "the lossless 802.1p priority / traffic class",

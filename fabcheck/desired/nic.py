@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fabcheck.intent.model import FabricIntent, LinkHealth
+from fabcheck.intent.model import FabricIntent, GpuHealth, LinkHealth, NicFirmware, Pcie
 
 # The wire checks judge what the error, FEC and flap counters did over a window of this many seconds
 # (`fabcheck validate --counter-window S`, default DEFAULT_COUNTER_WINDOW_S): every node reads them at
@@ -195,6 +195,16 @@ class DesiredHost:
     # (the run's --counter-window; 0: lifetime totals).
     link_health: LinkHealth = field(default_factory=LinkHealth)
     counter_window_s: int = 0
+    # The bus checks (docs/checks/bus.md): PCIe limits and IOMMU mode, the GPUDirect mechanism, the
+    # pinned NIC firmware per part (PSID) and what every GPU must show.
+    pcie: Pcie = field(default_factory=Pcie)
+    gdr_mechanism: str = "any"
+    nic_firmware: tuple[NicFirmware, ...] = ()
+    gpu_health: GpuHealth = field(default_factory=GpuHealth)
+
+    def firmware_pin(self, psid: str | None) -> NicFirmware | None:
+        """The intent's firmware entry for a NIC part, None when the intent pins none for it."""
+        return next((pin for pin in self.nic_firmware if pin.psid == psid), None)
 
     @property
     def rails(self) -> dict[int, str]:
@@ -230,6 +240,8 @@ class DesiredHost:
             "nics": [nic.to_json() for nic in self.nics],
             "nic_settings": self.template.to_json() | {"device": None},
             "nvidia_peermem": self.nvidia_peermem,
+            "gdr_mechanism": self.gdr_mechanism,
+            "nic_firmware": [pin.model_dump() for pin in self.nic_firmware],
             "persist_paths": dict(PERSIST_PATHS),
         }
 
@@ -247,6 +259,10 @@ def desired_host(intent: FabricIntent, host: str, counter_window_s: int = 0) -> 
         nvidia_peermem=intent.nccl.gdr_required,
         link_health=intent.link_health,
         counter_window_s=counter_window(counter_window_s),
+        pcie=intent.pcie,
+        gdr_mechanism=intent.nccl.gdr_mechanism,
+        nic_firmware=tuple(intent.nic_firmware),
+        gpu_health=intent.gpu_health,
     )
 
 

@@ -202,6 +202,10 @@ class Link(StrictModel):
 class Nccl(StrictModel):
     transport: Literal["rdma"] = "rdma"
     gdr_required: Boolean = True
+    # How GPUDirect RDMA maps GPU memory for the NIC (host.gpudirect, role gpu_rdma): dma-buf (kernel >= 5.12
+    # with NVIDIA's open GPU kernel module; NVIDIA's recommendation) or the out-of-tree nvidia_peermem
+    # module. "any": either passes, and the role loads nvidia_peermem only where the host cannot do dma-buf.
+    gdr_mechanism: Literal["any", "dmabuf", "peermem"] = "any"
     gid_index: Integer | None = Field(3, ge=0, le=255)
     traffic_class: Integer | None = Field(106, ge=0, le=255, description="NCCL_IB_TC (whole ToS byte)")
     allowed_networks: list[str] = Field(
@@ -237,6 +241,56 @@ class LinkHealth(StrictModel):
     optics_rx_margin_db: Number = Field(2.0, ge=0, description="dB above the module's RX low alarm")
     # Temperature at least this far under the module's own high warning threshold (SFF-8636/CMIS).
     optics_temperature_margin_c: Number = Field(0.0, ge=0, description="°C under the module's high warning")
+
+
+class Pcie(StrictModel):
+    """Limits of the bus checks (host.pcie_link, host.pcie_errors, host.pcie_acs, host.iommu;
+    docs/checks/bus.md, where each default's source is)."""
+
+    # AER correctable errors (Receiver Error, Bad TLP, Bad DLLP, Replay ...) a GPU, a rail NIC or a bridge
+    # between them may count over the counter window; any non-fatal or fatal AER error since boot fails.
+    max_correctable_errors: Integer = Field(0, ge=0, description="AER correctable errors per counter window")
+    # passthrough: the rail NICs' IOMMU domain is identity (iommu=pt) or there is no IOMMU;
+    # translated_with_ats: a translated (DMA) domain passes when the NIC has ATS enabled (VMs);
+    # any: not judged.
+    iommu: Literal["passthrough", "translated_with_ats", "any"] = "passthrough"
+
+
+MlxconfigValue = Annotated[str | int | bool, Field(union_mode="left_to_right")]
+# MT_0000000838 (NVIDIA), DEL0000000027 (an OEM's own): letters, then digits, as flint prints PSID.
+_PSID = re.compile(r"^[A-Z][A-Z0-9_]{3,15}$")
+
+
+def _psid(text: str) -> str:
+    if not _PSID.match(text):
+        raise ValueError(f"{text!r} is not a PSID (board id) such as MT_0000000838 (`ibv_devinfo`: board_id)")
+    return text
+
+
+class NicFirmware(StrictModel):
+    """The firmware one NIC part (PSID) must run and the firmware parameters it must hold
+    (host.nic_firmware, host.nic_fw_config; role roce_host sets `config` with mlxconfig)."""
+
+    psid: Annotated[str, AfterValidator(_psid)]
+    version: str | None = Field(None, description="pinned running firmware, e.g. 28.39.1002")
+    image: str | None = Field(None, description="the firmware image to burn for `version` (named in hints)")
+    # mlxconfig parameter -> value as mlxconfig names it (LINK_TYPE_P1: ETH, ATS_ENABLED: false,
+    # ROCE_CC_PRIO_MASK_P1: 255): a name matches the enum's name, a number its value.
+    config: dict[Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9_]*(\[[0-9]+\])?$")], MlxconfigValue] = Field(
+        default_factory=dict
+    )
+
+
+class GpuHealth(StrictModel):
+    """What host.gpu_health requires of every GPU (docs/checks/bus.md)."""
+
+    persistence_mode: Boolean = Field(True, description="persistence mode on (nvidia-smi -pm 1)")
+    # Xids that do not fail the gate: application-caused or informational in NVIDIA's Xid catalog
+    # (13 graphics exception, 31 MMU fault, 43 channel reset, 45 preemptive cleanup, 63 row-remapping
+    # event - its pending remap is judged itself, 94 contained memory error).
+    ignored_xids: list[Annotated[Integer, Field(ge=1)]] = Field(
+        default_factory=lambda: [13, 31, 43, 45, 63, 94]
+    )
 
 
 # InfiniBand partition keys: 15 bits, 0x7fff the default partition, 0x0000 invalid; bit 15 (0x8000) is
@@ -471,6 +525,9 @@ class FabricIntent(StrictModel):
     performance: Performance = Field(default_factory=Performance)
     subnet_manager: SubnetManager = Field(default_factory=SubnetManager)
     link_health: LinkHealth = Field(default_factory=LinkHealth)
+    pcie: Pcie = Field(default_factory=Pcie)
+    nic_firmware: list[NicFirmware] = Field(default_factory=list, description="per NIC part (PSID)")
+    gpu_health: GpuHealth = Field(default_factory=GpuHealth)
 
     @model_validator(mode="after")
     def _coherent(self, info: ValidationInfo) -> FabricIntent:
@@ -533,6 +590,9 @@ def coherence_problems(intent: FabricIntent) -> list[tuple[str, str]]:
     if intent.link.link_layer not in (None, expected_layer):
         problems.append(("link.link_layer", f"does not match kind {intent.kind} (expected {expected_layer})"))
     problems += subnet_manager_problems(intent.subnet_manager)
+    psids = [pin.psid for pin in intent.nic_firmware]
+    for psid in sorted({p for p in psids if psids.count(p) > 1}):
+        problems.append(("nic_firmware", f"lists PSID {psid} more than once"))
     return problems
 
 

@@ -134,6 +134,8 @@ TESTED_ELSEWHERE = {
     "link-errors": "test_mockhost_wire.py",
     "link-flap": "test_mockhost_wire.py",
     "optic-rx-low": "test_mockhost_wire.py",
+    "fw-mismatch": "test_mock_firmware.py",  # the NIC's firmware state, flint and mlxconfig (issue 36)
+    "fw-config-drift": "test_mock_firmware.py",
 }
 
 

@@ -21,10 +21,16 @@ from .layout import MockNodePaths
 from .tools.common import Node
 from .tools.mlnx_qos import apply_buffers, factory_state
 from .tools.netdev import STORM_KEY
+from .tools.nic_firmware import OTHER_FIRMWARE, firmware_state, state_name
+from .tools.nic_firmware import factory_state as firmware_factory
 from .tools.subnet_manager import read_opensm_conf
 from .tools.wire import save_wire_state, wire_state
 
 SLOW_PORT_GBPS = 100
+# fw-config-drift: ATS turned on in the NIC's firmware (the intent pins ATS_ENABLED false for GPUDirect
+# on bare metal: NVIDIA's NIC Configuration Operator sets ATS_ENABLED=0, README of
+# Mellanox/nic-configuration-operator@8bfbeb34ba25215dd06402cd01bae0108341a8d4).
+DRIFT_PARAM, DRIFT_VALUE = "ATS_ENABLED", 1
 HOST_FAULTS: Mapping[str, str] = {
     "pfc-off": "PFC disabled on the lossless priority of one NIC",
     "pfc-storm-off": "PFC storm prevention off on one NIC (ethtool pfc-prevention-tout 0)",
@@ -47,6 +53,10 @@ HOST_FAULTS: Mapping[str, str] = {
     "link-flap": "one NIC's link goes down and up again and again (link_down_events_phy rising; the port "
     "reads up between flaps)",
     "optic-rx-low": "one NIC's module receives too little light: RX power under the module's own low alarm",
+    "fw-mismatch": f"one NIC runs (and has burned) firmware {OTHER_FIRMWARE} instead of the part's pinned "
+    "version: flint, mlxfwmanager, ibv_devinfo and ethtool -i show it",
+    "fw-config-drift": f"one NIC's firmware parameter {DRIFT_PARAM} changed to {DRIFT_VALUE} in Current and "
+    "Next Boot (mlxconfig -e q)",
 }
 # Faults of the wire (fabcheck_lab.wire_model): no setting changes, the NIC's counters rise from the
 # moment of injection or its module's DOM moves; heal stops them and keeps what was counted.
@@ -122,17 +132,27 @@ def restore(node: Node, entries: list[dict[str, Any]]) -> None:
 
 def restore_json_keys(node: Node, name: str, entries: list[dict[str, Any]]) -> None:
     """Put back the keys one fault changed in a file; a file it created goes once it is factory again."""
-    data = node.load(name, {})
+    firmware = name.startswith("firmware/")  # absent: the NIC's factory firmware state
+    data = node.load(name, (_firmware_factory_of(node, name) if firmware else None) or {})
     for entry in entries:
         if entry.get("had_key", True):
             data[entry["key"]] = entry["old"]
         else:
             data.pop(entry["key"], None)
     created = not any(entry["existed"] for entry in entries)
-    if created and name.startswith("qos/") and data == factory_state():
+    # A NIC's firmware file at its factory values says what no file says (nic_firmware.firmware_state):
+    # it goes, whichever of two firmware faults on that NIC created it.
+    if (created and name.startswith("qos/") and data == factory_state()) or (
+        firmware and data == _firmware_factory_of(node, name)
+    ):
         (node.state / name).unlink(missing_ok=True)
     else:
         node.save(name, data)
+
+
+def _firmware_factory_of(node: Node, name: str) -> dict[str, Any] | None:
+    nic = next((n for n in node.load("topology.json")["nics"] if state_name(n) == name), None)
+    return None if nic is None else firmware_factory(nic)
 
 
 def roce_nic(node: Node, fault: str) -> dict[str, Any]:
@@ -303,6 +323,32 @@ def inject_wire(node: Node, changes: Changes, fault: str) -> None:
     changes.entries.append({"type": "wire", "netdev": nic["netdev"], "fault": fault})
 
 
+def inject_fw_mismatch(node: Node, changes: Changes) -> None:
+    """The NIC's firmware is another image: burned and running (no reset pending), so every view of
+    the running firmware shows it (flint, mlxfwmanager, sysfs fw_ver, ibv_devinfo, ethtool -i)."""
+    nic = port_nic(node, "fw-mismatch")
+    if firmware_state(node, nic)["running"] == OTHER_FIRMWARE:
+        raise UsageError(f"host fault 'fw-mismatch': {nic['name']} already runs {OTHER_FIRMWARE}")
+    update = {"running": OTHER_FIRMWARE, "burned": OTHER_FIRMWARE}
+    changes.json_keys(state_name(nic), update, firmware_factory(nic))
+    changes.sys_file(f"infiniband/{nic['name']}/fw_ver", OTHER_FIRMWARE)
+    topology = node.load("topology.json")
+    for entry in topology["nics"]:
+        if entry["name"] == nic["name"]:
+            entry["fw"] = OTHER_FIRMWARE
+    changes.state_file("topology.json", json.dumps(topology, indent=1, sort_keys=True) + "\n")
+
+
+def inject_fw_config_drift(node: Node, changes: Changes) -> None:
+    """One firmware parameter of the NIC holds another value in effect and for the next boot, as after
+    someone's `mlxconfig set` and a reboot."""
+    nic = port_nic(node, "fw-config-drift")
+    params = firmware_state(node, nic)["params"]
+    value = DRIFT_VALUE if params[DRIFT_PARAM]["current"] != DRIFT_VALUE else 0
+    params[DRIFT_PARAM] = {**params[DRIFT_PARAM], "current": value, "next": value}
+    changes.json_keys(state_name(nic), {"params": params}, firmware_factory(nic))
+
+
 INJECT: Mapping[str, Callable[[Node, Changes], None]] = {
     "pfc-off": inject_pfc_off,
     "pfc-storm-off": inject_pfc_storm_off,
@@ -317,6 +363,8 @@ INJECT: Mapping[str, Callable[[Node, Changes], None]] = {
     "no-rdma": inject_no_rdma,
     "sm-conf-drift": inject_sm_conf_drift,
     "host-persist-stale": inject_persist_stale,
+    "fw-mismatch": inject_fw_mismatch,
+    "fw-config-drift": inject_fw_config_drift,
     **{fault: partial(inject_wire, fault=fault) for fault in sorted(WIRE_FAULTS)},
 }
 

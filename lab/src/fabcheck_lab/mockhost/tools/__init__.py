@@ -37,6 +37,9 @@ SERVED_TOOLS = (
     "modprobe",
     "rmmod",
     "systemctl",
+    "mlxconfig",
+    "flint",
+    "mlxfwmanager",
 )
 # Every tool name a node has: the served ones, and those that start processes or read node files.
 TOOL_NAMES = (

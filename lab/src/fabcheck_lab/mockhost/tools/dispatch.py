@@ -51,6 +51,7 @@ def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
 def state_tools() -> dict[str, Callable[[Node, list[str]], int]]:
     """The tools of SERVED_TOOLS: their output depends on the node's state, sysfs and /etc only."""
     from . import mlnx_qos, netdev, nvidia_smi, rdma_cm, rdma_info, system, systemd
+    from .nic_firmware import firmware_tools
 
     return {
         "nvidia-smi": nvidia_smi.main,
@@ -69,6 +70,7 @@ def state_tools() -> dict[str, Callable[[Node, list[str]], int]]:
         "modprobe": system.modprobe,
         "rmmod": system.rmmod,
         "systemctl": systemd.served_systemctl,  # read verbs only; simple_tools() has the node's own
+        **firmware_tools(),  # mlxconfig, flint, mlxfwmanager
     }
 
 

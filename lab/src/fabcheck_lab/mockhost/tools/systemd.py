@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import subnet_manager
+from . import nic_firmware, subnet_manager
 from .common import Delegate, Node, ToolError, err, out
 
 STATE_FILE = "systemd.json"
@@ -490,6 +490,7 @@ def boot(node: Node, dispatcher: str) -> int:
     (opensm as its own service state says)."""
     state = {"loaded": {}, "units": {}}
     failed = []
+    nic_firmware.boot(node)  # the NICs' firmware: Next Boot parameters take effect, a burned image runs
     for problem in load_modules(node):
         err(problem + "\n")
     for unit in boot_units(node):

@@ -78,6 +78,16 @@ MLXLINK = "mlxlink"  # mlxlink -c: raw/effective BER and FEC counters (optional 
 NO_MODULE_EEPROM = "no module EEPROM to read"
 _NO_EEPROM = "Cannot get module EEPROM information: "
 _NO_EEPROM_ERRNOS = ("Operation not supported", "No such device", "Invalid argument")
+# The bus (docs/checks/bus.md): every PCI function with its links, ACS and ATS (`lspci -D -vvv`; run as
+# root, else capabilities are `<access denied>`), the AER counters of every function that has them (a
+# counter view: its glob matches no file on a host without AER, an answer), the kernel command line and
+# the IOMMU group type of each rail NIC (no iommu_group: no IOMMU translation).
+LSPCI = "lspci"
+AER = "aer"
+CMDLINE = "cmdline"
+IOMMU_GROUP = "iommu_group"
+PCI_DEVICES = "/sys/bus/pci/devices"
+AER_FILES = tuple(f"{PCI_DEVICES}/*/aer_dev_{severity}" for severity in ("correctable", "nonfatal", "fatal"))
 
 
 def module_answer(parse: Callable[[str, str], Any]) -> Callable[[int, str, str, str], Any]:
@@ -214,7 +224,8 @@ def section_command(section: str, priority: int) -> str:
         return shlex.quote(section)
     dev, _, port = subject.partition("/")
     values = {"dev": dev, "port": port, "netdev": subject, "priority": priority}
-    return shlex.join(word.format(**values) for word in probe.argv)
+    words = [word.format(**values) for word in probe.argv]
+    return " ".join(word if probe.glob and "*" in word else shlex.quote(word) for word in words)
 
 
 # ---- sections -> records ------------------------------------------------------------------------

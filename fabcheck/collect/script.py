@@ -46,6 +46,10 @@ class HostProbe:
     counter: bool = False
     # A tool that need not be installed (mlxlink): its exit 127, "command not found", is the answer None.
     optional: bool = False
+    # Words holding `*` are file name patterns the shell expands on the host (the script otherwise runs
+    # under `set -f`): emitted unquoted, with globbing on for this one command. A pattern that matches
+    # nothing stays as written (POSIX), so the tool says "No such file or directory": its parser's answer.
+    glob: bool = False
 
     @property
     def command(self) -> str:
@@ -271,11 +275,24 @@ def _variable(name: str) -> str:
 
 
 def _section_line(probe: HostProbe, indent: str = "", reading: str = "") -> str:
-    """`section LABEL COMMAND...`; `reading` names a counter probe's first reading (EARLIER)."""
+    """`section LABEL COMMAND...`; `reading` names a counter probe's first reading (EARLIER). A glob
+    probe's pattern words are left unquoted and expanded with globbing on for that line only."""
     name = probe.name + reading
     label = {"host": name, "port": name + ":{dev}/{port}", "netdev": name + ":{netdev}"}
-    words = [_shell_word(label[probe.scope]), *(_shell_word(word) for word in probe.argv)]
-    return f"{indent}section {' '.join(words)}\n"
+    words = [_shell_word(label[probe.scope])]
+    words += [_glob_word(word) if probe.glob and "*" in word else _shell_word(word) for word in probe.argv]
+    line = f"{indent}section {' '.join(words)}\n"
+    return f"{indent}set +f\n{line}{indent}set -f\n" if probe.glob else line
+
+
+# A pattern word: literal text and `*` only (no placeholder, quote, `?`, `[` or anything else a shell reads).
+_GLOB = re.compile(r"[A-Za-z0-9_./:,=+@*-]+")
+
+
+def _glob_word(word: str) -> str:
+    if not _GLOB.fullmatch(word):
+        raise ValueError(f"probe pattern {word!r} holds characters other than literal text and `*`")
+    return word
 
 
 def _read_files_line(probes: Iterable[HostProbe]) -> str:

@@ -81,6 +81,7 @@ class PcieFunction:
     acs_control: Mapping[str, bool] | None = None
     ats_enabled: bool | None = None  # ATSCtl Enable+/-; None: no ATS capability shown
     driver: str | None = None  # `Kernel driver in use:`
+    access_denied: bool = False  # lspci printed `Capabilities: <access denied>` (not run as root)
 
     @property
     def domain(self) -> str:

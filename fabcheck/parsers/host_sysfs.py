@@ -92,6 +92,7 @@ class DriverInfo:
     driver: str
     version: str
     firmware: str
+    bus_info: str = ""  # `bus-info:` the PCI function of the netdev (0000:1a:00.0), "" when not shown
 
 
 def ethtool_driver(text: str, source: str) -> DriverInfo:
@@ -104,4 +105,6 @@ def ethtool_driver(text: str, source: str) -> DriverInfo:
     missing = [key for key in ("driver", "version") if not fields.get(key)]
     if missing:
         raise ParseError(f"no {' or '.join(missing)} line", source=source)
-    return DriverInfo(fields["driver"], fields["version"], fields.get("firmware-version", ""))
+    return DriverInfo(
+        fields["driver"], fields["version"], fields.get("firmware-version", ""), fields.get("bus-info", "")
+    )

@@ -54,10 +54,11 @@ def test_rdma_cm_readings() -> None:
 
 def test_ethtool_driver_needs_a_driver_and_its_version() -> None:
     text = (
-        "driver: mlx5_core\nversion: 24.04-0.6.6\nfirmware-version: 28.39.1002 (MT_0000000838)\nbus-info: x\n"
+        "driver: mlx5_core\nversion: 24.04-0.6.6\nfirmware-version: 28.39.1002 (MT_0000000838)\n"
+        "bus-info: 0000:1a:00.0\n"
     )
     assert host_sysfs.ethtool_driver(text, "e") == DriverInfo(
-        "mlx5_core", "24.04-0.6.6", "28.39.1002 (MT_0000000838)"
+        "mlx5_core", "24.04-0.6.6", "28.39.1002 (MT_0000000838)", "0000:1a:00.0"
     )
     for bad in ("", "driver: mlx5_core\n", "version: 1\n", "driver:\nversion: 1\n"):
         with pytest.raises(ParseError):

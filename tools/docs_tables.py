@@ -146,7 +146,8 @@ INTENT_MEANINGS: dict[str, str] = {
     "rails": "GPU index -> rail NIC name; per host override: host var `fabric_rails`",
     "link.link_layer": "per-NIC link layer; unset: from `kind`",
     "nccl.transport": "NCCL's transport: RDMA only",
-    "nccl.gdr_required": "GPUDirect RDMA required (`nvidia_peermem` loaded, `/GDRDMA` channels)",
+    "nccl.gdr_required": "GPUDirect RDMA required (dma-buf or `nvidia_peermem`, host.gpudirect; `/GDRDMA` "
+    "channels)",
     "nccl.gid_index": "`NCCL_IB_GID_INDEX` (RoCE); null: the first IPv4 RoCE v2 GID at one index everywhere",
     "nccl.allowed_networks": "networks NCCL may choose (prefixes of its network name)",
     "performance.perftest_min_fraction": "perftest bandwidth floor, fraction of line rate",

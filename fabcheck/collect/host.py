@@ -24,6 +24,7 @@ from fabcheck.parsers.ethtool_fec import parse_fec
 from fabcheck.parsers.ethtool_module import parse_module
 from fabcheck.parsers.ethtool_phy import parse_link_counters
 from fabcheck.parsers.ethtool_tunable import TUNABLE, parse_pfc_prevention_tout
+from fabcheck.parsers.gpudirect import NVIDIA_MODULE, parse_kernel_release, parse_module_license
 from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
 from fabcheck.parsers.mlxlink import parse_mlxlink
@@ -63,6 +64,9 @@ PERSIST_CONFIG = "persist_config"
 PERSIST_UNIT_STATE = "persist_unit"
 PERSIST_FILES = "persist_files"
 PERSIST_FILE_ORDER = ("config", "applier", "unit", "rule")
+# The GPUDirect mechanism (host.gpudirect): which nvidia module flavour is installed and the kernel.
+NVIDIA_LICENSE = "nvidia_license"
+KERNEL_RELEASE = "kernel_release"
 # The wire (docs/checks/wire.md): a netdev's physical counters, its FEC and its module's diagnostics,
 # and where mlxlink is installed its port's BER and FEC counters. The counter views are read at the
 # start and the end of the counter window (COUNTER_WINDOW says how long the script waited).
@@ -180,6 +184,10 @@ HOST_PROBES: tuple[HostProbe, ...] = (
         _present,
         "answer",
     ),
+    HostProbe(
+        NVIDIA_LICENSE, "host", ("modinfo", "-F", "license", NVIDIA_MODULE), parse_module_license, "answer"
+    ),
+    HostProbe(KERNEL_RELEASE, "host", ("uname", "-r"), parse_kernel_release),
 )
 PROBES_BY_NAME: Mapping[str, HostProbe] = {probe.name: probe for probe in HOST_PROBES}
 

@@ -47,6 +47,11 @@ PERSIST_PATHS: dict[str, str] = {
 }
 PERSIST_UNIT = PERSIST_PATHS["unit"].rsplit("/", 1)[1]
 
+# When role gpu_rdma loads nvidia_peermem (DesiredHost.peermem_policy).
+PEERMEM_ALWAYS = "always"
+PEERMEM_NEVER = "never"
+PEERMEM_WITHOUT_DMABUF = "without_dmabuf"
+
 # The DCQCN files of a netdev (MLNX_OFED's /sys/class/net/<netdev>/ecn/) that role roce_host writes and
 # `fabcheck validate` reads, each under the DesiredNic value it holds, named once: the collection's
 # probes read these paths, the host checks' hints write them and the owned-field table names them. The
@@ -190,7 +195,7 @@ class DesiredHost:
     # Settings every NIC of this host shares; also the template for a NIC found at run time when the
     # intent names no rails (then the role configures every RoCE NIC it finds).
     template: DesiredNic
-    nvidia_peermem: bool
+    gdr_required: bool  # nccl.gdr_required: GPUDirect RDMA must work (host.gpudirect, role gpu_rdma)
     # The wire checks' limits (the intent's link_health) and the counter window they are judged over
     # (the run's --counter-window; 0: lifetime totals).
     link_health: LinkHealth = field(default_factory=LinkHealth)
@@ -201,6 +206,15 @@ class DesiredHost:
     gdr_mechanism: str = "any"
     nic_firmware: tuple[NicFirmware, ...] = ()
     gpu_health: GpuHealth = field(default_factory=GpuHealth)
+
+    @property
+    def peermem_policy(self) -> str:
+        """When role gpu_rdma loads nvidia_peermem: PEERMEM_ALWAYS (gdr_mechanism peermem), PEERMEM_NEVER
+        (dmabuf, or no GPUDirect required), PEERMEM_WITHOUT_DMABUF (any: only on a host that cannot do
+        dma-buf, which the role reads on the host)."""
+        if not self.gdr_required or self.gdr_mechanism == "dmabuf":
+            return PEERMEM_NEVER
+        return PEERMEM_ALWAYS if self.gdr_mechanism == "peermem" else PEERMEM_WITHOUT_DMABUF
 
     def firmware_pin(self, psid: str | None) -> NicFirmware | None:
         """The intent's firmware entry for a NIC part, None when the intent pins none for it."""
@@ -239,8 +253,9 @@ class DesiredHost:
             "rails": {str(gpu): nic for gpu, nic in self.rail_pairs},
             "nics": [nic.to_json() for nic in self.nics],
             "nic_settings": self.template.to_json() | {"device": None},
-            "nvidia_peermem": self.nvidia_peermem,
+            "gdr_required": self.gdr_required,
             "gdr_mechanism": self.gdr_mechanism,
+            "peermem_policy": self.peermem_policy,
             "nic_firmware": [pin.model_dump() for pin in self.nic_firmware],
             "persist_paths": dict(PERSIST_PATHS),
         }
@@ -256,7 +271,7 @@ def desired_host(intent: FabricIntent, host: str, counter_window_s: int = 0) -> 
         rail_pairs=tuple(sorted(intent.rails.items())),
         nics=tuple(_with_device(template, device) for device in devices),
         template=template,
-        nvidia_peermem=intent.nccl.gdr_required,
+        gdr_required=intent.nccl.gdr_required,
         link_health=intent.link_health,
         counter_window_s=counter_window(counter_window_s),
         pcie=intent.pcie,

@@ -2,7 +2,9 @@
 """Ansible module boot_kernel_module: a kernel module loaded now and listed for systemd-modules-load.
 
 One module call per host does what took three tasks (lsmod, modprobe, the boot file): the play's cost
-on the controller is per task and host, so this is one worker and one payload instead of four.
+on the controller is per task and host, so this is one worker and one payload instead of four. With
+skip_when_dmabuf it first reads whether the host can do GPUDirect RDMA by dma-buf, and then needs no
+module (role gpu_rdma for `nccl.gdr_mechanism: any`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ options:
     description: First line of the boot file, without the leading C(#).
     type: str
     default: Managed by Ansible
+  skip_when_dmabuf:
+    description:
+      - Load nothing and write no boot file when the host can do GPUDirect RDMA by dma-buf instead
+        (role gpu_rdma, C(nccl.gdr_mechanism) C(any)), read with C(uname -r) (kernel 5.12 or later) and
+        C(modinfo -F license nvidia) (NVIDIA's open GPU kernel module, C(Dual MIT/GPL)). Read in check
+        mode too; the result's C(dmabuf) and C(dmabuf_reason) say what was found.
+    type: bool
+    default: false
 author: fabcheck contributors (!UNKNOWN)
 """
 
@@ -49,6 +59,14 @@ boot_file_changed:
   description: Whether the boot file was written or its owner or mode fixed (or would be).
   type: bool
   returned: always
+dmabuf:
+  description: Whether the host can do GPUDirect RDMA by dma-buf (then nothing was loaded).
+  type: bool
+  returned: when skip_when_dmabuf
+dmabuf_reason:
+  description: The kernel and GPU module flavour that decided C(dmabuf), in words.
+  type: str
+  returned: when skip_when_dmabuf
 """
 
 import os  # noqa: E402  (Ansible modules put their documentation first)
@@ -63,7 +81,17 @@ ARGUMENT_SPEC = {
     "name": {"type": "str", "required": True},
     "boot_file": {"type": "path", "required": True},
     "comment": {"type": "str", "default": "Managed by Ansible"},
+    "skip_when_dmabuf": {"type": "bool", "default": False},
 }
+# dma-buf GPUDirect needs Linux >= 5.12 and NVIDIA's open GPU kernel module:
+# NVIDIA/cloud-native-docs:gpu-operator/gpu-operator-rdma.rst@52dcb7b8d956784344e241df476de17094a4574c;
+# its license is "Dual MIT/GPL":
+# NVIDIA/open-gpu-kernel-modules:kernel-open/nvidia/nv.c@df1c9a3de2be4b130f4fc7680f7198193d8ac6ad.
+# The same rule as fabcheck.parsers.gpudirect (host.gpudirect); a test ties the two.
+DMABUF_MIN_KERNEL = (5, 12)
+OPEN_MODULE_LICENSE = "Dual MIT/GPL"
+MODINFO_NOT_FOUND = "Module nvidia not found."
+KERNEL_RELEASE = re.compile(r"^([0-9]{1,4})\.([0-9]{1,4})")
 
 
 def listed_modules(lsmod_output: str) -> set[str]:
@@ -107,6 +135,36 @@ def ensure_loaded(module: AnsibleModule, name: str) -> bool:
     return True
 
 
+def dmabuf_verdict(kernel: str, license_text: str | None) -> tuple[bool, str]:
+    """Whether a host with this `uname -r` and nvidia module license (None: no module) can do dma-buf."""
+    missing = []
+    match = KERNEL_RELEASE.match(kernel)
+    if match is None or (int(match.group(1)), int(match.group(2))) < DMABUF_MIN_KERNEL:
+        missing.append(f"kernel {kernel} (< {'.'.join(map(str, DMABUF_MIN_KERNEL))})")
+    if license_text is None:
+        missing.append("no nvidia kernel module installed")
+    elif license_text != OPEN_MODULE_LICENSE:
+        missing.append(f"nvidia kernel module with license {license_text!r}, not the open one")
+    if missing:
+        return False, "no dma-buf: " + "; ".join(missing)
+    return True, f"dma-buf: kernel {kernel}, open GPU kernel module (license {OPEN_MODULE_LICENSE})"
+
+
+def read_dmabuf(module: AnsibleModule) -> tuple[bool, str]:
+    """`uname -r` and `modinfo -F license nvidia` on the host, as host.gpudirect reads them."""
+    rc, out, err = module.run_command(["uname", "-r"])
+    if rc != 0 or not out.strip():
+        module.fail_json(msg=f"uname -r failed (rc {rc}): {err.strip() or out.strip()}")
+    kernel = out.strip().splitlines()[0].strip()
+    rc, out, err = module.run_command(["modinfo", "-F", "license", "nvidia"])
+    if rc != 0 and MODINFO_NOT_FOUND in err:
+        return dmabuf_verdict(kernel, None)
+    lines = [line.strip() for line in out.splitlines() if line.strip()]
+    if rc != 0 or len(lines) != 1:
+        module.fail_json(msg=f"modinfo -F license nvidia failed (rc {rc}): {err.strip() or out.strip()}")
+    return dmabuf_verdict(kernel, lines[0])
+
+
 def ensure_boot_file(module: AnsibleModule, path: str, text: str, diff: dict) -> bool:
     before = read_text(path)
     changed = before != text
@@ -128,13 +186,22 @@ def main() -> None:
         module.fail_json(msg=f"name: invalid kernel module name {name!r} (letters, digits, _ and -)")
     if not os.path.isabs(path):
         module.fail_json(msg=f"boot_file: {path!r} is not an absolute path")
+    if module.params["skip_when_dmabuf"]:
+        dmabuf, reason = read_dmabuf(module)
+        if dmabuf:
+            module.exit_json(
+                changed=False, loaded=False, boot_file_changed=False, dmabuf=True, dmabuf_reason=reason
+            )
+        extra = {"dmabuf": False, "dmabuf_reason": reason}
+    else:
+        extra = {}
     loaded = ensure_loaded(module, name)
     file_diff: dict = {}
     file_changed = ensure_boot_file(module, path, boot_file_text(name, module.params["comment"]), file_diff)
     diffs = [file_diff] if file_diff else []
     if loaded:
         diffs.append({"before": f"{name}: not loaded\n", "after": f"{name}: loaded\n"})
-    result = {"changed": loaded or file_changed, "loaded": loaded, "boot_file_changed": file_changed}
+    result = {"changed": loaded or file_changed, "loaded": loaded, "boot_file_changed": file_changed, **extra}
     module.exit_json(**result, **({"diff": diffs} if diffs else {}))
 
 

@@ -74,7 +74,7 @@ def test_host_rails_and_module_arguments() -> None:
     assert host.rails == {0: "mlx5_1", 1: "mlx5_0", 2: "mlx5_1"}
     assert host.nic("mlx5_0") == desired_nic(intent(rails={0: "mlx5_0"}), "gpu07", "mlx5_0")
     assert host.nic("mlx5_9").device == "mlx5_9"  # a NIC found at run time gets the host's settings
-    assert (host.kind, host.nvidia_peermem) == ("roce", True)
+    assert (host.kind, host.gdr_required, host.peermem_policy) == ("roce", True, "without_dmabuf")
     assert host.roce_nic_args() == {
         "devices": ["mlx5_0", "mlx5_1"],
         "trust": "dscp",
@@ -96,7 +96,22 @@ def test_host_rails_and_module_arguments() -> None:
 def test_no_rails_means_every_nic_the_role_finds() -> None:
     host = desired_host(intent(nccl={"gdr_required": False}), "gpu01")
     assert host.devices == () and host.roce_nic_args()["devices"] == []
-    assert host.nvidia_peermem is False
+    assert host.gdr_required is False and host.peermem_policy == "never"
+
+
+@pytest.mark.parametrize(
+    ("nccl", "policy"),
+    [
+        ({"gdr_mechanism": "any"}, "without_dmabuf"),
+        ({"gdr_mechanism": "peermem"}, "always"),
+        ({"gdr_mechanism": "dmabuf"}, "never"),
+        ({"gdr_mechanism": "peermem", "gdr_required": False}, "never"),
+    ],
+)
+def test_peermem_policy_follows_the_gdr_mechanism(nccl: dict[str, object], policy: str) -> None:
+    """Role gpu_rdma loads nvidia_peermem always, never, or only where the host cannot do dma-buf."""
+    host = desired_host(intent(nccl=nccl), "gpu01")
+    assert host.peermem_policy == policy and host.to_json()["peermem_policy"] == policy
 
 
 def test_json_is_plain_data() -> None:

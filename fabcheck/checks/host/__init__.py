@@ -2,13 +2,13 @@
 
 Pure. Each check is declared once (fabcheck.checks.declare.Check) in the module of its concern:
 ports (devices, port state, link layer, speed, MTUs), qos (trust, PFC, DSCP map, ECN, ToS), dcqcn
-(CNP, min_time_between_cnps, rp_params), pfc_storm, persistence (the boot file), gpu (nvidia_peermem,
-GPU-NIC affinity), wire (errors, flaps and optics of each rail NIC; docs/checks/wire.md) and fleet
-(what must agree across the hosts of a run). This module lists them in the order the gate runs them
-and docs/checks/host.md shows them. A record that could not be read arrives as
-`Unreadable` (evidence.py) and becomes an ERROR naming the command, never a pass. Every failure hint
-names the role (and its tag) that fixes it fleet-wide and the command that fixes this device (the wire
-checks, which no role sets: what to clean, reseat or replace).
+(CNP, min_time_between_cnps, rp_params), pfc_storm, persistence (the boot file), gpu (GPUDirect by
+dma-buf or nvidia_peermem, GPU-NIC affinity), wire (errors, flaps and optics of each rail NIC;
+docs/checks/wire.md) and fleet (what must agree across the hosts of a run). This module lists them
+in the order the gate runs them and docs/checks/host.md shows them. A record that could not be read
+arrives as `Unreadable` (evidence.py) and becomes an ERROR naming the command, never a pass. Every
+failure hint names the role (and its tag) that fixes it fleet-wide and the command that fixes this
+device (the wire checks, which no role sets: what to clean, reseat or replace).
 
 Adding a host check: a probe line in fabcheck.collect.host, its parser, one module here with the
 judge and its `Check`, and its name in HOST_CHECK_DECLS.
@@ -44,10 +44,10 @@ from fabcheck.checks.host.fleet import GID_INDEX, GID_INDEX_CHECK, VERSIONS, VER
 from fabcheck.checks.host.gpu import (
     AFFINITY,
     AFFINITY_CHECK,
-    PEERMEM,
-    PEERMEM_CHECK,
+    GPUDIRECT,
+    GPUDIRECT_CHECK,
     check_affinity,
-    check_peermem,
+    check_gpudirect,
 )
 from fabcheck.checks.host.judges import HostCheck, Scope
 from fabcheck.checks.host.persistence import (
@@ -127,7 +127,7 @@ HOST_CHECK_DECLS: tuple[HostCheck, ...] = (
     NETDEV_MTU_CHECK,
     RDMA_MTU_CHECK,
     NIC_PERSISTENCE_CHECK,
-    PEERMEM_CHECK,
+    GPUDIRECT_CHECK,
     AFFINITY_CHECK,
     *WIRE_CHECKS,
 )
@@ -180,6 +180,7 @@ __all__ = [
     "FLEET_CHECKS",
     "FLEET_CHECK_DECLS",
     "GID_INDEX",
+    "GPUDIRECT",
     "HOST_CHECKS",
     "HOST_CHECK_DECLS",
     "LINK_ERRORS",
@@ -189,7 +190,6 @@ __all__ = [
     "NETDEV_MTU",
     "NIC_PERSISTENCE",
     "OPTICS",
-    "PEERMEM",
     "PFC",
     "PFC_STORM_PREVENTION",
     "PORT_SPEED",
@@ -216,12 +216,12 @@ __all__ = [
     "check_dscp2prio",
     "check_ecn_enable",
     "check_fleet",
+    "check_gpudirect",
     "check_host",
     "check_link_layer",
     "check_min_time_between_cnps",
     "check_netdev_mtu",
     "check_nic_persistence",
-    "check_peermem",
     "check_pfc",
     "check_pfc_storm_prevention",
     "check_port_speed",

@@ -13,6 +13,7 @@ from fabcheck.collect import host as probes
 from fabcheck.collect.host import NO_MODULE_EEPROM, Unreadable, section_command
 from fabcheck.collect.script import earlier
 from fabcheck.desired.nic import DesiredHost
+from fabcheck.parsers.gpudirect import KernelRelease, NvidiaModule
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
 from fabcheck.parsers.mlnx_qos import MlnxQos
 from fabcheck.parsers.rdma_link import RdmaLink
@@ -170,6 +171,17 @@ class HostEvidence:
             unit_state=self.record(probes.PERSIST_UNIT_STATE),
             present=self.record(probes.PERSIST_FILES),
         )
+
+    @property
+    def nvidia_module(self) -> NvidiaModule | Unreadable:
+        """`modinfo -F license nvidia`: the installed GPU kernel module's flavour (host.gpudirect)."""
+        shown: NvidiaModule | Unreadable = self.record(probes.NVIDIA_LICENSE)
+        return shown
+
+    @property
+    def kernel_release(self) -> KernelRelease | Unreadable:
+        shown: KernelRelease | Unreadable = self.record(probes.KERNEL_RELEASE)
+        return shown
 
 
 @dataclass(frozen=True)

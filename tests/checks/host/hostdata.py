@@ -54,6 +54,13 @@ LSMOD = (
     "mlx5_ib               483328  0\n"
 )
 
+# Real `modinfo -F license nvidia` and `uname -r` outputs (tests/data/real/host/INDEX.tsv).
+REAL_HOST = Path(__file__).resolve().parents[2] / "data" / "real" / "host"
+NVIDIA_LICENSE_PROPRIETARY = (REAL_HOST / "modinfo-F-license-nvidia-proprietary.txt").read_text()
+NVIDIA_LICENSE_OPEN = (REAL_HOST / "modinfo-F-license-nvidia-open.txt").read_text()
+KERNEL_RELEASE = (REAL_HOST / "uname-r-ubuntu-22.04.txt").read_text()
+KERNEL_RELEASE_OLD = (REAL_HOST / "uname-r-centos-7.txt").read_text()
+
 DEFAULT_DSCP_MAP = {d: d >> 3 for d in range(64)}
 
 
@@ -116,6 +123,9 @@ def healthy_sections() -> dict[str, Section]:
         "lsmod": ok(LSMOD),
         "rdma_link": ok(links()),
         "ibv_devinfo": ok(render_ibv_devinfo([device(n, i) for i, n in enumerate(NETDEVS)])),
+        # host.gpudirect: the proprietary GPU module (no dma-buf), so nvidia_peermem (LSMOD) carries GDR.
+        "nvidia_license": ok(NVIDIA_LICENSE_PROPRIETARY),
+        "kernel_release": ok(KERNEL_RELEASE),
     }
     for dev, netdev in NETDEVS.items():
         sections[f"traffic_class:{dev}/1"] = ok("Global tclass=106\n")
@@ -239,7 +249,7 @@ def assert_fails_exactly(
     assert command in finding.hint
     if check in (*checks.ROCE_ONLY_CHECKS, checks.RDMA_MTU):
         assert "role roce_host" in finding.hint
-    if check == checks.PEERMEM:
+    if check == checks.GPUDIRECT:
         assert "role gpu_rdma" in finding.hint
 
 

@@ -55,7 +55,7 @@ MISSING = [
     ("ecn_np_enable:ens1np0", Section(1, "", "cat: No such file\n"), checks.ECN_ENABLE, "roce_np/enable/3"),
     ("cnp_dscp:ens1np0", ok("forty-eight\n"), checks.CNP, "cat /sys/class/net/ens1np0/ecn/roce_np/cnp_dscp"),
     ("traffic_class:mlx5_0/1", Section(None, "Glob"), checks.ROCE_TOS, "tc/1/traffic_class"),
-    ("lsmod", ok("garbage\n"), checks.PEERMEM, "lsmod"),
+    ("lsmod", ok("garbage\n"), checks.GPUDIRECT, "lsmod"),
     ("topo", Section(127, "", "nvidia-smi: not found\n"), checks.AFFINITY, "nvidia-smi topo -m"),
     ("rdma_link", None, checks.RDMA_DEVICE, "rdma link"),
     ("ibv_devinfo", ok("hca_id:\n"), checks.RDMA_DEVICE, "ibv_devinfo -v"),

@@ -57,6 +57,9 @@ HOST_FAULTS: Mapping[str, str] = {
     "version: flint, mlxfwmanager, ibv_devinfo and ethtool -i show it",
     "fw-config-drift": f"one NIC's firmware parameter {DRIFT_PARAM} changed to {DRIFT_VALUE} in Current and "
     "Next Boot (mlxconfig -e q)",
+    "dmabuf-host": "not a fault, a host variant: NVIDIA's open GPU kernel module and no nvidia_peermem "
+    "module installed, so GPUDirect RDMA runs on dma-buf (the lab node's kernel is the machine's); "
+    "validate passes",
 }
 # Faults of the wire (fabcheck_lab.wire_model): no setting changes, the NIC's counters rise from the
 # moment of injection or its module's DOM moves; heal stops them and keeps what was counted.
@@ -347,6 +350,15 @@ def inject_fw_config_drift(node: Node, changes: Changes) -> None:
     value = DRIFT_VALUE if params[DRIFT_PARAM]["current"] != DRIFT_VALUE else 0
     params[DRIFT_PARAM] = {**params[DRIFT_PARAM], "current": value, "next": value}
     changes.json_keys(state_name(nic), {"params": params}, firmware_factory(nic))
+def inject_dmabuf_host(node: Node, changes: Changes) -> None:
+    """The open GPU kernel module (modinfo says Dual MIT/GPL) and nvidia_peermem neither loaded nor
+    installed: role gpu_rdma then loads nothing for `gdr_mechanism: any`, and host.gpudirect passes."""
+    if not node.gpus():
+        raise UsageError(f"host variant 'dmabuf-host' needs GPUs; node {node.hostname} has none")
+    changes.state_file("gpu_module.json", json.dumps({"flavour": "open"}, indent=1, sort_keys=True) + "\n")
+    changes.json_keys("modules.json", {"nvidia_peermem": False}, {})
+    available = [name for name in node.load("modules_available.json", []) if name != "nvidia_peermem"]
+    changes.state_file("modules_available.json", json.dumps(available, indent=1, sort_keys=True) + "\n")
 
 
 INJECT: Mapping[str, Callable[[Node, Changes], None]] = {
@@ -365,6 +377,7 @@ INJECT: Mapping[str, Callable[[Node, Changes], None]] = {
     "host-persist-stale": inject_persist_stale,
     "fw-mismatch": inject_fw_mismatch,
     "fw-config-drift": inject_fw_config_drift,
+    "dmabuf-host": inject_dmabuf_host,
     **{fault: partial(inject_wire, fault=fault) for fault in sorted(WIRE_FAULTS)},
 }
 

@@ -40,6 +40,7 @@ SERVED_TOOLS = (
     "mlxconfig",
     "flint",
     "mlxfwmanager",
+    "modinfo",
 )
 # Every tool name a node has: the served ones, and those that start processes or read node files.
 TOOL_NAMES = (

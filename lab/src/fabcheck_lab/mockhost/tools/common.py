@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -261,6 +262,19 @@ class Node:
 
     def peermem_loaded(self) -> bool:
         return bool(self.load("modules.json", {}).get("nvidia_peermem", False))
+
+    def dmabuf_ready(self) -> bool:
+        """dma-buf GPUDirect: the open GPU kernel module (the dmabuf-host variant) loaded on a kernel
+        >= 5.12; the node's kernel is the machine's own."""
+        release = re.match(r"([0-9]+)\.([0-9]+)", os.uname().release)
+        kernel = (int(release[1]), int(release[2])) if release else (0, 0)
+        modules = self.load("modules.json", {})
+        flavour = self.load("gpu_module.json", {}).get("flavour", "proprietary")
+        return bool(modules.get("nvidia")) and flavour == "open" and kernel >= (5, 12)
+
+    def gdr_ready(self) -> bool:
+        """NCCL's GPUDirect RDMA: nvidia_peermem loaded, or dma-buf."""
+        return self.peermem_loaded() or self.dmabuf_ready()
 
 
 def out(text: str) -> None:

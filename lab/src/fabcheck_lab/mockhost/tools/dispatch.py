@@ -69,6 +69,7 @@ def state_tools() -> dict[str, Callable[[Node, list[str]], int]]:
         "lsmod": system.lsmod,
         "modprobe": system.modprobe,
         "rmmod": system.rmmod,
+        "modinfo": system.modinfo,
         "systemctl": systemd.served_systemctl,  # read verbs only; simple_tools() has the node's own
         **firmware_tools(),  # mlxconfig, flint, mlxfwmanager
     }

@@ -1,8 +1,11 @@
 """NCCL transport selection and ``NCCL_DEBUG=INFO`` lines, following the node's real state.
 
 The transport follows what NCCL would find: RDMA devices present -> ``NET/IB`` (RoCE or IB per port),
-none -> ``NET/Socket``; GPUDirect RDMA needs nvidia_peermem loaded and a NIC close enough to the GPU
-(``NCCL_NET_GDR_LEVEL``, default PXB). Each GPU uses the closest NIC from the node's topology.
+none -> ``NET/Socket``; GPUDirect RDMA needs nvidia_peermem loaded or dma-buf (the open GPU kernel
+module on a kernel >= 5.12; NCCL probes both,
+NVIDIA/nccl:src/transport/net_ib/gdr.cc@5067397c2676d5aed50042fc39e5c8ee96eb0027) and a NIC close
+enough to the GPU (``NCCL_NET_GDR_LEVEL``, default PXB). Each GPU uses the closest NIC from the node's
+topology.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def rank_net(node: Node, gpu: dict[str, Any], env: dict[str, str]) -> dict[str, 
     ranked = sorted(range(len(nics)), key=lambda i: (PATH_TYPES[link(gpu, nics[i])], i))
     best = ranked[0]
     distance = PATH_TYPES[link(gpu, nics[best])]
-    gdr = node.peermem_loaded() and distance <= gdr_level(env)
+    gdr = node.gdr_ready() and distance <= gdr_level(env)
     return {"transport": "IB", "hca": best, "nic": nics[best], "distance": distance, "gdr": gdr}
 
 
@@ -138,7 +141,7 @@ def gdr_line(log: RankLog, net: dict[str, Any]) -> None:
         log.info(f"NET/Socket : GPU Direct RDMA Disabled for HCA 0 '{oob(log.node, log.env).split(':')[0]}'")
         return
     level = gdr_level(log.env)
-    if not log.node.peermem_loaded():
+    if not log.node.gdr_ready():
         log.info(f"NET/IB : GPU Direct RDMA Disabled for HCA {net['hca']} '{net['nic']['name']}' (no module)")
     elif net["gdr"]:
         log.info(

@@ -1,4 +1,5 @@
-"""Mock ``lsmod``, ``modprobe`` and ``sysctl`` over the node's state (``/proc/sys`` is read-only)."""
+"""Mock ``lsmod``, ``modprobe``, ``modinfo`` and ``sysctl`` over the node's state (``/proc/sys`` is
+read-only)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,50 @@ def modprobe(node: Node, args: list[str]) -> int:
             )
         state[name] = not remove
     node.save("modules.json", state)
+    return 0
+
+
+# The GPU kernel module's flavour (gpu_module.json, "proprietary" unless the lab's dmabuf-host switch
+# set "open") decides its license: MODULE_LICENSE("Dual MIT/GPL") in
+# NVIDIA/open-gpu-kernel-modules:kernel-open/nvidia/nv.c@df1c9a3de2be4b130f4fc7680f7198193d8ac6ad,
+# "NVIDIA" for the proprietary one:
+# https://us.download.nvidia.com/XFree86/Linux-x86_64/515.43.04/README/kernel_open.html; nvidia_peermem
+# declares "Dual BSD/GPL" (kernel-open/nvidia-peermem/nvidia-peermem.c, same commit).
+GPU_MODULE_LICENSES = {"open": "Dual MIT/GPL", "proprietary": "NVIDIA"}
+MODULE_LICENSES = {"nvidia_peermem": "Dual BSD/GPL"}
+
+
+def gpu_module_flavour(node: Node) -> str:
+    return str(node.load("gpu_module.json", {}).get("flavour", "proprietary"))
+
+
+def modinfo(node: Node, args: list[str]) -> int:
+    """kmod's `modinfo -F FIELD NAME`: the value alone; a module that is not installed is "Module NAME
+    not found." on stderr with exit 1, as in
+    kmod-project/kmod:tools/modinfo.c@84fa569b2eb3230284168d59863330bafb07bc52.
+    Only the license field of the GPU modules is modelled; anything else is refused."""
+    try:
+        opts, names = getopt.gnu_getopt(args, "F:", ["field="])
+    except getopt.GetoptError as exc:
+        raise ToolError(getopt_message("modinfo", exc) + "\n", 1) from None
+    fields = [value for flag, value in opts if flag in ("-F", "--field")]
+    if not names:
+        raise ToolError("modinfo: ERROR: missing module or filename.\n", 1)
+    if fields != ["license"]:
+        raise ToolError("modinfo: the lab models only `modinfo -F license NAME`\n", 1)
+    available = set(node.load("modules_available.json", list(MODULES)))
+    lines = []
+    for raw in names:
+        name = raw.replace("-", "_")
+        if name not in available:
+            raise ToolError(f"modinfo: ERROR: Module {raw} not found.\n", 1)
+        if name == "nvidia":
+            lines.append(GPU_MODULE_LICENSES[gpu_module_flavour(node)])
+        elif name in MODULE_LICENSES:
+            lines.append(MODULE_LICENSES[name])
+        else:
+            raise ToolError(f"modinfo: the lab does not model the license of {name}\n", 1)
+    out("".join(line + "\n" for line in lines))
     return 0
 
 

@@ -350,6 +350,8 @@ def inject_fw_config_drift(node: Node, changes: Changes) -> None:
     value = DRIFT_VALUE if params[DRIFT_PARAM]["current"] != DRIFT_VALUE else 0
     params[DRIFT_PARAM] = {**params[DRIFT_PARAM], "current": value, "next": value}
     changes.json_keys(state_name(nic), {"params": params}, firmware_factory(nic))
+
+
 def inject_dmabuf_host(node: Node, changes: Changes) -> None:
     """The open GPU kernel module (modinfo says Dual MIT/GPL) and nvidia_peermem neither loaded nor
     installed: role gpu_rdma then loads nothing for `gdr_mechanism: any`, and host.gpudirect passes."""

@@ -24,9 +24,11 @@ from fabcheck.parsers.ethtool_fec import parse_fec
 from fabcheck.parsers.ethtool_module import parse_module
 from fabcheck.parsers.ethtool_phy import parse_link_counters
 from fabcheck.parsers.ethtool_tunable import TUNABLE, parse_pfc_prevention_tout
+from fabcheck.parsers.flint import parse_flint
 from fabcheck.parsers.gpudirect import NVIDIA_MODULE, parse_kernel_release, parse_module_license
 from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
+from fabcheck.parsers.mlxconfig import parse_mlxconfig
 from fabcheck.parsers.mlxlink import parse_mlxlink
 from fabcheck.parsers.nic_persist import (
     missing_file,
@@ -80,6 +82,10 @@ MLXLINK = "mlxlink"  # mlxlink -c: raw/effective BER and FEC counters (optional 
 # i40e port without NVM support, netdev list 2019). The record is an Unreadable whose reason starts with
 # NO_MODULE_EEPROM: the optics checks make it a named skip, never a collection error.
 NO_MODULE_EEPROM = "no module EEPROM to read"
+# NIC firmware (docs/checks/bus.md): the running and burned image with the board's PSID, and the
+# firmware parameters with what is in effect (Current) and what the next boot brings (Next Boot).
+FLINT = "flint"
+MLXCONFIG = "mlxconfig"
 _NO_EEPROM = "Cannot get module EEPROM information: "
 _NO_EEPROM_ERRNOS = ("Operation not supported", "No such device", "Invalid argument")
 # The bus (docs/checks/bus.md): every PCI function with its links, ACS and ATS (`lspci -D -vvv`; run as
@@ -188,6 +194,11 @@ HOST_PROBES: tuple[HostProbe, ...] = (
         NVIDIA_LICENSE, "host", ("modinfo", "-F", "license", NVIDIA_MODULE), parse_module_license, "answer"
     ),
     HostProbe(KERNEL_RELEASE, "host", ("uname", "-r"), parse_kernel_release),
+    # NIC firmware: flint and mlxconfig (NVIDIA MFT, or mstflint's) take the RDMA device name for -d
+    # (mstflint's mtcr_ul resolves mlx5_N through /sys/class/infiniband). Optional tools: absent, the
+    # firmware version is read from ibv_devinfo and pinned parameters are an ERROR (host.nic_fw_config).
+    HostProbe(FLINT, "port", ("flint", "-d", "{dev}", "q"), parse_flint, optional=True),
+    HostProbe(MLXCONFIG, "port", ("mlxconfig", "-d", "{dev}", "-e", "q"), parse_mlxconfig, optional=True),
 )
 PROBES_BY_NAME: Mapping[str, HostProbe] = {probe.name: probe for probe in HOST_PROBES}
 

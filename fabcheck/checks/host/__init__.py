@@ -40,6 +40,7 @@ from fabcheck.checks.host.evidence import (
     present_nics,
     rail_nics,
 )
+from fabcheck.checks.host.firmware import NIC_FIRMWARE, NIC_FIRMWARE_CHECK, NIC_FW_CONFIG, NIC_FW_CONFIG_CHECK
 from fabcheck.checks.host.fleet import GID_INDEX, GID_INDEX_CHECK, VERSIONS, VERSIONS_CHECK, FleetCheck
 from fabcheck.checks.host.gpu import (
     AFFINITY,
@@ -130,8 +131,9 @@ HOST_CHECK_DECLS: tuple[HostCheck, ...] = (
     GPUDIRECT_CHECK,
     AFFINITY_CHECK,
     *WIRE_CHECKS,
+    NIC_FW_CONFIG_CHECK,
 )
-FLEET_CHECK_DECLS: tuple[FleetCheck, ...] = (GID_INDEX_CHECK, VERSIONS_CHECK)
+FLEET_CHECK_DECLS: tuple[FleetCheck, ...] = (GID_INDEX_CHECK, VERSIONS_CHECK, NIC_FIRMWARE_CHECK)
 HOST_CHECKS = tuple(check.id for check in HOST_CHECK_DECLS)
 FLEET_CHECKS = tuple(check.id for check in FLEET_CHECK_DECLS)
 # The RoCE checks judged per rail NIC or port: nothing to judge, nothing passed on a host without NICs.
@@ -188,6 +190,8 @@ __all__ = [
     "LINK_LAYER",
     "MIN_TIME_BETWEEN_CNPS",
     "NETDEV_MTU",
+    "NIC_FIRMWARE",
+    "NIC_FW_CONFIG",
     "NIC_PERSISTENCE",
     "OPTICS",
     "PFC",

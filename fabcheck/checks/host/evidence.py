@@ -13,15 +13,18 @@ from fabcheck.collect import host as probes
 from fabcheck.collect.host import NO_MODULE_EEPROM, Unreadable, section_command
 from fabcheck.collect.script import earlier
 from fabcheck.desired.nic import DesiredHost
+from fabcheck.parsers.flint import FlintQuery
 from fabcheck.parsers.gpudirect import KernelRelease, NvidiaModule
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
 from fabcheck.parsers.mlnx_qos import MlnxQos
+from fabcheck.parsers.mlxconfig import MlxconfigQuery
 from fabcheck.parsers.rdma_link import RdmaLink
 from fabcheck.parsers.topo import TopoMatrix
 from fabcheck.parsers.wire_records import LinkCounters, LinkDelta, ModuleOptics
 
 __all__ = [
     "NO_MODULE_EEPROM",
+    "FirmwareEvidence",
     "HostEvidence",
     "NetdevEvidence",
     "PersistEvidence",
@@ -69,6 +72,21 @@ class PersistEvidence:
     settings: dict[str, Any] | Unreadable | None  # the boot file's settings; None: no boot file
     unit_state: str | Unreadable  # `systemctl is-enabled`: enabled, disabled, ..., absent
     present: frozenset[str] | Unreadable  # which of PERSIST_PATHS exist
+
+
+@dataclass(frozen=True)
+class FirmwareEvidence:
+    """What the host showed of one NIC's firmware (docs/checks/bus.md)."""
+
+    nic: str
+    image: FlintQuery | Unreadable | None  # `flint -d DEV q`; None: flint not installed
+    config: MlxconfigQuery | Unreadable | None  # `mlxconfig -d DEV -e q`; None: mlxconfig not installed
+    fw_ver: str | None  # ibv_devinfo: the firmware the driver reports running
+    board_id: str | None  # ibv_devinfo: the PSID
+
+    @property
+    def psid(self) -> str | None:
+        return self.image.psid if isinstance(self.image, FlintQuery) else self.board_id
 
 
 @dataclass(frozen=True)
@@ -182,6 +200,21 @@ class HostEvidence:
     def kernel_release(self) -> KernelRelease | Unreadable:
         shown: KernelRelease | Unreadable = self.record(probes.KERNEL_RELEASE)
         return shown
+
+    def firmware(self, nic: str) -> FirmwareEvidence:
+        """One NIC's firmware: flint's image and PSID, mlxconfig's parameters (read on its first port;
+        None: the tool is not installed), and ibv_devinfo's fw_ver and board_id."""
+        links = () if isinstance(self.links, Unreadable) else self.links
+        port = next((link.name for link in links if link.dev == nic), f"{nic}/1")
+        devices = () if isinstance(self.devices, Unreadable) else self.devices
+        device = next((d for d in devices if d.hca_id == nic), None)
+        return FirmwareEvidence(
+            nic,
+            self.record(probes.FLINT, port),
+            self.record(probes.MLXCONFIG, port),
+            None if device is None else device.fw_ver,
+            None if device is None else device.board_id,
+        )
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Checks across the hosts of one run: what must agree from host to host (the GID index NCCL uses,
-one driver and firmware version per NIC model). Each host's findings name what differs there."""
+one driver version per NIC driver; the NIC firmware in firmware.py). Each host's findings name what
+differs there."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from fabcheck.parsers.rdma_link import RdmaLink
 from fabcheck.parsers.show_gids import GidEntry
 
 GID_INDEX = "host.gid_index"  # the RoCE v2 GID NCCL uses sits at one index on every host
-VERSIONS = "host.versions"  # one driver and firmware version per NIC model across the hosts
+VERSIONS = "host.versions"  # one driver version per NIC driver across the hosts
 
 InputsT = TypeVar("InputsT", bound=Inputs)
 
@@ -120,13 +121,10 @@ def _compare(
 
 
 def _versions(evidence: HostEvidence, desired: DesiredHost) -> dict[str, str | Unreadable]:
-    """subject -> version on one host: "firmware <part id>" per NIC model, "driver <name>" per driver."""
+    """subject -> version on one host: "driver <name>" per driver (the NIC firmware is host.nic_firmware's,
+    checks/host/firmware.py)."""
     shown: dict[str, str | Unreadable] = {}
-    devices = () if isinstance(evidence.devices, Unreadable) else evidence.devices  # read: NICs present
     for nic in present_nics(evidence, desired):
-        device = next(d for d in devices if d.hca_id == nic.name)
-        key = f"firmware of NIC part {device.vendor_part_id}"
-        shown[key] = _joined(shown.get(key), device.fw_ver or "not shown")
         if nic.netdev is None:
             continue
         driver = evidence.record(probes.DRIVER, nic.netdev)
@@ -151,15 +149,14 @@ def check_versions(
     _intents: Mapping[str, FabricIntent],
     inputs: FleetInputs,
 ) -> dict[str, list[Finding]]:
-    """Driver and firmware versions that differ across the hosts: the odd host is named."""
+    """Driver versions that differ across the hosts: the odd host is named."""
     per_host = {host: _versions(shown, desired[host]) for host, shown in evidence.items()}
     subjects = sorted({subject for shown in per_host.values() for subject in shown})
     result: dict[str, list[Finding]] = {host: [] for host in evidence}
     for subject in subjects:
         readings = {host: shown[subject] for host, shown in per_host.items() if subject in shown}
-        what = subject.split(" of ")[0] if subject.startswith("firmware") else subject
         compared = _compare(
-            VERSIONS, subject, readings, f"{what} version", _version_hint, inputs, _one_version
+            VERSIONS, subject, readings, f"{subject} version", _version_hint, inputs, _one_version
         )
         for host, finding in compared.items():
             result[host].append(finding)
@@ -176,8 +173,8 @@ def _one_version(value: str) -> bool:
 def _version_hint(host: str, common: str | None) -> str:
     fleet = f"the fleet's {common}" if common else "one version chosen for the fleet"
     return (
-        f"bring {host} to {fleet}: the NIC firmware (mlxfwmanager) or the driver package (DOCA-OFED); "
-        "no fabcheck role sets versions; on this host: `mlxfwmanager --query` and `ethtool -i <netdev>`"
+        f"bring {host} to {fleet}: the driver package (DOCA-OFED); no fabcheck role sets versions; "
+        "on this host: `ethtool -i <netdev>`"
     )
 
 
@@ -271,7 +268,7 @@ VERSIONS_CHECK = fleet_check(
     VERSIONS,
     "nic",
     (probes.IBV_DEVINFO, probes.DRIVER),
-    "one driver version and one firmware version per NIC model on every host; the odd host is named",
+    "one driver version per NIC driver on every host; the odd host is named (firmware: host.nic_firmware)",
     None,
     None,
     check_versions,

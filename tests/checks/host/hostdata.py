@@ -24,7 +24,7 @@ from fabcheck.collect.host import (
 from fabcheck.collect.script import Section
 from fabcheck.desired.nic import PERSIST_PATHS, desired_host
 from fabcheck.intent.loader import HostEntry
-from fabcheck.intent.model import Dcqcn, FabricIntent
+from fabcheck.intent.model import Dcqcn, FabricIntent, NicFirmware
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
 from fabcheck.parsers.mlnx_qos import MlnxQos
 from fabcheck.parsers.nic_persist import CONFIG_FORMAT
@@ -36,7 +36,23 @@ RAILS = {0: "mlx5_0", 1: "mlx5_1"}
 
 NETDEVS = {"mlx5_0": "ens1np0", "mlx5_1": "ens2np0"}
 
-INTENT = FabricIntent(rails=RAILS, dcqcn=Dcqcn(rp_params={"rpg_gd": 11, "rpg_min_rate": 10}))
+# The firmware the lab and the example inventories pin for their ConnectX-7 part (docs/checks/bus.md).
+FIRMWARE_PIN = NicFirmware(
+    psid="MT_0000000838",
+    version="28.39.1002",
+    config={
+        "LINK_TYPE_P1": "ETH",
+        "ADVANCED_PCI_SETTINGS": False,
+        "PCI_WR_ORDERING": "per_mkey",
+        "ATS_ENABLED": False,
+        "ROCE_CC_PRIO_MASK_P1": 255,
+        "CNP_DSCP_P1": 48,
+        "CNP_802P_PRIO_P1": 6,
+    },
+)
+INTENT = FabricIntent(
+    rails=RAILS, dcqcn=Dcqcn(rp_params={"rpg_gd": 11, "rpg_min_rate": 10}), nic_firmware=[FIRMWARE_PIN]
+)
 
 TOPO = (
     "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
@@ -142,6 +158,8 @@ def healthy_sections() -> dict[str, Section]:
         sections[f"cma_roce_tos:{dev}/1"] = ok("106\n")
         sections[f"cma_roce_mode:{dev}/1"] = ok("RoCE v2\n")
         sections |= wire_sections(netdev)
+        sections[f"flint:{dev}/1"] = ok(flint_q())
+        sections[f"mlxconfig:{dev}/1"] = ok(mlxconfig_e_q())
     sections["counter_window"] = ok(f"{COUNTER_WINDOW_S}\n")
     sections["show_gids"] = ok(render_show_gids(gids()))
     return sections | persisted_sections()
@@ -165,6 +183,46 @@ def wire_sections(netdev: str) -> dict[str, Section]:
         f"fec:{netdev}": ok(fec),
         f"module:{netdev}": ok(module),
     }
+
+
+def flint_q(version: str = "28.39.1002", psid: str = "MT_0000000838", running: str | None = None) -> str:
+    """`flint -d DEV q` as the real one (tests/data/real/host/flint-q-bluefield-dpu.txt) with this NIC's
+    image and PSID; `running`: the firmware that runs while that image waits for a reset."""
+    text = (REAL_HOST / "flint-q-bluefield-dpu.txt").read_text()
+    text = text.replace("24.33.1048", version).replace("MT_0000000723", psid)
+    if running is not None:  # printed right after FW Version (flint/subcommands.cpp printInfo)
+        text = text.replace(
+            f"FW Version:            {version}\n",
+            f"FW Version:            {version}\nFW Version(Running):   {running}\n",
+            1,
+        )
+    return text
+
+
+# A ConnectX-7 holding FIRMWARE_PIN's parameters: (Default, Current, Next Boot) as mlxconfig -e shows them.
+FIRMWARE_PARAMS = {
+    "LINK_TYPE_P1": ("ETH(2)", "ETH(2)", "ETH(2)"),
+    "ADVANCED_PCI_SETTINGS": ("False(0)", "False(0)", "False(0)"),
+    "PCI_WR_ORDERING": ("per_mkey(0)", "per_mkey(0)", "per_mkey(0)"),
+    "ATS_ENABLED": ("False(0)", "False(0)", "False(0)"),
+    "ROCE_CC_PRIO_MASK_P1": ("255", "255", "255"),
+    "CNP_DSCP_P1": ("48", "48", "48"),
+    "CNP_802P_PRIO_P1": ("6", "6", "6"),
+}
+
+
+def mlxconfig_e_q(**changed: tuple[str, str, str]) -> str:
+    """`mlxconfig -d DEV -e q` in the real layout (tests/data/real/host: mlxconfig-e-q-connectx6lx-header.txt
+    for the header, the ConnectX-7 query's rows: an 8-character prefix with `*` where Next Boot differs,
+    names padded to 44, values to 20 and a space); `changed`: parameter -> its three values."""
+    rows = ["", "Device #1:", "----------", "", f"{'Device type:':<20}{'ConnectX7':<20}", ""]
+    rows.append(f"{'Configurations:':<57}{'Default':<20}{'Current':<16}Next Boot")
+    for name, values in (FIRMWARE_PARAMS | changed).items():
+        mark = "*" if values[2] != values[0] or values[2] != values[1] else " "
+        rows.append(f"{mark}       {name:<44}" + " ".join(f"{value:<20}" for value in values))
+    if any(row.startswith("*") for row in rows):
+        rows.append("The '*' shows parameters with next value different from default/current value.")
+    return "\n".join(rows) + "\n"
 
 
 ETHTOOL_I = "driver: mlx5_core\nversion: 24.04-0.6.6\nfirmware-version: 28.39.1002 (MT_0000000838)\n"

@@ -1,5 +1,5 @@
-"""fabcheck.checks.host.fleet: the GID NCCL uses and the driver and firmware versions, compared across
-the hosts of a run."""
+"""fabcheck.checks.host.fleet: the GID NCCL uses and the driver versions, compared across the hosts of
+a run; the NIC firmware's fleet comparison (host.nic_firmware, unpinned)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,16 @@ from fabcheck.desired.nic import desired_host
 from fabcheck.gate import host_stage as validate
 from fabcheck.intent.loader import HostEntry
 from fabcheck.intent.model import FabricIntent
-from tests.checks.host.hostdata import ETHTOOL_I, INTENT, NETDEVS, gids, healthy_sections, not_passing, ok
+from tests.checks.host.hostdata import (
+    ETHTOOL_I,
+    INTENT,
+    NETDEVS,
+    flint_q,
+    gids,
+    healthy_sections,
+    not_passing,
+    ok,
+)
 from tests.parsers.renderers import render_show_gids
 
 
@@ -70,12 +79,15 @@ def test_with_gid_index_null_the_odd_index_is_named() -> None:
     assert failure.actual == "5 (3 on 2 host(s); 5 on gpu03)"
 
 
-def test_the_host_on_other_firmware_is_named_and_the_others_pass() -> None:
-    devinfo = healthy_sections()["ibv_devinfo"].stdout.replace("28.39.1002", "28.40.1000")
-    results = fleet({"gpu02": {"ibv_devinfo": ok(devinfo)}})
-    bad = {k: s for k, s in statuses(results, checks.VERSIONS).items() if s is not Status.PASS}
-    assert bad == {("gpu02", "firmware of NIC part 4129"): Status.FAIL}
-    failure = next(f for f in results["gpu02"] if f.check == checks.VERSIONS and f.status is Status.FAIL)
+def test_the_host_on_other_firmware_is_named_by_nic_firmware_and_versions_judges_drivers_only() -> None:
+    """host.versions no longer judges firmware (issue 36): host.nic_firmware compares it per PSID."""
+    odd = {f"flint:{dev}/1": ok(flint_q("28.40.1000")) for dev in NETDEVS}
+    results = fleet({"gpu02": odd}, INTENT.model_copy(update={"nic_firmware": []}))  # nothing pinned
+    assert {s for (_h, subject), s in statuses(results, checks.VERSIONS).items()} == {Status.PASS}
+    assert {subject for (_h, subject) in statuses(results, checks.VERSIONS)} == {"driver mlx5_core"}
+    bad = {k: s for k, s in statuses(results, checks.NIC_FIRMWARE).items() if s is not Status.PASS}
+    assert bad == {("gpu02", "firmware of PSID MT_0000000838"): Status.FAIL}
+    failure = next(f for f in results["gpu02"] if f.check == checks.NIC_FIRMWARE and f.status is Status.FAIL)
     assert failure.actual == "28.40.1000 (28.39.1002 on 2 host(s); 28.40.1000 on gpu02)"
     assert "bring gpu02 to the fleet's 28.39.1002" in failure.hint
 
@@ -102,11 +114,9 @@ def test_one_host_has_nothing_to_compare_and_unread_versions_are_errors() -> Non
 
 
 def test_validate_appends_the_fleet_findings_to_each_host() -> None:
-    devinfo = healthy_sections()["ibv_devinfo"].stdout.replace("28.39.1002", "28.40.1000")
-
     def collector(target: object, priority: int, _limits: object) -> HostCollection:
         name = target.name
-        odd = {"ibv_devinfo": ok(devinfo)} if name == "gpu03" else {}
+        odd = {f"flint:{dev}/1": ok(flint_q("28.40.1000")) for dev in NETDEVS} if name == "gpu03" else {}
         return HostCollection(name, healthy_sections() | odd, True, priority=priority)
 
     hosts = [
@@ -116,8 +126,9 @@ def test_validate_appends_the_fleet_findings_to_each_host() -> None:
     results = {r.host: r for r in hostgate.validate(hosts, collector=collector)}
     assert results["gpu01"].verdict is Status.PASS and results["gpu02"].verdict is Status.PASS
     assert results["gpu03"].verdict is Status.FAIL
-    assert not_passing(list(results["gpu03"].findings)) == {
-        (checks.VERSIONS, "firmware of NIC part 4129"): Status.FAIL
+    assert not_passing(list(results["gpu03"].findings)) == {  # against the pin: each NIC
+        (checks.NIC_FIRMWARE, "mlx5_0"): Status.FAIL,
+        (checks.NIC_FIRMWARE, "mlx5_1"): Status.FAIL,
     }
 
 

@@ -28,6 +28,10 @@ SSHD = "/usr/sbin/sshd"
 # the node's sysfs tree without those mounts (lab/src/fabcheck_lab/mockhost/tools/common.py Node.write_sys).
 KERNEL_ONLY_ATTRIBUTES = frozenset({"speed", "rate"})
 KERNEL_SYSCLASS = "/run/fabcheck-lab/sysclass"
+# In the node's state folder (mockhost/layout.py PCI_DEVICES_DIR, CMDLINE_FILE): the PCI functions' AER
+# counters, bound read-only over /sys/bus/pci/devices, and the kernel command line, over /proc/cmdline.
+PCI_DEVICES_DIR = "sys_bus_pci_devices"
+CMDLINE_FILE = "proc_cmdline"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -121,6 +125,8 @@ def build_root(node_root: str, bin_dir: str, state_mount: str) -> str:
     if os.path.isdir(f"{node_root}/sys_class/infiniband"):
         make_kernel_only_read_only(f"{merged}/sys/class/infiniband")
 
+    bind_node_pcie(node_root, merged)
+
     bind(f"{node_root}/home", f"{merged}/root")
     state_target = merged + state_mount
     os.makedirs(state_target, exist_ok=True)
@@ -134,6 +140,16 @@ def build_root(node_root: str, bin_dir: str, state_mount: str) -> str:
     bind(f"{node_root}/sys_class", merged + KERNEL_SYSCLASS)
     os.mkdir(f"{merged}/run/sshd", 0o755)  # sshd's privilege-separation directory
     return merged
+
+
+def bind_node_pcie(node_root: str, merged: str) -> None:
+    """The node's own PCI devices (the controller's stay hidden) and kernel command line, read-only as the
+    kernel's are. A bind of a file over a file of the node's fresh proc mount masks that one file only."""
+    devices, cmdline = f"{node_root}/state/{PCI_DEVICES_DIR}", f"{node_root}/state/{CMDLINE_FILE}"
+    if os.path.isdir(devices) and os.path.isdir(f"{merged}/sys/bus/pci/devices"):
+        bind(devices, f"{merged}/sys/bus/pci/devices", read_only=True)
+    if os.path.isfile(cmdline):
+        bind(cmdline, f"{merged}/proc/cmdline", read_only=True)
 
 
 def main(argv: list[str]) -> int:

@@ -17,12 +17,15 @@ from fabcheck.desired.nic import PERSIST_PATHS
 from fabcheck.errors import UsageError
 from fabcheck_lab import wire_model
 
-from .layout import MockNodePaths
+from .layout import CMDLINE_FILE, MockNodePaths
 from .tools.common import Node
 from .tools.mlnx_qos import apply_buffers, factory_state
 from .tools.netdev import STORM_KEY
 from .tools.nic_firmware import OTHER_FIRMWARE, firmware_state, state_name
 from .tools.nic_firmware import factory_state as firmware_factory
+from .tools.pcie import ACS_REDIRECT
+from .tools.pcie import STATE_FILE as PCIE_STATE_FILE
+from .tools.pcie import tree as pcie_tree
 from .tools.subnet_manager import read_opensm_conf
 from .tools.wire import save_wire_state, wire_state
 
@@ -60,6 +63,13 @@ HOST_FAULTS: Mapping[str, str] = {
     "dmabuf-host": "not a fault, a host variant: NVIDIA's open GPU kernel module and no nvidia_peermem "
     "module installed, so GPUDirect RDMA runs on dma-buf (the lab node's kernel is the machine's); "
     "validate passes",
+    "pcie-degraded": "the first rail NIC's PCIe link trained at x8 Gen3 under its Gen5 x16 capability: "
+    "lspci shows it downgraded; the mock perftest and NCCL bandwidth through that NIC drop to what x8 Gen3 "
+    "carries",
+    "acs-on": "ACS redirect (ReqRedir+ CmpltRedir+) on the PCIe bridge above GPU0 and on the one above its "
+    "rail NIC: GPUDirect traffic between them goes through the root complex and the NCCL bandwidth drops",
+    "iommu-translated": "the IOMMU in translated mode: kernel command line without iommu=pt and every rail "
+    "NIC's IOMMU group type DMA-FQ (ATS stays off)",
 }
 # Faults of the wire (fabcheck_lab.wire_model): no setting changes, the NIC's counters rise from the
 # moment of injection or its module's DOM moves; heal stops them and keeps what was counted.
@@ -363,6 +373,38 @@ def inject_dmabuf_host(node: Node, changes: Changes) -> None:
     changes.state_file("modules_available.json", json.dumps(available, indent=1, sort_keys=True) + "\n")
 
 
+# --- the PCIe bus (issue 36): the tree of mockhost.tools.pcie, its state in pcie.json -----------------
+DEGRADED_LINK = [8.0, 8]  # Gen3 x8
+
+
+def inject_pcie_degraded(node: Node, changes: Changes) -> None:
+    """The first rail NIC's link (and so the port above it) trained at x8 Gen3."""
+    nic = port_nic(node, "pcie-degraded")
+    changes.json_keys(PCIE_STATE_FILE, {nic["pci"]: {"link_status": DEGRADED_LINK}}, {})
+
+
+def inject_acs_on(node: Node, changes: Changes) -> None:
+    """ACS redirect on the bridge directly above GPU0 and on the one directly above its rail NIC (the two
+    downstream ports of their PCIe switch on rail8/ib), as the kernel enables it with an IOMMU."""
+    topology = node.load("topology.json")
+    if not topology["gpus"] or not topology["nics"]:
+        raise UsageError(f"host fault 'acs-on' needs GPUs and NICs; node {node.hostname} has none")
+    gpu = topology["gpus"][0]
+    nic = min(topology["nics"], key=lambda n: (n["switch"] != gpu["switch"], n["numa"] != gpu["numa"]))
+    functions = pcie_tree(node)
+    parents = {f["bdf"]: f["parent"] for f in functions}
+    bridges = sorted({parents[gpu["bus_id"].lower()[4:]], parents[nic["pci"]]} - {None})
+    changes.json_keys(PCIE_STATE_FILE, {bdf: {"acs_control": list(ACS_REDIRECT)} for bdf in bridges}, {})
+
+
+def inject_iommu_translated(node: Node, changes: Changes) -> None:
+    """DMA through the IOMMU's page tables (lazy flush, the kernel's default domain DMA-FQ)."""
+    cmdline = (node.state / CMDLINE_FILE).read_text().split()
+    changes.state_file(CMDLINE_FILE, " ".join(word for word in cmdline if word != "iommu=pt") + "\n")
+    for nic in node.rdma_nics():
+        changes.sys_file(f"infiniband/{nic['name']}/device/iommu_group/type", "DMA-FQ")
+
+
 INJECT: Mapping[str, Callable[[Node, Changes], None]] = {
     "pfc-off": inject_pfc_off,
     "pfc-storm-off": inject_pfc_storm_off,
@@ -381,6 +423,9 @@ INJECT: Mapping[str, Callable[[Node, Changes], None]] = {
     "fw-config-drift": inject_fw_config_drift,
     "dmabuf-host": inject_dmabuf_host,
     **{fault: partial(inject_wire, fault=fault) for fault in sorted(WIRE_FAULTS)},
+    "pcie-degraded": inject_pcie_degraded,
+    "acs-on": inject_acs_on,
+    "iommu-translated": inject_iommu_translated,
 }
 
 

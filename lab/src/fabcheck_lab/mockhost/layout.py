@@ -6,6 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MOCK_STATE_MOUNT = "/var/lib/fabcheck-mock"
+# In a node's state folder: bound over /sys/bus/pci/devices (one folder per BDF with its AER counters)
+# and over /proc/cmdline by nodeinit.py, which repeats these names (it runs with the standard library only).
+PCI_DEVICES_DIR = "sys_bus_pci_devices"
+CMDLINE_FILE = "proc_cmdline"
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,11 @@ from typing import Any
 
 from fabcheck_lab import wire_model
 
-from .layout import MOCK_STATE_MOUNT, MockNodePaths
+from .layout import CMDLINE_FILE, MOCK_STATE_MOUNT, PCI_DEVICES_DIR, MockNodePaths
 from .profiles import HOST_PROFILES, topology_for
 from .tools import CLIENT, DISPATCHER, SERVED_TOOLS, SOCKET_NAME, TOOL_NAMES
+from .tools.pcie import STATE_FILE as PCIE_STATE_FILE
+from .tools.pcie import functions_of
 
 __all__ = ["HOST_PROFILES", "install_tools", "prepare_node"]
 
@@ -264,3 +266,72 @@ def prepare_node(
         write_rdma_device(paths.sys_class, nic)
     if profile == "sm":
         write_opensm_conf(paths.etc)
+    write_pcie_state(paths, topology)
+
+
+# The AER counters of one function (torvalds/linux Documentation/ABI/testing/sysfs-bus-pci-devices-aer_stats
+# at 0e7d29a39a546161ea3a49e8e282a43212d7ff68): one `<name> <count>` line each, then the TOTAL line.
+AER_CORRECTABLE = (
+    "Receiver Error",
+    "Bad TLP",
+    "Bad DLLP",
+    "RELAY_NUM Rollover",
+    "Replay Timer Timeout",
+    "Advisory Non-Fatal",
+    "Corrected Internal Error",
+    "Header Log Overflow",
+)
+AER_UNCORRECTABLE = (
+    "Undefined",
+    "Data Link Protocol",
+    "Surprise Down Error",
+    "Poisoned TLP",
+    "Flow Control Protocol",
+    "Completion Timeout",
+    "Completer Abort",
+    "Unexpected Completion",
+    "Receiver Overflow",
+    "Malformed TLP",
+    "ECRC",
+    "Unsupported Request",
+    "ACS Violation",
+    "Uncorrectable Internal Error",
+    "MC Blocked TLP",
+    "AtomicOp Egress Blocked",
+    "TLP Prefix Blocked Error",
+)
+AER_FILES = (
+    ("aer_dev_correctable", AER_CORRECTABLE, "TOTAL_ERR_COR"),
+    ("aer_dev_fatal", AER_UNCORRECTABLE, "TOTAL_ERR_FATAL"),
+    ("aer_dev_nonfatal", AER_UNCORRECTABLE, "TOTAL_ERR_NONFATAL"),
+)
+# The kernel command line of a GPU host tuned for GPUDirect: the IOMMU on, DMA in passthrough (iommu=pt).
+FACTORY_CMDLINE = (
+    "BOOT_IMAGE=/boot/vmlinuz-5.15.0-105-generic root=/dev/mapper/vg0-root ro intel_iommu=on iommu=pt"
+)
+# A passthrough group's /sys/kernel/iommu_groups/<n>/type (ABI doc sysfs-kernel-iommu_groups).
+FACTORY_IOMMU_TYPE = "identity"
+
+
+def aer_text(names: tuple[str, ...], total: str) -> str:
+    return "".join(f"{name} 0\n" for name in names) + f"{total} 0"
+
+
+def write_pcie_state(paths: MockNodePaths, topology: dict[str, Any]) -> None:
+    """The PCIe tree's state (no changes: factory links and ACS), every function's AER counters, the
+    kernel command line, and each RDMA device's IOMMU group type."""
+    write_json(paths.state / PCIE_STATE_FILE, {})
+    devices = paths.state / PCI_DEVICES_DIR
+    for function in functions_of(topology):
+        folder = devices / function["bdf"]
+        for name, counters, total in AER_FILES:
+            write(folder / name, aer_text(counters, total))
+        if function["kind"] == "root_port":
+            for severity in ("cor", "fatal", "nonfatal"):
+                write(folder / f"aer_rootport_total_err_{severity}", 0)
+    write(paths.state / CMDLINE_FILE, FACTORY_CMDLINE)
+    for nic in topology["nics"]:
+        write(
+            paths.sys_class / "infiniband" / nic["name"] / "device" / "iommu_group" / "type",
+            FACTORY_IOMMU_TYPE,
+        )

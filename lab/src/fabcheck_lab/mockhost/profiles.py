@@ -20,6 +20,9 @@ GPU_NAME = "NVIDIA H100 80GB HBM3"
 GPU_MEMORY_MIB = 81559
 GPU_BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
 NIC_BUSES = ("1a", "2c", "3c", "5f", "9c", "ad", "bc", "dc")
+# The pcie profile's GPU pairs each sit behind one PCIe switch whose bus range (e.g. 16..2a for GPUs 18
+# and 2a) would hold bus 1a: its two NICs, each on its own root port, take buses outside those ranges.
+PCIE_PROFILE_NIC_BUSES = ("70", "e0")
 CPU_AFFINITY = {"0": "0-55,112-167", "1": "56-111,168-223"}
 NIC_MODEL = {"ca_type": "MT4129", "vendor_part_id": 4129, "fw": "28.39.1002", "board_id": "MT_0000000838"}
 LINE_RATE_GBPS = 400
@@ -74,6 +77,7 @@ def ipv4_gid(ipv4: str) -> str:
 
 def nic_entry(profile: str, index: int, nic: int, placement: tuple[int, int]) -> dict[str, Any]:
     infiniband = profile in ("ib", "sm")
+    buses = PCIE_PROFILE_NIC_BUSES if profile == "pcie" else NIC_BUSES
     mac = mac_for(index, nic)
     guid = node_guid(mac)
     ipv4 = f"10.{nic}.{index // 250}.{1 + index % 250}"
@@ -84,7 +88,7 @@ def nic_entry(profile: str, index: int, nic: int, placement: tuple[int, int]) ->
         "rate_gbps": LINE_RATE_GBPS,
         "numa": placement[0],
         "switch": placement[1],
-        "pci": f"0000:{NIC_BUSES[nic % len(NIC_BUSES)]}:00.0",
+        "pci": f"0000:{buses[nic % len(buses)]}:00.0",
         "mac": mac,
         "node_guid": guid,
         "port_guid": "0x" + guid.replace(":", "") if infiniband else "0x" + eui64(mac).replace(":", ""),
@@ -130,3 +134,11 @@ def rails_for(profile: str) -> dict[int, str]:
         nearest = (same_switch or same_numa or nics)[0]
         rails[gpu["index"]] = nearest["name"]
     return rails
+
+
+def pcie_tree_for(profile: str, index: int) -> list[dict[str, Any]]:
+    """The host's factory PCIe functions (root ports, switch ports, GPUs, NICs), derived from the same
+    switch/NUMA placement that `nvidia-smi topo -m` shows (mockhost.tools.pcie.functions_of)."""
+    from .tools.pcie import functions_of
+
+    return functions_of(topology_for(profile, index))

@@ -51,4 +51,5 @@ TOOL_NAMES = (
     "sysctl",
     "sminfo",
     "numactl",
+    "lspci",  # not served: like the real one it prints capabilities only to root (the caller's uid)
 )

@@ -32,7 +32,7 @@ def run(tool: str, args: list[str]) -> int:
 
 def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
     """Tools that only read or write node state (imported on demand to keep start-up small)."""
-    from . import numactl, subnet_manager, system, systemd
+    from . import numactl, pcie, subnet_manager, system, systemd
 
     dispatcher = subnet_manager.dispatcher_path()
     return {
@@ -45,6 +45,7 @@ def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
         "fabcheck-mock-boot": lambda node, args: systemd.boot(node, dispatcher),
         "sminfo": subnet_manager.sminfo,
         "fabcheck-mock-opensm": lambda node, args: subnet_manager.daemon(node),
+        "lspci": lambda node, args: pcie.lspci(node, args),
     }
 
 

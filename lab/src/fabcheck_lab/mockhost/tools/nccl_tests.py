@@ -25,7 +25,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from . import traffic
+from . import pcie, traffic
 from .common import Node, ToolError, out
 from .nccl_log import RankLog, channel_lines, comm_lines, complete_line, gdr_line, init_lines, rank_net
 
@@ -245,6 +245,9 @@ def my_ranks(node: Node, p: Params, world: World, env: dict[str, str]) -> list[d
         gpu = gpus[dev]
         net = rank_net(node, gpu, env)
         profile = traffic.nic_profile(node, net["nic"]) if net["nic"] else None
+        # The PCIe ceiling of the rank's traffic: GPU to NIC peer-to-peer with GDR, else host memory.
+        if net["nic"]:
+            profile["pcie_gbps"] = pcie.carried_gbps(node, net["nic"], gpu["index"] if net["gdr"] else None)
         ranks.append(
             {
                 "rank": world.proc * p.ngpus + g,
@@ -274,6 +277,7 @@ def rank_penalty(rank: dict[str, Any]) -> float:
         return 1.0
     factor = DISTANCE_FACTOR.get(net["distance"], 0.6) * (1.0 if net["gdr"] else NO_GDR_FACTOR)
     profile = rank["profile"]
+    factor *= min(1.0, profile.get("pcie_gbps", math.inf) / profile["rate_gbps"])  # one slow rail paces all
     return (
         factor
         * traffic.payload_efficiency(profile["link_layer"], profile["mtu"])

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import traffic
+from . import pcie, traffic
 from .common import Node, ToolError, getopt_message, out
 from .rdma_cm import rdma_cm_tos
 from .rdma_info import gid_entries
@@ -360,6 +360,7 @@ def run_client(node: Node, p: Params) -> int:
     check_cuda(node, p)
     info = qp_info(node, nic, p)
     local = traffic.nic_profile(node, nic)
+    local["rate_gbps"] = min(local["rate_gbps"], pcie.carried_gbps(node, nic, p.cuda_device))  # PCIe ceiling
     sock = traffic.connect(str(p.server), p.port, wait=1.0, source=node.address)
     if sock is None:
         raise ToolError(
@@ -414,6 +415,7 @@ def run_server(node: Node, p: Params) -> int:
     check_cuda(node, p)
     info = qp_info(node, nic, p)
     local = traffic.nic_profile(node, nic)
+    local["rate_gbps"] = min(local["rate_gbps"], pcie.carried_gbps(node, nic, p.cuda_device))  # PCIe ceiling
     listener = listen_on(node, p.port)
     out(
         "\n************************************\n* Waiting for client to connect... *\n"

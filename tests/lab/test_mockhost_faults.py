@@ -137,6 +137,10 @@ TESTED_ELSEWHERE = {
     "fw-mismatch": "test_mock_firmware.py",  # the NIC's firmware state, flint and mlxconfig (issue 36)
     "fw-config-drift": "test_mock_firmware.py",
     "dmabuf-host": "test_mock_gpudirect.py",  # a host variant that must pass, not a fault (issue 36)
+    # the PCIe bus (issue 36): lspci, sysfs and the cmdline, and the bandwidth the faults cost
+    "pcie-degraded": "test_mock_pcie.py",
+    "acs-on": "test_mock_pcie.py",
+    "iommu-translated": "test_mock_pcie.py",
 }
 
 

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import glob
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fabcheck.collect.host import AER_FILES
 from fabcheck.errors import UsageError
+from fabcheck.parsers.bus_records import PcieLink
+from fabcheck.parsers.lspci import parse_lspci
+from fabcheck.parsers.pcie_sysfs import (
+    TRANSLATED_DOMAIN_TYPES,
+    aer_answer,
+    parse_cmdline,
+    parse_iommu_group_type,
+)
 from fabcheck_lab import nodeinit
 from fabcheck_lab.mockhost import heal, inject
 from fabcheck_lab.mockhost import layout as mock_layout
@@ -321,3 +331,56 @@ def test_iommu_translated_leaves_the_bandwidth_model_alone(paths: MockNodePaths)
     """No public figure for the cost of translation without ATS: the mock does not invent one."""
     inject(paths, "iommu-translated")
     assert nccl_tests.rank_penalty(rank(node_of(paths), 0, gdr=True)) == 1.0
+
+
+# --- read back with the product's own parsers -----------------------------------------------------------
+def test_lspci_reads_back_through_parse_lspci(
+    paths: MockNodePaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = parse_lspci(lspci(paths, capsys, "-D", "-vvv"), "lspci -D -vvv")
+    assert len(tree.functions) == len(pcie_tree_for("rail8", 0))
+    assert [bridge.bdf for bridge in tree.path(GPU0, NIC0)] == [PORT_ABOVE_GPU0, SWITCH_UP0, PORT_ABOVE_NIC0]
+    nic, gpu, port = tree.functions[NIC0], tree.functions[GPU0], tree.functions[PORT_ABOVE_GPU0]
+    assert nic.link_capability == PcieLink(32.0, 16) == nic.link_status
+    assert (nic.driver, nic.ats_enabled, nic.port_type) == ("mlx5_core", False, "Endpoint")
+    assert gpu.link_status == PcieLink(2.5, 16) and gpu.driver == "nvidia"
+    assert port.bridge and port.port_type == "Downstream Port" and port.acs_redirect == ()
+    assert tree.functions[ROOT_PORT0].acs_redirect == ("ReqRedir", "CmpltRedir")
+    inject(paths, "pcie-degraded")
+    inject(paths, "acs-on")
+    tree = parse_lspci(lspci(paths, capsys, "-D", "-vvv"), "lspci -D -vvv")
+    assert tree.functions[NIC0].link_status == PcieLink(8.0, 8)
+    assert [b.bdf for b in tree.path(GPU0, NIC0) if b.acs_redirect] == [PORT_ABOVE_GPU0, PORT_ABOVE_NIC0]
+
+
+def test_lspci_as_a_user_reads_back_as_access_denied(
+    paths: MockNodePaths, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pcie.os, "geteuid", lambda: 1000)
+    tree = parse_lspci(lspci(paths, capsys, "-D", "-vvv"), "lspci -D -vvv")
+    assert all(f.access_denied and f.link_status is None for f in tree.functions.values())
+
+
+def test_aer_cmdline_and_iommu_group_read_back_through_the_probe_parsers(paths: MockNodePaths) -> None:
+    """The AER probe's own command (`grep -H "" <files>`, run in the node's folder as it is bound over
+    /sys/bus/pci/devices), the kernel command line and a rail NIC's group type, factory and translated."""
+    devices = paths.state / mock_layout.PCI_DEVICES_DIR
+    files = [f"sys/bus/pci/devices/{pattern.rsplit('/', 2)[1]}/{Path(pattern).name}" for pattern in AER_FILES]
+    mirror = paths.root / "probe" / "sys" / "bus" / "pci"
+    mirror.mkdir(parents=True)
+    (mirror / "devices").symlink_to(devices)
+    done = subprocess.run(
+        f"grep -H '' {' '.join(files)}", shell=True, cwd=paths.root / "probe", capture_output=True, text=True
+    )
+    aer = aer_answer(done.returncode, done.stdout, done.stderr, "aer")
+    assert set(aer) == {f["bdf"] for f in pcie_tree_for("rail8", 0)}
+    assert all(aer[NIC0].total(severity) == 0 for severity in ("correctable", "nonfatal", "fatal"))
+    assert aer[NIC0].counts["correctable"]["RELAY_NUM Rollover"] == 0
+    cmdline = (paths.state / mock_layout.CMDLINE_FILE).read_text()
+    assert parse_cmdline(cmdline, "cmdline").passthrough is True
+    group = node_of(paths).read_sys("infiniband/mlx5_0/device/iommu_group/type") or ""
+    assert parse_iommu_group_type(group, "type") == "identity"
+    inject(paths, "iommu-translated")
+    assert parse_cmdline((paths.state / mock_layout.CMDLINE_FILE).read_text(), "cmdline").passthrough is None
+    group = node_of(paths).read_sys("infiniband/mlx5_0/device/iommu_group/type") or ""
+    assert parse_iommu_group_type(group, "type") in TRANSLATED_DOMAIN_TYPES

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fabcheck.desired.perftest import DesiredPerftest
+from fabcheck.errors import ParseError
 from fabcheck.pairs.rounds import Endpoint, Pair, Round
+from fabcheck.parsers.gpudirect import OPEN_MODULE_LICENSE, parse_kernel_release
 
 TEST = "ib_write_bw"
 BASE_PORT = 18515  # perftest's default; each test a host serves in one round gets its own port
@@ -26,6 +28,11 @@ class HostSetup:
 
     numactl: bool
     numa_nodes: Mapping[str, int]
+    # GPUDirect by dma-buf: no nvidia_peermem loaded, a kernel >= 5.12 and the open GPU kernel module.
+    # perftest then registers the GPU buffer with --use_cuda_dmabuf (plain --use_cuda needs peermem):
+    # `ib_write_bw --use_cuda=0 --use_cuda_dmabuf` in
+    # NVIDIA/cloud-native-docs:gpu-operator/gpu-operator-rdma.rst@52dcb7b8d956784344e241df476de17094a4574c.
+    cuda_dmabuf: bool = False
 
     def pinning(self, nic: str) -> tuple[str, ...]:
         """numactl prefix that keeps the process and its buffers on the NIC's NUMA node."""
@@ -83,13 +90,16 @@ def _side(
     if want.gid_index is not None:
         argv += ["-x", str(want.gid_index)]
     gpu = want.cuda_device.get(end.nic)
+    host = setup.get(end.host, HostSetup(False, {}))
     if gpu is not None:
         argv.append(f"--use_cuda={gpu}")
-    host = setup.get(end.host, HostSetup(False, {}))
+        if host.cuda_dmabuf:
+            argv.append("--use_cuda_dmabuf")
     return (*host.pinning(end.nic), *argv)
 
 
-# One round trip per host before its tests: numactl present, and each NIC's NUMA node. The NIC's
+# One round trip per host before its tests: numactl present, each NIC's NUMA node, and whether the GPU
+# buffer goes through dma-buf (peermem not loaded, the kernel release, the GPU module's license). The NIC's
 # PCI function holds numa_node; an InfiniBand class entry links to it as device/, and its netdev's
 # device/ is the same function (the lab's mock sysfs has only the latter).
 SETUP_SCRIPT = r"""
@@ -103,6 +113,9 @@ for nic in "$@"; do
   fi
   echo "nic $nic ${node:--1}"
 done
+if lsmod 2>/dev/null | grep -q '^nvidia_peermem '; then echo peermem yes; else echo peermem no; fi
+echo "kernel $(uname -r 2>/dev/null)"
+echo "gpu_module_license $(modinfo -F license nvidia 2>/dev/null | head -n 1)"
 """
 
 
@@ -114,6 +127,7 @@ def parse_setup(text: str) -> HostSetup:
     """The setup script's answer -> HostSetup; a line it did not print is ignored, a bad node is -1."""
     numactl = False
     nodes: dict[str, int] = {}
+    said: dict[str, str] = {}
     for line in text.splitlines():
         words = line.split()
         if words[:1] == ["numactl"] and len(words) == 2:
@@ -121,4 +135,17 @@ def parse_setup(text: str) -> HostSetup:
         elif words[:1] == ["nic"] and len(words) == 3:
             value = words[2]
             nodes[words[1]] = int(value) if value.lstrip("-").isdigit() else NUMA_UNKNOWN
-    return HostSetup(numactl, nodes)
+        elif words[:1] in (["peermem"], ["kernel"], ["gpu_module_license"]):
+            said[words[0]] = line.partition(" ")[2].strip()
+    return HostSetup(numactl, nodes, _dmabuf_only(said))
+
+
+def _dmabuf_only(said: Mapping[str, str]) -> bool:
+    """GPUDirect by dma-buf and not by nvidia_peermem (the rule of host.gpudirect); unsure: False, and
+    perftest asks for peermem as before."""
+    if said.get("peermem") != "no" or said.get("gpu_module_license") != OPEN_MODULE_LICENSE:
+        return False
+    try:
+        return parse_kernel_release(said.get("kernel", ""), "uname -r").can_dmabuf
+    except ParseError:
+        return False

@@ -18,6 +18,7 @@ from fabcheck_lab.mockhost.prepare import prepare_node
 from fabcheck_lab.mockhost.tools import SERVED_TOOLS, TOOL_NAMES
 from fabcheck_lab.mockhost.tools.common import Node, ToolError
 from fabcheck_lab.mockhost.tools.dispatch import state_tools
+from fabcheck_lab.mockhost.tools.perftest import Params, check_cuda, parse_args
 from fabcheck_lab.mockhost.tools.system import lsmod, modinfo, modprobe
 
 
@@ -90,3 +91,20 @@ def test_dmabuf_host_variant_and_heal(tmp_path: Path, capsys: pytest.CaptureFixt
     assert {name: (paths.state / name).read_text() for name in before} == before
     assert not (paths.state / "gpu_module.json").exists()
     assert json.loads(before["modules.json"])["nvidia_peermem"] is True and node.gdr_ready()
+
+
+def test_mock_perftest_registers_gpu_memory_by_the_hosts_mechanism(tmp_path: Path) -> None:
+    """--use_cuda needs nvidia_peermem; --use_cuda_dmabuf needs dma-buf (the dmabuf-host variant)."""
+    paths, node = node_at(tmp_path)
+    peermem = Params("ib_write_bw", cuda_device=0)
+    dmabuf = Params("ib_write_bw", cuda_device=0, cuda_dmabuf=True)
+    with pytest.raises(ToolError, match="Couldn't allocate MR"):
+        check_cuda(node, peermem)  # factory: peermem not loaded yet
+    with pytest.raises(ToolError, match="Couldn't allocate MR"):
+        check_cuda(node, dmabuf)  # the proprietary module: no dma-buf
+    inject(paths, "dmabuf-host")
+    if node.dmabuf_ready():  # the machine's kernel is >= 5.12
+        check_cuda(node, dmabuf)
+    with pytest.raises(ToolError, match="Couldn't allocate MR"):
+        check_cuda(node, peermem)
+    assert parse_args("ib_write_bw", ["--use_cuda=0", "--use_cuda_dmabuf"]).cuda_dmabuf

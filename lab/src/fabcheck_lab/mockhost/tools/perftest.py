@@ -51,6 +51,7 @@ LONG = [
     "report_gbits",
     "report-gbits",
     "use_cuda=",
+    "use_cuda_dmabuf",
     "help",
 ]
 
@@ -69,6 +70,7 @@ class Params:
     tos: int | None = None
     gbits: bool = False
     cuda_device: int | None = None
+    cuda_dmabuf: bool = False
     server: str | None = None
 
     @property
@@ -136,6 +138,8 @@ def apply_option(p: Params, flag: str, value: str) -> None:
         p.gbits = True
     elif flag == "--use_cuda":
         p.cuda_device = number(value)
+    elif flag == "--use_cuda_dmabuf":
+        p.cuda_dmabuf = True
 
 
 def find_device(node: Node, wanted: str | None) -> dict[str, Any]:
@@ -157,12 +161,14 @@ def find_device(node: Node, wanted: str | None) -> dict[str, Any]:
 
 
 def check_cuda(node: Node, p: Params) -> None:
-    """--use_cuda: the buffer lives on that GPU, and the NIC registers it only through nvidia_peermem."""
+    """--use_cuda: the buffer lives on that GPU, and the NIC registers it through nvidia_peermem, or
+    with --use_cuda_dmabuf through dma-buf (the open GPU kernel module on a kernel >= 5.12). The failure
+    lines of a dma-buf registration are the peermem ones (unverified: no real sample of that failure)."""
     if p.cuda_device is None:
         return
     if not any(gpu["index"] == p.cuda_device for gpu in node.gpus()):
         raise ToolError(f"Couldn't find CUDA device {p.cuda_device}\n Couldn't create IB resources\n", 1)
-    if not node.peermem_loaded():
+    if not (node.dmabuf_ready() if p.cuda_dmabuf else node.peermem_loaded()):
         raise ToolError(" Couldn't allocate MR\n Failed to create MR\n Couldn't create IB resources\n", 1)
 
 

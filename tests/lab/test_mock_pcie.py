@@ -197,8 +197,28 @@ def test_lspci_without_D_s_selects_and_without_root_denies_capabilities(
 
 def test_lspci_refuses_options_the_mock_does_not_model(paths: MockNodePaths) -> None:
     with pytest.raises(pcie.ToolError) as refused:
-        pcie.lspci(node_of(paths), ["-tv"])
-    assert refused.value.code == 2 and "-t" in refused.value.message
+        pcie.lspci(node_of(paths), ["-x"])
+    assert refused.value.code == 2 and "-x" in refused.value.message
+
+
+def test_lspci_tv_draws_the_bus_ranges_as_ls_tree_does(
+    paths: MockNodePaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ls-tree.c: a bridge as `DD.F-[SS-EE]-` (`-[SS]-` for one bus), `+-`/`\\-` between siblings, `--`
+    for an only child, `|` carried down; -v names end devices only. Real shape: `+-03.1-[61-67]----00.0-
+    [62-67]--+-02.0-[63]----00.0` (https://github.com/noonghunna/club-3090/issues/1261)."""
+    lines = lspci(paths, capsys, "-tv").splitlines()
+    gpu = "  NVIDIA Corporation GH100 [H100 SXM5 80GB]"
+    nic = "  Mellanox Technologies MT2910 Family [ConnectX-7]"
+    assert lines[0] == "-+-[0000:15]---01.0-[16-1a]----00.0-[17-1a]--+-00.0-[18]----00.0" + gpu
+    assert lines[1] == " |                                           \\-02.0-[1a]----00.0" + nic
+    assert lines[-2].startswith(" \\-[0000:d8]---01.0-[d9-dc]----00.0-[da-dc]--+-00.0-[db]----00.0")
+    assert lines[-1] == " " * 45 + "\\-02.0-[dc]----00.0" + nic
+    drawn = {
+        tuple(int(x, 16) for x in r.split("-")) for r in re.findall(r"-\[([0-9a-f-]+)\]-", "".join(lines))
+    }
+    ranges = [(f["secondary"], f["subordinate"]) for f in pcie_tree_for("rail8", 0) if "secondary" in f]
+    assert drawn == {(low,) if low == high else (low, high) for low, high in ranges}
 
 
 # --- sysfs and the kernel command line ------------------------------------------------------------------

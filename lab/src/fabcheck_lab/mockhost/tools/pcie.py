@@ -7,7 +7,7 @@ devices' own buses: a switch over buses m..M has its root port on bus m-3, its u
 its downstream ports on m-1 (device 2k for the k-th member); a lone device on bus b has its root port
 on bus b-1. Per-function changes (a fault's trained link, ACS control bits) live in pcie.json.
 
-`lspci` prints the pciutils 3.10 format (pciutils/pciutils ls-caps.c, ls-ecaps.c, lspci.c at
+`lspci` prints the pciutils 3.10 format (pciutils/pciutils ls-caps.c, ls-ecaps.c, lspci.c, ls-tree.c at
 0f5b941aa5cf8b1b126ff3e4176b1c32b2158289; names from pciutils/pciids pci.ids at
 c1c12547d626ebf05fd0223144ad87fab5e95d06), a subset of the capabilities: Express, AER, ACS, ATS.
 """
@@ -22,13 +22,13 @@ from .common import Node, ToolError, out
 
 STATE_FILE = "pcie.json"  # bdf -> {"link_status": [GT/s, width], "acs_control": [flag, ...]}
 
-ROOT_PORT = ("PCI bridge", "Intel Corporation Device 352a (rev 04)")
-SWITCH_PORT = ("PCI bridge", "Broadcom / LSI PEX890xx PCIe Gen 5 Switch (rev b0)")
+ROOT_PORT = ("PCI bridge", "Intel Corporation Device 352a", "04")
+SWITCH_PORT = ("PCI bridge", "Broadcom / LSI PEX890xx PCIe Gen 5 Switch", "b0")
 BRIDGE_PROG_IF = " (prog-if 00 [Normal decode])"  # printed with -v only (lspci.c show_terse)
 SWITCH_SUBSYSTEM = "Broadcom / LSI PEX89048 PCIe Gen 5 48 port/lane Switch Upstream/Downstream Port"
-GPU_NAMES = ("3D controller", "NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)")
-NIC_NAMES = ("Ethernet controller", "Mellanox Technologies MT2910 Family [ConnectX-7]")
-IB_NAMES = ("Infiniband controller", "Mellanox Technologies MT2910 Family [ConnectX-7]")
+GPU_NAMES = ("3D controller", "NVIDIA Corporation GH100 [H100 SXM5 80GB]", "a1")
+NIC_NAMES = ("Ethernet controller", "Mellanox Technologies MT2910 Family [ConnectX-7]", "")
+IB_NAMES = ("Infiniband controller", "Mellanox Technologies MT2910 Family [ConnectX-7]", "")
 NIC_SUBSYSTEM = "Mellanox Technologies Device 0051"
 
 GEN5_X16 = (32.0, 16)
@@ -159,7 +159,8 @@ DRIVERS = {
 }
 
 
-def names_of(function: dict[str, Any]) -> tuple[str, str]:
+def names_of(function: dict[str, Any]) -> tuple[str, str, str]:
+    """(class, vendor and device name, revision or "") as pci.ids names them."""
     kind = function["kind"]
     if kind == "root_port":
         return ROOT_PORT
@@ -217,10 +218,11 @@ AER_LINES = (
 
 def function_lines(function: dict[str, Any], verbose: int, domain: bool, root: bool) -> list[str]:
     kind = function["kind"]
-    cls, name = names_of(function)
+    cls, name, revision = names_of(function)
     address = function["bdf"] if domain else function["bdf"][5:]
     bridge = kind in ("root_port", "switch_up", "switch_down")
-    lines = [f"{address} {cls}: {name}{BRIDGE_PROG_IF if bridge and verbose else ''}"]
+    rev = f" (rev {revision})" if revision else ""
+    lines = [f"{address} {cls}: {name}{rev}{BRIDGE_PROG_IF if bridge and verbose else ''}"]
     if verbose == 0:
         return lines
     lines += [
@@ -282,14 +284,19 @@ def matches(address: str, wanted: tuple[str | None, str | None, str | None, str 
 
 
 def lspci(node: Node, args: list[str]) -> int:
-    """`lspci [-D] [-v|-vv|-vvv] [-s SLOT]`; other options are not modelled and say so."""
+    """`lspci [-D] [-v|-vv|-vvv] [-s SLOT]` and `lspci -t[v]`; other options are not modelled and say so."""
     try:
-        options, rest = getopt.getopt(args, "Dvs:")
+        options, rest = getopt.getopt(args, "Dvs:t")
     except getopt.GetoptError as exc:
-        raise ToolError(f"lspci: {exc.msg} (the lab's mock lspci knows -D, -v, -s)\n", 2) from None
+        raise ToolError(f"lspci: {exc.msg} (the lab's mock lspci knows -D, -v, -s, -t)\n", 2) from None
     if rest:
         raise ToolError(f"lspci: Unknown argument {rest[0]!r}\n", 2)
     verbose = sum(1 for flag, _ in options if flag == "-v")
+    if any(flag == "-t" for flag, _ in options):
+        if any(flag == "-s" for flag, _ in options):
+            raise ToolError("lspci: -s with -t is not modelled by the lab's mock lspci\n", 2)
+        out(tree_text(tree(node), verbose > 0))
+        return 0
     domain = any(flag == "-D" for flag, _ in options)
     slots = [selector(value) for flag, value in options if flag == "-s"]
     root = os.geteuid() == 0
@@ -301,6 +308,64 @@ def lspci(node: Node, args: list[str]) -> int:
     if blocks:
         out(("\n" if verbose else "").join(blocks) + ("\n" if verbose else ""))
     return 0
+
+
+# --- lspci -t (pciutils ls-tree.c: show_forest, show_tree_bridge, show_tree_bus, show_tree_dev) ------
+class TreeLine:
+    """ls-tree.c's line buffer: text is written at a position; printing a line turns what was printed
+    into the prefix of the next one (`+` and `|` become `|`, anything else a space)."""
+
+    def __init__(self) -> None:
+        self.chars: list[str] = []
+        self.printed: list[str] = []
+
+    def put(self, at: int, text: str) -> int:
+        self.chars[at:] = list(text)
+        return at + len(text)
+
+    def emit(self, at: int) -> None:
+        del self.chars[at:]
+        self.printed.append("".join(self.chars))
+        self.chars = ["|" if c in "+|" else " " for c in self.chars]
+
+
+def tree_text(functions: list[dict[str, Any]], verbose: bool) -> str:
+    """The forest of one domain (all lab functions are in 0000): its root buses, then each bridge's
+    secondary bus with the devices on it, in BDF order."""
+    on_bus: dict[int, list[dict[str, Any]]] = {}
+    for function in functions:
+        on_bus.setdefault(bus_of(function["bdf"]), []).append(function)
+    below = {f["secondary"] for f in functions if "secondary" in f}
+    roots = sorted(bus for bus in on_bus if bus not in below)
+    line = TreeLine()
+
+    def device(function: dict[str, Any], at: int) -> None:
+        at = line.put(at, function["bdf"][8:])
+        if "secondary" in function:
+            low, high = function["secondary"], function["subordinate"]
+            at = line.put(at, f"-[{low:02x}]-" if low == high else f"-[{low:02x}-{high:02x}]-")
+            at = line.put(at, "-")
+            bus(on_bus.get(low, []), at)
+            return
+        if verbose:
+            at = line.put(at, f"  {names_of(function)[1]}")
+        line.emit(at)
+
+    def bus(devices: list[dict[str, Any]], at: int) -> None:
+        if not devices:
+            line.emit(at)
+        elif len(devices) == 1:
+            device(devices[0], line.put(at, "--"))
+        else:
+            for index, function in enumerate(devices):
+                device(function, line.put(at, "\\-" if index == len(devices) - 1 else "+-"))
+
+    at = line.put(0, "-")
+    for index, number in enumerate(roots):
+        label = f"[0000:{number:02x}]-"
+        prefix = "" if len(roots) == 1 else ("\\-" if index == len(roots) - 1 else "+-")
+        bus(on_bus[number], line.put(at, prefix + label))
+    return "".join(text + "\n" for text in line.printed)
 
 
 # --- what the tree carries -----------------------------------------------------------------------------

@@ -4,7 +4,11 @@ without nvidia_peermem, then heals back to the proprietary module with peermem i
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import io
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -108,3 +112,32 @@ def test_mock_perftest_registers_gpu_memory_by_the_hosts_mechanism(tmp_path: Pat
     with pytest.raises(ToolError, match="Couldn't allocate MR"):
         check_cuda(node, peermem)
     assert parse_args("ib_write_bw", ["--use_cuda=0", "--use_cuda_dmabuf"]).cuda_dmabuf
+
+
+def test_role_gpu_rdma_reads_the_lab_node_as_a_real_host(tmp_path: Path) -> None:
+    """boot_kernel_module's dma-buf reading (role gpu_rdma, policy without_dmabuf) over the mock modinfo and
+    the machine's own `uname -r`: peermem on the factory host, nothing on the dmabuf-host variant."""
+    code = importlib.import_module("tests.roles.test_boot_kernel_module").module_code()
+    paths, node = node_at(tmp_path)
+
+    class OnTheNode:
+        def run_command(self, argv: list[str]) -> tuple[int, str, str]:
+            if argv[0] == "uname":
+                done = subprocess.run(argv, capture_output=True, text=True, check=False)
+                return done.returncode, done.stdout, done.stderr
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                try:
+                    return state_tools()[argv[0]](node, argv[1:]), out.getvalue(), ""
+                except ToolError as exc:
+                    return exc.code, out.getvalue(), exc.message
+
+        def fail_json(self, msg: str) -> None:
+            raise AssertionError(msg)
+
+    dmabuf, reason = code.read_dmabuf(OnTheNode())
+    assert not dmabuf and "license 'NVIDIA'" in reason
+    inject(paths, "dmabuf-host")
+    dmabuf, reason = code.read_dmabuf(OnTheNode())
+    assert dmabuf is node.dmabuf_ready()
+    assert reason.startswith("dma-buf: kernel ") if dmabuf else "(< 5.12)" in reason

@@ -61,6 +61,12 @@ def wire_checks_table() -> str:
     return catalog.markdown(("host", "switch", "link"), catalog.WIRE_CHECK_IDS)
 
 
+def bus_checks_table() -> str:
+    from fabcheck.gate import catalog
+
+    return catalog.markdown(("host",), catalog.BUS_CHECK_IDS)
+
+
 def _inputs(inputs: object) -> str:
     if not dataclasses.is_dataclass(inputs):
         return "-"
@@ -370,6 +376,7 @@ def generators() -> dict[str, Callable[[], str]]:
         "checks:switch": lambda: catalog_table("switch"),
         "checks:sm": lambda: catalog_table("sm"),
         "checks:wire": wire_checks_table,
+        "checks:bus": bus_checks_table,
         "owned-fields": switch_owned_fields,
         "host-owned-fields": host_owned_fields,
         "intent-keys": intent_table,

@@ -27,6 +27,7 @@ from fabcheck.parsers.ethtool_tunable import TUNABLE, parse_pfc_prevention_tout
 from fabcheck.parsers.flint import parse_flint
 from fabcheck.parsers.gpudirect import NVIDIA_MODULE, parse_kernel_release, parse_module_license
 from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
+from fabcheck.parsers.lspci import parse_lspci
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
 from fabcheck.parsers.mlxconfig import parse_mlxconfig
 from fabcheck.parsers.mlxlink import parse_mlxlink
@@ -36,6 +37,7 @@ from fabcheck.parsers.nic_persist import (
     parse_present_files,
     parse_unit_state,
 )
+from fabcheck.parsers.pcie_sysfs import aer_answer, parse_cmdline, parse_iommu_group_type
 from fabcheck.parsers.show_gids import parse_show_gids
 from fabcheck.parsers.topo import parse_topo
 
@@ -199,6 +201,16 @@ HOST_PROBES: tuple[HostProbe, ...] = (
     # firmware version is read from ibv_devinfo and pinned parameters are an ERROR (host.nic_fw_config).
     HostProbe(FLINT, "port", ("flint", "-d", "{dev}", "q"), parse_flint, optional=True),
     HostProbe(MLXCONFIG, "port", ("mlxconfig", "-d", "{dev}", "-e", "q"), parse_mlxconfig, optional=True),
+    HostProbe(LSPCI, "host", ("lspci", "-D", "-vvv"), parse_lspci),
+    HostProbe(AER, "host", ("grep", "-H", "", *AER_FILES), aer_answer, "answer", counter=True, glob=True),
+    HostProbe(CMDLINE, "host", ("cat", "/proc/cmdline"), parse_cmdline),
+    HostProbe(
+        IOMMU_GROUP,
+        "port",
+        ("cat", "/sys/class/infiniband/{dev}/device/iommu_group/type"),
+        parse_iommu_group_type,
+        "file",
+    ),
 )
 PROBES_BY_NAME: Mapping[str, HostProbe] = {probe.name: probe for probe in HOST_PROBES}
 

@@ -25,6 +25,7 @@ from typing import Any
 from fabcheck.checks import link_health, switch
 from fabcheck.checks.declare import Check
 from fabcheck.checks.declared import DECLARED
+from fabcheck.checks.host import pcie as host_pcie
 from fabcheck.checks.host import wire as host_wire
 from fabcheck.checks.model import Finding
 from fabcheck.checks.roles import SWITCH_QOS_ROLE
@@ -273,6 +274,11 @@ _WIRE_CHECKS: tuple[Check[Any], ...] = (
 )
 WIRE_CHECK_IDS = tuple(check.id for check in _WIRE_CHECKS)
 WIRE_FIXED_BY = "no role: the hint names what to clean, reseat or replace"
+# docs/checks/bus.md: the checks of the bus between each GPU and its rail NIC (issue 36): PCIe, GPUDirect,
+# NIC firmware, GPU health. Each family appends its checks' declarations here.
+BUS_TABLE = "bus"
+_BUS_CHECKS: tuple[Check[Any], ...] = (*host_pcie.CHECKS,)
+BUS_CHECK_IDS = tuple(check.id for check in _BUS_CHECKS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -281,12 +287,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--markdown",
-        choices=sorted([*TABLES, WIRE_TABLE]),
+        choices=sorted([*TABLES, WIRE_TABLE, BUS_TABLE]),
         help="print the docs' check table of these stages",
     )
     args = parser.parse_args(argv)
     if args.markdown == WIRE_TABLE:
         sys.stdout.write(markdown(("host", "switch", "link"), WIRE_CHECK_IDS))
+    elif args.markdown == BUS_TABLE:
+        sys.stdout.write(markdown(("host",), BUS_CHECK_IDS))
     elif args.markdown:
         sys.stdout.write(markdown(TABLES[args.markdown]))
     else:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fabcheck.collect.host import collection_script
+from fabcheck.collect import host as collect
+from fabcheck.collect.host import collection_script, read_section, section_command
 from fabcheck.collect.script import HostProbe, Section, split_sections
 from fabcheck.parsers.pcie_sysfs import aer_answer
 
@@ -66,6 +67,17 @@ def test_a_pattern_that_matches_nothing_is_the_answer_no_aer_counters(tmp_path: 
     section = sections["aer"]
     assert section.rc == 2
     assert aer_answer(section.rc, section.stdout, section.stderr, "grep") == {}
+
+
+def test_the_real_aer_probe_is_a_counter_glob_over_every_function() -> None:
+    probe = collect.PROBES_BY_NAME[collect.AER]
+    assert probe.glob and probe.counter and probe.scope == "host"
+    script = collect.COLLECT_SCRIPT
+    assert 'set +f\nsection "aer" "grep" "-H" "" /sys/bus/pci/devices/*/aer_dev_correctable' in script
+    assert script.count("set +f") == script.count("set -f") - 1  # the prologue's set -f, then pairs
+    assert section_command("aer", 3) == "grep -H '' " + " ".join(collect.AER_FILES)
+    missing = read_section(probe, {}, "", 3)
+    assert getattr(missing, "reason", "") == "not in the collected output"
 
 
 @pytest.mark.parametrize("word", ["/sys/*/a b", "/sys/$(x)/*", "/sys/?/*", "/sys/{dev}/*"])

@@ -51,6 +51,8 @@ from fabcheck.checks.host.gpu import (
     check_gpudirect,
 )
 from fabcheck.checks.host.judges import HostCheck, Scope
+from fabcheck.checks.host.pcie import CHECKS as PCIE_CHECKS
+from fabcheck.checks.host.pcie import IOMMU, PCIE_ACS, PCIE_ERRORS, PCIE_LINK
 from fabcheck.checks.host.persistence import (
     NIC_PERSISTENCE,
     NIC_PERSISTENCE_CHECK,
@@ -132,6 +134,7 @@ HOST_CHECK_DECLS: tuple[HostCheck, ...] = (
     AFFINITY_CHECK,
     *WIRE_CHECKS,
     NIC_FW_CONFIG_CHECK,
+    *PCIE_CHECKS,
 )
 FLEET_CHECK_DECLS: tuple[FleetCheck, ...] = (GID_INDEX_CHECK, VERSIONS_CHECK, NIC_FIRMWARE_CHECK)
 HOST_CHECKS = tuple(check.id for check in HOST_CHECK_DECLS)
@@ -185,6 +188,7 @@ __all__ = [
     "GPUDIRECT",
     "HOST_CHECKS",
     "HOST_CHECK_DECLS",
+    "IOMMU",
     "LINK_ERRORS",
     "LINK_FLAPS",
     "LINK_LAYER",
@@ -194,6 +198,9 @@ __all__ = [
     "NIC_FW_CONFIG",
     "NIC_PERSISTENCE",
     "OPTICS",
+    "PCIE_ACS",
+    "PCIE_ERRORS",
+    "PCIE_LINK",
     "PFC",
     "PFC_STORM_PREVENTION",
     "PORT_SPEED",

@@ -13,19 +13,24 @@ from fabcheck.collect import host as probes
 from fabcheck.collect.host import NO_MODULE_EEPROM, Unreadable, section_command
 from fabcheck.collect.script import earlier
 from fabcheck.desired.nic import DesiredHost
+from fabcheck.parsers.bus_records import AerCounts, AerSeverity, PcieTree, bdf_of
 from fabcheck.parsers.flint import FlintQuery
 from fabcheck.parsers.gpudirect import KernelRelease, NvidiaModule
+from fabcheck.parsers.host_sysfs import DriverInfo
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
 from fabcheck.parsers.mlnx_qos import MlnxQos
 from fabcheck.parsers.mlxconfig import MlxconfigQuery
+from fabcheck.parsers.pcie_sysfs import KernelCmdline
 from fabcheck.parsers.rdma_link import RdmaLink
 from fabcheck.parsers.topo import TopoMatrix
 from fabcheck.parsers.wire_records import LinkCounters, LinkDelta, ModuleOptics
 
 __all__ = [
     "NO_MODULE_EEPROM",
+    "AerWindow",
     "FirmwareEvidence",
     "HostEvidence",
+    "IommuEvidence",
     "NetdevEvidence",
     "PersistEvidence",
     "RailNic",
@@ -87,6 +92,36 @@ class FirmwareEvidence:
     @property
     def psid(self) -> str | None:
         return self.image.psid if isinstance(self.image, FlintQuery) else self.board_id
+
+
+@dataclass(frozen=True)
+class AerWindow:
+    """The AER counters of every PCI function that has them (docs/checks/bus.md): cumulative since boot
+    (the window's last reading) and, with a counter window, the first reading to subtract. An empty
+    mapping: the host shows no AER counter file at all (kernel < 4.19 or AER off)."""
+
+    since_boot: Mapping[str, AerCounts] | Unreadable
+    before: Mapping[str, AerCounts] | Unreadable | None  # None: counter window 0, one reading
+    window_s: int
+
+    def grown(self, bdf: str, severity: AerSeverity) -> int | None:
+        """How much the function's `severity` total grew over the window (None: one reading, or the
+        function did not show that severity in both readings)."""
+        if isinstance(self.since_boot, Unreadable) or not isinstance(self.before, Mapping):
+            return None
+        now, then = self.since_boot.get(bdf), self.before.get(bdf)
+        later = None if now is None else now.total(severity)
+        earlier_total = None if then is None else then.total(severity)
+        return None if later is None or earlier_total is None else later - earlier_total
+
+
+@dataclass(frozen=True)
+class IommuEvidence:
+    """The kernel command line and each rail port's IOMMU group type (None: no iommu_group, so no
+    IOMMU translation for that device)."""
+
+    cmdline: KernelCmdline | Unreadable
+    group_type: Mapping[str, str | Unreadable | None]  # "mlx5_0/1" -> identity, DMA, DMA-FQ, ... or None
 
 
 @dataclass(frozen=True)
@@ -215,6 +250,41 @@ class HostEvidence:
             None if device is None else device.fw_ver,
             None if device is None else device.board_id,
         )
+
+    @property
+    def pcie(self) -> PcieTree | Unreadable:
+        """Every PCI function with its links, ACS and ATS (`lspci -D -vvv`)."""
+        shown: PcieTree | Unreadable = self.record(probes.LSPCI)
+        return shown
+
+    @property
+    def aer(self) -> AerWindow:
+        """The AER counters since boot and, over a counter window, their first reading."""
+        since_boot: Mapping[str, AerCounts] | Unreadable = self.record(probes.AER)
+        window = self.record(probes.COUNTER_WINDOW)
+        if isinstance(window, Unreadable):
+            reason = f"the counter window did not complete ({window.reason}): no second reading"
+            return AerWindow(since_boot, Unreadable(section_command(probes.AER, self.priority), reason), 0)
+        if window == 0:
+            return AerWindow(since_boot, None, 0)
+        before: Mapping[str, AerCounts] | Unreadable = self.record(earlier(probes.AER))
+        return AerWindow(since_boot, before, int(window))
+
+    @property
+    def iommu(self) -> IommuEvidence:
+        types = {s: v for (p, s), v in self.records.items() if p == probes.IOMMU_GROUP}
+        return IommuEvidence(self.record(probes.CMDLINE), types)
+
+    def bus_info(self, netdev: str) -> str | Unreadable:
+        """The netdev's PCI function (`ethtool -i`: bus-info), normalised as lspci -D prints it."""
+        driver: DriverInfo | Unreadable = self.record(probes.DRIVER, netdev)
+        if isinstance(driver, Unreadable):
+            return driver
+        bdf = bdf_of(driver.bus_info)
+        if bdf is None:
+            command = section_command(f"{probes.DRIVER}:{netdev}", self.priority)
+            return Unreadable(command, f"bus-info {driver.bus_info!r} is not a PCI function")
+        return bdf
 
 
 @dataclass(frozen=True)

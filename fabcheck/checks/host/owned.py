@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fabcheck.checks.host.dcqcn import CNP, MIN_TIME_BETWEEN_CNPS, RP_PARAMS
+from fabcheck.checks.host.pcie import IOMMU
 from fabcheck.checks.host.pfc_storm import PFC_STORM_PREVENTION
 from fabcheck.checks.host.ports import LINK_LAYER, NETDEV_MTU, PORT_SPEED, RDMA_MTU
 from fabcheck.checks.host.qos import CMA_ROCE_MODE, CMA_ROCE_TOS, DSCP2PRIO, ECN_ENABLE, PFC, ROCE_TOS, TRUST
@@ -75,6 +76,8 @@ FOREIGN_NIC_VALUES: tuple[ForeignNicValue, ...] = (
     ForeignNicValue(LINK_ERRORS, None, "the wire: the cable and the optics at both ends; no role writes it"),
     ForeignNicValue(LINK_FLAPS, None, "the wire: the cable and the optics at both ends; no role writes it"),
     ForeignNicValue(OPTICS, None, "the module in the NIC's cage; no role writes it"),
+    # The bus (docs/checks/bus.md): the rail NIC's IOMMU domain follows the kernel command line.
+    ForeignNicValue(IOMMU, None, "the kernel command line (`iommu=pt`) and the BIOS; no role writes it"),
 )
 # DesiredNic fields that are no setting of their own: the record's keys, and values the owned ones carry.
 NOT_SETTINGS: dict[str, str] = {

@@ -30,6 +30,7 @@ from fabcheck.parsers.mlnx_qos import MlnxQos
 from fabcheck.parsers.nic_persist import CONFIG_FORMAT
 from fabcheck.parsers.rdma_link import RdmaLink
 from fabcheck.parsers.show_gids import GidEntry
+from tests.checks.host import busdata
 from tests.parsers.renderers import render_ibv_devinfo, render_mlnx_qos, render_rdma_link, render_show_gids
 
 RAILS = {0: "mlx5_0", 1: "mlx5_1"}
@@ -153,7 +154,7 @@ def healthy_sections() -> dict[str, Section]:
         sections[f"cnp_802p_prio:{netdev}"] = ok("6\n")
         sections[f"min_time_between_cnps:{netdev}"] = ok("4\n")
         sections[f"roce_rp:{netdev}"] = ok(rp_listing(netdev))
-        sections[f"driver:{netdev}"] = ok(ETHTOOL_I)
+        sections[f"driver:{netdev}"] = ok(ETHTOOL_I + busdata.bus_info(list(NETDEVS).index(dev)))
         sections[f"pfc_storm:{netdev}"] = ok("pfc-prevention-tout: 100\n")
         sections[f"cma_roce_tos:{dev}/1"] = ok("106\n")
         sections[f"cma_roce_mode:{dev}/1"] = ok("RoCE v2\n")
@@ -162,6 +163,7 @@ def healthy_sections() -> dict[str, Section]:
         sections[f"mlxconfig:{dev}/1"] = ok(mlxconfig_e_q())
     sections["counter_window"] = ok(f"{COUNTER_WINDOW_S}\n")
     sections["show_gids"] = ok(render_show_gids(gids()))
+    sections |= busdata.bus_sections(tuple(NETDEVS))
     return sections | persisted_sections()
 
 

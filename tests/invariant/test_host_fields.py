@@ -40,6 +40,7 @@ from fabcheck.gate import host_stage
 from fabcheck.intent.model import Dcqcn, FabricIntent
 from fabcheck.parsers.nic_persist import CONFIG_FORMAT
 from fabcheck_lab.mockhost import MockNodePaths, prepare_node
+from fabcheck_lab.mockhost import layout as mock_layout
 from fabcheck_lab.mockhost.tools import dispatch
 from fabcheck_lab.mockhost.tools.common import Node, ToolError
 from tests.roles.roce_host_code import apply_code
@@ -66,8 +67,10 @@ class MockHost:
     def node(self) -> Node:
         return Node(self.paths.state, self.paths.sys_class, self.paths.etc)
 
-    def run(self, argv: list[str]) -> tuple[int, str, str]:
-        tools = dispatch.state_tools()
+    def run(
+        self, argv: list[str], tools: dict[str, Callable[[Node, list[str]], int]] | None = None
+    ) -> tuple[int, str, str]:
+        tools = dispatch.state_tools() if tools is None else tools
         if argv[0] not in tools:
             return 127, "", f"{argv[0]}: not found\n"
         stdout, stderr = io.StringIO(), io.StringIO()
@@ -117,6 +120,12 @@ def converge(code: ModuleType, mock: MockHost, desired: DesiredHost, check_mode:
 def _section(mock: MockHost, argv: list[str]) -> Section:
     if argv[:2] == ["command", "-v"]:
         return Section(0, f"/usr/bin/{argv[2]}\n")
+    if argv[0] == "lspci":  # a process tool of the node (it prints capabilities to root only)
+        return Section(*mock.run(argv, dispatch.simple_tools()))
+    if argv == ["cat", "/proc/cmdline"]:  # nodeinit binds the node's file over /proc/cmdline
+        return Section(0, (mock.paths.state / mock_layout.CMDLINE_FILE).read_text())
+    if argv[:3] == ["grep", "-H", ""] and argv[3].startswith(collect.PCI_DEVICES + "/*/"):
+        return _pci_grep(mock, argv[3:])
     if argv[0] == "cat":
         path = argv[1]
         if path.startswith(SYSFS_PREFIX):
@@ -134,6 +143,19 @@ def _section(mock: MockHost, argv: list[str]) -> Section:
         ]
         return Section(0, "".join(lines))
     return Section(*mock.run(argv))
+
+
+def _pci_grep(mock: MockHost, patterns: list[str]) -> Section:
+    """`grep -H "" /sys/bus/pci/devices/*/FILE...` as the script's glob expands it on the node, whose
+    /sys/bus/pci/devices is the state folder nodeinit binds there."""
+    folder = mock.paths.state / mock_layout.PCI_DEVICES_DIR
+    lines = [
+        f"{collect.PCI_DEVICES}/{path.parent.name}/{path.name}:{line}\n"
+        for pattern in patterns
+        for path in sorted(folder.glob(pattern.removeprefix(collect.PCI_DEVICES + "/")))
+        for line in path.read_text().splitlines()
+    ]
+    return Section(0, "".join(lines))
 
 
 def persisted(desired: DesiredHost) -> dict[str, Section]:

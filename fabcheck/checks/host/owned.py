@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fabcheck.checks.host.dcqcn import CNP, MIN_TIME_BETWEEN_CNPS, RP_PARAMS
+from fabcheck.checks.host.firmware import NIC_FW_CONFIG
 from fabcheck.checks.host.pcie import IOMMU
 from fabcheck.checks.host.pfc_storm import PFC_STORM_PREVENTION
 from fabcheck.checks.host.ports import LINK_LAYER, NETDEV_MTU, PORT_SPEED, RDMA_MTU
@@ -78,6 +79,13 @@ FOREIGN_NIC_VALUES: tuple[ForeignNicValue, ...] = (
     ForeignNicValue(OPTICS, None, "the module in the NIC's cage; no role writes it"),
     # The bus (docs/checks/bus.md): the rail NIC's IOMMU domain follows the kernel command line.
     ForeignNicValue(IOMMU, None, "the kernel command line (`iommu=pt`) and the BIOS; no role writes it"),
+    # Not a roce_nic setting: role roce_host's second module writes the firmware's Next Boot values.
+    ForeignNicValue(
+        NIC_FW_CONFIG,
+        None,
+        "the NIC firmware (the intent's nic_firmware): role roce_host's nic_fw_config module (tag "
+        "firmware) sets it with `mlxconfig set`, in effect after a firmware reset or reboot",
+    ),
 )
 # DesiredNic fields that are no setting of their own: the record's keys, and values the owned ones carry.
 NOT_SETTINGS: dict[str, str] = {

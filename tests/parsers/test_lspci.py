@@ -123,3 +123,28 @@ def test_ats_enabled_is_read_from_atsctl() -> None:
 def test_what_is_not_lspci_is_a_parse_error(text: str) -> None:
     with pytest.raises(ParseError):
         parse_lspci(text, "lspci")
+
+
+def test_line_forms_of_real_posts() -> None:
+    """pciutils 3.8+ wraps LnkSta's flags onto a continuation line
+    (https://github.com/geerlingguy/raspberry-pi-pcie-devices/issues/480: `LnkSta:\tSpeed 5GT/s
+    (downgraded), Width x1 (downgraded)` then `TrErr- Train- ...`); `lspci -vnn` without root indents
+    with spaces in a pasted post and shows `[class]` ids (https://github.com/RunGp/Nvidiux/issues/10)."""
+    wrapped = (
+        "0000:01:00.0 VGA compatible controller: NVIDIA Corporation TU102GL [Quadro RTX 8000] (rev a1)\n"
+        "\t\tLnkCap:\tPort #0, Speed 8GT/s, Width x16, ASPM L0s L1, Exit Latency L0s <512ns, L1 <4us\n"
+        "\t\tLnkSta:\tSpeed 5GT/s (downgraded), Width x1 (downgraded)\n"
+        "\t\t\tTrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-\n"
+    )
+    gpu = parse_lspci(wrapped).functions["0000:01:00.0"]
+    assert gpu.link_capability == PcieLink(8.0, 16) and gpu.link_status == PcieLink(5.0, 1)
+    unprivileged = (
+        "00:01.0 PCI bridge [0604]: Intel Corporation Xeon E3-1200 v3/4th Gen Core Processor PCI Express x16"
+        " Controller [8086:0c01](rev 06) (prog-if 00 [Normal decode])\n"
+        "    Flags: bus master, fast devsel, latency 0\n"
+        "    Bus: primary=00, secondary=01, subordinate=01, sec-latency=0\n"
+        "    Capabilities: <access denied>\n"
+        "    Kernel driver in use: pcieport\n"
+    )
+    bridge = parse_lspci(unprivileged).functions["0000:00:01.0"]
+    assert bridge.bridge and bridge.secondary_bus == 1 and bridge.access_denied and bridge.link_status is None

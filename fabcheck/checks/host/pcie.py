@@ -198,7 +198,14 @@ def check_pcie_errors(evidence: HostEvidence, desired: DesiredHost) -> list[Find
             findings.append(failed(PCIE_ERRORS, device.label, expected_uncorrectable, actual, hint))
         else:
             findings.append(passed(PCIE_ERRORS, device.label, expected_uncorrectable, actual))
-        findings.append(_correctable(device, aer, limit))
+        if isinstance(aer.before, Mapping):
+            findings.append(_correctable(device, aer, limit))
+    if aer.before is None:
+        reason = "counter window 0: one reading, correctable AER errors not judged"
+        findings.append(skipped(PCIE_ERRORS, "correctable", reason))
+    elif isinstance(aer.before, Unreadable):
+        expected = f"<= {limit} correctable AER errors over the counter window"
+        findings.append(unreadable_error(PCIE_ERRORS, "correctable", expected, aer.before))
     return findings
 
 
@@ -210,12 +217,7 @@ def _named(counts: Mapping[str, int]) -> str:
 def _correctable(device: Device, aer: AerWindow, limit: int) -> Finding:
     subject = f"{device.label} correctable"
     expected = f"<= {limit} correctable AER errors over the counter window"
-    before = aer.before
     grown = aer.grown(device.bdf, "correctable")
-    if before is None:
-        return skipped(PCIE_ERRORS, subject, "counter window 0: one reading, correctable errors not judged")
-    if isinstance(before, Unreadable):
-        return unreadable_error(PCIE_ERRORS, subject, expected, before)
     if grown is None:
         actual = f"{device.bdf} shows no correctable total in both readings"
         return errored(PCIE_ERRORS, subject, expected, actual, "read its aer_dev_correctable")

@@ -153,7 +153,8 @@ def main() -> None:
     msg = "firmware parameters as pinned and in effect"
     if pending:
         names = ", ".join(f"{p['device']} {' '.join(p['params'])}" for p in pending)
-        msg = f"set for the next boot, {PENDING}: {names}"
+        done = "would be set" if module.check_mode and changed else "set"
+        msg = f"{done} for the next boot, {PENDING}: {names}"
     result = {"changed": changed, "msg": msg, "pending_reset": pending, "firmware_mismatch": mismatch}
     module.exit_json(**result, devices=reports, **({"diff": diffs} if diffs else {}))
 

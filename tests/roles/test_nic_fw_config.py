@@ -219,3 +219,57 @@ def test_a_value_the_firmware_refuses_fails_the_set(node: tuple[MockNodePaths, N
     pin = PIN | {"config": {"CNP_802P_PRIO_P1": 9}}  # 3 bits: mlxconfig refuses 9
     with pytest.raises(code.FirmwareError, match="is not valid"):
         configure(code, state, check_mode=False, pin=pin)
+
+
+class Exited(Exception):
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
+
+
+class FakeAnsibleModule(FakeModule):
+    """The module's whole run: its params, warnings and the result it exits with."""
+
+    def __init__(self, node: Node, check_mode: bool, params: dict[str, Any]) -> None:
+        super().__init__(node, check_mode)
+        self.params, self.warnings = params, []  # type: dict[str, Any], list[str]
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(text)
+
+    def exit_json(self, **result: Any) -> None:
+        raise Exited(result)
+
+    def fail_json(self, **result: Any) -> None:
+        raise Exited(result | {"failed": True})
+
+
+def run_main(code: ModuleType, node: Node, check_mode: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
+    fake = FakeAnsibleModule(node, check_mode, {"devices": ["mlx5_0", "mlx5_1"], "firmware": [PIN]})
+    monkeypatch.setattr(code, "AnsibleModule", lambda **_spec: fake)
+    with pytest.raises(Exited) as exited:
+        code.main()
+    return exited.value.result, fake
+
+
+def test_the_result_names_the_pending_reset_and_the_image(
+    node: tuple[MockNodePaths, Node, ModuleType], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, state, code = node
+    inject(paths, "fw-config-drift")
+    inject(paths, "fw-mismatch")
+    result, fake = run_main(code, state, True, monkeypatch)
+    assert result["changed"] and result["pending_reset"] == [{"device": "mlx5_0", "params": ["ATS_ENABLED"]}]
+    assert result["msg"] == (
+        "would be set for the next boot, takes effect after a firmware reset (mlxfwreset) or reboot: "
+        "mlx5_0 ATS_ENABLED"
+    )
+    assert [entry["device"] for entry in result["firmware_mismatch"]] == ["mlx5_0"]
+    assert len(fake.warnings) == 1 and PIN["image"] in fake.warnings[0]
+    assert [d["before_header"] for d in result["diff"]] == ["mlxconfig -d mlx5_0 (Next Boot)"]
+    result, _ = run_main(code, state, False, monkeypatch)
+    assert result["changed"] and result["msg"].startswith("set for the next boot, takes effect after")
+    boot(state)
+    result, _ = run_main(code, state, False, monkeypatch)
+    assert not result["changed"] and result["pending_reset"] == [] and "diff" not in result
+    assert result["msg"] == "firmware parameters as pinned and in effect"
+    assert result["firmware_mismatch"]  # a reboot does not burn the pinned image either

@@ -153,8 +153,13 @@ def main() -> None:
     msg = "firmware parameters as pinned and in effect"
     if pending:
         names = ", ".join(f"{p['device']} {' '.join(p['params'])}" for p in pending)
-        done = "would be set" if module.check_mode and changed else "set"
-        msg = f"{done} for the next boot, {PENDING}: {names}"
+        if not changed:
+            done = "already set for the next boot, not in effect yet"
+        else:
+            done = "would be set for the next boot" if module.check_mode else "set for the next boot"
+        msg = f"{done}, {PENDING}: {names}"
+    elif not devices:
+        msg = f"no RDMA device in {SYS_IB}: nothing configured"
     result = {"changed": changed, "msg": msg, "pending_reset": pending, "firmware_mismatch": mismatch}
     module.exit_json(**result, devices=reports, **({"diff": diffs} if diffs else {}))
 

@@ -268,6 +268,11 @@ def test_the_result_names_the_pending_reset_and_the_image(
     assert [d["before_header"] for d in result["diff"]] == ["mlxconfig -d mlx5_0 (Next Boot)"]
     result, _ = run_main(code, state, False, monkeypatch)
     assert result["changed"] and result["msg"].startswith("set for the next boot, takes effect after")
+    result, _ = run_main(code, state, False, monkeypatch)
+    assert not result["changed"] and result["pending_reset"] == [
+        {"device": "mlx5_0", "params": ["ATS_ENABLED"]}
+    ]
+    assert result["msg"].startswith("already set for the next boot, not in effect yet, takes effect after")
     boot(state)
     result, _ = run_main(code, state, False, monkeypatch)
     assert not result["changed"] and result["pending_reset"] == [] and "diff" not in result

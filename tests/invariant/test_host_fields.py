@@ -49,8 +49,17 @@ HOST = "gpu01"
 RAILS = {0: "mlx5_0", 1: "mlx5_1"}
 DRIFTED, DRIFTED_NETDEV = "mlx5_1", "ens2np0"  # the second rail NIC: a drift on it must not touch mlx5_0
 # Every optional setting managed, so each owned field has a value to drift away from.
+# The mock NIC's part and firmware as the lab pins them (its factory state holds these parameters), so
+# host.nic_firmware and host.nic_fw_config are judged on the converged host, not skipped.
+FIRMWARE_PIN = {
+    "psid": "MT_0000000838",
+    "version": "28.39.1002",
+    "config": {"LINK_TYPE_P1": "ETH", "ATS_ENABLED": False, "CNP_DSCP_P1": 48, "CNP_802P_PRIO_P1": 6},
+}
 INTENT = FabricIntent(
-    rails=RAILS, dcqcn=Dcqcn(min_time_between_cnps=4, rp_params={"rpg_gd": 11, "rpg_min_rate": 10})
+    rails=RAILS,
+    dcqcn=Dcqcn(min_time_between_cnps=4, rp_params={"rpg_gd": 11, "rpg_min_rate": 10}),
+    nic_firmware=[FIRMWARE_PIN],
 )
 SYSFS_PREFIX = "/sys/class/"
 

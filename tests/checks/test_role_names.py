@@ -63,5 +63,7 @@ def test_the_nic_concerns_are_exactly_the_host_role_tags() -> None:
     """The roce_nic module acts on the concerns named in the play's --tags (roce_nic_apply.CONCERNS): its
     one task carries each of them, and the boot files' tag is the one hints name."""
     apply = apply_code()
-    assert role_tags(roles.HOST_QOS_ROLE) == set(apply.CONCERNS)
+    # ... and its second task, the firmware parameters (nic_fw_config), its own tag.
+    assert role_tags(roles.HOST_QOS_ROLE) == set(apply.CONCERNS) | {roles.HOST_FIRMWARE_TAG}
+    assert roles.HOST_FIRMWARE_TAG not in apply.CONCERNS
     assert roles.HOST_PERSIST_TAG == apply.PERSIST

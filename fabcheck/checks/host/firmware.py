@@ -19,7 +19,7 @@ from fabcheck.checks.host.evidence import FirmwareEvidence, HostEvidence, presen
 from fabcheck.checks.host.fleet import FleetInputs, _compare, _joined, _one_version, fleet_check
 from fabcheck.checks.host.judges import HostCheck, cmd
 from fabcheck.checks.model import Finding, errored, failed, passed, skipped
-from fabcheck.checks.roles import HOST_QOS_ROLE
+from fabcheck.checks.roles import HOST_FIRMWARE_TAG, HOST_QOS_ROLE
 from fabcheck.collect import host as probes
 from fabcheck.collect.host import Unreadable
 from fabcheck.desired.nic import DesiredHost
@@ -238,7 +238,7 @@ NIC_FW_CONFIG_CHECK: HostCheck = Check(
     "each firmware parameter `nic_firmware[].config` pins is in effect (mlxconfig Current); one only in "
     "Next Boot fails as pending a firmware reset or reboot",
     HOST_QOS_ROLE,
-    None,
+    HOST_FIRMWARE_TAG,  # the role's nic_fw_config task
     check_nic_fw_config,
     applies=_pins_parameters,
 )

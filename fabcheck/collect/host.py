@@ -27,6 +27,7 @@ from fabcheck.parsers.ethtool_tunable import TUNABLE, parse_pfc_prevention_tout
 from fabcheck.parsers.flint import parse_flint
 from fabcheck.parsers.gpudirect import NVIDIA_MODULE, parse_kernel_release, parse_module_license
 from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
+from fabcheck.parsers.kernel_log import parse_xid_events
 from fabcheck.parsers.lspci import parse_lspci
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
 from fabcheck.parsers.mlxconfig import parse_mlxconfig
@@ -37,6 +38,7 @@ from fabcheck.parsers.nic_persist import (
     parse_present_files,
     parse_unit_state,
 )
+from fabcheck.parsers.nvidia_smi_q import parse_nvidia_smi_q
 from fabcheck.parsers.pcie_sysfs import aer_answer, parse_cmdline, parse_iommu_group_type
 from fabcheck.parsers.show_gids import parse_show_gids
 from fabcheck.parsers.topo import parse_topo
@@ -100,6 +102,10 @@ CMDLINE = "cmdline"
 IOMMU_GROUP = "iommu_group"
 PCI_DEVICES = "/sys/bus/pci/devices"
 AER_FILES = tuple(f"{PCI_DEVICES}/*/aer_dev_{severity}" for severity in ("correctable", "nonfatal", "fatal"))
+# GPU health (docs/checks/bus.md, host.gpu_health): each GPU's `nvidia-smi -q` and the Xid events of
+# the kernel log since boot, as far back as the ring buffer holds it.
+NVIDIA_SMI_Q = "nvidia_smi_q"
+KERNEL_LOG = "kernel_log"
 
 
 def module_answer(parse: Callable[[str, str], Any]) -> Callable[[int, str, str, str], Any]:
@@ -211,6 +217,8 @@ HOST_PROBES: tuple[HostProbe, ...] = (
         parse_iommu_group_type,
         "file",
     ),
+    HostProbe(NVIDIA_SMI_Q, "host", ("nvidia-smi", "-q"), parse_nvidia_smi_q),
+    HostProbe(KERNEL_LOG, "host", ("dmesg",), parse_xid_events),
 )
 PROBES_BY_NAME: Mapping[str, HostProbe] = {probe.name: probe for probe in HOST_PROBES}
 

@@ -104,7 +104,8 @@ def parse_nvidia_smi_q(text: str, source: str = "<text>") -> SmiQuery:
         if found is None:  # a section: its name opens the next level
             path.append(line.strip())
             continue
-        blocks[-1][1][(*path, found["key"])] = (found["value"] or "").strip()
+        key = (*path, found["key"])
+        blocks[-1][1][key] = (found["value"] or "").strip()
     if not blocks:
         raise ParseError("no GPU block (`GPU <bus id>` line) in the output", source=source)
     gpus = tuple(_gpu(index, bus, values, source) for index, (bus, values) in enumerate(blocks))

@@ -50,6 +50,7 @@ from fabcheck.checks.host.gpu import (
     check_affinity,
     check_gpudirect,
 )
+from fabcheck.checks.host.gpu_health import GPU_HEALTH, GPU_HEALTH_CHECK, check_gpu_health
 from fabcheck.checks.host.judges import HostCheck, Scope
 from fabcheck.checks.host.pcie import CHECKS as PCIE_CHECKS
 from fabcheck.checks.host.pcie import IOMMU, PCIE_ACS, PCIE_ERRORS, PCIE_LINK
@@ -135,6 +136,7 @@ HOST_CHECK_DECLS: tuple[HostCheck, ...] = (
     *WIRE_CHECKS,
     NIC_FW_CONFIG_CHECK,
     *PCIE_CHECKS,
+    GPU_HEALTH_CHECK,
 )
 FLEET_CHECK_DECLS: tuple[FleetCheck, ...] = (GID_INDEX_CHECK, VERSIONS_CHECK, NIC_FIRMWARE_CHECK)
 HOST_CHECKS = tuple(check.id for check in HOST_CHECK_DECLS)
@@ -186,6 +188,7 @@ __all__ = [
     "FLEET_CHECK_DECLS",
     "GID_INDEX",
     "GPUDIRECT",
+    "GPU_HEALTH",
     "HOST_CHECKS",
     "HOST_CHECK_DECLS",
     "IOMMU",
@@ -227,6 +230,7 @@ __all__ = [
     "check_dscp2prio",
     "check_ecn_enable",
     "check_fleet",
+    "check_gpu_health",
     "check_gpudirect",
     "check_host",
     "check_link_layer",

@@ -18,8 +18,10 @@ from fabcheck.parsers.flint import FlintQuery
 from fabcheck.parsers.gpudirect import KernelRelease, NvidiaModule
 from fabcheck.parsers.host_sysfs import DriverInfo
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
+from fabcheck.parsers.kernel_log import XidEvent
 from fabcheck.parsers.mlnx_qos import MlnxQos
 from fabcheck.parsers.mlxconfig import MlxconfigQuery
+from fabcheck.parsers.nvidia_smi_q import SmiQuery
 from fabcheck.parsers.pcie_sysfs import KernelCmdline
 from fabcheck.parsers.rdma_link import RdmaLink
 from fabcheck.parsers.topo import TopoMatrix
@@ -285,6 +287,18 @@ class HostEvidence:
             command = section_command(f"{probes.DRIVER}:{netdev}", self.priority)
             return Unreadable(command, f"bus-info {driver.bus_info!r} is not a PCI function")
         return bdf
+
+    @property
+    def gpu_query(self) -> SmiQuery | Unreadable:
+        """`nvidia-smi -q`: every GPU's persistence mode, ECC and memory-repair state (host.gpu_health)."""
+        shown: SmiQuery | Unreadable = self.record(probes.NVIDIA_SMI_Q)
+        return shown
+
+    @property
+    def xid_events(self) -> tuple[XidEvent, ...] | Unreadable:
+        """The Xid events of the kernel log since boot (`dmesg`), in log order."""
+        shown: tuple[XidEvent, ...] | Unreadable = self.record(probes.KERNEL_LOG)
+        return shown
 
 
 @dataclass(frozen=True)

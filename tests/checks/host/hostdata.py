@@ -164,6 +164,7 @@ def healthy_sections() -> dict[str, Section]:
     sections["counter_window"] = ok(f"{COUNTER_WINDOW_S}\n")
     sections["show_gids"] = ok(render_show_gids(gids()))
     sections |= busdata.bus_sections(tuple(NETDEVS))
+    sections |= gpu_health_sections()
     return sections | persisted_sections()
 
 
@@ -367,3 +368,39 @@ def wrong_value_tests(
         assert "permission denied" in only(findings, check, subject).actual
 
     return fails_with_fix, unreadable_is_an_error
+
+
+# GPU health (host.gpu_health): the two GPUs of TOPO in `nvidia-smi -q`, each block the real A10G output of
+# tests/data/real/host (DCGM issue 232) at its own bus id with persistence mode on, and a kernel log
+# without Xid.
+GPU_BUSES = ("00000000:18:00.0", "00000000:2A:00.0")
+BOOT_LOG = "[    0.276715] iommu: Default domain type: Passthrough (set via kernel command line)\n"
+
+
+def smi_q(
+    persistence: str = "Enabled",
+    buses: tuple[str, ...] = GPU_BUSES,
+    changes: Mapping[int, Mapping[str, str]] | None = None,
+) -> str:
+    """`nvidia-smi -q` of GPUs at `buses`, each block the real A10G block at its bus id; `changes`: GPU
+    index -> {line text: its replacement} in that GPU's block."""
+    real = (REAL_HOST / "nvidia-smi-q-a10g-535.txt").read_text()
+    head, _, block = real.partition("GPU 00000000:00:1E.0\n")
+    head = head.replace(
+        "Attached GPUs                             : 1", f"Attached GPUs{' ' * 29}: {len(buses)}"
+    )
+    blocks = []
+    for index, bus in enumerate(buses):
+        text = block.replace("00000000:00:1E.0", bus)
+        text = text.replace(
+            "Persistence Mode                      : Disabled", f"Persistence Mode{' ' * 22}: {persistence}"
+        )
+        for old, new in (changes or {}).get(index, {}).items():
+            assert old in text, old
+            text = text.replace(old, new, 1)
+        blocks.append(f"GPU {bus}\n{text}")
+    return head + "\n".join(blocks)
+
+
+def gpu_health_sections() -> dict[str, Section]:
+    return {"nvidia_smi_q": ok(smi_q()), "kernel_log": ok(BOOT_LOG)}

@@ -141,6 +141,8 @@ TESTED_ELSEWHERE = {
     "pcie-degraded": "test_mock_pcie.py",
     "acs-on": "test_mock_pcie.py",
     "iommu-translated": "test_mock_pcie.py",
+    "gpu-ecc": "test_mock_gpu_health.py",  # nvidia-smi -q of GPU0, judged by host.gpu_health (issue 36)
+    "xid": "test_mock_gpu_health.py",  # an Xid 79 line for GPU0 in dmesg
 }
 
 

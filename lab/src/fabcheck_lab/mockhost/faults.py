@@ -19,10 +19,12 @@ from fabcheck_lab import wire_model
 
 from .layout import CMDLINE_FILE, MockNodePaths
 from .tools.common import Node
+from .tools.kernel_log import KERNEL_LOG
 from .tools.mlnx_qos import apply_buffers, factory_state
 from .tools.netdev import STORM_KEY
 from .tools.nic_firmware import OTHER_FIRMWARE, firmware_state, state_name
 from .tools.nic_firmware import factory_state as firmware_factory
+from .tools.nvidia_smi import GPU_HEALTH
 from .tools.pcie import ACS_REDIRECT
 from .tools.pcie import STATE_FILE as PCIE_STATE_FILE
 from .tools.pcie import tree as pcie_tree
@@ -70,6 +72,8 @@ HOST_FAULTS: Mapping[str, str] = {
     "rail NIC: GPUDirect traffic between them goes through the root complex and the NCCL bandwidth drops",
     "iommu-translated": "the IOMMU in translated mode: kernel command line without iommu=pt and every rail "
     "NIC's IOMMU group type DMA-FQ (ATS stays off)",
+    "gpu-ecc": "GPU0 with a volatile uncorrectable DRAM ECC error and a row remap pending (nvidia-smi -q)",
+    "xid": "an Xid 79 (GPU has fallen off the bus) line for GPU0 in the kernel log (dmesg)",
 }
 # Faults of the wire (fabcheck_lab.wire_model): no setting changes, the NIC's counters rise from the
 # moment of injection or its module's DOM moves; heal stops them and keeps what was counted.
@@ -405,6 +409,32 @@ def inject_iommu_translated(node: Node, changes: Changes) -> None:
         changes.sys_file(f"infiniband/{nic['name']}/device/iommu_group/type", "DMA-FQ")
 
 
+def first_gpu(node: Node, fault: str) -> dict[str, Any]:
+    if not node.gpus():
+        raise UsageError(f"host fault {fault!r} needs a GPU; node {node.hostname} has none")
+    return node.gpus()[0]
+
+
+def inject_gpu_ecc(node: Node, changes: Changes) -> None:
+    """An uncorrectable DRAM error since the driver loaded, and the row the remapper marked for it,
+    active after a GPU reset (NVIDIA's A100/H100 memory error management)."""
+    gpu = first_gpu(node, "gpu-ecc")
+    health = node.load(GPU_HEALTH, {}) or {}
+    health[str(gpu["index"])] = {"dram_uncorrectable": 1, "remapped_uncorrectable": 1, "remap_pending": True}
+    changes.state_file(GPU_HEALTH, json.dumps(health, indent=1, sort_keys=True) + "\n")
+
+
+def inject_xid(node: Node, changes: Changes) -> None:
+    """The driver's Xid 79 line for the GPU (its address domain:bus:device, as NVRM logs it)."""
+    gpu = first_gpu(node, "xid")
+    address = gpu["bus_id"][4:].rsplit(".", 1)[0].lower()  # 00000000:18:00.0 -> 0000:18:00
+    text = "pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+    line = f"[ 4242.424242] NVRM: Xid (PCI:{address}): 79, {text}"
+    path = node.state / KERNEL_LOG
+    before = path.read_text() if path.is_file() else ""
+    changes.state_file(KERNEL_LOG, before + line + "\n")
+
+
 INJECT: Mapping[str, Callable[[Node, Changes], None]] = {
     "pfc-off": inject_pfc_off,
     "pfc-storm-off": inject_pfc_storm_off,
@@ -422,6 +452,8 @@ INJECT: Mapping[str, Callable[[Node, Changes], None]] = {
     "fw-mismatch": inject_fw_mismatch,
     "fw-config-drift": inject_fw_config_drift,
     "dmabuf-host": inject_dmabuf_host,
+    "gpu-ecc": inject_gpu_ecc,
+    "xid": inject_xid,
     **{fault: partial(inject_wire, fault=fault) for fault in sorted(WIRE_FAULTS)},
     "pcie-degraded": inject_pcie_degraded,
     "acs-on": inject_acs_on,

@@ -41,6 +41,7 @@ SERVED_TOOLS = (
     "flint",
     "mlxfwmanager",
     "modinfo",
+    "dmesg",
 )
 # Every tool name a node has: the served ones, and those that start processes or read node files.
 TOOL_NAMES = (

@@ -51,7 +51,7 @@ def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
 
 def state_tools() -> dict[str, Callable[[Node, list[str]], int]]:
     """The tools of SERVED_TOOLS: their output depends on the node's state, sysfs and /etc only."""
-    from . import mlnx_qos, netdev, nvidia_smi, rdma_cm, rdma_info, system, systemd
+    from . import kernel_log, mlnx_qos, netdev, nvidia_smi, rdma_cm, rdma_info, system, systemd
     from .nic_firmware import firmware_tools
 
     return {
@@ -73,6 +73,7 @@ def state_tools() -> dict[str, Callable[[Node, list[str]], int]]:
         "modinfo": system.modinfo,
         "systemctl": systemd.served_systemctl,  # read verbs only; simple_tools() has the node's own
         **firmware_tools(),  # mlxconfig, flint, mlxfwmanager
+        "dmesg": kernel_log.dmesg,
     }
 
 

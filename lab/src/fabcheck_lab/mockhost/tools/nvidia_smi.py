@@ -1,4 +1,11 @@
-"""Mock ``nvidia-smi``: ``topo -m``, ``-L`` and ``--query-gpu`` rendered from the node topology."""
+"""Mock ``nvidia-smi``: ``topo -m``, ``-L``, ``--query-gpu`` and ``-q`` rendered from the node topology.
+
+``-q`` prints the sections host.gpu_health reads in the layout of a real 535 output (NVIDIA/DCGM issue
+232, tests/data/real/host/nvidia-smi-q-a10g-535.txt): persistence mode, PCI, ECC mode and errors (SRAM
+split into Parity and SEC-DED), retired pages (N/A: an H100 remaps rows instead), remapped rows. Each
+GPU's error state is the node's ``gpu_health.json`` (GPU index -> counters; absent: a healthy GPU), which
+the gpu-ecc fault writes.
+"""
 
 from __future__ import annotations
 
@@ -201,6 +208,100 @@ def option_value(args: list[str], name: str) -> tuple[str | None, list[str]]:
     return value, rest
 
 
+GPU_HEALTH = "gpu_health.json"
+FIELD = 42  # the column of ' : ' in -q output: names padded to 38 after the 4-space indent
+PRODUCT_ARCHITECTURE = {"9.0": "Hopper", "8.0": "Ampere", "8.6": "Ampere", "8.9": "Ada Lovelace"}
+
+
+def health_of(node: Node, gpu: dict[str, Any]) -> dict[str, Any]:
+    """The GPU's error state: counters since the driver loaded and the row remapper's."""
+    state: dict[str, Any] = (node.load(GPU_HEALTH, {}) or {}).get(str(gpu["index"]), {})
+    return state
+
+
+def _tree(lines: list[tuple[int, str, str | None]]) -> list[str]:
+    """(level, name, value) -> `-q` lines: four spaces a level, values at column FIELD after ' : '."""
+    rendered = []
+    for level, name, value in lines:
+        label = " " * 4 * level + name
+        rendered.append(label if value is None else f"{label.ljust(FIELD)}: {value}")
+    return rendered
+
+
+def gpu_query_block(node: Node, gpu: dict[str, Any]) -> list[str]:
+    health = health_of(node, gpu)
+    dram_unc = int(health.get("dram_uncorrectable", 0))
+    bus = gpu["bus_id"]
+    domain, bus_number, device = bus.split(".")[0].split(":")
+    yes_no = {True: "Yes", False: "No"}
+    ecc = [
+        ("SRAM Correctable", "0"),
+        ("SRAM Uncorrectable Parity", "0"),
+        ("SRAM Uncorrectable SEC-DED", "0"),
+        ("DRAM Correctable", "0"),
+        ("DRAM Uncorrectable", str(dram_unc)),
+    ]
+    lines: list[tuple[int, str, str | None]] = [
+        (1, "Product Name", gpu["name"]),
+        (1, "Product Brand", "NVIDIA"),
+        (1, "Product Architecture", PRODUCT_ARCHITECTURE.get(gpu["compute_cap"], "N/A")),
+        (1, "Persistence Mode", "Enabled"),
+        (1, "MIG Mode", None),
+        (2, "Current", "Disabled"),
+        (2, "Pending", "Disabled"),
+        (1, "Serial Number", gpu["serial"]),
+        (1, "GPU UUID", gpu["uuid"]),
+        (1, "Minor Number", str(gpu["index"])),
+        (1, "GPU Reset Status", None),
+        (2, "Reset Required", "No"),
+        (2, "Drain and Reset Recommended", "No"),
+        (1, "PCI", None),
+        (2, "Bus", f"0x{bus_number}"),
+        (2, "Device", f"0x{device}"),
+        (2, "Domain", f"0x{int(domain, 16):04X}"),
+        (2, "Bus Id", bus),
+        (1, "ECC Mode", None),
+        (2, "Current", "Enabled"),
+        (2, "Pending", "Enabled"),
+        (1, "ECC Errors", None),
+        (2, "Volatile", None),
+        *((3, name, value) for name, value in ecc),
+        (2, "Aggregate", None),
+        *((3, name, value) for name, value in ecc),
+        (3, "SRAM Threshold Exceeded", "No"),
+        (1, "Retired Pages", None),
+        (2, "Single Bit ECC", "N/A"),
+        (2, "Double Bit ECC", "N/A"),
+        (2, "Pending Page Blacklist", "N/A"),
+        (1, "Remapped Rows", None),
+        (2, "Correctable Error", "0"),
+        (2, "Uncorrectable Error", str(int(health.get("remapped_uncorrectable", 0)))),
+        (2, "Pending", yes_no[bool(health.get("remap_pending", False))]),
+        (2, "Remapping Failure Occurred", "No"),
+        (1, "Temperature", None),
+        (2, "GPU Current Temp", "34 C"),
+    ]
+    return [f"GPU {bus}", *_tree(lines), ""]
+
+
+def render_query(node: Node) -> str:
+    """`nvidia-smi -q`: the log header, then one block per GPU in bus order."""
+    topo = node.topology
+    cuda = f"{topo['cuda_driver'] // 1000}.{topo['cuda_driver'] % 1000 // 10}"
+    head = _tree(
+        [
+            (0, "Timestamp", time.strftime("%a %b %e %H:%M:%S %Y")),
+            (0, "Driver Version", topo["driver_version"]),
+            (0, "CUDA Version", cuda),
+        ]
+    )
+    lines = ["", "==============NVSMI LOG==============", "", *head, ""]
+    lines += _tree([(0, "Attached GPUs", str(len(node.gpus())))])
+    for gpu in node.gpus():
+        lines += gpu_query_block(node, gpu)
+    return "\n".join(lines) + "\n"
+
+
 def main(node: Node, args: list[str]) -> int:
     if not node.gpus():
         raise ToolError(NO_DRIVER, 9, stdout=True)
@@ -209,6 +310,9 @@ def main(node: Node, args: list[str]) -> int:
         return 0
     if args in (["topo", "-m"], ["topo", "--matrix"]):
         out(render_topo(node))
+        return 0
+    if args in (["-q"], ["--query"]):
+        out(render_query(node))
         return 0
     if args in (["-L"], ["--list-gpus"]):
         out(list_gpus(node))

@@ -16,11 +16,11 @@ from fabcheck.intent.model import GpuHealth
 from fabcheck.parsers.kernel_log import parse_xid_events
 from fabcheck.parsers.nvidia_smi_q import parse_nvidia_smi_q
 from fabcheck.parsers.topo import parse_topo
-from fabcheck_lab.mockhost import HOST_FAULTS, heal, inject
+from fabcheck_lab.mockhost import HOST_FAULTS, heal, inject, layout
 from fabcheck_lab.mockhost.faults import active_faults
 from fabcheck_lab.mockhost.layout import MockNodePaths
 from fabcheck_lab.mockhost.prepare import prepare_node
-from fabcheck_lab.mockhost.tools import SERVED_TOOLS, TOOL_NAMES
+from fabcheck_lab.mockhost.tools import SERVED_TOOLS, TOOL_NAMES, kernel_log
 from fabcheck_lab.mockhost.tools.common import Node, ToolError
 from fabcheck_lab.mockhost.tools.dispatch import state_tools
 
@@ -154,6 +154,17 @@ def test_a_node_without_gpus_refuses_the_gpu_faults_and_the_query(
         state_tools()["nvidia-smi"](Node(paths.state, paths.sys_class, paths.etc), ["-q"])
     assert caught.value.code == 9 and "couldn't communicate with the NVIDIA driver" in caught.value.message
     assert "NVRM" not in run(paths, capsys, "dmesg")
+
+
+def test_the_boot_log_follows_the_kernel_command_line(
+    paths: MockNodePaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """iommu-translated takes iommu=pt off the node's command line: the boot log says Translated."""
+    assert kernel_log.CMDLINE_FILE == layout.CMDLINE_FILE
+    inject(paths, "iommu-translated")
+    assert "iommu: Default domain type: Translated\n" in run(paths, capsys, "dmesg")
+    heal(paths, "iommu-translated")
+    assert "Passthrough (set via kernel command line)" in run(paths, capsys, "dmesg")
 
 
 def test_dmesg_refuses_options_it_does_not_know(paths: MockNodePaths) -> None:

@@ -9,10 +9,13 @@ dmesg refuses an unknown one.
 
 from __future__ import annotations
 
-from ..layout import CMDLINE_FILE
 from .common import Node, ToolError, out
 
 KERNEL_LOG = "kernel.log"  # in the node's state folder: lines logged after boot, oldest first
+# The node's /proc/cmdline in its state folder (mockhost.layout.CMDLINE_FILE: the tools ship alone in
+# their zip application and import nothing beside them; tests/lab/test_mock_gpu_health.py keeps the two
+# names equal).
+CMDLINE_FILE = "proc_cmdline"
 
 
 def iommu_line(node: Node) -> str:

@@ -125,6 +125,13 @@ def _gpu(index: int, bus: str, values: Mapping[tuple[str, ...], str], source: st
         if not _COUNT.fullmatch(value):
             raise ParseError(f"GPU {bus}: {name} is {value!r}, not a count", source=source)
         counters[name] = int(value)
+    # Volta and older: `Volatile > Double Bit > Total` (the uncorrectable errors of every memory); no
+    # public capture of it is cited here (docs/checks/bus.md: unverified)
+    double_bit = shown(*VOLATILE, "Double Bit", "Total")
+    if double_bit is not None:
+        if not _COUNT.fullmatch(double_bit):
+            raise ParseError(f"GPU {bus}: Double Bit Total is {double_bit!r}, not a count", source=source)
+        counters["Double Bit"] = int(double_bit)
     pending_page = next(
         (value for key in PENDING_PAGE_KEYS if (value := shown("Retired Pages", key)) is not None), None
     )
@@ -133,7 +140,10 @@ def _gpu(index: int, bus: str, values: Mapping[tuple[str, ...], str], source: st
         bus_id=bus,
         name=shown("Product Name"),
         persistence_mode=_flag(shown("Persistence Mode"), "Enabled", "Disabled"),
-        ecc_enabled=_flag(shown("ECC Mode", "Current"), "Enabled", "Disabled"),
+        # "Ecc Mode" in older drivers
+        ecc_enabled=_flag(
+            shown("ECC Mode", "Current") or shown("Ecc Mode", "Current"), "Enabled", "Disabled"
+        ),
         volatile_uncorrectable=MappingProxyType(counters),
         remap_pending=_flag(shown("Remapped Rows", "Pending"), "Yes", "No"),
         remap_failure=_flag(shown("Remapped Rows", "Remapping Failure Occurred"), "Yes", "No"),

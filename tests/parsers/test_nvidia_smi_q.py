@@ -54,6 +54,21 @@ def test_page_retirement_display_of_eight_gpus_in_order() -> None:
     assert all(gpu.remap_pending is None for gpu in query.gpus)
 
 
+def test_the_volta_double_bit_layout_is_read_unverified() -> None:
+    """`Ecc Mode` and `Volatile > Double Bit > Total` as public docs show older drivers print them (no
+    capture cited: docs/checks/bus.md lists the layout unverified)."""
+    text = (
+        "GPU 00000000:02:00.0\n    Ecc Mode\n        Current                     : Enabled\n"
+        "    ECC Errors\n        Volatile\n            Single Bit            \n"
+        "                Device Memory       : 0\n                Total               : 0\n"
+        "            Double Bit            \n                Device Memory       : 2\n"
+        "                Total               : 2\n"
+    )
+    (gpu,) = parse_nvidia_smi_q(text, "volta").gpus
+    assert gpu.ecc_enabled is True
+    assert dict(gpu.volatile_uncorrectable) == {"Double Bit": 2}
+
+
 def test_an_uncorrectable_count_that_is_no_number_is_refused() -> None:
     text = A100.replace("DRAM Uncorrectable            : 0", "DRAM Uncorrectable            : lots", 1)
     with pytest.raises(ParseError, match="not a count"):

@@ -90,6 +90,8 @@ def _judge_gpu(
         elif not gpu.persistence_mode:
             problems.append("persistence mode Disabled")
             hints.append(f"enable it: `nvidia-smi -i {gpu.index} -pm 1` (or run nvidia-persistenced)")
+    if gpu.ecc_enabled and not gpu.volatile_uncorrectable:
+        unknown.append("volatile uncorrectable ECC counter (ECC is on)")
     if gpu.uncorrectable_total:
         errors = ", ".join(f"{name} {count}" for name, count in gpu.volatile_uncorrectable.items() if count)
         problems.append(f"volatile uncorrectable ECC: {errors}")

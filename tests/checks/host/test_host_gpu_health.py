@@ -147,3 +147,13 @@ def test_a_persistence_mode_not_shown_is_an_error_not_a_pass() -> None:
     query = parse_nvidia_smi_q((REAL / "nvidia-smi-q-d-page-retirement-8gpu-pending.txt").read_text(), "d")
     findings = check_gpu_health(query, (), GpuHealth())
     assert only(findings, checks.GPU_HEALTH, "GPU0 0001:00:00.0").status is Status.ERROR
+
+
+def test_ecc_on_without_a_volatile_counter_is_an_error_not_a_pass() -> None:
+    counters = {
+        f"            {name}{' ' * (30 - len(name))}: 0": f"            {name}{' ' * (30 - len(name))}: N/A"
+        for name in ("DRAM Uncorrectable", "SRAM Uncorrectable Parity", "SRAM Uncorrectable SEC-DED")
+    }
+    findings = run_checks({"nvidia_smi_q": ok(smi_q(changes={0: counters}))})
+    assert failing(findings) == {(checks.GPU_HEALTH, GPU0): Status.ERROR}
+    assert "volatile uncorrectable ECC counter (ECC is on)" in only(findings, checks.GPU_HEALTH, GPU0).actual

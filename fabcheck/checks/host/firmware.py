@@ -163,7 +163,7 @@ def judge_config(shown: FirmwareEvidence, pin: NicFirmware) -> Finding:
         return errored(
             NIC_FW_CONFIG, nic, expected, actual, "use an mlxconfig whose -e shows Default and Current"
         )
-    wrong, pending = [], []
+    wrong, pending, to_set = [], [], []
     for name, value in sorted(pin.config.items()):
         param = query.params.get(name)
         if param is not None and matches(value, param.current):
@@ -171,7 +171,9 @@ def judge_config(shown: FirmwareEvidence, pin: NicFirmware) -> Finding:
         shown_value = f"{name} {_value(param, 'current')} (Next Boot {_value(param, 'next')})"
         if param is not None and matches(value, param.next_boot):
             pending.append(shown_value)
-        elif param is None:
+            continue
+        to_set.append(f"{name}={spelled(value)}")
+        if param is None:
             wrong.append(f"{name} not shown (unsupported, or hidden while ADVANCED_PCI_SETTINGS is off)")
         else:
             wrong.append(shown_value)
@@ -181,8 +183,7 @@ def judge_config(shown: FirmwareEvidence, pin: NicFirmware) -> Finding:
     reset = f"`{RESET.format(nic=nic)}` or reboot"
     if not wrong:
         return failed(NIC_FW_CONFIG, nic, expected, actual, f"{PENDING}: {reset}")
-    settings = [f"{name}={spelled(value)}" for name, value in sorted(pin.config.items())]
-    command = cmd("mlxconfig", "-d", nic, "-y", "set", *settings)
+    command = cmd("mlxconfig", "-d", nic, "-y", "set", *to_set)
     hint = NIC_FW_CONFIG_CHECK.fix(command) + f", then {reset} (a set takes effect after it)"
     return failed(NIC_FW_CONFIG, nic, expected, actual, hint)
 

@@ -15,6 +15,7 @@ from fabcheck.checks.counters import (
     lossless_want,
 )
 from fabcheck.checks.evidence import deselect, unjudged
+from fabcheck.checks.host.firmware import check_fwmanager_query
 from fabcheck.checks.model import Finding, errored, verdict
 from fabcheck.checks.nccl_log import check_nccl_log
 from fabcheck.checks.nccl_tests import check_nccl_tests
@@ -26,6 +27,7 @@ from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers import nccl_log, nccl_tests, perftest, topo
 from fabcheck.parsers.ethtool_stats import UNNAMED, parse_ethtool_stats
 from fabcheck.parsers.hw_counters import parse_hw_counters
+from fabcheck.parsers.mlxfwmanager import parse_mlxfwmanager
 
 
 @dataclass(frozen=True)
@@ -113,12 +115,34 @@ def _nccl_tests(lines: Iterable[str], source: str, intent: FabricIntent, _: Opti
     return Analysis(source, "nccl-tests", facts, tuple(check_nccl_tests(run, intent)))
 
 
+def _mlxfwmanager(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -> Analysis:
+    devices = parse_mlxfwmanager("".join(lines), source)
+    facts: dict[str, Any] = {
+        "devices": [
+            {
+                "index": d.index,
+                "device_type": d.device_type,
+                "part_number": d.part_number,
+                "psid": d.psid,
+                "pci_device": d.pci_device,
+                "fw_current": d.fw_current,
+                "fw_available": d.fw_available,
+                "status": d.status,
+            }
+            for d in devices
+        ]
+    }
+    findings = check_fwmanager_query(devices, tuple(intent.nic_firmware))
+    return Analysis(source, "mlxfwmanager", facts, tuple(findings))
+
+
 AnalyzerFn = Callable[[Iterable[str], str, FabricIntent, Options], Analysis]
 ANALYZERS: dict[str, AnalyzerFn] = {
     "topo": _topo,
     "nccl-log": _nccl_log,
     "perftest": _perftest,
     "nccl-tests": _nccl_tests,
+    "mlxfwmanager": _mlxfwmanager,
 }
 
 

@@ -80,11 +80,12 @@ KIND_EXPECTS: dict[str, str] = {
     "perftest": "perftest output, client or server (ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat)",
     "nccl-tests": "the output of an nccl-tests binary (all_reduce_perf, all_gather_perf, ...)",
     "counters": "two `ethtool -S IF` captures, BEFORE and AFTER a load (one or more interfaces each)",
+    "mlxfwmanager": "the output of `mlxfwmanager --query` (or mlxup's query) of one host",
 }
 
 EPILOG = (
     "kinds:\n"
-    + "".join(f"  {kind:<11} {KIND_EXPECTS[kind]}\n" for kind in sorted(KIND_EXPECTS))
+    + "".join(f"  {kind:<12} {KIND_EXPECTS[kind]}\n" for kind in sorted(KIND_EXPECTS))
     + f"""
 Pasted output is fine: shell prompts, scheduler prefixes, timestamps, ANSI colour.
 

@@ -56,10 +56,16 @@ def test_command_help_lists_exit_codes_and_an_example(
 
 def test_analyze_help_says_which_tool_each_kind_reads(capsys: pytest.CaptureFixture[str]) -> None:
     text = help_of(capsys, "analyze")
-    assert set(KIND_EXPECTS) == {"topo", "nccl-log", "perftest", "nccl-tests", "counters"}
+    assert set(KIND_EXPECTS) == {"topo", "nccl-log", "perftest", "nccl-tests", "counters", "mlxfwmanager"}
     for kind, tool in KIND_EXPECTS.items():
-        assert f"  {kind:<11} {tool}" in text
-    for tool in ("nvidia-smi topo -m", "NCCL_DEBUG=INFO", "ib_write_bw", "all_reduce_perf"):
+        assert f"  {kind:<12} {tool}" in text
+    for tool in (
+        "nvidia-smi topo -m",
+        "NCCL_DEBUG=INFO",
+        "ib_write_bw",
+        "all_reduce_perf",
+        "mlxfwmanager --query",
+    ):
         assert tool in text
 
 

@@ -26,6 +26,7 @@ from fabcheck.desired.nic import DesiredHost
 from fabcheck.intent.model import FabricIntent, NicFirmware
 from fabcheck.parsers.flint import FlintQuery
 from fabcheck.parsers.mlxconfig import MlxconfigParam, MlxconfigQuery, matches, spelled
+from fabcheck.parsers.mlxfwmanager import FwManagerDevice
 
 NIC_FIRMWARE = "host.nic_firmware"
 NIC_FW_CONFIG = "host.nic_fw_config"
@@ -134,6 +135,45 @@ def check_nic_firmware(
         if not findings:  # host.rdma_device says why
             findings.append(skipped(NIC_FIRMWARE, "host", "no rail NIC read on this host: nothing to judge"))
     return result
+
+
+def check_fwmanager_query(
+    devices: tuple[FwManagerDevice, ...], pins: tuple[NicFirmware, ...]
+) -> list[Finding]:
+    """`fabcheck analyze mlxfwmanager`: one saved `mlxfwmanager --query` of one host. A pinned part's
+    devices run the pin; the others of one PSID agree with each other (the query shows no burned image
+    waiting: flint's `FW Version(Running)` is what tells that, on the gate)."""
+    findings: list[Finding] = []
+    unpinned: dict[str, dict[str, str]] = {}
+    for device in devices:
+        subject = device.pci_device or f"Device #{device.index}"
+        if device.psid is None or device.fw_current in (None, "N/A"):
+            expected = "the device's PSID and current firmware"
+            actual = "not judged: the query shows no " + ("PSID" if device.psid is None else "FW version")
+            findings.append(errored(NIC_FIRMWARE, subject, expected, actual, "save the whole query output"))
+            continue
+        pin = next((p for p in pins if p.psid == device.psid and p.version is not None), None)
+        firmware = RunningFirmware(subject, device.psid, device.fw_current, None, "mlxfwmanager")
+        if pin is not None:
+            findings.append(judge_pinned(firmware, pin))
+        else:
+            unpinned.setdefault(device.psid, {})[subject] = device.fw_current
+    for psid, versions in sorted(unpinned.items()):
+        counts = sorted(
+            {v: list(versions.values()).count(v) for v in versions.values()}.items(), key=lambda kv: -kv[1]
+        )
+        common = counts[0][0] if len(counts) == 1 or counts[0][1] > counts[1][1] else None
+        expected = f"one firmware version on every {psid} device of the host"
+        spread = "; ".join(f"{version} on {count} device(s)" for version, count in counts)
+        for subject, version in sorted(versions.items()):
+            actual = f"{version} ({spread})"
+            if version == common:
+                findings.append(passed(NIC_FIRMWARE, subject, expected, actual))
+            else:
+                findings.append(
+                    failed(NIC_FIRMWARE, subject, expected, actual, _fleet_hint("this host", common))
+                )
+    return findings
 
 
 # ---- host.nic_fw_config ---------------------------------------------------------------------------

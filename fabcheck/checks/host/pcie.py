@@ -2,8 +2,9 @@
 (host.pcie_link), its AER errors (host.pcie_errors), ACS redirect on the bridges peer-to-peer crosses
 (host.pcie_acs) and the IOMMU mode of the rail NICs (host.iommu).
 
-GPU i is the i-th NVIDIA `3D controller`/`VGA compatible controller` of `lspci -D -vvv` in BDF order
-(nvidia-smi's default PCI bus order); a rail NIC's function is the `bus-info` of `ethtool -i` on its
+GPU i is nvidia-smi's GPU i at the bus id `nvidia-smi -q` shows (where it was read; else the i-th NVIDIA
+`3D controller`/`VGA compatible controller` of `lspci -D -vvv` in BDF order, nvidia-smi's default PCI
+bus order); a rail NIC's function is the `bus-info` of `ethtool -i` on its
 netdev. No fabcheck role sets any of it: a failure's hint names the BIOS setting, the command or the
 part to reseat. Without root lspci shows no capability: that is an ERROR ("run as root"), never a pass.
 """
@@ -22,6 +23,7 @@ from fabcheck.collect.host import Unreadable
 from fabcheck.desired.nic import DesiredHost
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.bus_records import PcieFunction, PcieLink, PcieTree
+from fabcheck.parsers.nvidia_smi_q import SmiQuery
 from fabcheck.parsers.pcie_sysfs import TRANSLATED_DOMAIN_TYPES, KernelCmdline
 
 PCIE_LINK = "host.pcie_link"
@@ -59,14 +61,29 @@ class Device:
         return f"{self.name} ({self.bdf})"
 
 
-def gpus(tree: PcieTree) -> list[Device]:
-    """The NVIDIA GPUs in BDF order: GPU i is the i-th (nvidia-smi's default order is PCI bus order)."""
-    found = sorted(
+def nvidia_functions(tree: PcieTree) -> list[str]:
+    """The NVIDIA GPUs lspci shows, in BDF order."""
+    return sorted(
         bdf
         for bdf, function in tree.functions.items()
         if NVIDIA in function.description and function.description.startswith(GPU_CLASSES)
     )
-    return [Device(f"GPU{index}", bdf, True) for index, bdf in enumerate(found)]
+
+
+def gpus(tree: PcieTree, query: SmiQuery | Unreadable | None = None) -> list[Device]:
+    """GPU i and its PCI function: nvidia-smi's index and bus id where `nvidia-smi -q` was read, else the
+    i-th NVIDIA GPU of lspci in BDF order (nvidia-smi's default order is PCI bus order)."""
+    if isinstance(query, SmiQuery) and query.gpus:
+        return [Device(f"GPU{gpu.index}", gpu.bus_id, True) for gpu in query.gpus]
+    return [Device(f"GPU{index}", bdf, True) for index, bdf in enumerate(nvidia_functions(tree))]
+
+
+def unlisted_gpus(tree: PcieTree, query: SmiQuery | Unreadable) -> list[str]:
+    """NVIDIA GPUs lspci shows that `nvidia-smi -q` does not list (fallen off the bus, driver failed)."""
+    if not isinstance(query, SmiQuery):
+        return []
+    listed = {gpu.bus_id for gpu in query.gpus}
+    return [bdf for bdf in nvidia_functions(tree) if bdf not in listed]
 
 
 def rail_nics(
@@ -147,7 +164,11 @@ def check_pcie_link(evidence: HostEvidence, desired: DesiredHost) -> list[Findin
     if isinstance(tree, Unreadable):
         return [unreadable_error(PCIE_LINK, "host", expected, tree)]
     nics, findings = rail_nics(PCIE_LINK, evidence, desired)
-    devices = gpus(tree) + nics
+    devices = gpus(tree, evidence.gpu_query) + nics
+    for bdf in unlisted_gpus(tree, evidence.gpu_query):
+        actual = f"lspci shows NVIDIA GPU {bdf}; `nvidia-smi -q` does not list it"
+        hint = "check `dmesg` for Xid 79 (fallen off the bus) and the driver; reseat or reset the GPU"
+        findings.append(errored(PCIE_LINK, bdf, "every NVIDIA GPU known to the driver", actual, hint))
     if not devices:
         return [errored(PCIE_LINK, "host", expected, "no NVIDIA GPU and no rail NIC found", "check `lspci`")]
     return findings + [judge_link(tree, device) for device in devices]
@@ -179,7 +200,7 @@ def check_pcie_errors(evidence: HostEvidence, desired: DesiredHost) -> list[Find
         reason = "the host shows no AER counters (/sys/bus/pci/devices/*/aer_dev_*: kernel < 4.19 or AER off)"
         return [skipped(PCIE_ERRORS, "host", reason)]
     nics, findings = rail_nics(PCIE_ERRORS, evidence, desired)
-    for device in _judged_functions(tree, gpus(tree) + nics):
+    for device in _judged_functions(tree, gpus(tree, evidence.gpu_query) + nics):
         counts = aer.since_boot.get(device.bdf)
         if counts is None:
             findings.append(skipped(PCIE_ERRORS, device.label, f"{device.bdf} has no AER counters"))
@@ -243,14 +264,16 @@ def check_pcie_acs(evidence: HostEvidence, desired: DesiredHost) -> list[Finding
         return [skipped(PCIE_ACS, "host", "the intent names no rails: which NIC serves which GPU is unknown")]
     nics, findings = rail_nics(PCIE_ACS, evidence, desired)
     nic_of = {nic.name: nic for nic in nics}
-    by_index = gpus(tree)
+    by_index = {int(gpu.name.removeprefix("GPU")): gpu for gpu in gpus(tree, evidence.gpu_query)}
     for index, nic_name in sorted(desired.rails.items()):
         nic = nic_of.get(nic_name)
         if nic is None:
             continue  # its ERROR is in rail_nics' findings, or host.rdma_device judges a missing NIC
         subject = f"GPU{index} -> {nic_name}"
-        if index >= len(by_index):
-            actual = f"lspci shows {len(by_index)} NVIDIA GPUs; GPU{index} is not among them"
+        if index not in by_index:
+            actual = (
+                f"{len(by_index)} NVIDIA GPUs shown (nvidia-smi -q, else lspci); GPU{index} is not among them"
+            )
             findings.append(errored(PCIE_ACS, subject, expected, actual, "check `lspci` and `nvidia-smi`"))
             continue
         findings.append(_judge_acs(tree, by_index[index], nic, subject, expected))
@@ -380,7 +403,7 @@ def _iommu_judged(desired: DesiredHost) -> str | None:
     return "fabric_intent.pcie.iommu is any" if desired.pcie.iommu == "any" else None
 
 
-LINK_READS = (probes.LSPCI, probes.DRIVER)
+LINK_READS = (probes.LSPCI, probes.DRIVER, probes.NVIDIA_SMI_Q)
 PCIE_LINK_CHECK = host_check(
     PCIE_LINK,
     "gpu",

@@ -69,8 +69,8 @@ ACS_ON = "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- Dir
 
 def rail(index: int) -> dict[str, Function]:
     """Rail `index`: root port R:01.0 -> switch up (R+1):00.0 -> down (R+2):00.0 (GPU (R+3):00.0) and
-    (R+2):02.0 (NIC (R+5):00.0), R = 0x15 + 0x20 * index (rail 0: GPU 0000:18:00.0, NIC 0000:1a:00.0)."""
-    r = 0x15 + 0x20 * index
+    (R+2):02.0 (NIC (R+5):00.0), R = 0x15 + 0x12 * index (rail 0: GPU 0000:18:00.0, NIC 0000:1a:00.0)."""
+    r = 0x15 + 0x12 * index
     functions = [
         Function(f"0000:{r:02x}:01.0", ROOT_NAME, "Root Port", bus=(r, r + 1, r + 5), acs=ACS_OFF),
         Function(f"0000:{r + 1:02x}:00.0", SWITCH_NAME, "Upstream Port", bus=(r + 1, r + 2, r + 5)),
@@ -87,16 +87,16 @@ def rail(index: int) -> dict[str, Function]:
 
 
 def gpu_bdf(index: int) -> str:
-    return f"0000:{0x15 + 0x20 * index + 3:02x}:00.0"
+    return f"0000:{0x15 + 0x12 * index + 3:02x}:00.0"
 
 
 def nic_bdf(index: int) -> str:
-    return f"0000:{0x15 + 0x20 * index + 5:02x}:00.0"
+    return f"0000:{0x15 + 0x12 * index + 5:02x}:00.0"
 
 
 def switch_down(index: int, toward: str) -> str:
     """The switch downstream port above rail `index`'s GPU or NIC."""
-    return f"0000:{0x15 + 0x20 * index + 2:02x}:{'00' if toward == 'gpu' else '02'}.0"
+    return f"0000:{0x15 + 0x12 * index + 2:02x}:{'00' if toward == 'gpu' else '02'}.0"
 
 
 def bus(rails: int = 2) -> dict[str, Function]:

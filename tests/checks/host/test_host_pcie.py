@@ -198,3 +198,18 @@ def test_a_round_trip_stopped_inside_the_window_is_an_error_of_the_correctable_p
     correctable = only(findings, checks.PCIE_ERRORS, "correctable")
     assert correctable.status is Status.ERROR and "no second reading" in correctable.actual
     assert only(findings, checks.PCIE_ERRORS, NIC0).status is Status.PASS
+
+
+def test_gpu_i_is_nvidia_smis_and_an_nvidia_gpu_it_does_not_list_is_an_error() -> None:
+    functions = busdata.bus()
+    lost = busdata.Function("0000:50:00.0", busdata.GPU_NAME, "Endpoint", driver="nvidia")
+    findings = run_checks({"lspci": ok(busdata.lspci(functions | {lost.bdf: lost}))})
+    assert failing(findings) == {(checks.PCIE_LINK, "0000:50:00.0"): Status.ERROR}
+    assert "Xid 79" in only(findings, checks.PCIE_LINK, "0000:50:00.0").hint
+    assert only(findings, checks.PCIE_LINK, f"GPU1 ({busdata.gpu_bdf(1)})").status is Status.PASS
+
+
+def test_without_nvidia_smi_gpu_i_is_the_i_th_nvidia_function_of_lspci() -> None:
+    findings = run_checks({"nvidia_smi_q": Section(127, "", "sh: nvidia-smi: not found")})
+    assert only(findings, checks.PCIE_LINK, GPU0).status is Status.PASS
+    assert only(findings, checks.PCIE_ACS, "GPU1 -> mlx5_1").status is Status.PASS

@@ -276,7 +276,7 @@ class NicFirmware(StrictModel):
     image: str | None = Field(None, description="the firmware image to burn for `version` (named in hints)")
     # mlxconfig parameter -> value as mlxconfig names it (LINK_TYPE_P1: ETH, ATS_ENABLED: false,
     # ROCE_CC_PRIO_MASK_P1: 255): a name matches the enum's name, a number its value.
-    config: dict[Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9_]*(\[[0-9]+\])?$")], MlxconfigValue] = Field(
+    config: dict[Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9_]*(\[[0-9]+\])?$")], MlxconfigValue] = Field(
         default_factory=dict
     )
 

@@ -111,3 +111,21 @@ def test_the_intent_value_is_spelled_as_set_takes_it() -> None:
 def test_what_is_not_a_query_table_is_refused(text: str, message: str) -> None:
     with pytest.raises(ParseError, match=re.escape(message)):
         parse_mlxconfig(text, "bad")
+
+
+def test_the_intent_takes_every_parameter_name_a_real_query_shows() -> None:
+    """Names such as EXP_ROM_UEFI_x86_ENABLE (the ConnectX-7 query) hold lower case: the intent's
+    nic_firmware[].config keys accept what mlxconfig prints, and refuse what it never does."""
+    from pydantic import ValidationError
+
+    from fabcheck.intent.model import NicFirmware
+
+    for sample in (
+        "mlxconfig-q-connectx7-next-boot-excerpt.txt",
+        "mlxconfig-e-q-connectx9-array-expanded.txt",
+    ):
+        names = list(parse_mlxconfig(real(sample), sample).params)
+        assert NicFirmware(psid="MT_0000000838", config=dict.fromkeys(names, 0)).config.keys() == set(names)
+    for bad in ("ats_enabled", "ATS ENABLED", "ATS_ENABLED[x]"):
+        with pytest.raises(ValidationError):
+            NicFirmware(psid="MT_0000000838", config={bad: 0})

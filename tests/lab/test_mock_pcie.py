@@ -236,8 +236,29 @@ def test_aer_files_per_function_in_the_kernel_abi_format(paths: MockNodePaths) -
 
 
 def test_nodeinit_binds_the_folders_prepare_writes() -> None:
-    assert nodeinit.PCI_DEVICES_DIR == mock_layout.PCI_DEVICES_DIR
+    assert nodeinit.PCI_DEVICES_DIR == mock_layout.PCI_DEVICES_DIR == pcie.PCI_DEVICES_DIR
     assert nodeinit.CMDLINE_FILE == mock_layout.CMDLINE_FILE
+
+
+@pytest.mark.parametrize("fault", [None, "pcie-degraded"])
+def test_sysfs_link_attributes_are_the_links_lspci_shows(
+    paths: MockNodePaths, capsys: pytest.CaptureFixture[str], fault: str | None
+) -> None:
+    """current_/max_link_speed and _width in the kernel's spelling (`32.0 GT/s PCIe`, a lane count), for
+    every function, equal to LnkSta/LnkCap: one trained link, two views."""
+    if fault:
+        inject(paths, fault)
+    found = blocks(lspci(paths, capsys, "-D", "-vvv"))
+    devices = paths.state / mock_layout.PCI_DEVICES_DIR
+    for bdf, lines in found.items():
+        attribute = {name: (devices / bdf / name).read_text().strip() for name in pcie.LINK_FILES}
+        speed, _, width, _ = link_of(lines, LNKSTA)
+        cap_speed, cap_width = link_of(lines, LNKCAP)
+        assert attribute["current_link_speed"] == f"{float(speed):.1f} GT/s PCIe", bdf
+        assert attribute["max_link_speed"] == f"{float(cap_speed):.1f} GT/s PCIe", bdf
+        assert (attribute["current_link_width"], attribute["max_link_width"]) == (width, cap_width), bdf
+    nic0 = (devices / NIC0 / "current_link_speed").read_text()
+    assert nic0 == ("8.0 GT/s PCIe\n" if fault else "32.0 GT/s PCIe\n")
 
 
 def test_factory_iommu_is_passthrough(paths: MockNodePaths) -> None:

@@ -17,7 +17,7 @@ from fabcheck.desired.nic import PERSIST_PATHS
 from fabcheck.errors import UsageError
 from fabcheck_lab import wire_model
 
-from .layout import CMDLINE_FILE, MockNodePaths
+from .layout import CMDLINE_FILE, PCI_DEVICES_DIR, MockNodePaths
 from .tools.common import Node
 from .tools.kernel_log import KERNEL_LOG
 from .tools.mlnx_qos import apply_buffers, factory_state
@@ -27,6 +27,7 @@ from .tools.nic_firmware import factory_state as firmware_factory
 from .tools.nvidia_smi import GPU_HEALTH
 from .tools.pcie import ACS_REDIRECT
 from .tools.pcie import STATE_FILE as PCIE_STATE_FILE
+from .tools.pcie import sysfs_speed as pcie_sysfs_speed
 from .tools.pcie import tree as pcie_tree
 from .tools.subnet_manager import read_opensm_conf
 from .tools.wire import save_wire_state, wire_state
@@ -382,9 +383,14 @@ DEGRADED_LINK = [8.0, 8]  # Gen3 x8
 
 
 def inject_pcie_degraded(node: Node, changes: Changes) -> None:
-    """The first rail NIC's link (and so the port above it) trained at x8 Gen3."""
+    """The first rail NIC's link trained at x8 Gen3: the kernel's link attributes of both its ends (the
+    NIC and the port above it), which lspci and the traffic model read."""
     nic = port_nic(node, "pcie-degraded")
-    changes.json_keys(PCIE_STATE_FILE, {nic["pci"]: {"link_status": DEGRADED_LINK}}, {})
+    parent = next(f["parent"] for f in pcie_tree(node) if f["bdf"] == nic["pci"])
+    speed, width = DEGRADED_LINK
+    for end in (nic["pci"], parent):
+        changes.state_file(f"{PCI_DEVICES_DIR}/{end}/current_link_speed", pcie_sysfs_speed(speed) + "\n")
+        changes.state_file(f"{PCI_DEVICES_DIR}/{end}/current_link_width", f"{width}\n")
 
 
 def inject_acs_on(node: Node, changes: Changes) -> None:

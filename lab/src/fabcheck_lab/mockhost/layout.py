@@ -8,7 +8,7 @@ from pathlib import Path
 MOCK_STATE_MOUNT = "/var/lib/fabcheck-mock"
 # In a node's state folder: bound over /sys/bus/pci/devices (one folder per BDF with its AER counters)
 # and over /proc/cmdline by nodeinit.py, which repeats these names (it runs with the standard library only).
-PCI_DEVICES_DIR = "sys_bus_pci_devices"
+PCI_DEVICES_DIR = "sys_bus_pci_devices"  # = tools/pcie.py PCI_DEVICES_DIR (tools import no lab module)
 CMDLINE_FILE = "proc_cmdline"
 
 

@@ -18,7 +18,7 @@ from .layout import CMDLINE_FILE, MOCK_STATE_MOUNT, PCI_DEVICES_DIR, MockNodePat
 from .profiles import HOST_PROFILES, topology_for
 from .tools import CLIENT, DISPATCHER, SERVED_TOOLS, SOCKET_NAME, TOOL_NAMES
 from .tools.pcie import STATE_FILE as PCIE_STATE_FILE
-from .tools.pcie import functions_of
+from .tools.pcie import factory_links, functions_of, link_files
 
 __all__ = ["HOST_PROFILES", "install_tools", "prepare_node"]
 
@@ -318,12 +318,16 @@ def aer_text(names: tuple[str, ...], total: str) -> str:
 
 
 def write_pcie_state(paths: MockNodePaths, topology: dict[str, Any]) -> None:
-    """The PCIe tree's state (no changes: factory links and ACS), every function's AER counters, the
-    kernel command line, and each RDMA device's IOMMU group type."""
+    """The PCIe tree's state (no changes: factory ACS), every function's link attributes and AER counters,
+    the kernel command line, and each RDMA device's IOMMU group type."""
     write_json(paths.state / PCIE_STATE_FILE, {})
     devices = paths.state / PCI_DEVICES_DIR
-    for function in functions_of(topology):
+    functions = functions_of(topology)
+    links = factory_links(functions)
+    for function in functions:
         folder = devices / function["bdf"]
+        for name, value in link_files(function, links[function["bdf"]]).items():
+            write(folder / name, value)
         for name, counters, total in AER_FILES:
             write(folder / name, aer_text(counters, total))
         if function["kind"] == "root_port":

@@ -18,9 +18,13 @@ import getopt
 import os
 from typing import Any
 
-from .common import Node, ToolError, out
+from .common import Node, ToolError, out, read_attribute
 
-STATE_FILE = "pcie.json"  # bdf -> {"link_status": [GT/s, width], "acs_control": [flag, ...]}
+STATE_FILE = "pcie.json"  # bdf -> {"acs_control": [flag, ...]}: the ACS control a fault changed
+# The node's /sys/bus/pci/devices (a folder of its state folder, bound there by nodeinit.py): per function
+# the AER counters and the link attributes the kernel keeps, which are the trained links lspci shows.
+PCI_DEVICES_DIR = "sys_bus_pci_devices"
+LINK_FILES = ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width")
 
 ROOT_PORT = ("PCI bridge", "Intel Corporation Device 352a", "04")
 SWITCH_PORT = ("PCI bridge", "Broadcom / LSI PEX890xx PCIe Gen 5 Switch", "b0")
@@ -104,24 +108,53 @@ def factory_status(function: dict[str, Any]) -> list[float]:
     return [GPU_IDLE_SPEED if function["kind"] == "gpu" else speed, width]
 
 
+def factory_links(functions: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Each function's trained link at the factory; the port above a device trains the same link, so it
+    shows the device's status (a GPU's idle speed included)."""
+    links = {f["bdf"]: factory_status(f) for f in functions}
+    ports = {f["secondary"]: f["bdf"] for f in functions if f["kind"] in ("root_port", "switch_down")}
+    for function in functions:
+        port = ports.get(bus_of(function["bdf"]))
+        if port is not None and function["kind"] == "gpu":
+            links[port] = list(links[function["bdf"]])
+    return links
+
+
+def sysfs_speed(speed: float) -> str:
+    """`current_link_speed` as kernels from 5.7 print it (NVIDIA/nccl src/graph/topo.cc kvDictPciGen at
+    069a3d4f95ca488dc63ba7ae659a2db77942a62e reads both spellings: `32.0 GT/s PCIe`, older `32 GT/s`)."""
+    return f"{speed:.1f} GT/s PCIe"
+
+
+def link_files(function: dict[str, Any], status: list[float]) -> dict[str, str]:
+    (cap_speed, cap_width), (speed, width) = function["cap"], status
+    values = (sysfs_speed(speed), str(width), sysfs_speed(cap_speed), str(cap_width))
+    return dict(zip(LINK_FILES, values, strict=True))
+
+
+def trained_link(node: Node, address: str) -> list[float] | None:
+    """The link the node's sysfs says the function trained at (None: no such files)."""
+    folder = node.state / PCI_DEVICES_DIR / address
+    speed = read_attribute(str(folder / "current_link_speed"))
+    width = read_attribute(str(folder / "current_link_width"))
+    if speed is None or width is None:
+        return None
+    return [float(speed.split()[0]), int(width)]
+
+
 def tree(node: Node) -> list[dict[str, Any]]:
-    """The node's functions with their current link status and ACS control (pcie.json over factory)."""
+    """The node's functions with their trained links (its sysfs, else the factory's: a function a fault
+    moved into the tree has no files) and ACS control (pcie.json over the factory's)."""
     changes = node.load(STATE_FILE, {}) or {}
     functions = functions_of(node.topology)
+    factory = factory_links(functions)
     by_bus = {f["secondary"]: f for f in functions if "secondary" in f}
     for function in functions:
         function["parent"] = by_bus.get(bus_of(function["bdf"]), {}).get("bdf")
-        changed = changes.get(function["bdf"], {})
-        function["status"] = changed.get("link_status") or factory_status(function)
+        function["status"] = trained_link(node, function["bdf"]) or factory[function["bdf"]]
         if function["kind"] in ("root_port", "switch_down"):
-            factory = ROOT_PORT_ACS if function["kind"] == "root_port" else ()
-            function["acs"] = list(changed.get("acs_control", factory))
-    # The port above a device trains the same link: it shows the device's status (GPU at idle included).
-    for function in functions:
-        parent = next((f for f in functions if f["bdf"] == function["parent"]), None)
-        trained = "link_status" in changes.get(function["bdf"], {}) or function["kind"] == "gpu"
-        if trained and parent is not None and parent["kind"] in ("root_port", "switch_down"):
-            parent["status"] = list(function["status"])
+            acs = ROOT_PORT_ACS if function["kind"] == "root_port" else ()
+            function["acs"] = list(changes.get(function["bdf"], {}).get("acs_control", acs))
     return functions
 
 

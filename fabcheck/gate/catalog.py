@@ -26,6 +26,8 @@ from fabcheck.checks import link_health, switch
 from fabcheck.checks.declare import Check
 from fabcheck.checks.declared import DECLARED
 from fabcheck.checks.host import pcie as host_pcie
+from fabcheck.checks.host.firmware import NIC_FIRMWARE_CHECK, NIC_FW_CONFIG_CHECK
+from fabcheck.checks.host.gpu import GPUDIRECT_CHECK
 from fabcheck.checks.host import wire as host_wire
 from fabcheck.checks.host.gpu_health import GPU_HEALTH_CHECK
 from fabcheck.checks.model import Finding
@@ -278,7 +280,13 @@ WIRE_FIXED_BY = "no role: the hint names what to clean, reseat or replace"
 # docs/checks/bus.md: the checks of the bus between each GPU and its rail NIC (issue 36): PCIe, GPUDirect,
 # NIC firmware, GPU health. Each family appends its checks' declarations here.
 BUS_TABLE = "bus"
-_BUS_CHECKS: tuple[Check[Any], ...] = (*host_pcie.CHECKS, GPU_HEALTH_CHECK)
+_BUS_CHECKS: tuple[Check[Any], ...] = (
+    *host_pcie.CHECKS,
+    GPUDIRECT_CHECK,
+    NIC_FIRMWARE_CHECK,
+    NIC_FW_CONFIG_CHECK,
+    GPU_HEALTH_CHECK,
+)
 BUS_CHECK_IDS = tuple(check.id for check in _BUS_CHECKS)
 
 

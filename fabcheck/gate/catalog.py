@@ -26,9 +26,9 @@ from fabcheck.checks import link_health, switch
 from fabcheck.checks.declare import Check
 from fabcheck.checks.declared import DECLARED
 from fabcheck.checks.host import pcie as host_pcie
+from fabcheck.checks.host import wire as host_wire
 from fabcheck.checks.host.firmware import NIC_FIRMWARE_CHECK, NIC_FW_CONFIG_CHECK
 from fabcheck.checks.host.gpu import GPUDIRECT_CHECK
-from fabcheck.checks.host import wire as host_wire
 from fabcheck.checks.host.gpu_health import GPU_HEALTH_CHECK
 from fabcheck.checks.model import Finding
 from fabcheck.checks.roles import SWITCH_QOS_ROLE

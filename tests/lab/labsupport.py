@@ -11,6 +11,7 @@ import atexit
 import contextlib
 import fcntl
 import functools
+import json
 import os
 import re
 import shutil
@@ -124,3 +125,21 @@ def run_playbook(paths: LabPaths, *options: str, playbook: str = "site.yml") -> 
     return PlaybookRun(
         done.returncode, output, {h: c[0] for h, c in recap.items()}, {h: c[1] for h, c in recap.items()}
     )
+
+
+GENEROUS = ("--timeout", "120", "--connect-timeout", "60")  # no healthy node can miss these when loaded
+
+
+def validate_json(paths: LabPaths, *options: str) -> tuple[int, list[dict]]:
+    """`fabcheck validate --json` over the lab's inventory: the exit code (0, 1 or 3) and its subjects."""
+    argv = [sys.executable, "-m", "fabcheck.cli", "validate", "-i", str(paths.inventory.parent)]
+    done = subprocess.run(
+        [*argv, "--json", *GENEROUS, *options],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode in (0, 1, 3), done.stderr
+    return done.returncode, [json.loads(line) for line in done.stdout.splitlines()]

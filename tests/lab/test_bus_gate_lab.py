@@ -8,19 +8,15 @@ drift is gone from the gate only once the host rebooted."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
-from labsupport import REPO, converged_lab, injected, requires_lab, run_playbook
+from labsupport import converged_lab, injected, requires_lab, run_playbook, validate_json
 
 from fabcheck_lab.state import LabPaths
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
-GENEROUS = ("--timeout", "120", "--connect-timeout", "60")  # no healthy node can miss these when loaded
 HOSTS = ("gpu01", "gpu02", "gpu03", "gpu04")
 BUS_CHECKS = (
     "host.pcie_link",
@@ -35,19 +31,9 @@ BUS_CHECKS = (
 
 
 def validate(paths: LabPaths, *options: str) -> tuple[int, dict[str, list[dict]]]:
-    """`fabcheck validate --json` (host stage unless options say otherwise): exit code, host -> findings."""
-    argv = [sys.executable, "-m", "fabcheck.cli", "validate", "-i", str(paths.inventory.parent)]
-    done = subprocess.run(
-        [*argv, "--json", *GENEROUS, *options],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode in (0, 1, 3), done.stderr
-    subjects = [json.loads(line) for line in done.stdout.splitlines()]
-    return done.returncode, {s["host"]: s["findings"] for s in subjects if "host" in s}
+    """`fabcheck validate --json` with these options: exit code, host -> its findings."""
+    rc, subjects = validate_json(paths, *options)
+    return rc, {s["host"]: s["findings"] for s in subjects if "host" in s}
 
 
 def not_passing(found: dict[str, list[dict]]) -> set[tuple[str, str, str]]:

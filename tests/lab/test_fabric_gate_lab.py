@@ -6,14 +6,11 @@ gives exit 0 again."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from labsupport import REPO, converged_lab, injected, requires_lab
+from labsupport import converged_lab, injected, requires_lab, validate_json
 
 from fabcheck.checks import host as host_checks
 from fabcheck.checks import link as link_checks
@@ -24,7 +21,6 @@ from fabcheck_lab.state import LabPaths
 pytestmark = [pytest.mark.lab, requires_lab]
 
 SWITCHES = ("leaf01", "leaf02", "leaf03")
-GENEROUS = ("--timeout", "120", "--connect-timeout", "60")  # no healthy node can miss these when loaded
 
 
 @dataclass(frozen=True)
@@ -33,17 +29,7 @@ class Gate:
     fabric: Fabric
 
     def validate(self, *options: str) -> tuple[int, list[dict]]:
-        argv = [sys.executable, "-m", "fabcheck.cli", "validate", "-i", str(self.paths.inventory.parent)]
-        done = subprocess.run(
-            [*argv, "--json", *GENEROUS, *options],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        assert done.returncode in (0, 1, 3), done.stderr
-        return done.returncode, [json.loads(line) for line in done.stdout.splitlines()]
+        return validate_json(self.paths, *options)
 
 
 def failing(subjects: list[dict]) -> set[tuple[str, str]]:

@@ -29,19 +29,12 @@ from fabcheck_lab.mockhost.tools import (
 from fabcheck_lab.mockhost.tools.common import Node, ToolError
 from fabcheck_lab.mockhost.tools.dispatch import state_tools
 from fabcheck_lab.mockhost.tools.nic_firmware import OTHER_FIRMWARE, boot
+from tests.checks.host.hostdata import FIRMWARE_PIN
 
 REAL = Path(__file__).resolve().parents[1] / "data/real/host"
 # What the lab's intent pins for MT_0000000838 (inventory/lab, examples): the factory state holds it.
-PINNED = {
-    "LINK_TYPE_P1": "ETH",
-    "ADVANCED_PCI_SETTINGS": False,
-    "PCI_WR_ORDERING": "per_mkey",
-    "ATS_ENABLED": False,
-    "ROCE_CC_PRIO_MASK_P1": 255,
-    "CNP_DSCP_P1": 48,
-    "CNP_802P_PRIO_P1": 6,
-}
-FIRMWARE = "28.39.1002"
+PINNED = FIRMWARE_PIN.config
+FIRMWARE = FIRMWARE_PIN.version
 
 
 @pytest.fixture

@@ -27,21 +27,11 @@ from fabcheck_lab.mockhost.prepare import prepare_node
 from fabcheck_lab.mockhost.tools.common import Node, ToolError
 from fabcheck_lab.mockhost.tools.dispatch import state_tools
 from fabcheck_lab.mockhost.tools.nic_firmware import OTHER_FIRMWARE, boot
+from tests.checks.host.hostdata import FIRMWARE_PIN
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "host"
-PIN = {
-    "psid": "MT_0000000838",
-    "version": "28.39.1002",
-    "image": "fw-ConnectX7-rel-28_39_1002-MCX75310AAS-NEA_Ax-UEFI-14.32.17-FlexBoot-3.7.300.signed.bin",
-    "config": {
-        "LINK_TYPE_P1": "ETH",
-        "ADVANCED_PCI_SETTINGS": False,
-        "PCI_WR_ORDERING": "per_mkey",
-        "ATS_ENABLED": False,
-        "ROCE_CC_PRIO_MASK_P1": 255,
-        "CNP_DSCP_P1": 48,
-        "CNP_802P_PRIO_P1": 6,
-    },
+PIN = FIRMWARE_PIN.model_dump() | {
+    "image": "fw-ConnectX7-rel-28_39_1002-MCX75310AAS-NEA_Ax-UEFI-14.32.17-FlexBoot-3.7.300.signed.bin"
 }
 
 

@@ -128,6 +128,15 @@ class Changes:
         path.write_text(text)
 
 
+def topology_nic(node: Node, changes: Changes, nic: dict[str, Any], **values: Any) -> None:
+    """Change one NIC's entry of the node's topology (what the mock tools render it from), recorded."""
+    topology = node.load("topology.json")
+    for entry in topology["nics"]:
+        if entry["name"] == nic["name"]:
+            entry.update(values)
+    changes.state_file("topology.json", json.dumps(topology, indent=1, sort_keys=True) + "\n")
+
+
 def restore(node: Node, entries: list[dict[str, Any]]) -> None:
     json_entries: dict[str, list[dict[str, Any]]] = {}
     for entry in reversed(entries):
@@ -265,11 +274,7 @@ def inject_link_speed(node: Node, changes: Changes) -> None:
         raise UsageError(f"host fault 'link-speed': {nic['name']} already runs at {nic['rate_gbps']} Gb/s")
     changes.sys_file(f"{node.port_dir(nic)}/rate", f"{SLOW_PORT_GBPS} Gb/sec (4X EDR)")
     changes.sys_file(f"net/{nic['netdev']}/speed", str(SLOW_PORT_GBPS * 1000))
-    topology = node.load("topology.json")
-    for entry in topology["nics"]:
-        if entry["name"] == nic["name"]:
-            entry["rate_gbps"] = SLOW_PORT_GBPS
-    changes.state_file("topology.json", json.dumps(topology, indent=1, sort_keys=True) + "\n")
+    topology_nic(node, changes, nic, rate_gbps=SLOW_PORT_GBPS)
 
 
 def inject_mtu(node: Node, changes: Changes) -> None:
@@ -350,11 +355,7 @@ def inject_fw_mismatch(node: Node, changes: Changes) -> None:
     update = {"running": OTHER_FIRMWARE, "burned": OTHER_FIRMWARE}
     changes.json_keys(state_name(nic), update, firmware_factory(nic))
     changes.sys_file(f"infiniband/{nic['name']}/fw_ver", OTHER_FIRMWARE)
-    topology = node.load("topology.json")
-    for entry in topology["nics"]:
-        if entry["name"] == nic["name"]:
-            entry["fw"] = OTHER_FIRMWARE
-    changes.state_file("topology.json", json.dumps(topology, indent=1, sort_keys=True) + "\n")
+    topology_nic(node, changes, nic, fw=OTHER_FIRMWARE)
 
 
 def inject_fw_config_drift(node: Node, changes: Changes) -> None:

@@ -150,7 +150,7 @@ class TestRoceLab:
             assert {(checks.TRUST, nic) for nic in NICS} <= bad
             assert {(checks.PFC, nic) for nic in NICS} <= bad
             assert {(checks.ROCE_TOS, f"{nic}/1") for nic in NICS} <= bad
-            assert (checks.PEERMEM, "host") in bad
+            assert (checks.GPUDIRECT, "host") in bad
 
     def test_module_refuses_unknown_and_unsafe_device_names(self, story: Story) -> None:
         missing, bad_name = story.adhoc["missing"], story.adhoc["bad_name"]

@@ -16,6 +16,7 @@ import pytest
 from labsupport import requires_lab, run_playbook, running_lab
 
 from fabcheck.checks import host as checks
+from fabcheck.checks.host.gpu_health import GPU_HEALTH
 from fabcheck.cli import main
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.gate.plan import plan_gate
@@ -106,7 +107,7 @@ def test_factory_host_fails_the_settings_the_roles_change(
     expected = {(check, nic) for check in per_nic for nic in nics}
     per_port = (checks.ROCE_TOS, checks.CMA_ROCE_TOS, checks.RDMA_MTU)
     expected |= {(check, f"{nic}/1") for check in per_port for nic in nics}
-    expected.add((checks.PEERMEM, "host"))
+    expected.add((checks.GPUDIRECT, "host"))
     # No boot files on a factory host: the settings file, the unit and the applier/udev rule each fail.
     persistence = {
         (f["check"], f["subject"]) for f in result["findings"] if f["check"] == checks.NIC_PERSISTENCE
@@ -248,8 +249,12 @@ def test_hung_tool_is_stopped_on_the_node_and_nothing_is_left_running(lab: Lab) 
     finally:
         lab.ssh(CONFIGURED, f"umount {bin_dir} && rm -rf {copy}")
     errors = [f for f in result.findings if f.status.value in ("fail", "error")]
-    assert [(f.check, f.subject) for f in errors] == [(checks.AFFINITY, "topology")], errors
-    assert "stopped after 15 s" in errors[0].actual
+    # nvidia-smi is read twice (topo -m, -q): both sections were stopped, each an error naming why.
+    assert [(f.check, f.subject) for f in errors] == [
+        (checks.AFFINITY, "topology"),
+        (GPU_HEALTH, "GPUs"),
+    ], errors
+    assert all("stopped after 15 s" in f.actual for f in errors), errors
     assert not [line for line in left if f"sleep {HUNG_MARK}" in line or "fabcheck-collect" in line], left
 
 

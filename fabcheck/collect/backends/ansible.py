@@ -30,7 +30,7 @@ import yaml
 from fabcheck.collect import host as collect
 from fabcheck.collect import ssh
 from fabcheck.collect.host import HostCollection
-from fabcheck.collect.script import split_sections
+from fabcheck.collect.script import ROUND_TRIP_CAP_BYTES, split_sections
 from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.errors import UsageError
 
@@ -38,6 +38,10 @@ RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_unreachable")
 COLLECT_TASK = "Run the fabcheck collection script"
 COMMAND_OF_HOST = "{{ fabcheck_commands[fabcheck_priority[inventory_hostname]] }}"
 HOST_KEY_CHECKING = "ANSIBLE_HOST_KEY_CHECKING"
+# ansible-runner's event callback replaces a task result whose text is longer than MAX_EVENT_RES characters
+# (default 700000) with {} (ansible_runner/display_callback/callback/awx_display.py). The raw task's result
+# holds its stdout twice (stdout, stdout_lines), so a round trip up to the cap needs several times the cap.
+MAX_EVENT_RES = 4 * ROUND_TRIP_CAP_BYTES
 
 
 def collection_play(client_s: float) -> list[dict[str, Any]]:
@@ -102,7 +106,12 @@ def collect_via_ansible(
                     "fabcheck_commands": commands,
                     "fabcheck_priority": {name: str(p) for name, p in priorities.items()},
                 },
-                envvars={"PATH": path_with_ansible(), "ANSIBLE_NOCOLOR": "1", **host_key_checking_env()},
+                envvars={
+                    "PATH": path_with_ansible(),
+                    "ANSIBLE_NOCOLOR": "1",
+                    "MAX_EVENT_RES": str(MAX_EVENT_RES),
+                    **host_key_checking_env(),
+                },
                 quiet=True,
                 json_mode=False,
             )
@@ -161,6 +170,11 @@ def bundle_of(
     if event == "runner_on_unreachable":
         return HostCollection(host, {}, False, f"--via ansible: unreachable: {message[:300]}", priority)
     stdout = res.get("stdout")
+    if not res:
+        error = (
+            f"--via ansible: ansible-runner dropped the task's result (over MAX_EVENT_RES, {MAX_EVENT_RES})"
+        )
+        return HostCollection(host, {}, False, error, priority)
     if not isinstance(stdout, str):
         error = f"--via ansible: the task printed nothing{f': {message[:300]}' if message else ''}"
         expired = ssh.COMMAND if "expected time frame" in message else None

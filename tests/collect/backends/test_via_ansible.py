@@ -128,6 +128,13 @@ COMPLETE = "".join(
             None,
         ),
         (
+            ("runner_on_ok", {}),  # ansible-runner's callback emptied a result over MAX_EVENT_RES
+            False,
+            f"--via ansible: ansible-runner dropped the task's result (over MAX_EVENT_RES, "
+            f"{via_ansible.MAX_EVENT_RES})",
+            None,
+        ),
+        (
             ("runner_on_failed", {"msg": "The raw action failed to execute in the expected time frame (5)"}),
             False,
             "--via ansible: the task printed nothing: The raw action failed to execute in the expected time "
@@ -169,3 +176,15 @@ def test_events_of_other_tasks_and_hosts_are_not_mixed() -> None:
         "gpu01": ("runner_on_ok", {"stdout": "a"}),
         "gpu02": ("runner_on_unreachable", {"msg": "down"}),
     }
+
+
+def test_a_round_trip_up_to_the_cap_survives_ansible_runners_event_limit() -> None:
+    """awx_display empties a result whose str() exceeds MAX_EVENT_RES; the raw task's result holds the
+    output as stdout and again as stdout_lines (each line quoted), so the limit is set well above twice
+    the round trip's cap."""
+    from fabcheck.collect.script import ROUND_TRIP_CAP_BYTES
+
+    line = "x" * 70
+    stdout = (line + "\n") * (ROUND_TRIP_CAP_BYTES // (len(line) + 1))
+    result = {"stdout": stdout, "stdout_lines": stdout.splitlines(), "stderr": "", "rc": 0}
+    assert len(str(result)) <= via_ansible.MAX_EVENT_RES

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mocknode import node_files, node_of, prepared
 
 from fabcheck.parsers.flint import parse_flint
 from fabcheck.parsers.ibv_devinfo import parse_ibv_devinfo
@@ -16,7 +17,6 @@ from fabcheck.parsers.mlxfwmanager import parse_mlxfwmanager
 from fabcheck_lab.mockhost import HOST_FAULTS, heal, inject
 from fabcheck_lab.mockhost.faults import DRIFT_PARAM, active_faults
 from fabcheck_lab.mockhost.layout import MockNodePaths
-from fabcheck_lab.mockhost.prepare import prepare_node
 from fabcheck_lab.mockhost.tools import (
     SERVED_TOOLS,
     TOOL_NAMES,
@@ -26,7 +26,7 @@ from fabcheck_lab.mockhost.tools import (
     netdev,
     rdma_info,
 )
-from fabcheck_lab.mockhost.tools.common import Node, ToolError
+from fabcheck_lab.mockhost.tools.common import ToolError
 from fabcheck_lab.mockhost.tools.dispatch import state_tools
 from fabcheck_lab.mockhost.tools.nic_firmware import OTHER_FIRMWARE, boot
 from tests.checks.host.hostdata import FIRMWARE_PIN
@@ -39,13 +39,7 @@ FIRMWARE = FIRMWARE_PIN.version
 
 @pytest.fixture
 def paths(tmp_path: Path) -> MockNodePaths:
-    paths = MockNodePaths.under(tmp_path / "gpu1")
-    prepare_node(paths, name="gpu1", profile="rail8", index=0, address="127.200.1.1", peers={})
-    return paths
-
-
-def node_of(paths: MockNodePaths) -> Node:
-    return Node(paths.state, paths.sys_class, paths.etc)
+    return prepared(tmp_path)
 
 
 def run(tool: object, paths: MockNodePaths, capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -64,15 +58,6 @@ def refused(paths: MockNodePaths, capsys: pytest.CaptureFixture[str], *args: str
         mlxconfig.main(node_of(paths), list(args))
     assert caught.value.stdout  # mlxconfig prints its -E- lines on stdout
     return caught.value.code, caught.value.message
-
-
-def tree(paths: MockNodePaths) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(paths.root)): p.read_bytes()
-        for base in (paths.state, paths.sys_class)
-        for p in sorted(base.rglob("*"))
-        if p.is_file()
-    }
 
 
 def test_the_firmware_tools_are_node_tools_served_from_state() -> None:
@@ -159,18 +144,18 @@ def test_set_writes_next_boot_only_and_boot_makes_it_current(
 def test_mlxconfig_refuses_what_the_real_tool_refuses_and_changes_nothing(
     paths: MockNodePaths, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
 ) -> None:
-    before = tree(paths)
+    before = node_files(paths)
     assert refused(paths, capsys, "-d", "mlx5_0", "-y", *args) == (3, message)
-    assert tree(paths) == before
+    assert node_files(paths) == before
 
 
 def test_set_without_yes_is_aborted_and_an_unknown_device_is_refused(
     paths: MockNodePaths, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    before = tree(paths)
+    before = node_files(paths)
     assert refused(paths, capsys, "-d", "mlx5_0", "set", "ATS_ENABLED=1") == (2, "-E- Aborted by user.\n")
     assert refused(paths, capsys, "-d", "mlx5_9", "q") == (3, "-E- Failed to open the device\n")
-    assert tree(paths) == before
+    assert node_files(paths) == before
 
 
 def test_flint_shows_the_burned_image_and_a_pending_one_until_boot(
@@ -216,7 +201,7 @@ def test_fw_mismatch_changes_every_view_of_one_nic_and_heals_exactly(
     paths: MockNodePaths, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert "fw-mismatch" in HOST_FAULTS
-    before = tree(paths)
+    before = node_files(paths)
     inject(paths, "fw-mismatch")
     assert active_faults(paths) == ["fw-mismatch"]
     assert parse_flint(run(flint.main, paths, capsys, "-d", "mlx5_0", "q"), "q").running == OTHER_FIRMWARE
@@ -227,14 +212,14 @@ def test_fw_mismatch_changes_every_view_of_one_nic_and_heals_exactly(
         netdev.ethtool, paths, capsys, "-i", "ens1np0"
     )
     heal(paths, "fw-mismatch")
-    assert tree(paths) == before
+    assert node_files(paths) == before
 
 
 def test_fw_config_drift_changes_current_and_next_boot_of_one_nic_and_heals_exactly(
     paths: MockNodePaths, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert "fw-config-drift" in HOST_FAULTS
-    before = tree(paths)
+    before = node_files(paths)
     inject(paths, "fw-config-drift")
     drifted = query(paths, capsys).params[DRIFT_PARAM]
     assert not matches(PINNED[DRIFT_PARAM], drifted.current) and not matches(
@@ -245,17 +230,17 @@ def test_fw_config_drift_changes_current_and_next_boot_of_one_nic_and_heals_exac
     boot(node_of(paths))  # a reboot keeps it: it is the NIC's configuration now
     assert not matches(PINNED[DRIFT_PARAM], query(paths, capsys).params[DRIFT_PARAM].current)
     heal(paths, "fw-config-drift")
-    assert tree(paths) == before
+    assert node_files(paths) == before
 
 
 def test_the_two_firmware_faults_compose_and_heal_in_either_order(
     paths: MockNodePaths, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    before = tree(paths)
+    before = node_files(paths)
     inject(paths, "fw-config-drift")
     inject(paths, "fw-mismatch")
     heal(paths, "fw-config-drift")  # the older one first
     assert parse_flint(run(flint.main, paths, capsys, "-d", "mlx5_0", "q"), "q").running == OTHER_FIRMWARE
     assert matches(False, query(paths, capsys).params[DRIFT_PARAM].current)
     heal(paths, "fw-mismatch")
-    assert tree(paths) == before
+    assert node_files(paths) == before

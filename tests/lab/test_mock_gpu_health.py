@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mocknode import node_files, prepared
 
 from fabcheck.checks.host.gpu_health import check_gpu_health
 from fabcheck.checks.model import Status
@@ -19,19 +20,12 @@ from fabcheck.parsers.topo import parse_topo
 from fabcheck_lab.mockhost import HOST_FAULTS, heal, inject, layout
 from fabcheck_lab.mockhost.faults import active_faults
 from fabcheck_lab.mockhost.layout import MockNodePaths
-from fabcheck_lab.mockhost.prepare import prepare_node
 from fabcheck_lab.mockhost.tools import SERVED_TOOLS, TOOL_NAMES, kernel_log
 from fabcheck_lab.mockhost.tools.common import Node, ToolError
 from fabcheck_lab.mockhost.tools.dispatch import state_tools
 
 REAL = Path(__file__).resolve().parents[1] / "data/real/host"
 GPU0 = "GPU0 0000:18:00.0"
-
-
-def prepared(tmp_path: Path, profile: str = "rail8") -> MockNodePaths:
-    paths = MockNodePaths.under(tmp_path / "gpu1")
-    prepare_node(paths, name="gpu1", profile=profile, index=0, address="127.200.1.1", peers={})
-    return paths
 
 
 @pytest.fixture
@@ -49,15 +43,6 @@ def judged(paths: MockNodePaths, capsys: pytest.CaptureFixture[str]) -> dict[str
     query = parse_nvidia_smi_q(run(paths, capsys, "nvidia-smi", "-q"), "nvidia-smi -q")
     events = parse_xid_events(run(paths, capsys, "dmesg"), "dmesg")
     return {f.subject: (f.status, f.actual) for f in check_gpu_health(query, events, GpuHealth())}
-
-
-def tree(paths: MockNodePaths) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(paths.root)): p.read_bytes()
-        for base in (paths.state, paths.sys_class)
-        for p in sorted(base.rglob("*"))
-        if p.is_file()
-    }
 
 
 def test_dmesg_and_nvidia_smi_are_served_node_tools() -> None:
@@ -112,7 +97,7 @@ def test_each_gpu_fault_fails_exactly_gpu0_and_heals_byte_for_byte(
     paths: MockNodePaths, capsys: pytest.CaptureFixture[str], fault: str, actual: str
 ) -> None:
     assert fault in HOST_FAULTS
-    before = tree(paths)
+    before = node_files(paths)
     inject(paths, fault)
     assert active_faults(paths) == [fault]
     verdicts = judged(paths, capsys)
@@ -120,14 +105,14 @@ def test_each_gpu_fault_fails_exactly_gpu0_and_heals_byte_for_byte(
         GPU0: (Status.FAIL, actual)
     }
     heal(paths, fault)
-    assert tree(paths) == before
+    assert node_files(paths) == before
     assert {status for status, _ in judged(paths, capsys).values()} == {Status.PASS}
 
 
 def test_the_two_gpu_faults_compose_and_heal_in_any_order(
     paths: MockNodePaths, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    before = tree(paths)
+    before = node_files(paths)
     inject(paths, "xid")
     inject(paths, "gpu-ecc")
     status, actual = judged(paths, capsys)[GPU0]
@@ -140,7 +125,7 @@ def test_the_two_gpu_faults_compose_and_heal_in_any_order(
         == "volatile uncorrectable ECC: DRAM Uncorrectable 1; row remap pending"
     )
     heal(paths, "gpu-ecc")
-    assert tree(paths) == before
+    assert node_files(paths) == before
 
 
 def test_a_node_without_gpus_refuses_the_gpu_faults_and_the_query(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mocknode import node_of, prepared
 
 from fabcheck.collect.host import AER_FILES
 from fabcheck.errors import UsageError
@@ -29,7 +30,6 @@ from fabcheck_lab import nodeinit
 from fabcheck_lab.mockhost import heal, inject
 from fabcheck_lab.mockhost import layout as mock_layout
 from fabcheck_lab.mockhost.layout import MockNodePaths
-from fabcheck_lab.mockhost.prepare import prepare_node
 from fabcheck_lab.mockhost.profiles import HOST_PROFILES, pcie_tree_for, rails_for
 from fabcheck_lab.mockhost.tools import nccl_tests, pcie
 from fabcheck_lab.mockhost.tools.common import Node
@@ -53,19 +53,9 @@ BUS = re.compile(r"^\tBus: primary=([0-9a-f]{2}), secondary=([0-9a-f]{2}), subor
 AER_LINE = re.compile(r"^(.+) (\d+)$")
 
 
-def prepared(tmp_path: Path, profile: str) -> MockNodePaths:
-    paths = MockNodePaths.under(tmp_path / profile)
-    prepare_node(paths, name="gpu1", profile=profile, index=0, address="127.200.1.1", peers={})
-    return paths
-
-
 @pytest.fixture
 def paths(tmp_path: Path) -> MockNodePaths:
-    return prepared(tmp_path, "rail8")
-
-
-def node_of(paths: MockNodePaths) -> Node:
-    return Node(paths.state, paths.sys_class, paths.etc)
+    return prepared(tmp_path)
 
 
 def lspci(paths: MockNodePaths, capsys: pytest.CaptureFixture[str], *args: str) -> str:

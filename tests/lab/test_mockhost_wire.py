@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mocknode import node_of, prepared
 
 from fabcheck.errors import UsageError
 from fabcheck.parsers.ethtool_fec import parse_fec
@@ -20,9 +21,8 @@ from fabcheck_lab import wire_model
 from fabcheck_lab.mockhost import HOST_FAULTS, heal, inject
 from fabcheck_lab.mockhost.faults import WIRE_FAULTS, active_faults
 from fabcheck_lab.mockhost.layout import MockNodePaths
-from fabcheck_lab.mockhost.prepare import prepare_node
 from fabcheck_lab.mockhost.tools import netdev, wire
-from fabcheck_lab.mockhost.tools.common import Node, ToolError
+from fabcheck_lab.mockhost.tools.common import ToolError
 
 REAL_MODULE = (
     Path(__file__).resolve().parents[1] / "data/real/host/ethtool-m-qsfp-plus-40g-sr4-avago-thresholds.txt"
@@ -32,13 +32,7 @@ FAULTED, CLEAN = "ens1np0", "ens2np0"  # the first rail NIC (mlx5_0) and its nei
 
 @pytest.fixture
 def paths(tmp_path: Path) -> MockNodePaths:
-    paths = MockNodePaths.under(tmp_path / "gpu1")
-    prepare_node(paths, name="gpu1", profile="rail8", index=0, address="127.200.1.1", peers={})
-    return paths
-
-
-def node_of(paths: MockNodePaths) -> Node:
-    return Node(paths.state, paths.sys_class, paths.etc)
+    return prepared(tmp_path)
 
 
 def ethtool(paths: MockNodePaths, capsys: pytest.CaptureFixture[str], *args: str) -> str:

@@ -26,13 +26,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from fabcheck.errors import ParseError
+from fabcheck.parsers._text import split_checked_lines
 from fabcheck.parsers.bus_records import bdf_of
 
 INDENT = 4
 NOT_AVAILABLE = "N/A"
 _GPU_HEADER = re.compile(r"^GPU (?P<bus>\S+)\s*$")
-# "Name<spaces>: value" (the value may be empty or hold colons: "Bus Id : 00000000:18:00.0")
-_VALUE = re.compile(r"^(?P<key>\S.*?)\s+:(?: (?P<value>.*))?$")
+# "Name<spaces>: value": the key ends at the first colon after a space that ends the line or is
+# followed by one (the value may be empty or hold colons: "Bus Id : 00000000:18:00.0"). The
+# lookbehind starts a match only at the start of a space run, which keeps the search linear.
+_KEY_END = re.compile(r"(?<=\S)\s+:(?= |$)")
 
 _COUNT = re.compile(r"[0-9]{1,12}")  # an error counter (a longer "count" is damage, never a number)
 VOLATILE = ("ECC Errors", "Volatile")
@@ -80,7 +83,7 @@ def parse_nvidia_smi_q(text: str, source: str = "<text>") -> SmiQuery:
     header: dict[str, str] = {}
     blocks: list[tuple[str, dict[tuple[str, ...], str]]] = []
     path: list[str] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(split_checked_lines(text, source, "nvidia-smi -q"), start=1):
         line = raw.rstrip("\r")
         if not line.strip() or line.startswith("====="):
             continue
@@ -93,10 +96,10 @@ def parse_nvidia_smi_q(text: str, source: str = "<text>") -> SmiQuery:
             path = []
             continue
         depth = (len(line) - len(line.lstrip(" "))) // INDENT
-        found = _VALUE.match(line.strip())
+        found = _key_value(line.strip())
         if not blocks:  # the header: Timestamp, Driver Version, ... (sections of newer drivers skipped)
             if depth == 0 and found is not None:
-                header[found["key"]] = (found["value"] or "").strip()
+                header[found[0]] = found[1]
             continue
         if depth == 0:
             raise ParseError(f"unindented line inside a GPU block: {line!r}", source=source, line=number)
@@ -104,12 +107,20 @@ def parse_nvidia_smi_q(text: str, source: str = "<text>") -> SmiQuery:
         if found is None:  # a section: its name opens the next level
             path.append(line.strip())
             continue
-        key = (*path, found["key"])
-        blocks[-1][1][key] = (found["value"] or "").strip()
+        key = (*path, found[0])
+        blocks[-1][1][key] = found[1]
     if not blocks:
         raise ParseError("no GPU block (`GPU <bus id>` line) in the output", source=source)
     gpus = tuple(_gpu(index, bus, values, source) for index, (bus, values) in enumerate(blocks))
     return SmiQuery(header.get("Driver Version"), gpus)
+
+
+def _key_value(line: str) -> tuple[str, str] | None:
+    """(key, value) of a "Name<spaces>: value" line (stripped), None for a section name."""
+    end = _KEY_END.search(line)
+    if end is None:
+        return None
+    return line[: end.start()], line[end.end() :].strip()
 
 
 def _gpu(index: int, bus: str, values: Mapping[tuple[str, ...], str], source: str) -> GpuQuery:

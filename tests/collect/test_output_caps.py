@@ -4,7 +4,8 @@ error names the cap and the section; `rdma link` ports beyond the port cap are n
 
 The round trips run the real collection script under the local `sh` behind a fake `ssh` (as in
 tests/gate/test_remote_bounds.py), with tools made hostile by the test. The controller's peak RSS is
-measured in a child process and asserted under a generous bound; no assertion depends on speed.
+measured in a child process (its own VmHWM) and asserted under a generous bound, and the hostile
+host's extra cost under twice the round trip cap; no assertion depends on speed.
 """
 
 from __future__ import annotations
@@ -193,7 +194,7 @@ def test_twenty_thousand_ports_are_cut_at_the_port_cap_on_the_host_and_here(host
 
 VALIDATE_8 = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, sys
     from fabcheck.gate import host_stage
     from fabcheck.gate.reader import Reader
     from fabcheck.collect.ssh import TimeLimits
@@ -209,14 +210,20 @@ VALIDATE_8 = textwrap.dedent(
     ]
     limits = TimeLimits(connect_s=5, command_s=120, per_tool_s=60)
     desired = {host.name: desired_host(intent, host.name) for host in hosts}
+    def peak_rss_mib():
+        # VmHWM is this process's own peak: ru_maxrss also counts the pytest worker that forked it.
+        with open("/proc/self/status") as status:
+            [kib] = [line.split()[1] for line in status if line.startswith("VmHWM:")]
+        return int(kib) / 1024
+
     results = host_stage.read_hosts(Reader(limits, concurrency=8), hosts, None, desired)
     print(json.dumps({
-        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mib": peak_rss_mib(),
         "hosts": {r.host: [f.to_json() for f in r.findings] for r in results},
     }))
     """
 )
-RSS_BOUND_MIB = 300
+RSS_BOUND_MIB = 150
 
 
 def validate_eight(hostile_host: str) -> dict:
@@ -233,13 +240,16 @@ def validate_eight(hostile_host: str) -> dict:
 
 
 def test_one_hostile_host_among_eight_costs_bounded_memory_and_only_itself(host: Path) -> None:
-    # The same two floods as before nvidia-smi was read twice (topo -m, -q): topo floods, -q answers
-    # nothing. With both nvidia-smi sections flooding, a loaded CI machine peaked at 303 MiB (issue 36 note).
+    # topo floods, -q answers nothing. (Measured with ru_maxrss, which a forked child inherits from the
+    # pytest worker, this test once failed at 303 MiB: the worker's size, not the gate's.)
     hostile(host, "nvidia-smi", f'[ "$1" = topo ] || exit 0; exec {YES}')
     hostile(host, "mlnx_qos", f"exec {YES}")
     calm = validate_eight("nobody")
     stormy = validate_eight("gpu05")
     assert stormy["rss_mib"] < RSS_BOUND_MIB, stormy["rss_mib"]
+    # What the flood itself costs: at most the caps it is read under (4 MiB kept of 16 MiB read).
+    extra_mib = stormy["rss_mib"] - calm["rss_mib"]
+    assert extra_mib < 2 * ROUND_TRIP_CAP_BYTES / 2**20, (calm["rss_mib"], stormy["rss_mib"])
     for name, findings in calm["hosts"].items():
         if name != "gpu05":
             assert stormy["hosts"][name] == findings  # the others judged exactly as without it

@@ -88,3 +88,15 @@ def test_a_gpu_header_without_a_bus_id_is_refused() -> None:
 test_mutations_parse_or_refuse, test_hostile_text_parses_or_refuses = parse_or_refuse_tests(
     parse_nvidia_smi_q, [A10G, A100, RETIREMENT]
 )
+
+
+def test_a_line_over_the_line_cap_is_refused_naming_it() -> None:
+    # Hypothesis found it: a 100 KB line of digits and tabs once took the key/value regex 15 s.
+    with pytest.raises(ParseError, match="line is 100,120 characters long") as refused:
+        parse_nvidia_smi_q("9" * 100 + "\t" * 100_020, "long")
+    assert refused.value.line == 1
+
+
+def test_a_colon_inside_the_value_stays_in_the_value() -> None:
+    [gpu] = parse_nvidia_smi_q("GPU 00000000:18:00.0\n    Product Name    : A100: SXM4 :  80GB\n", "v").gpus
+    assert gpu.name == "A100: SXM4 :  80GB"

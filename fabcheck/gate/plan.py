@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from fabcheck.desired.ib import DesiredIbFabric
 from fabcheck.desired.nccl import DesiredNcclHost, desired_nccl_host
 from fabcheck.desired.nic import DesiredHost, DesiredNic, desired_host
 from fabcheck.desired.perftest import DesiredPerftest, desired_perftest
@@ -41,6 +42,8 @@ class GateDesired:
     # Every switch --limit leaves in, against the whole cabling map: the incast stage reads its leaves
     # itself, whether or not the switch stage runs.
     leaves: Mapping[str, DesiredSwitch] = field(default_factory=lambda: MappingProxyType({}))
+    # The planned InfiniBand fabric the ib stage judges (None: no IB switch in the inventory).
+    ib_fabric: DesiredIbFabric | None = None
 
     def nic(self, host: str, device: str) -> DesiredNic:
         """A planned host's NIC: its cabled or rail record, else the host's shared settings."""

@@ -11,10 +11,11 @@ error naming the file, line and variable, never a silent default.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fabcheck.errors import IntentError
+from fabcheck.intent.ib_fabric import IbPlan
 from fabcheck.intent.model import NIC_NAME_PATTERN, FabricIntent, is_safe_nic_name
 from fabcheck.intent.platforms import PLATFORM_GROUP_PREFIX, PLATFORMS, Platform
 
@@ -65,6 +66,7 @@ class Link:
 class Fabric:
     switches: tuple[Switch, ...]
     links: tuple[Link, ...]
+    ib: IbPlan = field(default_factory=IbPlan)  # InfiniBand switches and cables (intent.ib_fabric)
 
     def switch(self, name: str) -> Switch:
         for switch in self.switches:

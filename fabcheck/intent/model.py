@@ -293,6 +293,63 @@ class GpuHealth(StrictModel):
     )
 
 
+IbWidth = Literal["1x", "2x", "4x", "8x", "12x"]
+IbSpeed = Literal["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"]
+# PortCounters error counters as infiniband-diags name them (libibmad fields.c; what each one means: the
+# Linux sysfs ABI, Documentation/ABI/stable/sysfs-class-infiniband), judged over the counter window.
+IbErrorCounter = Literal[
+    "SymbolErrorCounter",
+    "LinkErrorRecoveryCounter",
+    "LinkDownedCounter",
+    "PortRcvErrors",
+    "PortRcvRemotePhysicalErrors",
+    "PortXmitDiscards",
+    "ExcessiveBufferOverrunErrors",
+    "LocalLinkIntegrityErrors",
+]
+# A node's port as the fabric tools address it: `mlx5_0/1` (`-C mlx5_0 -P 1`).
+_CA_PORT = re.compile(r"^[A-Za-z0-9_.-]{1,32}/[0-9]{1,3}$")
+
+
+def _ca_port(text: str) -> str:
+    if not _CA_PORT.match(text) or not is_safe_nic_name(text.split("/")[0]):
+        raise ValueError(f"{text!r} is not a local port such as mlx5_0/1 (CA name / port number)")
+    return text
+
+
+class IbSwitchFirmwarePin(StrictModel):
+    """The firmware every IB switch of one device id must run (ib.firmware)."""
+
+    device_id: Integer = Field(ge=0, le=0xFFFF, description="device id as saquery prints it")
+    version: str = Field(pattern=r"^[0-9]+(\.[0-9]+){1,3}$", description="e.g. 31.2012.1024")
+
+
+class IbFabric(StrictModel):
+    """The InfiniBand fabric between the hosts: how every link must run, where the `ib` stage reads it
+    from, and what its counters may count (ib.topology, ib.link, ib.errors, ib.guids, ib.firmware;
+    docs/checks/ib.md, where each default's source is)."""
+
+    width: IbWidth = Field("4x", description="LinkWidthActive every planned link must run at")
+    speed: IbSpeed = Field("NDR", description="link speed generation every planned link must run at")
+    # The node the ib stage runs infiniband-diags on: an inventory node with an HCA in the fabric.
+    # None: the intended SM master, else the first SM node, else the first GPU host of the run.
+    read_from: str | None = Field(None, description="inventory node the ib stage reads the fabric from")
+    read_port: Annotated[str, AfterValidator(_ca_port)] | None = Field(
+        None, description="its local port, mlx5_0/1 (default: the tools' own choice, the first active port)"
+    )
+    # rdma-ndd's default node description, "%h %d": the host name and the device (rdma-core
+    # rdma-ndd/rdma-ndd.8.in.rst); %h is the inventory name unless the host sets ib_hostname.
+    host_description: str = Field("%h %d", description="node description format of host HCAs (rdma-ndd)")
+    # ibqueryerrors reports a counter above threshold 0 by default (rdma-core ibqueryerrors.c
+    # exceeds_threshold): any error inside the window fails unless raised here, per counter name.
+    max_errors: dict[IbErrorCounter, Annotated[Integer, Field(ge=0)]] = Field(
+        default_factory=dict, description="error counter name -> allowed count per counter window (default 0)"
+    )
+    firmware: list[IbSwitchFirmwarePin] = Field(
+        default_factory=list, description="per switch device id (none pinned: one version per device id)"
+    )
+
+
 # InfiniBand partition keys: 15 bits, 0x7fff the default partition, 0x0000 invalid; bit 15 (0x8000) is
 # the full-member flag, which is a property of a membership, never of the partition itself.
 PKEY_MIN, PKEY_MAX, DEFAULT_PKEY = 0x0001, 0x7FFF, 0x7FFF
@@ -528,6 +585,7 @@ class FabricIntent(StrictModel):
     pcie: Pcie = Field(default_factory=Pcie)
     nic_firmware: list[NicFirmware] = Field(default_factory=list, description="per NIC part (PSID)")
     gpu_health: GpuHealth = Field(default_factory=GpuHealth)
+    ib_fabric: IbFabric = Field(default_factory=IbFabric)
 
     @model_validator(mode="after")
     def _coherent(self, info: ValidationInfo) -> FabricIntent:

@@ -23,6 +23,7 @@ class NodeKind(str, Enum):
     HOST = "host"
     SWITCH = "switch"
     SM = "sm"  # an InfiniBand subnet manager
+    IB_SWITCH = "ib_switch"  # an InfiniBand switch, read in-band by the ib stage
     FILE = "file"  # a recorded output judged offline (`fabcheck analyze`)
 
 

@@ -224,10 +224,11 @@ class IbCounterDelta:
 
 @dataclass(frozen=True)
 class IbSwitchFirmware:
-    """One switch's firmware as `vendstat -N <lid>` shows it."""
+    """One switch's firmware as `vendstat -N <lid>` shows it (rdma-core infiniband-diags/vendstat.c:
+    hw_dev_rev, hw_dev_id, fw_version, fw_psid, ...)."""
 
     lid: int
-    guid: str | None
-    fw_version: str | None  # "31.2012.1024" style; None: not shown
-    hw_revision: str | None = None
-    device_id: int | None = None
+    fw_version: str | None  # "31.2012.1024"; None: not shown
+    device_id: int | None = None  # hw_dev_id
+    hw_revision: int | None = None  # hw_dev_rev
+    psid: str | None = None  # fw_psid

@@ -42,7 +42,8 @@ CORPUS = REAL.parent / "corpus"
 INDEXES = sorted(REAL.rglob("INDEX.tsv"))
 PLATFORMS = ("sonic", "nvue", "eos")
 # The host NIC's wire views (ethtool -S/--show-fec/-m, mlxlink) under tests/data/real/host (issue 35).
-KNOWN_PLATFORMS = (*PLATFORMS, "host")
+# ib: the InfiniBand fabric tools (ibnetdiscover, saquery, ibqueryerrors, perfquery, vendstat; issue 37).
+KNOWN_PLATFORMS = (*PLATFORMS, "host", "ib")
 MIN_RESOLVABLE = 10
 NO_FILE = {"-", "(none)"}
 # Folders under tests/data/real that hold no captures of their own: the parsers' truth files.

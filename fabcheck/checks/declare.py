@@ -15,7 +15,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from fabcheck.intent.model import FabricIntent
 
-Stage = Literal["host", "fleet", "switch", "link", "sm", "nccl", "perftest", "incast"]
+Stage = Literal["host", "fleet", "switch", "link", "sm", "ib", "nccl", "perftest", "incast"]
 ALL_KINDS = ("roce", "ib")
 ROCE = ("roce",)
 

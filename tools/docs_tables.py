@@ -377,6 +377,7 @@ def generators() -> dict[str, Callable[[], str]]:
         "checks:sm": lambda: catalog_table("sm"),
         "checks:wire": wire_checks_table,
         "checks:bus": bus_checks_table,
+        "checks:ib": lambda: catalog_table("ib"),
         "owned-fields": switch_owned_fields,
         "host-owned-fields": host_owned_fields,
         "intent-keys": intent_table,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabcheck.checks import host, incast, link, link_health, nccl_ranks, perftest, sm, switch
+from fabcheck.checks import host, ib, incast, link, link_health, nccl_ranks, perftest, sm, switch
 from fabcheck.checks.declare import Check
 
 DECLARED: tuple[Check[Any], ...] = (
@@ -15,6 +15,7 @@ DECLARED: tuple[Check[Any], ...] = (
     *link.LINK_CHECK_DECLS,
     *link_health.LINK_HEALTH_CHECK_DECLS,
     *sm.SM_CHECK_DECLS,
+    *ib.IB_CHECK_DECLS,
     *nccl_ranks.NCCL_CHECK_DECLS,
     *perftest.PAIR_CHECK_DECLS,
     *incast.CHECK_DECLS,

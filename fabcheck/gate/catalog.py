@@ -4,11 +4,12 @@ are derived from it, never written down a second time.
 The entries come from one list of declarations, fabcheck.checks.declared.DECLARED (each a
 fabcheck.checks.declare.Check): host and fleet checks (their commands from
 fabcheck.collect.host.HOST_PROBES), switch checks (the show commands from fabcheck.collect.switch_probes),
-link and subnet-manager checks; the nccl, perftest and incast checks are declared there too and
-selected by their stage's prefix.
+link, subnet-manager and InfiniBand fabric checks; the nccl, perftest and incast checks are declared
+there too and selected by their stage's prefix.
 
     python -m fabcheck.gate.catalog --markdown host    # the host check table of docs/checks/host.md
     python -m fabcheck.gate.catalog --markdown switch  # the switch and link check table
+    python -m fabcheck.gate.catalog --markdown ib      # the InfiniBand fabric table of docs/checks/ib.md
     python -m fabcheck.gate.catalog                    # one id a line
 """
 
@@ -30,6 +31,7 @@ from fabcheck.checks.host import wire as host_wire
 from fabcheck.checks.host.firmware import NIC_FIRMWARE_CHECK, NIC_FW_CONFIG_CHECK
 from fabcheck.checks.host.gpu import GPUDIRECT_CHECK
 from fabcheck.checks.host.gpu_health import GPU_HEALTH_CHECK
+from fabcheck.checks.ib import IB_CHECK_DECLS
 from fabcheck.checks.model import Finding
 from fabcheck.checks.roles import SWITCH_QOS_ROLE
 from fabcheck.checks.switch import wire as switch_wire
@@ -152,19 +154,39 @@ def _sm_entries(checks: Sequence[Check[Any]]) -> list[Entry]:
     ]
 
 
+# The ib checks' hints name the cable, the port's config or the firmware image: no role sets them.
+IB_FIXED_BY = "no role: the hint names the cable, the port config, the node description or the image"
+
+
+def _ib_entries(checks: Sequence[Check[Any]]) -> list[Entry]:
+    return [
+        Entry(
+            check.id,
+            "ib",
+            check.scope,
+            "/".join(check.kinds),
+            ", ".join(check.reads),
+            IB_FIXED_BY,
+            check.summary,
+        )
+        for check in checks
+    ]
+
+
 # How each stage's declarations read in the catalog; fleet checks are the host stage's.
 _ENTRIES: dict[str, Callable[[Sequence[Check[Any]]], list[Entry]]] = {
     "host": _host_entries,
     "switch": _switch_entries,
     "link": _link_entries,
     "sm": _sm_entries,
+    "ib": _ib_entries,
 }
 _STAGE_OF = {"fleet": "host"}
 
 
 @cache
 def catalog() -> tuple[Entry, ...]:
-    """Every declared check of the stages listed one by one (host, switch, link, sm), in declaration
+    """Every declared check of the stages listed one by one (host, switch, link, sm, ib), in declaration
     order; the traffic stages' checks (nccl, perftest, incast) are selected by their stage's prefix."""
     entries: list[Entry] = []
     for stage, build in _ENTRIES.items():
@@ -267,7 +289,7 @@ def markdown(stages: Sequence[str], only: Sequence[str] | None = None) -> str:
     return "\n".join(rows) + "\n"
 
 
-TABLES = {HOST_TABLE: ("host",), SWITCH_TABLE: ("switch", "link"), "sm": ("sm",)}
+TABLES = {HOST_TABLE: ("host",), SWITCH_TABLE: ("switch", "link"), "sm": ("sm",), "ib": ("ib",)}
 # docs/checks/wire.md: the wire checks of every stage (fabcheck.checks.wire's judges).
 WIRE_TABLE = "wire"
 _WIRE_CHECKS: tuple[Check[Any], ...] = (
@@ -288,6 +310,9 @@ _BUS_CHECKS: tuple[Check[Any], ...] = (
     GPU_HEALTH_CHECK,
 )
 BUS_CHECK_IDS = tuple(check.id for check in _BUS_CHECKS)
+# docs/checks/ib.md: the InfiniBand fabric between the hosts (issue 37), judged by the ib stage.
+IB_TABLE = "ib"
+IB_CHECK_IDS = tuple(check.id for check in IB_CHECK_DECLS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

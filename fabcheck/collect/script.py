@@ -89,9 +89,7 @@ COMPLETE = "complete"
 # $1 = token (hex), $2 = lossless priority (0..7), $3 = seconds each tool may run, $4 = the counter
 # window in whole seconds (0..@MAX_WINDOW@; 0: the counters are read once). Names from
 # `rdma link` are used only when they are plain interface names, and only inside double quotes.
-# Each tool runs under `timeout` in the background so that a TERM from outside (the launcher's overall
-# limit) can be passed on to it: nothing the script started outlives the script.
-_PROLOGUE = r"""
+_HOST_ARGUMENTS = r"""
 set -f
 token=$1 prio=$2 limit=$3 window=$4
 case $token in ''|*[!0-9a-f]*) echo "fabcheck: bad token" >&2; exit 2;; esac
@@ -99,7 +97,13 @@ case $prio in [0-7]) ;; *) echo "fabcheck: bad priority" >&2; exit 2;; esac
 case $limit in ''|*[!0-9]*|0*) echo "fabcheck: bad time limit" >&2; exit 2;; esac
 case $window in ''|*[!0-9]*|0?*|????*) echo "fabcheck: bad counter window" >&2; exit 2;; esac
 [ "$window" -le @MAX_WINDOW@ ] || { echo "fabcheck: bad counter window" >&2; exit 2; }
-err=/dev/null running=
+"""
+# The functions every round trip's script runs its tools with (the host collection, the ib stage's
+# fabric read: fabcheck.collect.ib), once its own arguments are checked into $token, $limit and
+# $window: marked sections, each tool bounded, the counter window's pause. Each tool runs under
+# `timeout` in the background so that a TERM from outside (the launcher's overall limit) can be passed
+# on to it: nothing the script started outlives the script.
+SCRIPT_RUNTIME = r"""err=/dev/null running=
 stop() {  # stopped from outside: take the running tool down first (a foreground job is waited for)
     trap '' TERM INT HUP PIPE
     [ -z "$running" ] || { kill -TERM "$running" 2>/dev/null; wait "$running"; }
@@ -210,6 +214,7 @@ else
     recorded time_limit 127 "" "timeout: not found"
 fi
 """
+_PROLOGUE = _HOST_ARGUMENTS + SCRIPT_RUNTIME
 
 # Captured once: the section shows exactly the listing the per-port and per-netdev sections were read
 # from. Subshells reset traps: each one sets it again so a TERM still reaches its running tool.

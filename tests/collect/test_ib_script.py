@@ -1,0 +1,250 @@
+"""The ib stage's fabric read (fabcheck.collect.ib) run under sh with stand-in infiniband-diags that log
+how they were called: the sections it prints, the port selection every tool gets, one vendstat per
+switch LID of the topology, the counter window between the two sweeps, and the arguments it refuses.
+
+The topology lines are ibnetdiscover -p lines of treydock/infiniband_exporter
+collectors/fixtures/ibnetdiscover/test.out (quoted in /work/shared/reference/ib-nvlink-slurm-prometheus.md
+§1.2); the script reads only their first two columns (node type, LID)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fabcheck.collect.ib import (
+    ERRORS_AFTER,
+    ERRORS_BEFORE,
+    IBNETDISCOVER,
+    SAQUERY,
+    IbCollection,
+    collect_ib,
+    ib_caps,
+    remote_command,
+    section_commands,
+)
+from fabcheck.collect.script import COUNTER_WINDOW, ROUND_TRIP_CAP_BYTES, SECTION_CAP_BYTES, split_sections
+from fabcheck.collect.ssh import SshTarget, TimeLimits
+from fabcheck.desired.ib import DesiredIbEnd, DesiredIbFabric, DesiredIbLink, DesiredIbSwitch
+
+TOPOLOGY = """\
+CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 ( 'o0001 HCA-1' - 'ib-i1l1s01' )
+SW  1719 10 0x7cfe9003009ce5b0 4x EDR - CA   134  1 0x7cfe9003003b4bde ( 'ib-i1l1s01' - 'o0001 HCA-1' )
+SW  1719  1 0x7cfe9003009ce5b0 4x EDR - SW  1516  1 0x7cfe900300b07320 ( 'ib-i1l1s01' - 'ib-i1l2s01' )
+SW  1516  1 0x7cfe900300b07320 4x EDR - SW  1719  1 0x7cfe9003009ce5b0 ( 'ib-i1l2s01' - 'ib-i1l1s01' )
+SW  2052 37 0x506b4b03005c2740 4x ???                                    'ib-i4l1s01'
+"""
+LIMITS = TimeLimits(connect_s=5, command_s=30)
+TOKEN = "00ff00ff00ff00ff"
+
+
+def fabric(read_port: tuple[str, int] | None = ("mlx5_0", 1)) -> DesiredIbFabric:
+    leaf = DesiredIbEnd("leaf01", "leaf01", 1, "SW")
+    host = DesiredIbEnd("gpu01", "gpu01 mlx5_0", 1, "CA", "mlx5_0")
+    return DesiredIbFabric(
+        reader="sm01",
+        read_port=read_port,
+        width="4x",
+        speed="NDR",
+        switches=(DesiredIbSwitch("leaf01", "leaf", "leaf01", 64),),
+        links=(DesiredIbLink(host, leaf, "4x", "NDR"),),
+    )
+
+
+def tools(root: Path, *, errors_rc: int = 1, topology: str = TOPOLOGY) -> Path:
+    """Stand-in tools under root/bin; each logs `tool args...` to root/calls.log."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (root / "topology.txt").write_text(topology)
+    log = root / "calls.log"
+    bodies = {
+        "ibnetdiscover": f"cat {root / 'topology.txt'}",
+        "saquery": 'printf "NodeRecord dump:\\n\\t\\tlid.....................134\\n"',
+        # exit 1: ibqueryerrors' "ports with errors beyond threshold" (rdma-core ibqueryerrors.c main)
+        "ibqueryerrors": f'echo "## Summary: 3 nodes checked, 0 bad nodes found"; exit {errors_rc}',
+        "vendstat": 'for last; do :; done; echo "hw_dev_id:   0xd2f2"; echo "fw_version: 31.2012.1024 $last"',
+    }
+    for tool, body in bodies.items():
+        path = bin_dir / tool
+        path.write_text(f'#!/bin/sh\necho "{tool} $*" >> {log}\n{body}\n')
+        path.chmod(0o755)
+    return bin_dir
+
+
+def run_script(root: Path, desired: DesiredIbFabric, limits: TimeLimits = LIMITS) -> IbCollection:
+    bin_dir = tools(root) if not (root / "bin").exists() else root / "bin"
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "LANG": "C.UTF-8"}
+    command = remote_command(TOKEN, desired, limits)
+    done = subprocess.run(
+        ["sh", "-c", command], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    parsed = split_sections(done.stdout, TOKEN)
+    return IbCollection("sm01", parsed.sections, parsed.complete)
+
+
+def calls(root: Path) -> list[str]:
+    return (root / "calls.log").read_text().splitlines()
+
+
+def test_one_script_reads_the_fabric_through_the_planned_port(tmp_path: Path) -> None:
+    got = run_script(tmp_path, fabric(), LIMITS.with_window(1))
+    assert got.complete
+    vendstats = {"vendstat:1719", "vendstat:1516", "vendstat:2052"}  # the SW lines' LIDs, once each
+    assert set(got.sections) == {
+        "time_limit",
+        ERRORS_BEFORE,
+        IBNETDISCOVER,
+        SAQUERY,
+        COUNTER_WINDOW,
+        ERRORS_AFTER,
+        *vendstats,
+    }
+    assert got.sections[IBNETDISCOVER].stdout.splitlines() == TOPOLOGY.splitlines()
+    assert got.sections["vendstat:2052"].stdout.rstrip().endswith("2052")
+    # exit 1 ("errors found") is kept as the answer it is, for the parser to read
+    assert got.sections[ERRORS_AFTER].rc == 1 and "## Summary" in got.sections[ERRORS_AFTER].stdout
+    assert got.sections[COUNTER_WINDOW].stdout.strip() == "1" and got.sections[COUNTER_WINDOW].rc == 0
+    logged = calls(tmp_path)
+    assert [line.split()[0] for line in logged] == [
+        "ibqueryerrors",
+        "ibnetdiscover",
+        "saquery",
+        "vendstat",
+        "vendstat",
+        "vendstat",
+        "ibqueryerrors",
+    ]
+    assert all(line.split()[1:5] == ["-C", "mlx5_0", "-P", "1"] for line in logged)
+    sweeps = [line for line in logged if line.startswith("ibqueryerrors")]
+    assert all(line.endswith("--threshold-file /dev/null") for line in sweeps)
+    assert not any(word in ("-k", "-K") for line in logged for word in line.split())  # never cleared
+
+
+def test_the_commands_a_user_would_type(tmp_path: Path) -> None:
+    got = run_script(tmp_path, fabric())
+    commands = section_commands(fabric(), got.sections)
+    assert commands[IBNETDISCOVER] == "ibnetdiscover -C mlx5_0 -P 1 -p"
+    assert commands["vendstat:1516"] == "vendstat -C mlx5_0 -P 1 -N 1516"
+    assert commands[ERRORS_AFTER] == "ibqueryerrors -C mlx5_0 -P 1 --threshold-file /dev/null"
+    logged = calls(tmp_path)
+    assert sorted(logged) == sorted(
+        commands[name]
+        for name in got.sections
+        if name in commands
+        and name
+        not in (
+            "time_limit",
+            COUNTER_WINDOW,
+        )
+    )
+
+
+def test_without_a_window_the_errors_are_swept_once_and_without_a_port_the_tools_choose(
+    tmp_path: Path,
+) -> None:
+    got = run_script(tmp_path, fabric(read_port=None))
+    assert got.complete and ERRORS_BEFORE not in got.sections
+    assert got.sections[COUNTER_WINDOW].stdout.strip() == "0"
+    assert calls(tmp_path)[0] == "ibnetdiscover -p"
+    assert calls(tmp_path)[-1] == "ibqueryerrors --threshold-file /dev/null"
+
+
+def test_only_switch_lids_that_are_unicast_numbers_are_queried(tmp_path: Path) -> None:
+    hostile = textwrap.dedent(
+        """\
+        SW     0  1 0x0000000000000001 4x NDR                                     'lid zero'
+        SW 49152  1 0x0000000000000002 4x NDR                                     'multicast range'
+        SW  0x12  1 0x0000000000000003 4x NDR                                     'hex'
+        SW  ;reboot  1 0x0000000000000004 4x NDR                                  'a word'
+        CA    77  1 0x0000000000000005 4x NDR                                     'a CA'
+        SW  0049  1 0x0000000000000006 4x NDR                                     'leading zeros'
+        SW    49  2 0x0000000000000006 4x NDR                                     'same switch'
+        """
+    )
+    tools(tmp_path, topology=hostile)
+    got = run_script(tmp_path, fabric())
+    assert [name for name in got.sections if name.startswith("vendstat")] == ["vendstat:49"]
+
+
+@pytest.mark.parametrize(
+    ("ca", "port", "said"),
+    [
+        ("-x", "1", "bad CA name"),
+        ("mlx5_0;reboot", "1", "bad CA name"),
+        ("mlx5_0", "0", "bad CA port"),
+        ("mlx5_0", "255", "bad CA port"),
+        ("mlx5_0", "", "bad CA port"),
+        ("", "1", "bad CA name"),
+    ],
+)
+def test_the_script_refuses_a_port_it_cannot_pass_safely(
+    tmp_path: Path, ca: str, port: str, said: str
+) -> None:
+    given = f"{shlex.quote(ca)} {shlex.quote(port)}"
+    command = remote_command(TOKEN, fabric(), LIMITS).replace("mlx5_0 1", given)
+    assert command != remote_command(TOKEN, fabric(), LIMITS)
+    done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and said in done.stderr
+
+
+def test_a_bad_token_or_window_is_refused(tmp_path: Path) -> None:
+    for before, after, said in (
+        (TOKEN, "XYZ", "bad token"),
+        (f"{TOKEN} 10 0 ", f"{TOKEN} 10 601 ", "bad counter window"),
+    ):
+        command = remote_command(TOKEN, fabric(), LIMITS).replace(before, after)
+        done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2 and said in done.stderr
+
+
+def test_the_caps_grow_with_the_planned_fabric() -> None:
+    small = ib_caps(fabric())
+    assert small.section_bytes == SECTION_CAP_BYTES  # a small fabric: the host collection's caps
+    assert ROUND_TRIP_CAP_BYTES <= small.round_trip_bytes <= ROUND_TRIP_CAP_BYTES + 1024
+    end = DesiredIbEnd("leaf01", "leaf01", 1, "SW")
+    links = tuple(DesiredIbLink(end, end, "4x", "NDR") for _ in range(50_000))
+    big = ib_caps(DesiredIbFabric("sm01", None, "4x", "NDR", (), links))
+    assert big.section_bytes >= 100_000 * 1024 and big.round_trip_bytes >= 4 * big.section_bytes
+
+
+# ---- over ssh: a fake ssh that runs the remote command here and counts the round trips -------------
+
+
+@pytest.fixture
+def ssh_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An `ssh` first on PATH that logs one line per round trip and runs the remote command here with
+    the stand-in tools; the address `nowhere.invalid` is unreachable (ssh's exit 255)."""
+    bin_dir = tools(tmp_path)
+    ssh = tmp_path / "ssh" / "ssh"
+    ssh.parent.mkdir()
+    ssh.write_text(
+        "#!/bin/sh\nfor remote; do :; done\n"
+        '[ "$1" != -G ] || exit 255\n'  # ssh's option probe (fast_kex_known): no round trip
+        f"echo round trip >> {tmp_path / 'round_trips.log'}\n"
+        'case " $* " in *" nowhere.invalid "*)\n'
+        '    echo "ssh: connect to host nowhere.invalid port 22: Connection refused" >&2; exit 255;;\n'
+        "esac\n"
+        f'PATH={bin_dir}:$PATH exec sh -c "$remote"\n'
+    )
+    ssh.chmod(0o755)
+    assert shutil.which("sh")
+    monkeypatch.setenv("PATH", f"{ssh.parent}:{os.environ['PATH']}")
+    return tmp_path
+
+
+def test_collect_ib_is_one_round_trip(ssh_here: Path) -> None:
+    got = collect_ib(SshTarget("sm01", "sm01"), fabric(), LIMITS)
+    assert got.complete and got.error is None and IBNETDISCOVER in got.sections
+    assert len((ssh_here / "round_trips.log").read_text().splitlines()) == 1
+
+
+def test_an_unreachable_reader_is_an_error_never_an_exception(ssh_here: Path) -> None:
+    got = collect_ib(SshTarget("sm01", "nowhere.invalid"), fabric(), LIMITS)
+    assert not got.complete and got.sections == {}
+    assert got.error is not None and "Connection refused" in got.error

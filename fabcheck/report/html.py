@@ -5,6 +5,8 @@ Order, what a person needs first at the top:
 2. above FOLD_NODES nodes, the aggregate first: per check, how many nodes fail and could not be checked,
    the first AGGREGATE_NAMED of them named (the picture and the tables below hold each one);
 2b. the fabric picture (fabric_svg): hosts x NICs, each NIC, its cable and its switch port coloured;
+2c. the InfiniBand fabric (ib_picture), when the ib stage ran: its switches in tiers with their cables
+    coloured by verdict, and the table of its cables naming both ends (failures open, passes folded);
 3. failures, with node, host NIC and switch port (from the cabling map), expected, actual and the fix
    (every row; a table over FOLD_PROBLEM_ROWS rows starts folded under its count);
 4. what could not be checked (errors), the same columns;
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from html import escape
 
 from fabcheck.checks.model import Finding, Status
-from fabcheck.report import affinity_svg, fabric_map, fabric_svg
+from fabcheck.report import affinity_svg, fabric_map, fabric_svg, ib_picture
 from fabcheck.report.links import LinkRow, link_findings, link_rows, link_table
 from fabcheck.report.model import NodeKind, Run, Subject, by_severity, subjects_by_severity
 from fabcheck.report.palette import TINT
@@ -79,6 +81,7 @@ def render(run: Run) -> str:
     if len(run.subjects) > FOLD_NODES:
         parts += _aggregate_section(findings)
     parts += _fabric_section(run)
+    parts += _ib_section(run)
     parts += _problem_section(
         "failures", "Failures", findings, Status.FAIL, cables, "nothing failed", fix="fix"
     )
@@ -124,6 +127,34 @@ def _fabric_section(run: Run) -> list[str]:
         f'<div class="figure fabric">{svg}</div>',
         f'<p class="note">{_e(fabric_svg.rule_note(run))}</p>',
     ]
+
+
+def _ib_section(run: Run) -> list[str]:
+    picture = ib_picture.ib_fabric(run)
+    if not picture.cables:
+        return []
+    out = ["<h2>InfiniBand fabric</h2>"]
+    svg = ib_picture.render(picture)
+    if svg:
+        out.append(f'<div class="figure ib-fabric">{svg}</div>')
+    out.append(f'<p class="note">{_e(ib_picture.rule_note(picture))}</p>')
+    header = list(ib_picture.TABLE_HEADER)
+    open_rows: list[list[str]] = []
+    passing: list[list[str]] = []
+    for cells, status in ib_picture.table_rows(picture):
+        row = [_td(cells[0]), _verdict_td(status), *(_td(c) for c in cells[2:])]
+        (passing if status is Status.PASS else open_rows).append(row)
+    if open_rows:
+        out.append(_table("ib-links", header, open_rows))
+    if passing:
+        shown = passing[:FOLD_ROWS]
+        more = len(passing) - len(shown)
+        tail = f'<p class="note">{more} more: see the JSON output (--json)</p>' if more else ""
+        out.append(
+            f'<details class="ib-links-passed"><summary class="v-pass"><span class="count">{len(passing)}'
+            f"</span> IB cable(s) pass</summary>{_table('ib-links', header, shown)}{tail}</details>"
+        )
+    return out
 
 
 def _problem_section(

@@ -9,6 +9,7 @@ from typing import Any
 
 from fabcheck.errors import IntentError
 from fabcheck.intent.fabric import GPU_HOSTS, SUBNET_MANAGERS, Fabric, fabric_of
+from fabcheck.intent.ib_fabric import IB_SWITCHES
 from fabcheck.intent.loader import Inventory, load_inventory
 
 CHECK_EPILOG = """\
@@ -76,13 +77,31 @@ def run_check(args: argparse.Namespace) -> int:
 
 def fabric_summary(fabric: Fabric) -> list[str]:
     """Switches by platform and the cabling map's size (what the switch play and the gate will use)."""
+    lines = _ib_summary(fabric)
     if not fabric.switches and not fabric.links:
-        return []
+        return lines
     platforms: dict[str, int] = {}
     for switch in fabric.switches:
         platforms[switch.platform] = platforms.get(switch.platform, 0) + 1
     kinds = ", ".join(f"{count} {platform}" for platform, count in sorted(platforms.items())) or "none"
-    return [f"switches: {kinds}; cabling map: {len(fabric.links)} link(s) (fabric_links)"]
+    return [f"switches: {kinds}; cabling map: {len(fabric.links)} link(s) (fabric_links)", *lines]
+
+
+def _ib_summary(fabric: Fabric) -> list[str]:
+    """The IB plan: switches per tier and cables host-to-switch and switch-to-switch (what the ib stage
+    judges)."""
+    ib = fabric.ib
+    if not ib.switches:
+        return []
+    tiers: dict[str, int] = {}
+    for switch in ib.switches:
+        tiers[switch.tier] = tiers.get(switch.tier, 0) + 1
+    counted = ", ".join(f"{count} {tier}" for tier, count in tiers.items())
+    hosts = sum(cable.a.nic is not None for cable in ib.cables)
+    return [
+        f"IB switches: {counted} ({IB_SWITCHES}); cabling map: {hosts} host-to-switch and "
+        f"{len(ib.cables) - hosts} switch-to-switch cable(s) (fabric_links)"
+    ]
 
 
 def summary(inventory: Inventory) -> list[str]:
@@ -97,10 +116,12 @@ def summary(inventory: Inventory) -> list[str]:
     lines.append(f"{len(gpu_hosts)} GPU host(s) ({GPU_HOSTS}); rails per host: {rails}")
     others = [h for h in inventory.hosts if GPU_HOSTS not in h.groups]
     if others:
-        switches = sum(h.is_switch for h in others)
+        ib_switches = sum(IB_SWITCHES in h.groups for h in others)
+        switches = sum(h.is_switch and IB_SWITCHES not in h.groups for h in others)
         managers = sum(SUBNET_MANAGERS in h.groups for h in others)
-        rest = len(others) - switches - managers
-        lines.append(f"other hosts: {switches} switch(es), {managers} subnet manager(s), {rest} other")
+        rest = len(others) - switches - managers - ib_switches
+        ib = f", {ib_switches} IB switch(es)" if ib_switches else ""
+        lines.append(f"other hosts: {switches} switch(es){ib}, {managers} subnet manager(s), {rest} other")
     return lines
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from fabcheck.desired.ib import DesiredIbFabric
+from fabcheck.desired.ib import DesiredIbFabric, desired_ib_fabric
 from fabcheck.desired.nccl import DesiredNcclHost, desired_nccl_host
 from fabcheck.desired.nic import DesiredHost, DesiredNic, desired_host
 from fabcheck.desired.perftest import DesiredPerftest, desired_perftest
@@ -20,7 +20,7 @@ from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
 from fabcheck.desired.switch import DesiredSwitch, desired_switch
 from fabcheck.errors import UsageError
 from fabcheck.gate.stages import Stage, all_stages, default_stage_names, stage_names
-from fabcheck.intent.fabric import GPU_HOSTS, Fabric, fabric_of
+from fabcheck.intent.fabric import GPU_HOSTS, SUBNET_MANAGERS, Fabric, fabric_of
 from fabcheck.intent.loader import HostEntry, Inventory
 
 
@@ -116,7 +116,8 @@ def plan_gate(
         if "link" in stages
         else ()
     )
-    narrowed = Fabric(tuple(s for s in fabric.switches if s.name in switches), links)
+    # The IB plan stays whole: the ib stage reads the whole fabric from one node, whatever --limit says.
+    narrowed = Fabric(tuple(s for s in fabric.switches if s.name in switches), links, fabric.ib)
     if not judged:
         scope = "" if limit is None else f" matching --limit {limit!r}"
         raise UsageError(f"no GPU host (group {GPU_HOSTS}) or switch{scope} to check in {inventory.source}")
@@ -138,8 +139,9 @@ def desired_of(
     leaves: Sequence[str] = (),
     counter_window_s: int = 0,
 ) -> GateDesired:
-    """Pure: the desired state of the planned hosts, of every cabled NIC of theirs in `fabric`, and of
-    the switches of `planned` (the fabric narrowed to the run: a switch is judged on its planned ports)."""
+    """Pure: the desired state of the planned hosts, of every cabled NIC of theirs in `fabric`, of
+    the switches of `planned` (the fabric narrowed to the run: a switch is judged on its planned ports),
+    and of the whole IB fabric of `fabric` (None without IB switches)."""
     window = counter_window_s
     by_host = {entry.name: desired_host(entry.intent, entry.name, window) for entry in hosts}
     empty = GateDesired(MappingProxyType(by_host))
@@ -158,6 +160,13 @@ def desired_of(
         MappingProxyType(ranks),
         MappingProxyType(_subnet_managers(subnet_managers)),
         MappingProxyType({name: desired_switch(inventory.intent, fabric, name, window) for name in leaves}),
+        desired_ib_fabric(
+            inventory.intent,
+            fabric.ib,
+            subnet_managers=[entry.name for entry in inventory.group(SUBNET_MANAGERS)],
+            gpu_hosts=[entry.name for entry in inventory.group(GPU_HOSTS)],
+            counter_window_s=window,
+        ),
     )
 
 

@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabcheck.errors import IntentError
-from fabcheck.intent.ib_fabric import IbPlan
+from fabcheck.intent.ib_fabric import (
+    DESCRIPTION_VAR,
+    HOSTNAME_VAR,
+    PORT_COUNT_VAR,
+    IbPlan,
+    carries_ib_links,
+    is_ib_switch,
+    read_ib_plan,
+)
 from fabcheck.intent.model import NIC_NAME_PATTERN, FabricIntent, is_safe_nic_name
 from fabcheck.intent.platforms import PLATFORM_GROUP_PREFIX, PLATFORMS, Platform
 
@@ -101,20 +109,27 @@ def read_fabric(nodes: Sequence[InventoryNode], where: Where, *, secrets_checked
         if s is not None
     ]
     by_name = {s.name: s for s in switches}
+    # An ib host's fabric_links cable its HCAs to IB switches (`mlx5_0: leaf01/1`): the IB plan reads them.
+    ethernet = [node for node in nodes if GPU_HOSTS in node.groups and not carries_ib_links(node)]
     links: list[Link] = []
-    for node in nodes:
-        if GPU_HOSTS in node.groups:
-            links += _links(node, by_name, where, problems)
+    for node in ethernet:
+        links += _links(node, by_name, where, problems)
     problems += _cabled_twice(links, nodes, where)
     if switches:
-        problems += _uncabled_rails(nodes, links, where)
+        problems += _uncabled_rails(ethernet, links, where)
+    ib, ib_problems = read_ib_plan(nodes, where)
+    problems += ib_problems
     problems += _subnet_manager_problems(nodes, where)
     if problems:
         raise IntentError(problems)
-    return Fabric(tuple(sorted(switches, key=lambda s: s.name)), tuple(links))
+    return Fabric(tuple(sorted(switches, key=lambda s: s.name)), tuple(links), ib)
 
 
 def _is_switch(node: InventoryNode) -> bool:
+    """An Ethernet switch the switch stage logs in to (an IB switch is never one: read_ib_plan refuses
+    a node that claims both)."""
+    if is_ib_switch(node):
+        return False
     return "switch_platform" in node.variables or any(
         g.startswith(PLATFORM_GROUP_PREFIX) for g in node.groups
     )
@@ -416,6 +431,9 @@ TEMPLATED_VARS = (
     "switch_uplinks",
     "switch_port_speeds",
     LINKS_VAR,
+    DESCRIPTION_VAR,
+    PORT_COUNT_VAR,
+    HOSTNAME_VAR,
 )
 
 

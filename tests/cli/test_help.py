@@ -81,7 +81,7 @@ def test_intent_check_of_infiniband_prints_subnet_manager_facts(capsys: pytest.C
     assert "partitions: Default 0x7fff (ALL=full, IPoIB)" in out
     assert "DSCP" not in out and "trust" not in out and "PFC" not in out
     assert "2 GPU host(s) (gpu_hosts); rails per host: ibgpu01=8, ibgpu02=8" in out
-    assert "sm01=8" not in out and "0 switch(es), 2 subnet manager(s)" in out
+    assert "sm01=8" not in out and "0 switch(es), 4 IB switch(es), 2 subnet manager(s), 0 other" in out
 
 
 def test_intent_check_counts_rails_of_gpu_hosts_only(capsys: pytest.CaptureFixture[str]) -> None:

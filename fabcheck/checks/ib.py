@@ -21,7 +21,7 @@ ERROR naming the command, a counter window of 0 a named SKIP: never a pass.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from fabcheck.checks.declare import Check
@@ -89,6 +89,7 @@ class Discovery:
     two nodes showing one description: their cables are not judged here (ib.guids names them)."""
 
     lines: Mapping[EndKey, Sequence[IbPortSeen]]
+    descriptions: frozenset[str]  # every node description discovered
 
     def line(self, end: DesiredIbEnd) -> IbPortSeen | None:
         found = self.lines.get((end.description, end.port), ())
@@ -108,7 +109,8 @@ def discovery(topology: IbTopology) -> Discovery:
         peer = line.peer
         if peer is not None and peer.key not in by_key.get(_key(peer), {}):
             by_key.setdefault(_key(peer), {})[peer.key] = IbPortSeen(peer, None, None, line.local)
-    return Discovery({key: tuple(lines.values()) for key, lines in by_key.items()})
+    lines = {key: tuple(found.values()) for key, found in by_key.items()}
+    return Discovery(lines, frozenset(description for description, _ in lines))
 
 
 def _key(end: IbPortEnd) -> EndKey:
@@ -198,7 +200,7 @@ def check_topology(link: DesiredIbLink, cab: Cabling) -> Finding:
 
 
 def _down(end: DesiredIbEnd, cab: Cabling) -> str:
-    known = any(key[0] == end.description for key in cab.seen.lines)
+    known = end.description in cab.seen.descriptions
     return f"{end.label} {'shows no link' if known else 'not discovered'}"
 
 
@@ -235,11 +237,16 @@ def check_extra(cab: Cabling, topology: IbTopology) -> list[tuple[str, Finding]]
     """Up links between two planned nodes that no cable plans, at ports the plan leaves free (a port
     the plan uses is judged, with what it reaches, by its own cable's finding)."""
     out = []
-    for found in topology.links():
-        a, b = cab.names.node_of(found.a.description), cab.names.node_of(found.b.description)
-        if a is None or b is None or _key(found.a) in cab.planned or _key(found.b) in cab.planned:
+    done: set[tuple[tuple[str, int], tuple[str, int]]] = set()
+    for line in topology.ports:  # each cable shows twice, once from each end: judged once
+        if line.peer is None or _key(line.local) in cab.planned or _key(line.peer) in cab.planned:
             continue
-        first, second = _switch_first(found.a, found.b, cab.names)
+        pair = (min(line.local.key, line.peer.key), max(line.local.key, line.peer.key))
+        named = cab.names.node_of(line.local.description), cab.names.node_of(line.peer.description)
+        if None in named or pair in done:
+            continue
+        done.add(pair)
+        first, second = _switch_first(line.local, line.peer, cab.names)
         node = cab.names.node_of(first.description)
         assert node is not None
         label = f"{cab.label(_key(first))} ↔ {cab.label(_key(second))}"
@@ -545,7 +552,9 @@ def _unreachable(check: str, switch: str, evidence: IbEvidence, desired: Desired
 
 
 def _at(finding: Finding, where: Where) -> Finding:
-    return replace(finding, where=where)
+    # Not dataclasses.replace: it was a third of the judging time at 32,768 cables.
+    f = finding
+    return Finding(f.check, f.status, f.subject, f.expected, f.actual, f.hint, where, f.measure)
 
 
 # ---- the declarations -----------------------------------------------------------------------------

@@ -77,8 +77,10 @@ def _discovered_guids(topology: IbTopology | Unreadable) -> dict[str, set[str]]:
     if isinstance(topology, Unreadable):
         return {}
     found: dict[str, set[str]] = {}
-    for end in topology.ends():
-        found.setdefault(end.description, set()).add(end.guid)
+    for line in topology.ports:  # not .ends(): its sort is not needed here
+        found.setdefault(line.local.description, set()).add(line.local.guid)
+        if line.peer is not None:
+            found.setdefault(line.peer.description, set()).add(line.peer.guid)
     return found
 
 
@@ -188,9 +190,10 @@ def switch_lids(
     LID), else its SA record; None when neither shows it once."""
     seen: dict[str, set[int]] = {}
     if not isinstance(topology, Unreadable):
-        for end in topology.ends():
-            if end.kind == "SW":
-                seen.setdefault(end.description, set()).add(end.lid)
+        for line in topology.ports:
+            for end in (line.local, line.peer):
+                if end is not None and end.kind == "SW":
+                    seen.setdefault(end.description, set()).add(end.lid)
     if not isinstance(nodes, Unreadable):
         for record in nodes:
             if record.node_type == SWITCH_TYPE and record.description not in seen:

@@ -391,7 +391,10 @@ def check_errors(link: DesiredIbLink, cab: Cabling, counts: Counted, evidence: I
     expected = f"no error counted in {evidence.window_s} s at either end" + (
         f" beyond ib_fabric.max_errors ({limits})" if limits else ""
     )
-    ends = [(end, cab.seen.line(end)) for end in (link.a, link.b)]
+    # A down port (ibnetdiscover -p prints it without a peer) counts nothing worth judging.
+    ends = [
+        (end, line if line is not None and line.peer is not None else None) for end, line in _lines(link, cab)
+    ]
     if all(line is None for _, line in ends):
         return _at(skipped(ERRORS, link.label, "neither port shows a link: judged by ib.topology"), where)
     over: list[str] = []
@@ -433,6 +436,10 @@ def check_errors(link: DesiredIbLink, cab: Cabling, counts: Counted, evidence: I
         return _at(errored(ERRORS, link.label, expected, "; ".join(why), hint), where)
     actual = f"no error counted in {evidence.window_s} s" + congestion
     return _at(passed(ERRORS, link.label, expected, actual), where)
+
+
+def _lines(link: DesiredIbLink, cab: Cabling) -> list[tuple[DesiredIbEnd, IbPortSeen | None]]:
+    return [(end, cab.seen.line(end)) for end in (link.a, link.b)]
 
 
 def check_unplanned_errors(cab: Cabling, counts: Counted, evidence: IbEvidence) -> list[tuple[str, Finding]]:

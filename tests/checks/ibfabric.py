@@ -98,6 +98,7 @@ class Shown:
     reset: dict[Port, tuple[str, ...]] = field(default_factory=dict)
     records: list[IbNodeRecord] = field(default_factory=list)
     firmware: dict[int, IbSwitchFirmware] = field(default_factory=dict)
+    down: list[Port] = field(default_factory=list)  # ports ibnetdiscover -p prints without a peer
     complete: bool = True
     window_s: int = 10
 
@@ -114,6 +115,7 @@ class Shown:
         for (a, b), (runs_a, runs_b) in self.cables.items():
             lines.append(IbPortSeen(end(a), runs_a[0], runs_a[1], end(b)))
             lines.append(IbPortSeen(end(b), runs_b[0], runs_b[1], end(a)))
+        lines += [IbPortSeen(end(port), "4x", "SDR") for port in self.down]  # libibmad's defaults
         return IbTopology(tuple(lines))
 
     def evidence(self) -> IbEvidence:

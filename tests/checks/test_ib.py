@@ -112,6 +112,8 @@ def test_miswired_cable_to_a_free_port_names_where_it_lands() -> None:
 def test_missing_uplink_names_both_ends() -> None:
     shown = Shown()
     del shown.cables[UPLINKS[3]]
+    shown.down += list(UPLINKS[3])  # both ports printed, down, no peer
+    shown.deltas[UPLINKS[3][0]] = {"LinkDownedCounter": 1}  # went down inside the window: not judged
     found = bad(run(shown))
     assert [(n, f.check, f.status) for n, f in found] == [
         ("leaf02", TOPOLOGY, Status.FAIL),

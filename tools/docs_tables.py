@@ -269,6 +269,17 @@ def intent_keys() -> Iterator[tuple[str, str, str, str]]:
     yield from walk(FabricIntent, "")
 
 
+def ib_inventory_table() -> str:
+    """The inventory variables of the InfiniBand plan (fabcheck.intent.ib_fabric.INVENTORY_VARIABLES)."""
+    from fabcheck.intent.ib_fabric import INVENTORY_VARIABLES
+
+    rows = [
+        (f"`{var}`" if " " not in var else var, on, default, meaning)
+        for var, on, default, meaning in INVENTORY_VARIABLES
+    ]
+    return _table(("variable", "set on", "default", "meaning"), rows)
+
+
 def intent_table() -> str:
     return _table(
         ("key", "type", "default", "meaning"),
@@ -381,6 +392,7 @@ def generators() -> dict[str, Callable[[], str]]:
         "owned-fields": switch_owned_fields,
         "host-owned-fields": host_owned_fields,
         "intent-keys": intent_table,
+        "ib-inventory": ib_inventory_table,
     }
     for stage in ("nccl", "perftest", "incast"):
         blocks[f"checks:{stage}"] = lambda stage=stage: stage_checks_table(stage)

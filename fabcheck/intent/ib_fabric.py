@@ -42,6 +42,44 @@ MAX_PORT_COUNT = 255
 NODE_DESCRIPTION_BYTES = 64
 HCA_PORT = 1  # a host's `fabric_links: {mlx5_0: ...}` cables port 1 of that HCA
 
+# The inventory's IB variables: (variable, set on, default, meaning); docs/intent.md's table is generated
+# from these (scripts/gen_docs, block ib-inventory).
+INVENTORY_VARIABLES = (
+    (
+        f"group {IB_SWITCHES}",
+        "IB switch",
+        "required",
+        f"with exactly one tier group as child group: {', '.join(TIER_GROUPS)}; never also a GPU host, SM "
+        "node or Ethernet switch; never logged in to (no address needed)",
+    ),
+    (
+        DESCRIPTION_VAR,
+        "IB switch",
+        "the inventory name",
+        f"the NodeDescription it shows (NVIDIA switches: `MF0;<hostname>:<model>/U1`), printable, "
+        f"1..{NODE_DESCRIPTION_BYTES} bytes, unique in the fabric",
+    ),
+    (
+        PORT_COUNT_VAR,
+        "IB switch",
+        str(DEFAULT_PORT_COUNT),
+        f"its ports are 1..count (at most {MAX_PORT_COUNT})",
+    ),
+    (
+        "fabric_links",
+        "IB switch",
+        "none",
+        "port -> `switch/port` (a switch of another tier) or `host/HCA` (port 1 of a host's HCA)",
+    ),
+    ("fabric_links", "GPU host, SM node", "none", "HCA -> `switch/port`: port 1 of that HCA (kind ib)"),
+    (
+        HOSTNAME_VAR,
+        "GPU host, SM node",
+        "the inventory name",
+        "the host name its HCAs' node descriptions show (`%h` of `ib_fabric.host_description`)",
+    ),
+)
+
 
 @dataclass(frozen=True)
 class IbSwitchNode:

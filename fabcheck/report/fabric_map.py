@@ -214,6 +214,11 @@ def where(subject: Subject, finding: Finding, cables: Cables) -> tuple[str, str]
             return ends.host_end, ends.switch_end
         if finding.subject in cables.by_port:
             return cables.by_port[finding.subject], finding.subject
+    if subject.kind is NodeKind.IB_SWITCH and finding.where is not None:
+        # An ib finding: the switch's port (`leaf01/3`), the host HCA when the cable's other end is one.
+        at = finding.where
+        host = at.peer if at.peer.split("/", 1)[0] in cables.hosts else ""
+        return host, (f"{at.node}/{at.part}" if at.part else "")
     if subject.kind is NodeKind.SWITCH:
         port = finding_part(finding, subject.name)
         if port is None:

@@ -167,6 +167,7 @@ _NOUNS = {
     NodeKind.HOST: "host(s)",
     NodeKind.SWITCH: "switch(es)",
     NodeKind.SM: "subnet manager(s)",
+    NodeKind.IB_SWITCH: "IB switch(es)",
     NodeKind.FILE: "file(s)",
 }
 

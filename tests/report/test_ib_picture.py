@@ -89,3 +89,15 @@ def test_too_many_switches_are_not_drawn_and_a_run_without_ib_has_no_section() -
     assert "<h2>InfiniBand fabric</h2>" not in html.render(
         Run("validate", (Subject("gpu01", NodeKind.HOST, ()),))
     )
+
+
+def test_failure_rows_name_the_switch_port_and_host_hca_and_an_ib_only_run_counts_ib_switches() -> None:
+    shown = Shown()
+    shown.deltas[("leaf01", 1)] = {"SymbolErrorCounter": 7}
+    run = ib_run(shown)
+    report = html.render(run)
+    failures = report[report.index('<table class="failures">') :]
+    row = failures[: failures.index("</tr>", failures.index("<tbody>"))]
+    assert "<td>gpu01/mlx5_0</td><td>leaf01/1</td>" in row
+    switches_only = Run("validate", tuple(s for s in run.subjects if s.kind is NodeKind.IB_SWITCH))
+    assert switches_only.noun == "IB switch(es)"

@@ -14,8 +14,8 @@ from fabcheck.checks.host import Unreadable
 from fabcheck.checks.ib import ERRORS, IB_CHECKS, LINK, TOPOLOGY, check_ib_fabric
 from fabcheck.checks.ib_nodes import FIRMWARE, GUIDS
 from fabcheck.checks.model import Finding, Status, Where
-from fabcheck.parsers.ib_records import IbSwitchFirmware
-from tests.checks.ibfabric import HOST_CABLES, SWITCHES, UPLINKS, Shown, desired, guid, lid, record
+from fabcheck.parsers.ib_records import IbPortEnd, IbPortSeen, IbSwitchFirmware, IbTopology
+from tests.checks.ibfabric import HOST_CABLES, SWITCHES, UPLINKS, Shown, desired, end, guid, lid, record
 
 UP = UPLINKS[0]  # leaf01/3 <-> spine01/1
 
@@ -279,3 +279,19 @@ def test_firmware_split_evenly_fails_every_switch_and_unreadable_errors() -> Non
         ("spine01", Status.ERROR),
         ("spine02", Status.ERROR),
     }
+
+
+def test_two_nodes_showing_one_description_leave_their_cables_unjudged_not_passed() -> None:
+    shown = Shown()
+    impostor = IbPortEnd("SW", 99, 2, "0x00000000000000ee", "spine02")  # a second "spine02", its port 2
+    evidence = shown.evidence()
+    assert not isinstance(evidence.topology, Unreadable)
+    lines = (
+        *evidence.topology.ports,
+        IbPortSeen(end(("leaf02", 20)), "4x", "NDR", impostor),
+        IbPortSeen(impostor, "4x", "NDR", end(("leaf02", 20))),
+    )
+    results = check_ib_fabric(replace(evidence, topology=IbTopology(lines)), desired())
+    found = {(f.check, f.subject): f for _, f in bad(results)}
+    unjudged = found[(TOPOLOGY, "leaf02/4 ↔ spine02/2")]
+    assert unjudged.status is Status.ERROR and "more than one node shows the description" in unjudged.actual

@@ -17,6 +17,7 @@ agree). Every problem is an IntentError naming the file, line and variable.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -135,7 +136,11 @@ class IbPlan:
 
     def hostname(self, node: str) -> str:
         """The name a host's HCAs show for %h: its ib_hostname, else its inventory name."""
-        return dict(self.hostnames).get(node, node)
+        return self._hostname_of.get(node, node)
+
+    @functools.cached_property
+    def _hostname_of(self) -> dict[str, str]:  # once per plan: a fleet asks for every HCA
+        return dict(self.hostnames)
 
 
 def node_description(template: str, hostname: str, device: str) -> str:

@@ -136,12 +136,14 @@ class IbTopology:
     def links(self) -> tuple[IbLink, ...]:
         seen: dict[tuple[tuple[str, int], tuple[str, int]], IbLink] = {}
         for line in self.ports:
-            if line.peer is None:
+            peer = line.peer
+            if peer is None:
                 continue
-            first, second = sorted((line.local, line.peer), key=lambda end: end.key)
-            pair = (first.key, second.key)
+            local_key, peer_key = line.local.key, peer.key
+            local_first = local_key <= peer_key
+            first, second = (line.local, peer) if local_first else (peer, line.local)
+            pair = (local_key, peer_key) if local_first else (peer_key, local_key)
             known = seen.get(pair)
-            local_first = line.local.key == first.key
             if known is None:
                 seen[pair] = IbLink(
                     first,

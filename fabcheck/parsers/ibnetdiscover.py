@@ -31,22 +31,24 @@ _END = re.compile(r"([A-Z?]{2}) +([0-9]{1,6}) +([0-9]{1,4}) +0x([0-9a-fA-F]{16})
 _RATE = re.compile(r" +([0-9x?]{1,4}) +([A-Z0-9?]{1,6})", re.ASCII)
 _PEER = " - "
 _DESCRIPTIONS_OPEN, _DESCRIPTIONS_CLOSE, _DESCRIPTIONS_SEPARATOR = "( '", "' )", "' - '"
+_Ends = dict[tuple[str, str, str, str, str], IbPortEnd]
 
 
 def parse_ibnetdiscover_ports(text: str, source: str = "<text>") -> IbTopology:
     """Every port line of ``ibnetdiscover -p``; ParseError naming the line for anything else but a
     blank line, and for output with no port line at all (ibnetdiscover always shows the local port)."""
     ports: list[IbPortSeen] = []
+    ends: _Ends = {}  # each end shows twice (local on its line, peer on the other end's): build it once
     for number, raw in enumerate(split_checked_lines(text, source, "ibnetdiscover"), start=1):
         line = raw.strip()
         if line:
-            ports.append(_port_line(line, source, number))
+            ports.append(_port_line(line, source, number, ends))
     if not ports:
         raise ParseError("no port line: ibnetdiscover -p prints at least the local port", source=source)
     return IbTopology(tuple(ports), source)
 
 
-def _port_line(line: str, source: str, number: int) -> IbPortSeen:
+def _port_line(line: str, source: str, number: int, ends: _Ends) -> IbPortSeen:
     def refuse(message: str) -> ParseError:
         return ParseError(f"{message}: {line[:120]!r}", source=source, line=number)
 
@@ -67,13 +69,13 @@ def _port_line(line: str, source: str, number: int) -> IbPortSeen:
         pair = inner.split(_DESCRIPTIONS_SEPARATOR)
         if len(pair) != 2:
             raise refuse("cannot tell the two descriptions apart (one of them holds \"' - '\")")
-        return IbPortSeen(_end(local, pair[0], refuse), width, speed, _end(peer, pair[1], refuse))
+        return IbPortSeen(_end(local, pair[0], refuse, ends), width, speed, _end(peer, pair[1], refuse, ends))
     if rest and not rest.startswith(" "):
         raise refuse("the speed runs into what follows")
     quoted = rest.strip()
     if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'":
         raise refuse("a port with no peer must end with its quoted description")
-    return IbPortSeen(_end(local, quoted[1:-1], refuse), width, speed, None)
+    return IbPortSeen(_end(local, quoted[1:-1], refuse, ends), width, speed, None)
 
 
 def _width(token: str, refuse: Callable[[str], ParseError]) -> str | None:
@@ -92,12 +94,19 @@ def _speed(token: str, refuse: Callable[[str], ParseError]) -> str | None:
     return token
 
 
-def _end(found: re.Match[str], description: str, refuse: Callable[[str], ParseError]) -> IbPortEnd:
+def _end(
+    found: re.Match[str], description: str, refuse: Callable[[str], ParseError], ends: _Ends
+) -> IbPortEnd:
     kind, lid, port, guid = found.groups()
+    key = (kind, lid, port, guid, description)
+    known = ends.get(key)
+    if known is not None:
+        return known
     if kind not in NODE_TYPES:
         raise refuse(f"node type {kind!r} is not one of {' '.join(NODE_TYPES)}")
     if int(lid) > MAX_LID:
         raise refuse(f"LID {lid} is over {MAX_LID}")
     if int(port) > MAX_PORT:
         raise refuse(f"port {port} is over {MAX_PORT}")
-    return IbPortEnd(kind, int(lid), int(port), "0x" + guid.lower(), description.strip())
+    end = ends[key] = IbPortEnd(kind, int(lid), int(port), "0x" + guid.lower(), description.strip())
+    return end

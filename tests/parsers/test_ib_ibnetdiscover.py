@@ -148,3 +148,11 @@ def test_a_64_kib_line_is_answered_in_milliseconds() -> None:
 test_hostile_mutations_of_the_samples_parse_or_refuse, test_hostile_text_parses_or_refuses = (
     parse_or_refuse_tests(parse_ibnetdiscover_ports, [EDR.read_text(), HDR.read_text()])
 )
+
+
+def test_links_do_not_depend_on_the_order_of_the_lines() -> None:
+    text = EDR.read_text()
+    forward = parse_ibnetdiscover_ports(text).links()
+    backward = parse_ibnetdiscover_ports("\n".join(reversed(text.splitlines()))).links()
+    assert forward == backward
+    assert all(link.a.key <= link.b.key for link in forward)

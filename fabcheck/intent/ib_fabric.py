@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # fabric.py imports this module to hold the plan
     from fabcheck.intent.fabric import InventoryNode, Where
 
 IB_SWITCHES = "ib_switches"
+ETHERNET_SWITCHES = "switches"  # the group the switch play and stage log in to
 # Tier group -> tier, lowest first: a cable's `a` end is its lower tier (a host is below every switch).
 TIER_GROUPS = {"ib_leaves": "leaf", "ib_spines": "spine", "ib_cores": "core"}
 TIERS = ("leaf", "spine", "core")
@@ -51,7 +52,7 @@ INVENTORY_VARIABLES = (
         "IB switch",
         "required",
         f"with exactly one tier group as child group: {', '.join(TIER_GROUPS)}; never also a GPU host, SM "
-        "node or Ethernet switch; never logged in to (no address needed)",
+        f"node or Ethernet switch (group {ETHERNET_SWITCHES}); never logged in to (no address needed)",
     ),
     (
         DESCRIPTION_VAR,
@@ -248,8 +249,11 @@ def _ib_switch(node: InventoryNode, where: Where, problems: list[str]) -> IbSwit
             f"{at}{node.name}: groups: an IB switch is in exactly one tier group of "
             f"{', '.join(TIER_GROUPS)} (it is in: {shown})"
         )
+    # playbooks/switches.yml logs in to every host of group `switches`: an IB switch is never one.
     other = sorted(
-        g for g in node.groups if g in (GPU_HOSTS, SUBNET_MANAGERS) or g.startswith(PLATFORM_GROUP_PREFIX)
+        g
+        for g in node.groups
+        if g in (GPU_HOSTS, SUBNET_MANAGERS, ETHERNET_SWITCHES) or g.startswith(PLATFORM_GROUP_PREFIX)
     )
     if other or "switch_platform" in variables:
         roles = ", ".join(other) or "switch_platform"

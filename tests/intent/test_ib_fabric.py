@@ -203,12 +203,17 @@ def test_a_cable_declared_differently_at_its_two_ends_names_both_declarations(tm
             "(it is in: ib_leaves, ib_spines)",
         ),
         (
+            GOOD + "    switches:\n      children:\n        ib_switches: {}\n",
+            "leaf01: groups: an IB switch of group ib_switches is read in-band, never logged in to: it "
+            "cannot also be a GPU host, SM node or Ethernet switch (switches)",
+        ),
+        (
             GOOD.replace("        sm02: {}\n", "        sm02: {}\n        spine01: {}\n"),
             "spine01: groups: an IB switch of group ib_switches is read in-band, never logged in to: it "
             "cannot also be a GPU host, SM node or Ethernet switch (subnet_managers)",
         ),
     ],
-    ids=["no tier", "tier outside ib_switches", "two tiers", "also an SM node"],
+    ids=["no tier", "tier outside ib_switches", "two tiers", "under switches", "also an SM node"],
 )
 def test_switch_groups(tmp_path: Path, hosts: str, message: str) -> None:
     assert any(message in p for p in problems_of(inventory(tmp_path, hosts)))

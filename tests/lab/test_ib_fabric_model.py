@@ -78,7 +78,7 @@ def test_faults_change_exactly_their_link() -> None:
     }
     counting = ib.with_fault(fabric, "ib-symbol-errors", "leaf02", now - 2)
     assert counting.cables == fabric.cables
-    assert ib.counters_at(counting, now) == {("leaf02", 35): {"SymbolErrorCounter": 4000}}
+    assert ib.counters_at(counting, now) == {("leaf02", 35): {"SymbolErrorCounter": 100}}
     duplicated = ib.with_fault(fabric, "ib-dup-guid", "leaf01", now)
     assert duplicated.sa_port_guids == {"gpu01/mlx5_0": fabric.hcas[1].port_guid}
     with pytest.raises(ValueError, match="no uplink"):
@@ -100,8 +100,8 @@ def test_ibqueryerrors_prints_the_counting_port_its_switch_aggregate_and_the_sum
     assert status == 1
     assert text.splitlines()[:3] == [
         'Errors for 0xfc6a1c0301000001 "leaf02"',
-        "   GUID 0xfc6a1c0301000001 port ALL: [SymbolErrorCounter == 2000 (1.953K)]",
-        "   GUID 0xfc6a1c0301000001 port 35: [SymbolErrorCounter == 2000 (1.953K)]",
+        "   GUID 0xfc6a1c0301000001 port ALL: [SymbolErrorCounter == 50]",
+        "   GUID 0xfc6a1c0301000001 port 35: [SymbolErrorCounter == 50]",
     ]
     assert "## Summary: 38 nodes checked, 1 bad nodes found" in text
     assert (
@@ -153,3 +153,10 @@ def test_a_2048_host_three_tier_fabric_renders_in_seconds() -> None:
     assert re.search(r"## Summary: 17664 nodes checked, 0 bad nodes found", errors)
     assert nodes.count("NodeRecord dump:") == 1280 + 16384
     assert took < 30, took
+
+
+def test_a_counter_stops_at_its_bit_width() -> None:
+    now = time.time()
+    counting = ib.with_fault(lab_fabric(), "ib-symbol-errors", "leaf02", now - 2000)  # 100,000 counted
+    text, _ = ib.render_ibqueryerrors(counting, now)
+    assert "   GUID 0xfc6a1c0301000001 port 35: [SymbolErrorCounter == 65535]" in text.splitlines()

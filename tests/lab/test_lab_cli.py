@@ -11,6 +11,7 @@ import pytest
 from fabcheck.cli import main
 from fabcheck_lab import preflight
 from fabcheck_lab.faults import LAB_FAULTS
+from fabcheck_lab.ib_fabric import FAULTS as IB_FAULTS
 from fabcheck_lab.mockhost.faults import HOST_FAULTS
 from fabcheck_lab.mockswitch import SWITCH_FAULTS
 from fabcheck_lab.state import LabError
@@ -36,8 +37,8 @@ def test_faults_lists_every_fault_once_with_its_target(capsys: pytest.CaptureFix
     assert main(["lab", "faults"]) == 0
     lines = capsys.readouterr().out.splitlines()
     names = [line.split()[0] for line in lines]
-    assert names == [*HOST_FAULTS, *SWITCH_FAULTS, *LAB_FAULTS]
-    assert {line.split()[1] for line in lines} == {"host", "switch", "any"}
+    assert names == [*HOST_FAULTS, *SWITCH_FAULTS, *IB_FAULTS, *LAB_FAULTS]
+    assert {line.split()[1] for line in lines} == {"host", "switch", "IB", "any"}  # IB switch
     contract = {"pfc-off", "trust-pcp", "dscp-map", "ecn-off", "tos", "mtu", "affinity", "no-rdma"}
     contract |= {"host-persist-stale", "sm-conf-drift"}  # boot files of roce_host; opensm.conf of an SM
     contract |= {"link-down", "link-speed"}  # one port down, one port at a lower rate
@@ -50,6 +51,15 @@ def test_faults_lists_every_fault_once_with_its_target(capsys: pytest.CaptureFix
     assert set(HOST_FAULTS) == contract
     wire = {"switch-link-errors", "switch-optic-hot"}  # the wire of one port (issue 35)
     assert set(SWITCH_FAULTS) == {"switch-pfc-prio", "switch-ecn-off", "switch-miswired"} | wire
+    ib = {
+        "ib-link-width",
+        "ib-link-speed",
+        "ib-miswire",
+        "ib-link-missing",
+        "ib-symbol-errors",
+        "ib-dup-guid",
+    }
+    assert set(IB_FAULTS) == ib  # the InfiniBand fabric between the hosts (issue 37)
 
 
 def test_unknown_fault_names_every_valid_fault(
@@ -70,7 +80,10 @@ def test_faults_need_a_lab(argv: list[str], capsys: pytest.CaptureFixture[str], 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--profile", "ib", "--switches", "2"], "the ib profile has no Ethernet switches (drop --switches)"),
+        (
+            ["--profile", "ib", "--switches", "1"],
+            "the ib profile's --switches are IB leaves and spines: give 0, or 2 or more",
+        ),
         (
             ["--profile", "ib", "--hosts", "1249"],
             "--hosts 1249: the lab holds at most 1250 host nodes"

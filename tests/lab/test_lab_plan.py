@@ -96,7 +96,8 @@ def test_past_500_hosts_addresses_skip_the_switches_block() -> None:
     ("profile", "hosts", "switches", "message"),
     [
         ("roce", 0, 2, "at least one host"),
-        ("ib", 2, 2, "no Ethernet switches"),
+        ("ib", 2, 1, "are IB leaves and spines: give 0, or 2 or more"),
+        ("ib", 4, 2, r"--switches 2: 34 HCAs over 1 leaves: 34 per leaf, more than 32 down ports"),
         ("roce", 1251, 2, "at most 1250"),
         ("roce", 2, 251, r"--switches 251: out of range, allowed: 0\.\.250"),
         ("roce", 2, -1, r"--switches -1: out of range, allowed: 0\.\.250"),
@@ -204,6 +205,32 @@ def test_ib_inventory_puts_subnet_managers_in_their_group(tmp_path: Path) -> Non
     children = inventory.inventory_document(paths, _state("ib", 2, 0))["all"]["children"]
     assert set(children) == {"gpu_hosts", "subnet_managers"}
     assert set(children["subnet_managers"]["hosts"]) == {"sm01", "sm02"}
+
+
+def test_ib_inventory_with_ib_switches_has_their_groups_and_every_cable(tmp_path: Path) -> None:
+    """`up --profile ib --hosts 4 --switches 4`: 2 leaves + 2 spines as the IB plan's contract wants them
+    (fabcheck/intent/ib_fabric.py): group ib_switches with ib_leaves / ib_spines, each HCA's cable on its
+    host (SM nodes too), each leaf's uplinks on the leaf; no IB switch is a lab node."""
+    paths = LabPaths(project=tmp_path, run_dir=tmp_path / "run")
+    state = _state("ib", 4, 4)
+    assert [n.name for n in state.nodes] == ["gpu01", "gpu02", "gpu03", "gpu04", "sm01", "sm02"]
+    children = inventory.inventory_document(paths, state)["all"]["children"]
+    tiers = children["ib_switches"]["children"]
+    assert {tier: sorted(group["hosts"]) for tier, group in tiers.items()} == {
+        "ib_leaves": ["leaf01", "leaf02"],
+        "ib_spines": ["spine01", "spine02"],
+    }
+    gpu01 = children["gpu_hosts"]["hosts"]["gpu01"]["fabric_links"]
+    assert gpu01 == {f"mlx5_{n}": f"leaf01/{n + 1}" for n in range(8)}
+    assert children["subnet_managers"]["hosts"]["sm02"]["fabric_links"] == {"mlx5_0": "leaf02/17"}
+    uplinks = [tiers["ib_leaves"]["hosts"][leaf]["fabric_links"] for leaf in ("leaf01", "leaf02")]
+    assert [len(u) for u in uplinks] == [17, 17] and uplinks[0][33] == "spine01/1"
+    cabled = [p for host in children["gpu_hosts"]["hosts"].values() for p in host["fabric_links"].values()]
+    cabled += [
+        p for host in children["subnet_managers"]["hosts"].values() for p in host["fabric_links"].values()
+    ]
+    cabled += [p for u in uplinks for p in u.values()]
+    assert len(cabled) == len(set(cabled)) == 34 + 34
 
 
 def _ansible() -> str | None:

@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from fabcheck_lab import nodes
+from fabcheck_lab import ib_lab, nodes
 from fabcheck_lab.cabling import lab_links, lldp_neighbors
 from fabcheck_lab.inventory import known_host_line
 from fabcheck_lab.keys import KeyPair, generate_keypair, write_private, write_secret
@@ -77,6 +77,7 @@ def assemble(paths: LabPaths, state: LabState) -> list[str]:
     paths.bin_dir.mkdir()
     state.slow_tools = install_tools(paths.bin_dir, client_socket=NODE_SOCKET) or ""
     known_hosts = _prepare_all_hosts(paths, state, client)
+    ib_lab.prepare(paths, state)  # the ib profile's fabric, on every host node
 
     switches = state.switch_nodes()
     if switches:

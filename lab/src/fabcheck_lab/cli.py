@@ -75,7 +75,8 @@ def register(subparsers: Any) -> None:
     up.add_argument("--profile", choices=("roce", "ib"), default="roce", help="roce (default) or ib fabric")
     up.add_argument("--hosts", type=count_in(1, MAX_HOST_NODES), default=4, metavar="N", help=HOSTS_HELP)
     up.add_argument("--switches", type=count_in(0, MAX_SWITCHES), metavar="N",
-                    help=f"mock switches, 0..{MAX_SWITCHES} (roce default 2; ib has none)")  # fmt: skip
+                    help=f"mock switches, 0..{MAX_SWITCHES} (roce: Ethernet, default 2; ib: InfiniBand "
+                         "leaves and spines, half each, default 0)")  # fmt: skip
     rtt_help = "round-trip delay between the controller and each host node's sshd (default 0)"
     up.add_argument("--rtt-ms", type=rtt_ms, default=0.0, metavar="MS", help=rtt_help)
     up.add_argument("--net", choices=("lo",), default="lo", help="node addresses on loopback (127.0.x.y)")
@@ -159,8 +160,9 @@ def _up(args: argparse.Namespace) -> int:
     state = result.state
     verb = "already up" if result.already_up else f"up in {result.seconds:.1f} s"
     delay = f", RTT {state.rtt_ms:g} ms to the hosts" if state.rtt_ms else ""
+    switches = f"{state.switches} InfiniBand" if state.profile == "ib" else str(len(state.switch_nodes()))
     print(f"lab {verb}: profile {state.profile}, {len(state.host_nodes())} host nodes, "
-          f"{len(state.switch_nodes())} switches{delay} (run dir {paths.run_dir})")  # fmt: skip
+          f"{switches} switches{delay} (run dir {paths.run_dir})")  # fmt: skip
     inventory_dir = _relative(paths.inventory.parent)
     print(f"  inventory:  {_relative(paths.inventory)}   (ansible all -m ping -i {inventory_dir})")
     print(f"  ssh:        ssh -F {paths.ssh_config} {state.host_nodes()[0].name}")

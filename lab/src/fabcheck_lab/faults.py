@@ -8,7 +8,7 @@ import signal
 import subprocess
 from collections.abc import Mapping
 
-from fabcheck_lab import net, procs
+from fabcheck_lab import ib_fabric, ib_lab, net, procs
 from fabcheck_lab import nodes as lab_nodes
 from fabcheck_lab.mockhost import faults as host_faults
 from fabcheck_lab.mockhost.layout import MockNodePaths
@@ -34,6 +34,7 @@ LAB_FAULTS: Mapping[str, str] = {
 # Lab faults that apply to one kind of node only (the rest: any node).
 LAB_FAULT_TARGETS: Mapping[str, str] = {"sm-stopped": "host"}
 SM_PROFILE = "sm"
+IB_SWITCH = "IB switch"  # the ib profile's leaves and spines (`up --profile ib --switches N`): model entries
 SM_COMMAND_TIMEOUT_S = 60.0
 
 
@@ -41,6 +42,7 @@ def catalog() -> dict[str, tuple[str, str]]:
     """Every fault name -> (what it applies to, one-line description)."""
     listing = {name: ("host", text) for name, text in host_faults.HOST_FAULTS.items()}
     listing.update({name: ("switch", text) for name, text in SWITCH_FAULTS.items()})
+    listing.update({name: (IB_SWITCH, text) for name, text in ib_fabric.FAULTS.items()})
     listing.update(
         {name: (LAB_FAULT_TARGETS.get(name, "any node"), text) for name, text in LAB_FAULTS.items()}
     )
@@ -144,6 +146,8 @@ def inject(paths: LabPaths, fault: str, node_name: str) -> bool:
     _check_fault(fault)
     with lab_lock(paths):
         state = _running_state(paths)
+        if fault in ib_fabric.FAULTS:
+            return _inject_ib(paths, state, fault, node_name)
         node = state.node(node_name)
         _check_target(fault, node, state)
         active = ActiveFault(fault=fault, node=node.name)
@@ -165,7 +169,7 @@ def heal(paths: LabPaths, node_name: str | None = None, fault: str | None = None
         _check_fault(fault)
     with lab_lock(paths):
         state = _running_state(paths)
-        if node_name is not None:
+        if node_name is not None and node_name not in ib_lab.switch_names(state):
             state.node(node_name)  # unknown names are an error even when nothing is active
         chosen = [
             f
@@ -173,9 +177,27 @@ def heal(paths: LabPaths, node_name: str | None = None, fault: str | None = None
             if (node_name is None or f.node == node_name) and (fault is None or f.fault == fault)
         ]
         for active in chosen:
-            _revert(paths, active.fault, state.node(active.node))
+            if active.fault in ib_fabric.FAULTS:
+                ib_lab.heal(paths, state, active.fault, active.node)
+            else:
+                _revert(paths, active.fault, state.node(active.node))
             state.faults.remove(active)
             save_state(paths, state)
         if not state.faults:
             net.remove_tree()
     return chosen
+
+
+def _inject_ib(paths: LabPaths, state: LabState, fault: str, switch: str) -> bool:
+    """An IB fault on one of the lab's IB switches, in the fabric state every host node reads."""
+    valid = ib_lab.switch_names(state)
+    if switch not in valid:
+        listed = ", ".join(valid) or "none in this lab: `fabcheck lab up --profile ib --switches 4`"
+        raise LabError(f"fault {fault} applies to IB switches ({listed}), not to {switch}")
+    active = ActiveFault(fault=fault, node=switch)
+    if active in state.faults:
+        return False
+    ib_lab.inject(paths, state, fault, switch)
+    state.faults.append(active)
+    save_state(paths, state)
+    return True

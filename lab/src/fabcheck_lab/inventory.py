@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from fabcheck.intent.loader import MAX_LINK_VAR
+from fabcheck_lab import ib_lab
 from fabcheck_lab.cabling import plan_links
 from fabcheck_lab.mockhost.profiles import rails_for
 from fabcheck_lab.mockswitch.spec import SWITCH_PLATFORMS
@@ -108,8 +109,13 @@ def inventory_document(paths: LabPaths, state: LabState) -> dict[str, Any]:
         {n.name: list(rails_for(n.profile).values()) for n in gpu_hosts},
         {n.name: n.ports for n in state.switch_nodes()},
     )
+    fabric = ib_lab.lab_fabric(state)
+    if fabric is not None:  # the ib profile's switches: each HCA's cable on its host, the switches' groups
+        links.update(ib_lab.host_links(fabric))
     children = _host_groups(paths, state.host_nodes(), links)
     children.update(_switch_groups(paths, state.switch_nodes()))
+    if fabric is not None:
+        children.update(ib_lab.inventory_groups(fabric))
     # inventory/lab/group_vars picks the RoCE or the InfiniBand intent from this variable.
     return {
         "all": {"vars": {"lab_fabric_kind": "ib" if state.profile == "ib" else "roce"}, "children": children}

@@ -59,13 +59,12 @@ def _numbered(prefix: str, count: int) -> list[str]:
 
 def plan_nodes(profile: str, hosts: int, switches: int) -> list[NodeRecord]:
     """Nodes of a lab shape. roce: rail8 hosts (the last one pcie when hosts > 2) + cycling switch
-    platforms; ib: ib hosts + two subnet-manager nodes, no Ethernet switches."""
+    platforms; ib: ib hosts + two subnet-manager nodes, and `switches` InfiniBand switches (half leaves,
+    half spines: entries of the lab's fabric model, fabcheck_lab.ib_lab, not nodes)."""
     if profile not in ("roce", "ib"):
         raise LabError(f"unknown lab profile {profile!r}; profiles: roce, ib")
     if hosts < 1:
         raise LabError("a lab needs at least one host (--hosts >= 1)")
-    if profile == "ib" and switches:
-        raise LabError("the ib profile has no Ethernet switches (drop --switches)")
     host_profiles = ["rail8"] * hosts if profile == "roce" else ["ib"] * hosts
     if profile == "roce" and hosts > 2:
         host_profiles[-1] = "pcie"
@@ -84,6 +83,12 @@ def plan_nodes(profile: str, hosts: int, switches: int) -> list[NodeRecord]:
         NodeRecord(name, "host", prof, group, i, host_address(i), HOST_PORT)
         for i, (name, prof, group) in enumerate(zip(host_names, host_profiles, groups, strict=True))
     ]
+    if profile == "ib":
+        if switches:
+            from fabcheck_lab.ib_lab import fabric_of
+
+            fabric_of(nodes, switches)  # refuses a shape whose HCAs do not fit the leaves
+        return nodes
     # Every rail NIC gets its own switch port (the cabling map in the inventory), so large labs get
     # switches with more front-panel ports.
     rail_nics = sum(

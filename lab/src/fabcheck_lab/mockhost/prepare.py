@@ -25,6 +25,7 @@ __all__ = ["HOST_PROFILES", "install_tools", "prepare_node"]
 SYSTEM_PYTHON = "/usr/bin/python3"
 TOOLS_DIR = Path(__file__).parent / "tools"
 WIRE_MODEL = Path(__file__).parents[1] / "wire_model.py"
+IB_FABRIC = Path(__file__).parents[1] / "ib_fabric.py"
 ZIP_PACKAGE = "fabcheck_mock"
 BOOTSTRAP = "import sys\nfrom fabcheck_mock.dispatch import main\nsys.exit(main())\n"
 
@@ -75,6 +76,7 @@ def zipapp_bytes() -> bytes:
         # The tools run with `python3 -IS` on the node, where fabcheck_lab is not importable: the one lab
         # module they share with the mock switches goes into the package (tools/wire.py imports it).
         archive.write(WIRE_MODEL, f"{ZIP_PACKAGE}/wire_model.py")
+        archive.write(IB_FABRIC, f"{ZIP_PACKAGE}/ib_fabric.py")  # tools/ib_diags.py renders the lab's fabric
     return f"#!{SYSTEM_PYTHON} -IS\n".encode() + buffer.getvalue()
 
 

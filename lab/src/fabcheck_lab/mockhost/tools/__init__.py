@@ -42,6 +42,13 @@ SERVED_TOOLS = (
     "mlxfwmanager",
     "modinfo",
     "dmesg",
+    # infiniband-diags (mockhost/tools/ib_diags.py); ibqueryerrors reads its threshold file by its path
+    # in the node, so it runs there.
+    "ibnetdiscover",
+    "iblinkinfo",
+    "saquery",
+    "vendstat",
+    "perfquery",
 )
 # Every tool name a node has: the served ones, and those that start processes or read node files.
 TOOL_NAMES = (
@@ -52,5 +59,6 @@ TOOL_NAMES = (
     "sysctl",
     "sminfo",
     "numactl",
+    "ibqueryerrors",
     "lspci",  # not served: like the real one it prints capabilities only to root (the caller's uid)
 )

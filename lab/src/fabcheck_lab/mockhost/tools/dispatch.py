@@ -32,7 +32,7 @@ def run(tool: str, args: list[str]) -> int:
 
 def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
     """Tools that only read or write node state (imported on demand to keep start-up small)."""
-    from . import numactl, pcie, subnet_manager, system, systemd
+    from . import ib_diags, numactl, pcie, subnet_manager, system, systemd
 
     dispatcher = subnet_manager.dispatcher_path()
     return {
@@ -46,12 +46,13 @@ def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
         "sminfo": subnet_manager.sminfo,
         "fabcheck-mock-opensm": lambda node, args: subnet_manager.daemon(node),
         "lspci": lambda node, args: pcie.lspci(node, args),
+        "ibqueryerrors": lambda node, args: ib_diags.main(node, "ibqueryerrors", args),
     }
 
 
 def state_tools() -> dict[str, Callable[[Node, list[str]], int]]:
     """The tools of SERVED_TOOLS: their output depends on the node's state, sysfs and /etc only."""
-    from . import kernel_log, mlnx_qos, netdev, nvidia_smi, rdma_cm, rdma_info, system, systemd
+    from . import ib_diags, kernel_log, mlnx_qos, netdev, nvidia_smi, rdma_cm, rdma_info, system, systemd
     from .nic_firmware import firmware_tools
 
     return {
@@ -74,6 +75,10 @@ def state_tools() -> dict[str, Callable[[Node, list[str]], int]]:
         "systemctl": systemd.served_systemctl,  # read verbs only; simple_tools() has the node's own
         **firmware_tools(),  # mlxconfig, flint, mlxfwmanager
         "dmesg": kernel_log.dmesg,
+        **{
+            tool: ib_diags.tool(tool)
+            for tool in ("ibnetdiscover", "iblinkinfo", "saquery", "vendstat", "perfquery")
+        },
     }
 
 

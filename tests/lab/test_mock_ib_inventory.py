@@ -1,0 +1,135 @@
+"""The InfiniBand plan as an inventory writes it, in process (no lab start): a lab fabric model written as
+an Ansible inventory (group ib_switches by tier, every cable in fabric_links, each at its lower end) ->
+load_inventory -> plan_gate -> GatePlan.desired.ib_fabric -> check_ib_fabric against what the mock tools
+print for that fabric (fabcheck_lab.ib_fabric renderers, the real parsers). The plan the inventory gives
+is the one the fabric shows: every cable passes; a fault fails its check on its cable."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fabcheck.checks.ib import LINK, TOPOLOGY, IbEvidence, check_ib_fabric
+from fabcheck.checks.model import Finding, Status
+from fabcheck.desired.ib import DesiredIbFabric
+from fabcheck.gate.plan import plan_gate
+from fabcheck.intent.loader import load_inventory
+from fabcheck.parsers.ibnetdiscover import parse_ibnetdiscover_ports
+from fabcheck.parsers.ibqueryerrors import parse_ibqueryerrors, sweep_deltas
+from fabcheck.parsers.saquery import parse_saquery_nodes
+from fabcheck.parsers.vendstat import parse_vendstat_general
+from fabcheck_lab import ib_fabric as model
+
+REPO = Path(__file__).resolve().parents[2]
+T0, WINDOW = 1000.0, 10
+TIER_GROUPS = {"leaf": "ib_leaves", "spine": "ib_spines", "core": "ib_cores"}
+
+
+def inventory_of(fabric: model.Fabric, root: Path) -> Path:
+    """The inventory of this fabric as a user writes it: hosts cable their HCAs, switches their uplinks."""
+    switches = {s.name: s for s in fabric.switches}
+    hcas = {h.key: h for h in fabric.hcas}
+    hosts: dict[str, dict[str, Any]] = {h.host: {"fabric_links": {}} for h in fabric.hcas}
+    tiers: dict[str, dict[str, Any]] = {group: {"hosts": {}} for group in TIER_GROUPS.values()}
+    for switch in fabric.switches:
+        tiers[TIER_GROUPS[switch.tier]]["hosts"][switch.name] = {"fabric_links": {}}
+        if switch.description != switch.name:
+            tiers[TIER_GROUPS[switch.tier]]["hosts"][switch.name]["ib_node_description"] = switch.description
+    for cable in fabric.cables:
+        far = f"{cable.b.node}/{cable.b.port}"
+        if cable.a.node in hcas:
+            hca = hcas[cable.a.node]
+            hosts[hca.host]["fabric_links"][hca.nic] = far
+        else:
+            tier = TIER_GROUPS[switches[cable.a.node].tier]
+            tiers[tier]["hosts"][cable.a.node]["fabric_links"][cable.a.port] = far
+    children = {group: tier for group, tier in tiers.items() if tier["hosts"]}
+    tree = {"all": {"children": {"gpu_hosts": {"hosts": hosts}, "ib_switches": {"children": children}}}}
+    (root / "group_vars/all").mkdir(parents=True)
+    (root / "hosts.yml").write_text(yaml.safe_dump(tree, sort_keys=False))
+    intent = (REPO / "inventory/example-ib/group_vars/all/fabric.yml").read_text()
+    no_sm = intent.replace("sm_priorities: {sm01: 15, sm02: 14}", "sm_priorities: {}")
+    assert no_sm != intent
+    (root / "group_vars/all/fabric.yml").write_text(no_sm)
+    return root
+
+
+def evidence(fabric: model.Fabric) -> IbEvidence:
+    before = parse_ibqueryerrors(model.render_ibqueryerrors(fabric, T0)[0], "ibqueryerrors_before")
+    after = parse_ibqueryerrors(model.render_ibqueryerrors(fabric, T0 + WINDOW)[0], "ibqueryerrors_after")
+    firmware = {
+        s.lid: parse_vendstat_general(model.render_vendstat_general(s), f"vendstat:{s.lid}", s.lid)
+        for s in fabric.switches
+    }
+    return IbEvidence(
+        parse_ibnetdiscover_ports(model.render_ibnetdiscover_ports(fabric), "ibnetdiscover"),
+        parse_saquery_nodes(model.render_saquery_nodes(fabric), "saquery"),
+        before,
+        after,
+        sweep_deltas(before, after),
+        firmware,
+        WINDOW,
+    )
+
+
+def planned(fabric: model.Fabric, tmp_path: Path) -> DesiredIbFabric:
+    plan = plan_gate(
+        load_inventory(inventory_of(fabric, tmp_path / "inv")), stages=("host",), counter_window_s=WINDOW
+    )
+    desired = plan.desired.ib_fabric
+    assert desired is not None
+    return desired
+
+
+def judged(fabric: model.Fabric, desired: DesiredIbFabric) -> list[tuple[str, Finding]]:
+    results = check_ib_fabric(evidence(fabric), desired)
+    return [(node, finding) for node, findings in results.items() for finding in findings]
+
+
+def fat_tree() -> model.Fabric:
+    """A 3-tier fat tree, each switch with its own LID (model.fat_tree at 8df8edf gives every switch of a
+    tier the same LID: `first_lid + len(switches)` is read once per tier's list)."""
+    fabric = model.fat_tree(model.modelled_hcas(8, per_host=2), radix=8)
+    first = max(h.lid for h in fabric.hcas) + 1
+    switches = tuple(dataclasses.replace(s, lid=first + i) for i, s in enumerate(fabric.switches))
+    return dataclasses.replace(fabric, switches=switches)
+
+
+FABRICS = {
+    "2 leaves, 2 spines": lambda: model.two_tier(model.modelled_hcas(4, per_host=2), leaves=2, spines=2),
+    "3-tier fat tree": fat_tree,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(FABRICS))
+def test_the_plan_the_inventory_gives_is_the_fabric_the_tools_show(shape: str, tmp_path: Path) -> None:
+    fabric = FABRICS[shape]()
+    desired = planned(fabric, tmp_path)
+    assert desired.reader == "gpu01" and desired.counter_window_s == WINDOW  # no SM node: the first host
+    shown = {(c.a.node, c.a.port, c.b.node, c.b.port) for c in fabric.cables}
+    hcas = {h.key: h for h in fabric.hcas}
+    as_planned = {
+        (f"{link.a.node}/{link.a.nic}" if link.a.nic else link.a.node, link.a.port, link.b.node, link.b.port)
+        for link in desired.links
+    }
+    assert as_planned == shown
+    assert {d: (h, n) for d, (h, n) in desired.host_descriptions.items()} == {
+        h.description: (h.host, h.nic) for h in hcas.values()
+    }
+    found = judged(fabric, desired)
+    assert [(n, f.check, f.subject, f.actual) for n, f in found if f.status is not Status.PASS] == []
+    assert sum(f.check == TOPOLOGY for _, f in found) == len(fabric.cables)
+
+
+def test_a_link_trained_down_fails_on_the_cable_the_inventory_names(tmp_path: Path) -> None:
+    healthy = FABRICS["2 leaves, 2 spines"]()
+    desired = planned(healthy, tmp_path)
+    (index,) = model.fault_cables(healthy, "ib-link-width", "leaf01")
+    cable = healthy.cables[index]
+    found = judged(model.with_fault(healthy, "ib-link-width", "leaf01", since=T0 - 5), desired)
+    failing = {(n, f.check, f.subject) for n, f in found if f.status is Status.FAIL}
+    assert failing == {("leaf01", LINK, f"leaf01/{cable.a.port} ↔ {cable.b.node}/{cable.b.port}")}

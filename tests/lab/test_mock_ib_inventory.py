@@ -7,6 +7,7 @@ is the one the fabric shows: every cable passes; a fault fails its check on its 
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +134,38 @@ def test_a_link_trained_down_fails_on_the_cable_the_inventory_names(tmp_path: Pa
     found = judged(model.with_fault(healthy, "ib-link-width", "leaf01", since=T0 - 5), desired)
     failing = {(n, f.check, f.subject) for n, f in found if f.status is Status.FAIL}
     assert failing == {("leaf01", LINK, f"leaf01/{cable.a.port} ↔ {cable.b.node}/{cable.b.port}")}
+
+
+def test_the_lab_inventory_reads_as_the_lab_fabric(tmp_path: Path) -> None:
+    """`fabcheck lab up --profile ib --hosts 4 --switches 4` writes an inventory whose IB plan is the
+    fabric the mock tools print: written here without starting anything (inventory.write_inventory)."""
+    from fabcheck_lab import ib_lab, inventory, nodes
+    from fabcheck_lab.state import LabPaths, LabState
+
+    state = LabState(
+        project=str(tmp_path),
+        run_dir=str(tmp_path / "run"),
+        profile="ib",
+        hosts=4,
+        switches=4,
+        net="lo",
+        nodes=nodes.plan_nodes("ib", 4, 4),
+    )
+    paths = LabPaths(project=tmp_path, run_dir=tmp_path / "run")
+    shutil.copytree(REPO / "inventory/lab", paths.inventory.parent)
+    inventory.write_inventory(paths, state)
+    plan = plan_gate(load_inventory(paths.inventory.parent), stages=("host", "sm"), counter_window_s=WINDOW)
+    fabric = ib_lab.lab_fabric(state)
+    desired = plan.desired.ib_fabric
+    assert fabric is not None and desired is not None
+    assert desired.reader == "sm01"  # the lab's intended SM master
+    assert [(s.name, s.tier, s.description) for s in desired.switches] == [
+        (s.name, s.tier, s.description) for s in fabric.switches
+    ]
+    as_planned = {
+        (f"{link.a.node}/{link.a.nic}" if link.a.nic else link.a.node, link.a.port, link.b.node, link.b.port)
+        for link in desired.links
+    }
+    assert as_planned == {(c.a.node, c.a.port, c.b.node, c.b.port) for c in fabric.cables}
+    assert dict(desired.host_descriptions) == {h.description: (h.host, h.nic) for h in fabric.hcas}
+    assert not {"leaf01", "leaf02", "spine01", "spine02"} & {h.name for h in plan.hosts}

@@ -95,7 +95,8 @@ def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool)
             default=None,
             metavar="LIST",
             help=f"which stages run, a comma list of {', '.join(stage_names())} (default "
-            f"{','.join(default_stage_names())}; link needs host and switch)",
+            f"{','.join(default_stage_names())}; link needs host and switch; ib reads the whole InfiniBand "
+            "fabric from one node, ib_fabric.read_from)",
         )
     parser.add_argument(
         "--concurrency",

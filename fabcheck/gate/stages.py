@@ -41,6 +41,7 @@ STAGE_MODULES: tuple[str, ...] = (
     "fabcheck.gate.switch_stage",
     "fabcheck.gate.link_stage",
     "fabcheck.gate.sm_stage",
+    "fabcheck.gate.ib_stage",
     "fabcheck.gate.nccl_stage",
     "fabcheck.gate.perftest_stage",
     "fabcheck.gate.incast_stage",

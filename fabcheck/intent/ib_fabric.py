@@ -208,6 +208,10 @@ def read_ib_plan(nodes: Sequence[InventoryNode], where: Where) -> tuple[IbPlan, 
     switches = {
         s.name: s for s in (_ib_switch(n, where, problems) for n in nodes if is_ib_switch(n)) if s is not None
     }
+    if not switches and all(node.intent is None for node in nodes):
+        # A templated partial view (the switch play's filter: GPU hosts and Ethernet switches only): the
+        # IB plan was judged whole by `fabcheck intent check` in the preflight play.
+        return IbPlan(), problems
     problems += _switch_descriptions_shared(nodes, switches, where)
     hosts = {
         n.name: n

@@ -278,3 +278,11 @@ def test_read_fabric_without_an_intent_reads_the_ib_plan() -> None:
     fabric = read_fabric(nodes, lambda _value: "")
     assert [c.label for c in fabric.ib.cables] == ["gpu01/mlx5_0 ↔ leaf01/1", "leaf01/2 ↔ spine01/1"]
     assert fabric.links == ()
+
+
+def test_a_partial_templated_view_without_ib_switches_is_not_judged() -> None:
+    """The switch play's filter passes GPU hosts and Ethernet switches only, templated, without intent:
+    IB-cabled hosts there are not 'unknown IB switch' errors (intent check judged the whole plan)."""
+    gpu = InventoryNode("gpu01", ("gpu_hosts",), {"fabric_links": {"mlx5_0": "leaf01/1"}}, {0: "mlx5_0"})
+    fabric = read_fabric([gpu], lambda _value: "")
+    assert fabric.ib.cables == () and fabric.links == ()

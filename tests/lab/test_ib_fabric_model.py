@@ -9,6 +9,12 @@ import time
 
 import pytest
 
+from fabcheck.parsers.iblinkinfo import parse_iblinkinfo_lines
+from fabcheck.parsers.ibnetdiscover import parse_ibnetdiscover_ports
+from fabcheck.parsers.ibqueryerrors import parse_ibqueryerrors
+from fabcheck.parsers.perfquery import parse_perfquery_counters
+from fabcheck.parsers.saquery import parse_saquery_nodes
+from fabcheck.parsers.vendstat import parse_vendstat_general
 from fabcheck_lab import ib_fabric as ib
 
 
@@ -160,3 +166,33 @@ def test_a_counter_stops_at_its_bit_width() -> None:
     counting = ib.with_fault(lab_fabric(), "ib-symbol-errors", "leaf02", now - 2000)  # 100,000 counted
     text, _ = ib.render_ibqueryerrors(counting, now)
     assert "   GUID 0xfc6a1c0301000001 port 35: [SymbolErrorCounter == 65535]" in text.splitlines()
+
+
+def test_every_rendering_parses_with_the_ib_parsers_into_the_same_fabric() -> None:
+    """fabcheck.parsers read what the renderers print: iblinkinfo --line and ibnetdiscover -p give the
+    same links (a 1x link included), saquery one record per switch and CA, vendstat the firmware,
+    perfquery -x the counters of the port asked, ibqueryerrors a complete sweep."""
+    fabric = ib.with_fault(lab_fabric(), "ib-link-width", "leaf01", 0.0)
+    links = parse_ibnetdiscover_ports(ib.render_ibnetdiscover_ports(fabric)).links()
+    assert parse_iblinkinfo_lines(ib.render_iblinkinfo_line(fabric)).links() == links
+    narrow = [x for x in links if x.width_a != "4x"]
+    assert [(x.a.description, x.a.port, x.b.description, x.b.port, x.width_a, x.width_b) for x in narrow] == [
+        ("leaf01", 33, "spine01", 1, "1x", "1x")
+    ]
+    records = parse_saquery_nodes(ib.render_saquery_nodes(fabric))
+    assert len(records) == 38 and records[0].node_type == "Switch" and records[0].device_id == 0xD2F2
+    assert {r.description for r in records if r.node_type == "Channel Adapter"} == {
+        h.description for h in fabric.hcas
+    }
+    firmware = parse_vendstat_general(ib.render_vendstat_general(fabric.switch("spine01")), lid=44)
+    assert (firmware.fw_version, firmware.device_id, firmware.psid) == (
+        "31.2012.1024",
+        0xD2F2,
+        "MT_0000000681",
+    )
+    perf = ib.render_perfquery_extended(fabric, 42, 35, 0.0, 1.0)
+    assert perf is not None
+    (port,) = parse_perfquery_counters(perf)
+    assert port.port == 35 and port.counts["SymbolErrorCounter"] == 0 and port.counts["PortXmitData"] == 1000
+    sweep = parse_ibqueryerrors(ib.render_ibqueryerrors(fabric, 0.0)[0])
+    assert sweep.complete and (sweep.nodes_checked, sweep.ports_checked) == (38, 290)

@@ -4,18 +4,30 @@ intended (parsers of fabcheck.parsers on the mocks' output)."""
 
 from __future__ import annotations
 
+import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from fabcheck.checks.ib import IbEvidence, check_ib_fabric
+from fabcheck.desired.ib import desired_ib_fabric
+from fabcheck.intent.fabric import fabric_of
+from fabcheck.intent.loader import load_inventory
 from fabcheck.parsers.ibnetdiscover import parse_ibnetdiscover_ports
-from fabcheck_lab import ib_fabric, ib_lab
+from fabcheck.parsers.ibqueryerrors import parse_ibqueryerrors, sweep_deltas
+from fabcheck.parsers.saquery import parse_saquery_nodes
+from fabcheck.parsers.vendstat import parse_vendstat_general
+from fabcheck_lab import ib_fabric, ib_lab, inventory
 from fabcheck_lab.mockhost.layout import MockNodePaths
 from fabcheck_lab.mockhost.prepare import prepare_node
 from fabcheck_lab.mockhost.tools import SERVED_TOOLS, TOOL_NAMES, dispatch, ib_diags
 from fabcheck_lab.mockhost.tools.common import Node, ToolError
+from fabcheck_lab.nodes import plan_nodes
 from fabcheck_lab.state import LabPaths, LabState, NodeRecord
+
+REPO = Path(__file__).resolve().parents[2]
 
 HOSTS = [("gpu01", "ib", 0), ("gpu02", "ib", 1), ("sm01", "sm", 2)]
 
@@ -206,3 +218,69 @@ def test_inventory_groups_and_cabling_follow_the_contract(lab: tuple[LabPaths, L
     assert "fabric_links" not in groups["ib_spines"]["hosts"]["spine01"]
     hosts = ib_lab.host_links(fabric)
     assert hosts["gpu01"]["mlx5_0"] == "leaf01/1" and hosts["sm01"] == {"mlx5_0": "leaf02/8"}
+
+
+def test_each_fault_fails_exactly_its_check_on_exactly_its_link_and_heal_passes(tmp_path: Path) -> None:
+    """The lab inventory of `up --profile ib --hosts 4 --switches 4` (hosts.yml beside the lab's own
+    group_vars), its desired IB fabric, the fabric the nodes read parsed and judged by checks.ib: clean,
+    each fault on leaf01, and healed."""
+    shutil.copytree(REPO / "inventory" / "lab", tmp_path / "inventory" / "lab")
+    paths = LabPaths(project=tmp_path, run_dir=tmp_path / "run")
+    state = LabState(str(tmp_path), str(paths.run_dir), "ib", 4, 4, "lo", plan_nodes("ib", 4, 4))
+    inventory.write_inventory(paths, state)
+    loaded = load_inventory(tmp_path / "inventory" / "lab")
+    desired = desired_ib_fabric(loaded.intent, fabric_of(loaded).ib, subnet_managers=["sm01", "sm02"])
+    assert desired is not None and desired.reader == "sm01" and len(desired.links) == 68
+    for record in state.host_nodes():
+        (paths.node_root(record.name) / "state").mkdir(parents=True)
+    ib_lab.prepare(paths, state)
+
+    def failing() -> list[tuple[str, str, str, str]]:
+        fabric = ib_diags.effective(ib_lab.read_fabric_state(paths, state))
+        now = time.time()  # the window: from now, 2 s on
+        before = parse_ibqueryerrors(ib_fabric.render_ibqueryerrors(fabric, now)[0])
+        after = parse_ibqueryerrors(ib_fabric.render_ibqueryerrors(fabric, now + 2)[0])
+        firmware = {
+            s.lid: parse_vendstat_general(ib_fabric.render_vendstat_general(s), lid=s.lid)
+            for s in fabric.switches
+        }
+        evidence = IbEvidence(
+            parse_ibnetdiscover_ports(ib_fabric.render_ibnetdiscover_ports(fabric)),
+            parse_saquery_nodes(ib_fabric.render_saquery_nodes(fabric)),
+            before,
+            after,
+            sweep_deltas(before, after),
+            firmware,
+            2,
+        )
+        judged = check_ib_fabric(evidence, replace(desired, counter_window_s=2))
+        return sorted(
+            (n, f.check, f.status.value, f.subject)
+            for n, fs in judged.items()
+            for f in fs
+            if f.status.value != "pass"
+        )
+
+    assert failing() == []
+    expected = {
+        "ib-link-width": [("leaf01", "ib.link", "fail", "leaf01/33 ↔ spine01/1")],
+        "ib-link-speed": [("leaf01", "ib.link", "fail", "leaf01/34 ↔ spine02/1")],
+        "ib-miswire": [  # both swapped cables; their width and speed are not judged on the wrong peer
+            ("leaf01", "ib.link", "skip", "leaf01/33 ↔ spine01/1"),
+            ("leaf01", "ib.topology", "fail", "leaf01/33 ↔ spine01/1"),
+            ("leaf02", "ib.link", "skip", "leaf02/33 ↔ spine01/10"),
+            ("leaf02", "ib.topology", "fail", "leaf02/33 ↔ spine01/10"),
+        ],
+        "ib-link-missing": [
+            ("leaf01", "ib.errors", "skip", "leaf01/49 ↔ spine01/9"),
+            ("leaf01", "ib.link", "skip", "leaf01/49 ↔ spine01/9"),
+            ("leaf01", "ib.topology", "fail", "leaf01/49 ↔ spine01/9"),
+        ],
+        "ib-symbol-errors": [("leaf01", "ib.errors", "fail", "leaf01/35 ↔ spine01/2")],
+        "ib-dup-guid": [("gpu01", "ib.guids", "fail", "gpu01/mlx5_0")],
+    }
+    for fault, findings in expected.items():
+        ib_lab.inject(paths, state, fault, "leaf01", now=time.time() - 10)
+        assert failing() == findings, fault
+        ib_lab.heal(paths, state, fault, "leaf01")
+        assert failing() == [], fault

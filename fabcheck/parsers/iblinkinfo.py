@@ -9,14 +9,14 @@ with ``<peer>`` one of ``0x<GUID> <LID> <port>[<ext>] "<desc>" (<Could be ...> <
 ``"Port not available"`` (up, nothing behind it). Width is libibmad's ``4X`` (normalised to ``4x``), the
 speed the per-lane rate (``106.25 Gbps`` is NDR, ``10.0 Gbps (FDR10)`` FDR10); ``undefined (N)`` is None.
 A switch port shows the switch's LID and port-0 GUID. The line does not print the node type: a GUID
-shown on two or more ports is a switch (every port of a switch shows its port-0 GUID, a CA port its
-own GUID), any other a CA (a router reads as a CA).
+shown with two or more port numbers, as a local or a peer end, is a switch (every port of a switch shows
+its port-0 GUID, a CA port its own GUID), any other a CA (a router, or a switch seen on one port only,
+reads as a CA).
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable
 
 from fabcheck.errors import ParseError
@@ -45,10 +45,14 @@ def parse_iblinkinfo_lines(text: str, source: str = "<text>") -> IbTopology:
             lines.append(_port_line(line, _refuser(line, source, number)))
     if not lines:
         raise ParseError("no port line: iblinkinfo --line prints at least the local port", source=source)
-    ports_per_guid = Counter(guid for guid, *_rest in lines)
+    ports_of: dict[str, set[int]] = {}
+    for guid, _lid, port, _description, _width, _speed, peer in lines:
+        ports_of.setdefault(guid, set()).add(port)
+        if peer is not None:
+            ports_of.setdefault(peer[0], set()).add(peer[2])
 
     def end(guid: str, lid: int, port: int, description: str) -> IbPortEnd:
-        return IbPortEnd("SW" if ports_per_guid[guid] > 1 else "CA", lid, port, guid, description)
+        return IbPortEnd("SW" if len(ports_of[guid]) > 1 else "CA", lid, port, guid, description)
 
     return IbTopology(
         tuple(

@@ -1,11 +1,13 @@
-"""`iblinkinfo --line` port lines, rendered here from rdma-core iblinkinfo.c print_port's format strings
-(@691953d; no real capture found: UNVERIFIED): widths and per-lane rates, down ports, an up port with no
-peer, switch vs CA told by how many ports show a GUID, damage refused naming the line."""
+"""`iblinkinfo --line` port lines: a saved real test input (tests/data/real/ib, INDEX.tsv: edited, read
+once its `== (` is put back to `==(`) and lines rendered here from rdma-core iblinkinfo.c print_port's
+format strings (@691953d): widths and per-lane rates, down ports, an up port with no peer, switch vs CA
+told by how many ports show a GUID, damage refused naming the line."""
 
 from __future__ import annotations
 
 import contextlib
 import time
+from pathlib import Path
 
 import pytest
 from hostile import parse_or_refuse_tests
@@ -15,6 +17,7 @@ from fabcheck.parsers._text import MAX_LINE_CHARS
 from fabcheck.parsers.ib_records import IbPortEnd
 from fabcheck.parsers.iblinkinfo import parse_iblinkinfo_lines
 
+SX6036 = Path(__file__).resolve().parents[1] / "data" / "real" / "ib" / "iblinkinfo-line-fdr-sx6036-hca.txt"
 LEAF, SPINE, HCA = 0x2C5EAB0300B87B40, 0x2C5EAB0300C26280, 0xE09D7303007A4BD8
 
 
@@ -149,3 +152,17 @@ def test_a_64_kib_line_is_answered_in_milliseconds() -> None:
 test_hostile_mutations_of_the_samples_parse_or_refuse, test_hostile_text_parses_or_refuses = (
     parse_or_refuse_tests(parse_iblinkinfo_lines, [FABRIC])
 )
+
+
+def test_the_saved_fdr_lines_once_the_edit_is_undone() -> None:
+    saved = SX6036.read_text()
+    with pytest.raises(ParseError, match=r"no ==\( \.\.\. \)==>") as raised:
+        parse_iblinkinfo_lines(saved, SX6036.name)
+    assert raised.value.line == 1  # `== (`: no iblinkinfo prints that
+    topology = parse_iblinkinfo_lines(saved.replace("== (", "==("), SX6036.name)
+    first = topology.ports[0]
+    assert first.local == IbPortEnd("CA", 37, 1, "0xf452140300f55051", "ib-test-7 mlx4_0")
+    assert (first.width, first.speed) == ("4x", "FDR")
+    # the switch's GUID shows on two ports (16 and 18): a switch, though the line names no node type
+    assert first.peer == IbPortEnd("SW", 5, 16, "0xf45214030067c630", "MF0;switch-e1be74:SX6036/U1")
+    assert [(p.peer.port if p.peer else None) for p in topology.ports] == [16, 17, 18]

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fabcheck.checks.model import Status
+from fabcheck.cli import main
 from fabcheck.collect.ib import IbCollection
 from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired.ib import DesiredIbFabric
@@ -28,6 +31,7 @@ from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.intent.model import FabricIntent
 from fabcheck.report.model import NodeKind
 from fabcheck_lab import ib_fabric as model
+from tests.lab.test_mock_ib_inventory import inventory_of
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "ib_stage.py"
 spec = importlib.util.spec_from_file_location("ib_stage_bench", BENCH)
@@ -279,3 +283,41 @@ def test_the_bench_reports_both_sizes_and_their_ratios() -> None:
     assert "4 hosts" in lines[1] and "8 hosts" in lines[2]
     assert lines[-1].startswith("  8 / 4 hosts: cables x1.1, wall x")  # one pod: 32 spines either way
     assert all(s.result["failed"] == ["ib.errors leaf01/33 ↔ spine01/1"] for s in sizes), sizes
+
+
+# ---- the whole command: an inventory as a user writes it, `fabcheck validate --stages ib` ----------
+
+
+def node_of(line: dict[str, Any]) -> str:
+    return str(line.get("ib_switch") or line.get("host"))
+
+
+def validate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[dict[str, Any]]]:
+    code = main(["validate", *argv, "--json"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    return code, lines
+
+
+def test_validate_stages_ib_from_the_inventory_saves_and_replays(
+    ssh_here: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fabric = small_fabric()
+    inventory = str(inventory_of(fabric, tmp_path / "inventory"))  # no SM node: the reader is gpu01
+    serve(ssh_here, model.with_fault(fabric, "ib-link-width", "leaf01", 0.0))
+    snapshot = str(tmp_path / "snapshot")
+    args = ["-i", inventory, "--stages", "ib", "--counter-window", str(WINDOW_S)]
+    code, live = validate([*args, "--save-snapshot", snapshot], capsys)
+    assert round_trips(ssh_here) == [READER]
+    assert code == 1
+    failed = {(node_of(line), f["check"]) for line in live for f in line["findings"] if f["status"] == "fail"}
+    assert failed == {("leaf01", "ib.link")}
+    assert {line["ib_switch"] for line in live if "ib_switch" in line} == {
+        "leaf01",
+        "leaf02",
+        "spine01",
+        "spine02",
+    }
+    assert {line["host"] for line in live if "host" in line} == {"gpu01", "gpu02", "gpu03", "gpu04"}
+    code, replayed = validate(["-i", inventory, "--stages", "ib", "--from-snapshot", snapshot], capsys)
+    assert code == 1 and replayed == live
+    assert round_trips(ssh_here) == [READER]  # the replay connected to nothing

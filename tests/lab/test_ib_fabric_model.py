@@ -155,6 +155,9 @@ def test_a_2048_host_three_tier_fabric_renders_in_seconds() -> None:
     tiers = [s.tier for s in fabric.switches]
     assert (tiers.count("leaf"), tiers.count("spine"), tiers.count("core")) == (512, 512, 256)
     assert len(fabric.cables) == 3 * 16384
+    lids = [s.lid for s in fabric.switches] + [h.lid for h in fabric.hcas]
+    guids = [s.guid for s in fabric.switches] + [h.port_guid for h in fabric.hcas]
+    assert len(set(lids)) == len(set(guids)) == 1280 + 16384  # every switch and HCA its own LID and GUID
     assert ports.count("\n") == 2 * len(fabric.cables)  # every port of every switch and HCA is cabled
     assert re.search(r"## Summary: 17664 nodes checked, 0 bad nodes found", errors)
     assert nodes.count("NodeRecord dump:") == 1280 + 16384

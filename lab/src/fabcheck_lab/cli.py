@@ -237,6 +237,10 @@ def _status(args: argparse.Namespace) -> int:
         answer = "answers" if h.answers else "silent"
         faults = ",".join(h.faults) or "-"
         print(f"  {node.name:<{width}}  {node.kind:<6}  {node.profile:<5}  {where:<19} {answer:<7} {faults}")
+    names = {h.node.name for h in report.nodes}
+    on_ib_switches = [f"{f.fault} on {f.node}" for f in report.state.faults if f.node not in names]
+    if on_ib_switches:  # the ib profile's IB switches are fabric model entries, not nodes
+        print(f"  IB switch faults: {', '.join(on_ib_switches)}")
     return 0 if report.healthy else 1
 
 

@@ -225,7 +225,8 @@ def fat_tree(hcas: Sequence[Hca], radix: int = SWITCH_PORTS) -> Fabric:
     names = _numbered("leaf", leaves), _numbered("spine", spines), _numbered("core", cores)
     switches: list[Switch] = []
     for tier, tier_names in zip(("leaf", "spine", "core"), names, strict=True):
-        switches += [switch_entry(n, tier, i, first_lid + len(switches)) for i, n in enumerate(tier_names)]
+        first = first_lid + len(switches)  # one LID per switch, after the HCAs'
+        switches += [switch_entry(n, tier, i, first + i) for i, n in enumerate(tier_names)]
     cables: list[Cable] = []
     for leaf_index, leaf in enumerate(names[0]):
         mine = hcas[leaf_index * half : (leaf_index + 1) * half]

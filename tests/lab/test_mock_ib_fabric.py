@@ -19,13 +19,14 @@ from fabcheck.parsers.ibnetdiscover import parse_ibnetdiscover_ports
 from fabcheck.parsers.ibqueryerrors import parse_ibqueryerrors, sweep_deltas
 from fabcheck.parsers.saquery import parse_saquery_nodes
 from fabcheck.parsers.vendstat import parse_vendstat_general
+from fabcheck_lab import faults as lab_faults
 from fabcheck_lab import ib_fabric, ib_lab, inventory
 from fabcheck_lab.mockhost.layout import MockNodePaths
 from fabcheck_lab.mockhost.prepare import prepare_node
-from fabcheck_lab.mockhost.tools import SERVED_TOOLS, TOOL_NAMES, dispatch, ib_diags
+from fabcheck_lab.mockhost.tools import SERVED_TOOLS, TOOL_NAMES, dispatch, ib_diags, subnet_manager
 from fabcheck_lab.mockhost.tools.common import Node, ToolError
 from fabcheck_lab.nodes import plan_nodes
-from fabcheck_lab.state import LabPaths, LabState, NodeRecord
+from fabcheck_lab.state import LabError, LabPaths, LabState, NodeRecord, load_state, save_state
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -284,3 +285,38 @@ def test_each_fault_fails_exactly_its_check_on_exactly_its_link_and_heal_passes(
         assert failing() == findings, fault
         ib_lab.heal(paths, state, fault, "leaf01")
         assert failing() == [], fault
+
+
+def test_sminfo_master_lid_is_the_sm_nodes_hca_in_the_fabric(lab: tuple[LabPaths, LabState]) -> None:
+    """The SM's LID that sminfo reports (the SM node's own port LID, subnet_manager.sm_identity) is the
+    LID the fabric shows for that node's HCA, and every HCA is the host's own (GUID, LID, `%h %d`)."""
+    paths, state = lab
+    fabric = ib_diags.effective(ib_lab.read_fabric_state(paths, state))
+    by_key = {h.key: h for h in fabric.hcas}
+    assert subnet_manager.sm_identity(node(paths, "sm01"))["lid"] == by_key["sm01/mlx5_0"].lid
+    for name, _, _ in HOSTS:
+        for nic in node(paths, name).rdma_nics():
+            hca = by_key[f"{name}/{nic['name']}"]
+            assert (hca.port_guid, hca.lid, hca.description) == (
+                int(nic["port_guid"], 16),
+                int(node(paths, name).port_value(nic, "lid"), 16),
+                f"{name} {nic['name']}",
+            )
+
+
+def test_lab_inject_and_heal_an_ib_fault_by_its_switch(lab: tuple[LabPaths, LabState]) -> None:
+    paths, state = lab
+    save_state(paths, state)
+    with pytest.raises(
+        LabError, match=r"applies to IB switches \(leaf01, leaf02, spine01, spine02\), not to gpu01"
+    ):
+        lab_faults.inject(paths, "ib-link-width", "gpu01")
+    with pytest.raises(LabError, match="spine01 has no uplink"):
+        lab_faults.inject(paths, "ib-link-width", "spine01")
+    assert lab_faults.inject(paths, "ib-link-width", "leaf01") is True
+    assert lab_faults.inject(paths, "ib-link-width", "leaf01") is False  # already active
+    document = ib_lab.read_fabric_state(paths, state)
+    assert document["faults"][0][:2] == ["ib-link-width", "leaf01"]
+    assert [(f.fault, f.node) for f in load_state(paths).faults] == [("ib-link-width", "leaf01")]  # type: ignore[union-attr]
+    assert [(f.fault, f.node) for f in lab_faults.heal(paths)] == [("ib-link-width", "leaf01")]
+    assert ib_lab.read_fabric_state(paths, state)["faults"] == []

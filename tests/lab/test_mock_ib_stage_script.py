@@ -22,6 +22,7 @@ from fabcheck.desired.ib import desired_ib_fabric
 from fabcheck.gate.ib_stage import evidence_of
 from fabcheck.intent.fabric import fabric_of
 from fabcheck.intent.loader import load_inventory
+from fabcheck.parsers.ibstat import parse_ibstat
 from fabcheck_lab import ib_lab, inventory
 from fabcheck_lab.nodes import plan_nodes
 from fabcheck_lab.state import LabPaths, LabState
@@ -65,6 +66,10 @@ def test_the_stage_script_reads_the_mock_fabric_in_one_run(tmp_path: Path) -> No
 
     sm01.run("systemctl", "start", "opensm")
     try:
+        # One SM view: sminfo's master LID is sm01's HCA in the fabric and every host port's SM lid.
+        master = int(nodes[0].run("sminfo").stdout.split()[3])
+        assert master == next(h.lid for h in fabric.hcas if h.key == "sm01/mlx5_0")
+        assert {p.sm_lid for ca in parse_ibstat(nodes[1].run("ibstat").stdout) for p in ca.ports} == {master}
         assert judged() == []
         document = ib_lab.state_document(fabric, [("ib-symbol-errors", "leaf02", time.time())])
         for node in nodes:

@@ -15,7 +15,7 @@ import weakref
 from typing import Any
 
 from .common import Node, ToolError, getopt_message, out
-from .subnet_manager import subnet_manager_runs
+from .subnet_manager import INFO_REQUEST, MASTER, elected, peer_addresses, query_sm, subnet_manager_runs
 
 STATE_WORDS = {"1": "Down", "2": "Initializing", "3": "Armed", "4": "Active"}
 PHYS_WORDS = {
@@ -40,6 +40,7 @@ DOWN, INIT, ACTIVE = "1", "2", "4"
 DISABLED = "3"
 # Whether an SM runs, asked once per tool call (a node object lives for one call).
 _SUBNET_UP: weakref.WeakKeyDictionary[Node, bool] = weakref.WeakKeyDictionary()
+_MASTER_LID: weakref.WeakKeyDictionary[Node, int | None] = weakref.WeakKeyDictionary()
 
 
 def port_number(node: Node, nic: dict[str, Any], attr: str) -> str:
@@ -68,6 +69,19 @@ def subnet_up(node: Node) -> bool:
     if node not in _SUBNET_UP:
         _SUBNET_UP[node] = subnet_manager_runs(node)
     return _SUBNET_UP[node]
+
+
+def sm_lid(node: Node, nic: dict[str, Any]) -> int:
+    """The port's SM LID: the master SM's LID, which the master programs into every port it brings up
+    (PortInfo:MasterSMLID); the factory value while no SM runs (the port stays INIT)."""
+    factory = hex_value(node, nic, "sm_lid")
+    if node.link_layer(nic) != "InfiniBand" or not subnet_up(node):
+        return factory
+    if node not in _MASTER_LID:
+        answers = [query_sm(a, INFO_REQUEST) for a in [node.address, *peer_addresses(node)]]
+        masters = [sm for sm in answers if sm and sm["state"] == MASTER]
+        _MASTER_LID[node] = int(elected(masters)["lid"]) if masters else None
+    return factory if _MASTER_LID[node] is None else int(_MASTER_LID[node])
 
 
 def rate_gbps(node: Node, nic: dict[str, Any]) -> int:
@@ -187,7 +201,7 @@ def devinfo_port(node: Node, nic: dict[str, Any], verbose: bool) -> list[str]:
         f"\t\t\tstate:\t\t\t{VERBS_STATE.get(state, 'invalid state')} ({state})",
         "\t\t\tmax_mtu:\t\t4096 (5)",
         f"\t\t\tactive_mtu:\t\t{mtu} ({mtu_enum})",
-        f"\t\t\tsm_lid:\t\t\t{hex_value(node, nic, 'sm_lid')}",
+        f"\t\t\tsm_lid:\t\t\t{sm_lid(node, nic)}",
         f"\t\t\tport_lid:\t\t{hex_value(node, nic, 'lid')}",
         f"\t\t\tport_lmc:\t\t0x{int(node.port_value(nic, 'lid_mask_count') or 0):02x}",
         f"\t\t\tlink_layer:\t\t{'Ethernet' if ethernet else 'InfiniBand'}",
@@ -271,7 +285,7 @@ def ibstat_port(node: Node, nic: dict[str, Any], alone: bool) -> list[str]:
         f"{pre}Rate: {rate_gbps(node, nic)}",
         f"{pre}Base lid: {hex_value(node, nic, 'lid')}",
         f"{pre}LMC: {node.port_value(nic, 'lid_mask_count') or 0}",
-        f"{pre}SM lid: {hex_value(node, nic, 'sm_lid')}",
+        f"{pre}SM lid: {sm_lid(node, nic)}",
         f"{pre}Capability mask: {node.port_value(nic, 'cap_mask')}",
         f"{pre}Port GUID: {guid}",
         f"{pre}Link layer: {node.link_layer(nic)}",
@@ -339,7 +353,7 @@ def ibstatus(node: Node, args: list[str]) -> int:
             f"Infiniband device '{nic['name']}' port 1 status:\n"
             f"\tdefault gid:\t {default_gid}\n"
             f"\tbase lid:\t {node.port_value(nic, 'lid')}\n"
-            f"\tsm lid:\t\t {hex_value(node, nic, 'sm_lid'):#x}\n"
+            f"\tsm lid:\t\t {sm_lid(node, nic):#x}\n"
             f"\tstate:\t\t {state}: {STATE_TEXT.get(state, 'NOP')}\n"
             f"\tphys state:\t {phys}: {PHYS_WORDS.get(phys, 'Unknown')}\n"
             f"\trate:\t\t {node.port_value(nic, 'rate')}\n"
@@ -391,7 +405,7 @@ def rdma_link_record(node: Node, nic: dict[str, Any], index: int) -> dict[str, A
         record.update(
             subnet_prefix="fe80:0000:0000:0000",
             lid=hex_value(node, nic, "lid"),
-            sm_lid=hex_value(node, nic, "sm_lid"),
+            sm_lid=sm_lid(node, nic),
             lmc=int(node.port_value(nic, "lid_mask_count") or 0),
         )
     state, phys = port_states(node, nic)

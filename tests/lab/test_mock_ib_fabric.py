@@ -320,3 +320,14 @@ def test_lab_inject_and_heal_an_ib_fault_by_its_switch(lab: tuple[LabPaths, LabS
     assert [(f.fault, f.node) for f in load_state(paths).faults] == [("ib-link-width", "leaf01")]  # type: ignore[union-attr]
     assert [(f.fault, f.node) for f in lab_faults.heal(paths)] == [("ib-link-width", "leaf01")]
     assert ib_lab.read_fabric_state(paths, state)["faults"] == []
+
+
+def test_an_ib_lab_without_ib_switches_has_no_fabric_to_discover(
+    capsys: pytest.CaptureFixture[str], lab: tuple[LabPaths, LabState]
+) -> None:
+    paths, _ = lab
+    (paths.node_root("gpu01") / "state" / "ib_fabric.json").unlink()
+    assert run(capsys, paths, "gpu01", "ibnetdiscover", "-p")[:2] == (
+        255,
+        "ibnetdiscover: iberror: failed: discover failed\n\n",
+    )

@@ -69,11 +69,12 @@ def fabric_for(node: Node, tool: str, ca: str | None, port: int) -> Any:
     document = node.load(STATE_FILE)
     nics = [n for n in node.rdma_nics() if node.link_layer(n) == "InfiniBand"]
     chosen = next((n for n in nics if n["name"] == ca), None) if ca else (nics[0] if nics else None)
-    if document is None or chosen is None or port != 1:
+    if chosen is None or port != 1:
         raise refuse(node, tool, f"Failed to open port; {ca or '(null)'}:{port}", ca, port)
-    fabric = effective(document)
+    # No modelled fabric (an ib lab without --switches), no SM, or this HCA's cable unplugged.
+    fabric = None if document is None else effective(document)
     key = f"{node.hostname}/{chosen['name']}"
-    if not subnet_up(node) or not any(key in (c.a.node, c.b.node) for c in fabric.cables):
+    if fabric is None or not subnet_up(node) or not any(key in (c.a.node, c.b.node) for c in fabric.cables):
         raise ToolError(f"{tool}: iberror: failed: discover failed\n\n", FAILED, stdout=True)
     return fabric
 

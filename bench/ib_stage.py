@@ -132,6 +132,51 @@ def save_snapshot(directory: Path, desired: DesiredIbFabric, sections: dict[str,
     return path.stat().st_size
 
 
+TIER_GROUPS = {"leaf": "ib_leaves", "spine": "ib_spines", "core": "ib_cores"}
+
+
+def write_inventory(fabric: model.Fabric, root: Path) -> Path:
+    """The fabric as a user's inventory: GPU hosts cable their HCAs, each switch its uplinks (group
+    ib_switches by tier), the example-ib intent without SM nodes (so the reader is the first host)."""
+    hcas = {h.key: h for h in fabric.hcas}
+    tier_of = {s.name: TIER_GROUPS[s.tier] for s in fabric.switches}
+    hosts: dict[str, dict[str, Any]] = {h.host: {"fabric_links": {}} for h in fabric.hcas}
+    tiers: dict[str, dict[str, Any]] = {group: {} for group in TIER_GROUPS.values()}
+    for switch in fabric.switches:
+        tiers[tier_of[switch.name]][switch.name] = {"fabric_links": {}}
+    for cable in fabric.cables:
+        far = f"{cable.b.node}/{cable.b.port}"
+        if cable.a.node in hcas:
+            hosts[hcas[cable.a.node].host]["fabric_links"][hcas[cable.a.node].nic] = far
+        else:
+            tiers[tier_of[cable.a.node]][cable.a.node]["fabric_links"][cable.a.port] = far
+    children = {group: {"hosts": members} for group, members in tiers.items() if members}
+    tree = {"all": {"children": {"gpu_hosts": {"hosts": hosts}, "ib_switches": {"children": children}}}}
+    (root / "group_vars" / "all").mkdir(parents=True)
+    (root / "hosts.yml").write_text(json.dumps(tree))  # JSON is YAML, and far faster to write
+    intent = (HERE / "inventory" / "example-ib" / "group_vars" / "all" / "fabric.yml").read_text()
+    (root / "group_vars" / "all" / "fabric.yml").write_text(
+        intent.replace("sm_priorities: {sm01: 15, sm02: 14}", "sm_priorities: {}")
+    )
+    return root
+
+
+# `fabcheck validate --stages ib --from-snapshot DIR --json` in a child: the whole command (the
+# inventory loaded by ansible-core, the IB plan read and derived, the replay, the report).
+CLI = """
+import contextlib, io, json, sys, time
+from fabcheck.cli import main
+started = time.perf_counter()
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(sys.argv[1:])
+wall = time.perf_counter() - started
+with open("/proc/self/status") as status:
+    [kib] = [line.split()[1] for line in status if line.startswith("VmHWM:")]
+lines = out.getvalue().splitlines()
+print(json.dumps({"exit": code, "wall_s": wall, "rss_mib": int(kib) / 1024, "lines": len(lines)}))
+"""
+
 # The replay, in a child so that its peak RSS is its own: the stage's reads served by the snapshot, the
 # stage's judge, the checks.
 REPLAY = """
@@ -173,9 +218,10 @@ class Size:
     snapshot_bytes: int
     render_s: float
     result: dict[str, Any]
+    command: dict[str, Any]  # `fabcheck validate --stages ib --from-snapshot` (empty: not run)
 
 
-def measure(hosts: int, window_s: int) -> Size:
+def measure(hosts: int, window_s: int, cli: bool = True) -> Size:
     import pickle
 
     started = time.perf_counter()
@@ -204,9 +250,35 @@ def measure(hosts: int, window_s: int) -> Size:
             timeout=1800,
             check=False,
         )
-    if done.returncode != 0:
-        raise RuntimeError(f"replay of {hosts} hosts failed: {done.stderr[-2000:]}")
-    return Size(hosts, len(fabric.switches), len(fabric.cables), size, render_s, json.loads(done.stdout))
+        if done.returncode != 0:
+            raise RuntimeError(f"replay of {hosts} hosts failed: {done.stderr[-2000:]}")
+        command: dict[str, Any] = {}
+        if cli:
+            inventory = write_inventory(fabric, Path(scratch) / "inventory")
+            argv = [
+                "validate",
+                "-i",
+                str(inventory),
+                "--stages",
+                "ib",
+                "--from-snapshot",
+                str(directory),
+                "--json",
+            ]
+            ran = subprocess.run(
+                [sys.executable, "-c", CLI, *argv],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=3600,
+                check=False,
+            )
+            if ran.returncode != 0:
+                raise RuntimeError(f"validate of {hosts} hosts failed: {ran.stderr[-2000:]}")
+            command = json.loads(ran.stdout.splitlines()[-1])
+    return Size(
+        hosts, len(fabric.switches), len(fabric.cables), size, render_s, json.loads(done.stdout), command
+    )
 
 
 def report(sizes: list[Size], window_s: int) -> list[str]:
@@ -222,6 +294,13 @@ def report(sizes: list[Size], window_s: int) -> list[str]:
         )
         if r["errors"]:
             lines.append(f"      errors: {'; '.join(r['errors'])}")
+        c = s.command
+        if c:
+            lines.append(
+                f"         fabcheck validate --stages ib --from-snapshot: {c['wall_s']:6.2f} s wall "
+                f"(inventory load and report included), peak RSS {c['rss_mib']:6.0f} MiB, exit {c['exit']}, "
+                f"{c['lines']} JSON lines"
+            )
     base = sizes[0]
     for s in sizes[1:]:
         lines.append(
@@ -239,8 +318,11 @@ def main() -> int:
         "--hosts", type=int, nargs="+", default=[128, 2048], help="host counts, the first the baseline"
     )
     parser.add_argument("--window", type=int, default=5, help="the counter window of the modelled read")
+    parser.add_argument(
+        "--no-cli", action="store_true", help="leave out the whole `fabcheck validate` replay"
+    )
     args = parser.parse_args()
-    sizes = [measure(hosts, args.window) for hosts in args.hosts]
+    sizes = [measure(hosts, args.window, not args.no_cli) for hosts in args.hosts]
     print("\n".join(report(sizes, args.window)))
     return 0
 

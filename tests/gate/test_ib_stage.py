@@ -278,11 +278,14 @@ def test_a_section_cut_short_is_unreadable_naming_its_command() -> None:
 
 
 def test_the_bench_reports_both_sizes_and_their_ratios() -> None:
-    sizes = [bench.measure(hosts, 1) for hosts in (4, 8)]
+    sizes = [bench.measure(4, 1, cli=True), bench.measure(8, 1, cli=False)]
     lines = bench.report(sizes, 1)
-    assert "4 hosts" in lines[1] and "8 hosts" in lines[2]
+    assert "4 hosts" in lines[1] and "8 hosts" in lines[3]
     assert lines[-1].startswith("  8 / 4 hosts: cables x1.1, wall x")  # one pod: 32 spines either way
     assert all(s.result["failed"] == ["ib.errors leaf01/33 ↔ spine01/1"] for s in sizes), sizes
+    assert sizes[0].command["exit"] == 1
+    assert sizes[0].command["lines"] == 49 + 4  # a JSON line per node: 1 leaf, 32 spines, 16 cores, 4 hosts
+    assert "fabcheck validate --stages ib --from-snapshot" in lines[2] and not sizes[1].command
 
 
 # ---- the whole command: an inventory as a user writes it, `fabcheck validate --stages ib` ----------

@@ -38,7 +38,7 @@ from fabcheck.gate.reader import NodeReads, NotRead
 from fabcheck.gate.snapshot import optional_text, section_record, sections_restored
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
 from fabcheck.intent.fabric import SUBNET_MANAGERS, Fabric
-from fabcheck.intent.ib_fabric import IB_SWITCHES
+from fabcheck.intent.ib_fabric import IB_SWITCHES, IbPlan
 from fabcheck.intent.loader import HostEntry
 from fabcheck.parsers.ib_records import IbErrorSweep, IbSwitchFirmware
 from fabcheck.parsers.ibnetdiscover import parse_ibnetdiscover_ports
@@ -178,14 +178,17 @@ class IbStage:
     collector: Collector = field(default=collect_ib)
 
     def claims(self, entry: HostEntry, fabric: Fabric) -> bool:
-        return IB_SWITCHES in entry.groups and bool(fabric.ib.switches)
+        """The IB switches, and every node that cables an HCA into the IB plan (its ib.guids)."""
+        if not fabric.ib.switches:
+            return False
+        return IB_SWITCHES in entry.groups or entry.name in _cabled_nodes(fabric.ib)
 
     def run(self, context: StageContext) -> StageOutcome:
         desired = context.plan.desired.ib_fabric
         fabric = context.plan.fabric
-        switches = [entry for entry in context.plan.chosen if self.claims(entry, fabric)]
-        if desired is None or not switches:
+        if desired is None or not any(self.claims(entry, fabric) for entry in context.plan.chosen):
             return StageOutcome(self.name, ())
+        switches = [entry for entry in context.plan.chosen if IB_SWITCHES in entry.groups]
         evidence = self._read(context, desired)
         judged = check_ib_fabric(evidence, desired)
         chosen = {entry.name: entry for entry in context.plan.chosen}
@@ -220,6 +223,23 @@ class IbStage:
             ib_reads(self.collector), [(reader, IbItem(target, desired))], judged
         )
         return evidence
+
+
+# The nodes with an HCA in the last IB plan asked about: claims() is asked once per inventory node, and a
+# plan holds every cable (49,152 of them at 2,048 hosts), so the set is built once per plan.
+_CABLED: dict[int, tuple[IbPlan, frozenset[str]]] = {}
+
+
+def _cabled_nodes(plan: IbPlan) -> frozenset[str]:
+    kept = _CABLED.get(id(plan))
+    if kept is None or kept[0] is not plan:
+        nodes = frozenset(
+            end.node for cable in plan.cables for end in (cable.a, cable.b) if end.nic is not None
+        )
+        kept = (plan, nodes)
+        _CABLED.clear()
+        _CABLED[id(plan)] = kept
+    return kept[1]
 
 
 def _kind(entry: HostEntry) -> NodeKind:

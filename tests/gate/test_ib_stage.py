@@ -160,16 +160,12 @@ def test_a_healthy_fabric_passes_every_check_in_one_round_trip(ssh_here: Path) -
     fabric = small_fabric()
     serve(ssh_here, fabric)
     context = context_of(fabric, bench.planned(fabric, READER))
-    assert [e.name for e in context.plan.chosen if STAGE.claims(e, context.plan.fabric)] == [
-        "leaf01",
-        "leaf02",
-        "spine01",
-        "spine02",
-    ]
+    switches = ("leaf01", "leaf02", "spine01", "spine02")
+    hosts = ("gpu01", "gpu02", "gpu03", "gpu04")  # each HCA's ib.guids at its host: claimed too
+    claimed = {e.name for e in context.plan.chosen if STAGE.claims(e, context.plan.fabric)}
+    assert claimed == {*switches, *hosts}
     outcome = STAGE.run(context)
     assert round_trips(ssh_here) == [READER]
-    switches = ("leaf01", "leaf02", "spine01", "spine02")
-    hosts = ("gpu01", "gpu02", "gpu03", "gpu04")  # each HCA's ib.guids at its host
     kinds = {node.node: node.kind for node in outcome.nodes}
     assert kinds == dict.fromkeys(switches, NodeKind.IB_SWITCH) | dict.fromkeys(hosts, NodeKind.HOST)
     assert not any(verdicts(outcome).values())
@@ -297,8 +293,9 @@ def node_of(line: dict[str, Any]) -> str:
 
 def validate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[dict[str, Any]]]:
     code = main(["validate", *argv, "--json"])
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    return code, lines
+    printed = capsys.readouterr()
+    assert "not checked" not in printed.err  # every IB switch and every cabled host is the stage's
+    return code, [json.loads(line) for line in printed.out.splitlines() if line.startswith("{")]
 
 
 def test_validate_stages_ib_from_the_inventory_saves_and_replays(
@@ -324,3 +321,18 @@ def test_validate_stages_ib_from_the_inventory_saves_and_replays(
     code, replayed = validate(["-i", inventory, "--stages", "ib", "--from-snapshot", snapshot], capsys)
     assert code == 1 and replayed == live
     assert round_trips(ssh_here) == [READER]  # the replay connected to nothing
+
+
+def test_a_limit_to_one_host_reads_the_fabric_once_and_reports_that_host(ssh_here: Path) -> None:
+    fabric = small_fabric()
+    serve(ssh_here, model.with_fault(fabric, "ib-link-width", "leaf01", 0.0))
+    context = context_of(fabric, bench.planned(fabric, READER))
+    only = tuple(e for e in context.plan.chosen if e.name == "gpu02")
+    outcome = STAGE.run(dataclasses.replace(context, plan=dataclasses.replace(context.plan, chosen=only)))
+    assert round_trips(ssh_here) == [READER]
+    assert [(node.node, node.kind) for node in outcome.nodes] == [("gpu02", NodeKind.HOST)]
+    assert {f.check for f in outcome.nodes[0].findings} == {"ib.guids"}
+    assert outcome.notes == (
+        "ib findings on nodes outside --limit are not reported: gpu01, gpu03, gpu04, leaf01, leaf02, "
+        "spine01, spine02",
+    )

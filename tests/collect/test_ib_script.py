@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,28 @@ def test_an_unreachable_reader_is_an_error_never_an_exception(ssh_here: Path) ->
     got = collect_ib(SshTarget("sm01", "nowhere.invalid"), fabric(), LIMITS)
     assert not got.complete and got.sections == {}
     assert got.error is not None and "Connection refused" in got.error
+
+
+def test_a_hung_tool_is_stopped_at_its_limit_and_the_rest_is_read(tmp_path: Path) -> None:
+    bin_dir = tools(tmp_path)
+    (bin_dir / "ibnetdiscover").write_text("#!/bin/sh\nexec sleep 100\n")
+    started = time.monotonic()
+    got = run_script(tmp_path, fabric(), TimeLimits(connect_s=5, command_s=60, per_tool_s=1))
+    assert time.monotonic() - started < 30
+    assert got.complete
+    assert got.sections[IBNETDISCOVER].rc == 124
+    assert "stopped after 1 s" in got.sections[IBNETDISCOVER].stderr
+    assert got.sections[SAQUERY].rc == 0 and got.sections[ERRORS_AFTER].rc == 1
+    assert not [name for name in got.sections if name.startswith("vendstat")]  # no topology, no LID
+
+
+def test_the_sweeps_are_the_window_apart(tmp_path: Path) -> None:
+    bin_dir = tools(tmp_path)
+    stamp = bin_dir / "ibqueryerrors"
+    stamp.write_text(
+        f'#!/bin/sh\ndate +%s >> {tmp_path / "sweeps.log"}\necho "## Summary: 1 nodes checked"\n'
+    )
+    got = run_script(tmp_path, fabric(), LIMITS.with_window(2))
+    assert got.sections[COUNTER_WINDOW].stdout.strip() == "2"
+    first, second = (int(line) for line in (tmp_path / "sweeps.log").read_text().split())
+    assert second - first >= 2

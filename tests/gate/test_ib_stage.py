@@ -306,7 +306,8 @@ def test_validate_stages_ib_from_the_inventory_saves_and_replays(
     serve(ssh_here, model.with_fault(fabric, "ib-link-width", "leaf01", 0.0))
     snapshot = str(tmp_path / "snapshot")
     args = ["-i", inventory, "--stages", "ib", "--counter-window", str(WINDOW_S)]
-    code, live = validate([*args, "--save-snapshot", snapshot], capsys)
+    html = tmp_path / "gate.html"
+    code, live = validate([*args, "--save-snapshot", snapshot, "--html", str(html)], capsys)
     assert round_trips(ssh_here) == [READER]
     assert code == 1
     failed = {(node_of(line), f["check"]) for line in live for f in line["findings"] if f["status"] == "fail"}
@@ -318,6 +319,9 @@ def test_validate_stages_ib_from_the_inventory_saves_and_replays(
         "spine02",
     }
     assert {line["host"] for line in live if "host" in line} == {"gpu01", "gpu02", "gpu03", "gpu04"}
+    page = html.read_text()  # the report's IB fabric picture and the cable table, both ends named
+    assert "<h2>InfiniBand fabric</h2>" in page and 'class="figure ib-fabric"' in page
+    assert "leaf01/33" in page and "spine01/1" in page
     code, replayed = validate(["-i", inventory, "--stages", "ib", "--from-snapshot", snapshot], capsys)
     assert code == 1 and replayed == live
     assert round_trips(ssh_here) == [READER]  # the replay connected to nothing

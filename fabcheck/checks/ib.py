@@ -315,8 +315,8 @@ def check_link(link: DesiredIbLink, cab: Cabling) -> Finding:
     hint = (
         f"{actual}, should be {link.width} {link.speed}: reseat or replace the cable or optic (a link "
         f"that trained to fewer lanes or a lower speed has a bad lane or a cable rated lower); check the "
-        f"port's width and speed config on the switch (e.g. `interface ib 1/{switch_end.port} speed` on "
-        f"{switch_end.node})"
+        f"width and speed port {switch_end.port} of {switch_end.node} is configured for (the switch's "
+        "CLI or UFM)"
     )
     return Finding(LINK, Status.FAIL, link.label, expected, actual, hint, where, measure)
 

@@ -57,7 +57,7 @@ def test_link_trained_at_1x_fails_ib_link_on_that_cable_only() -> None:
     assert rest == [] and node == "leaf01"
     assert (finding.check, finding.status, finding.actual) == (LINK, Status.FAIL, "runs 1x NDR")
     assert finding.where == Where("leaf01", "3", "spine01/1")
-    assert "should be 4x NDR" in finding.hint and "interface ib 1/3 speed" in finding.hint
+    assert "should be 4x NDR" in finding.hint and "port 3 of" in finding.hint
     assert "reseat or replace the cable or optic" in finding.hint
     assert finding.measure is not None and finding.measure.value == 100.0
 

@@ -79,18 +79,8 @@ def planned(fabric: model.Fabric, reader: str) -> DesiredIbFabric:
     )
 
 
-def unique_lids(fabric: model.Fabric) -> model.Fabric:
-    """The fabric with one LID per switch. fat_tree (lab ib_fabric.py at bfd2c2f) gives all switches
-    of a tier one LID, which ib.guids rightly fails; each gets its own here, after the HCAs'."""
-    if len({s.lid for s in fabric.switches}) == len(fabric.switches):
-        return fabric
-    first = max(h.lid for h in fabric.hcas) + 1
-    numbered = tuple(dataclasses.replace(s, lid=first + i) for i, s in enumerate(fabric.switches))
-    return dataclasses.replace(fabric, switches=numbered)
-
-
 def modelled(hosts: int) -> model.Fabric:
-    fabric = unique_lids(model.fat_tree(model.modelled_hcas(hosts, HCAS_PER_HOST)))
+    fabric = model.fat_tree(model.modelled_hcas(hosts, HCAS_PER_HOST))
     leaf_uplink = next(
         c for c in fabric.cables if c.a.node.startswith("leaf") and c.b.node.startswith("spine")
     )

@@ -40,7 +40,7 @@ from fabcheck.collect.script import (
     OutputCaps,
     Section,
 )
-from fabcheck.collect.ssh import SshTarget, TimeLimits, round_trip, ssh_said
+from fabcheck.collect.ssh import RoundTrip, SshTarget, TimeLimits, round_trip, ssh_said
 from fabcheck.desired.ib import DesiredIbFabric
 from fabcheck.desired.nic import MAX_COUNTER_WINDOW_S
 
@@ -163,19 +163,16 @@ def section_commands(
     return commands
 
 
+def script_words(token: str, desired: DesiredIbFabric, limits: TimeLimits) -> list[str]:
+    """The script and its arguments, as the launcher runs them; the window is the limits'."""
+    ca, port = desired.read_port if desired.read_port is not None else ("", "")
+    return [IB_SCRIPT, "fabcheck-ib", token, str(limits.tool_s), str(limits.counter_window_s), ca, str(port)]
+
+
 def remote_command(token: str, desired: DesiredIbFabric, limits: TimeLimits) -> str:
     """The one remote command line: the launcher and the static script, quoted; the window is the
     limits' (the gate's window reader adds it to the host's limit)."""
-    ca, port = desired.read_port if desired.read_port is not None else ("", "")
-    script = [
-        IB_SCRIPT,
-        "fabcheck-ib",
-        token,
-        str(limits.tool_s),
-        str(limits.counter_window_s),
-        ca,
-        str(port),
-    ]
+    script = script_words(token, desired, limits)
     return shlex.join(["sh", "-c", LAUNCHER, "fabcheck-ib", str(limits.host_s), *script])
 
 
@@ -188,6 +185,11 @@ def collect_ib(target: SshTarget, desired: DesiredIbFabric, limits: TimeLimits) 
         return IbCollection(target.name, {}, False, done.error)
     if done.timed_out:
         return IbCollection(target.name, {}, False, f"no complete answer within {limits.client_s:g} s")
+    return fabric_read(target, done)
+
+
+def fabric_read(target: SshTarget, done: RoundTrip) -> IbCollection:
+    """The fabric's sections of a round trip that ran (its own, or the SM node's that read it along)."""
     parsed = done.parsed
     if parsed.over_caps:
         return IbCollection(target.name, parsed.sections, False, "; ".join(parsed.over_caps))

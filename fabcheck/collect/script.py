@@ -594,6 +594,9 @@ class SectionReader:
             self._complete = self._current is None
             return True
         if kind == "begin" and name:
+            # Complete is the last script's word: one round trip may run two (the SM node's script,
+            # then the fabric's, fabcheck.collect.sm), each ending in its complete line.
+            self._complete = False
             if self._current is not None:
                 self._close(None)
             self._current, self._part, self._over, self._last = name, 0, False, name

@@ -4,17 +4,24 @@ stopped on the node and truncated output is seen as such): `sminfo` (the master 
 follows), `sminfo LID` of the node's own first port (its own SM), opensm.conf, partitions.conf and the
 service state. Its inputs are positional arguments it validates itself: the token, the per-tool limit,
 fabcheck's fixed file paths and the unit name (role variable opensm_service).
+
+When the SM node is also the run's InfiniBand fabric reader (the ib stage's, DesiredIbFabric.reader),
+the same round trip runs the fabric's script (fabcheck.collect.ib) once this one has run to its end:
+one ssh session, one token, the SM sections the SmCollection's and the rest its `fabric`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from fabcheck.collect.script import LAUNCHER, Section
-from fabcheck.collect.ssh import SshTarget, TimeLimits, round_trip, ssh_said
+from fabcheck.collect.ib import TIME_LIMIT, IbCollection, fabric_read, ib_caps, script_words
+from fabcheck.collect.script import LAUNCHER, ROUND_TRIP_CAP_BYTES, Section
+from fabcheck.collect.ssh import RoundTrip, SshTarget, TimeLimits, round_trip, ssh_said
+from fabcheck.desired.ib import DesiredIbFabric
 from fabcheck.desired.sm import DesiredSubnetManager
 
 INFINIBAND_DIR = "/sys/class/infiniband"
@@ -22,6 +29,7 @@ INFINIBAND_DIR = "/sys/class/infiniband"
 MASTER_SMINFO, OWN_SMINFO = "sminfo", "sminfo_own"
 OPENSM_CONF, PARTITIONS_CONF = "opensm_conf", "partitions_conf"
 ENABLED, ACTIVE = "is_enabled", "is_active"
+SM_SECTIONS = frozenset({MASTER_SMINFO, OWN_SMINFO, OPENSM_CONF, PARTITIONS_CONF, ENABLED, ACTIVE})
 
 # $1 token, $2 seconds per tool, $3 opensm.conf, $4 partitions.conf, $5 the infiniband sysfs dir, $6 the
 # unit. The own LID is read from the first port's sysfs file and used only when it is a hex number.
@@ -77,6 +85,15 @@ section is_active systemctl is-active "$unit"
 [ "$err" = /dev/null ] || rm -f "$err"
 printf '%s %s complete>>>\n' '<<<fabcheck' "$token"
 """
+# $1 the SM script, $2-$8 its $0 and arguments, then the fabric's script, its $0 and arguments. The
+# fabric is read once the SM script ran to its end (its complete line; the fabric script's is the last).
+SM_AND_FABRIC = r"""
+sm=$1; shift
+sh -c "$sm" "$1" "$2" "$3" "$4" "$5" "$6" "$7" || exit
+shift 7
+fabric=$1; shift
+exec sh -c "$fabric" "$@"
+"""
 
 
 @dataclass(frozen=True)
@@ -85,6 +102,8 @@ class SmCollection:
     sections: Mapping[str, Section]
     complete: bool
     error: str | None = None
+    # The InfiniBand fabric read in the same round trip (this node is the ib stage's reader), else None.
+    fabric: IbCollection | None = None
 
 
 def section_commands(desired: DesiredSubnetManager, service: str) -> dict[str, str]:
@@ -106,7 +125,14 @@ def remote_command(
     infiniband_dir: str = INFINIBAND_DIR,
 ) -> str:
     """The one remote command line: the host collector's launcher and this static script, quoted."""
-    script = [
+    script = _script_words(token, desired, service, limits, infiniband_dir)
+    return shlex.join(["sh", "-c", LAUNCHER, "fabcheck-sm", str(limits.host_s), *script])
+
+
+def _script_words(
+    token: str, desired: DesiredSubnetManager, service: str, limits: TimeLimits, infiniband_dir: str
+) -> list[str]:
+    return [
         SM_SCRIPT,
         "fabcheck-sm",
         token,
@@ -116,7 +142,20 @@ def remote_command(
         infiniband_dir,
         service,
     ]
-    return shlex.join(["sh", "-c", LAUNCHER, "fabcheck-sm", str(limits.host_s), *script])
+
+
+def remote_command_with_fabric(
+    token: str,
+    desired: DesiredSubnetManager,
+    service: str,
+    fabric: DesiredIbFabric,
+    limits: TimeLimits,
+    infiniband_dir: str = INFINIBAND_DIR,
+) -> str:
+    """The SM script, then the fabric's, under one launcher: the limits hold the counter window."""
+    sm = _script_words(token, desired, service, limits, infiniband_dir)
+    both = [SM_AND_FABRIC, "fabcheck-sm", *sm, *script_words(token, fabric, limits)]
+    return shlex.join(["sh", "-c", LAUNCHER, "fabcheck-sm", str(limits.host_s), *both])
 
 
 def collect_sm(
@@ -129,9 +168,37 @@ def collect_sm(
         return SmCollection(target.name, {}, False, done.error)
     if done.timed_out:
         return SmCollection(target.name, {}, False, f"no complete answer within {limits.client_s:g} s")
-    parsed = done.parsed
-    if parsed.complete:
-        return SmCollection(target.name, parsed.sections, True)
+    return _sm_read(target, done, done.parsed.complete)
+
+
+def _sm_read(target: SshTarget, done: RoundTrip, complete: bool) -> SmCollection:
+    sections = {name: section for name, section in done.parsed.sections.items() if name in SM_SECTIONS}
+    if complete:
+        return SmCollection(target.name, sections, True)
     said = ssh_said(done.stderr)
     reason = f"ssh to {target.where} ended early (exit {done.rc})" + (f": {said}" if said else "")
-    return SmCollection(target.name, parsed.sections, False, reason)
+    return SmCollection(target.name, sections, False, reason)
+
+
+def collect_sm_with_fabric(
+    target: SshTarget,
+    desired: DesiredSubnetManager,
+    service: str,
+    fabric: DesiredIbFabric,
+    limits: TimeLimits,
+) -> SmCollection:
+    """One round trip to an SM node that is the fabric's reader: its SM sections, and the fabric read
+    after them (the limits hold the counter window); never raises for an unreachable node."""
+    token = secrets.token_hex(8)
+    remote = remote_command_with_fabric(token, desired, service, fabric, limits)
+    caps = ib_caps(fabric)  # the fabric's caps, grown with it, and room for the SM sections
+    caps = dataclasses.replace(caps, round_trip_bytes=caps.round_trip_bytes + ROUND_TRIP_CAP_BYTES)
+    done = round_trip(target, remote, token, limits, caps)
+    if done.error is not None or done.timed_out:
+        why = done.error or f"no complete answer within {limits.client_s:g} s"
+        return SmCollection(target.name, {}, False, why, IbCollection(target.name, {}, False, why))
+    fabric_sections = {n: s for n, s in done.parsed.sections.items() if n not in SM_SECTIONS}
+    fabric_done = dataclasses.replace(done, parsed=dataclasses.replace(done.parsed, sections=fabric_sections))
+    # The fabric script starts (its first section, time_limit) only once the SM script ran to its end.
+    sm = _sm_read(target, done, TIME_LIMIT in fabric_sections)
+    return dataclasses.replace(sm, fabric=fabric_read(target, fabric_done))

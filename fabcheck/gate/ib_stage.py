@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fabcheck.checks.host import Unreadable
 from fabcheck.checks.ib import IbEvidence, check_ib_fabric
@@ -46,6 +46,9 @@ from fabcheck.parsers.ibqueryerrors import parse_ibqueryerrors, sweep_deltas
 from fabcheck.parsers.saquery import parse_saquery_nodes
 from fabcheck.parsers.vendstat import parse_vendstat_general
 from fabcheck.report.model import NodeKind
+
+if TYPE_CHECKING:
+    from fabcheck.gate.plan import GatePlan
 
 STAGE_NAME = "ib"
 # ibqueryerrors exits 1 when it printed ports over their threshold (rdma-core ibqueryerrors.c main:
@@ -149,24 +152,33 @@ def ib_reads(collector: Collector) -> NodeReads[IbItem, IbCollection]:
         return collector(item.target, item.desired, limits)
 
     def record(item: IbItem, collection: IbCollection) -> dict[str, Any]:
-        commands = section_commands(item.desired, collection.sections)
-        return {
-            "node": collection.node,
-            "complete": collection.complete,
-            "error": collection.error,
-            "sections": {
-                name: section_record(commands.get(name, name), section)
-                for name, section in collection.sections.items()
-            },
-        }
+        return fabric_record(item.desired, collection)
 
     def replay(item: IbItem, data: Mapping[str, Any]) -> IbCollection:
-        if data.get("node") != item.target.name:
-            raise ValueError(f'"node" is not {item.target.name!r}')
-        sections = sections_restored(data["sections"])
-        return IbCollection(item.target.name, sections, bool(data["complete"]), optional_text(data["error"]))
+        return fabric_replayed(item.target.name, data)
 
     return NodeReads(STAGE_NAME, read, record, replay)
+
+
+def fabric_record(desired: DesiredIbFabric, collection: IbCollection) -> dict[str, Any]:
+    """A fabric read as snapshot data (`ib/<reader>.json`, or the SM node's record that read it along)."""
+    commands = section_commands(desired, collection.sections)
+    return {
+        "node": collection.node,
+        "complete": collection.complete,
+        "error": collection.error,
+        "sections": {
+            name: section_record(commands.get(name, name), section)
+            for name, section in collection.sections.items()
+        },
+    }
+
+
+def fabric_replayed(node: str, data: Mapping[str, Any]) -> IbCollection:
+    if data.get("node") != node:
+        raise ValueError(f'"node" is not {node!r}')
+    sections = sections_restored(data["sections"])
+    return IbCollection(node, sections, bool(data["complete"]), optional_text(data["error"]))
 
 
 @dataclass(frozen=True)
@@ -183,10 +195,14 @@ class IbStage:
             return False
         return IB_SWITCHES in entry.groups or entry.name in _cabled_nodes(fabric.ib)
 
+    def runs(self, plan: GatePlan) -> bool:
+        """Whether this stage reads the fabric in this run: an IB plan and a node of it chosen."""
+        desired = plan.desired.ib_fabric
+        return desired is not None and any(self.claims(entry, plan.fabric) for entry in plan.chosen)
+
     def run(self, context: StageContext) -> StageOutcome:
         desired = context.plan.desired.ib_fabric
-        fabric = context.plan.fabric
-        if desired is None or not any(self.claims(entry, fabric) for entry in context.plan.chosen):
+        if desired is None or not self.runs(context.plan):
             return StageOutcome(self.name, ())
         switches = [entry for entry in context.plan.chosen if IB_SWITCHES in entry.groups]
         evidence = self._read(context, desired)
@@ -207,6 +223,9 @@ class IbStage:
 
     def _read(self, context: StageContext, desired: DesiredIbFabric) -> IbEvidence:
         reader = desired.reader
+        along = _read_along(context, reader)
+        if along is not None:  # the sm stage's round trip to the reader read the fabric too
+            return evidence_of(along, desired)
         try:
             entry = context.inventory.host(reader)
             target = SshTarget.from_host_vars(entry.name, entry.variables)
@@ -223,6 +242,17 @@ class IbStage:
             ib_reads(self.collector), [(reader, IbItem(target, desired))], judged
         )
         return evidence
+
+
+def _read_along(context: StageContext, reader: str) -> IbCollection | None:
+    """The fabric the sm stage read in its round trip to the reader (an SM node of this run), if it did."""
+    from fabcheck.gate.sm_stage import SmResult  # sm_stage reads the fabric along through this module
+
+    outcome = context.earlier.get("sm")
+    for node in () if outcome is None else outcome.nodes:
+        if isinstance(node, SmResult) and node.node == reader and node.fabric is not None:
+            return node.fabric
+    return None
 
 
 # The nodes with an HCA in the last IB plan asked about: claims() is asked once per inventory node, and a

@@ -7,6 +7,12 @@ node's own first port (its own SM), opensm.conf, partitions.conf and the service
 positional arguments it validates itself: the token, the per-tool limit, fabcheck's fixed file paths
 and the unit name (role variable opensm_service). The checks (fabcheck.checks.sm) judge all SM nodes
 together, so that the one-master rule sees the whole subnet.
+
+When the run's `ib` stage reads the InfiniBand fabric from one of these SM nodes (DesiredIbFabric.reader,
+by default the intended master), this stage's one round trip to that node reads the fabric too
+(fabcheck.collect.sm.collect_sm_with_fabric): that read waits the counter window, so the stage reads
+through the window reader, and the node's SmResult carries the fabric's sections for the ib stage (and
+its snapshot record holds them under "fabric"). The SM checks see only the SM sections.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any, TypeVar
 
 from fabcheck.checks.host import Unreadable
 from fabcheck.checks.sm import NoAnswer, SmEvidence, check_subnet
+from fabcheck.collect.ib import IbCollection
 from fabcheck.collect.script import Section
 from fabcheck.collect.sm import (
     ACTIVE,
@@ -28,11 +35,14 @@ from fabcheck.collect.sm import (
     PARTITIONS_CONF,
     SmCollection,
     collect_sm,
+    collect_sm_with_fabric,
     section_commands,
 )
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
+from fabcheck.desired.ib import DesiredIbFabric
 from fabcheck.desired.sm import DesiredSubnetManager
 from fabcheck.errors import ParseError
+from fabcheck.gate import ib_stage
 from fabcheck.gate.reader import NodeReads, NotRead
 from fabcheck.gate.snapshot import optional_text, section_record, sections_restored
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
@@ -40,7 +50,7 @@ from fabcheck.intent.fabric import SUBNET_MANAGERS, Fabric
 from fabcheck.intent.loader import HostEntry
 from fabcheck.parsers.opensm_conf import parse_opensm_conf, parse_partitions_conf
 from fabcheck.parsers.sminfo import SmInfo, no_sm_answered, parse_sminfo
-from fabcheck.report.model import NodeKind
+from fabcheck.report.model import Finding, NodeKind
 
 STAGE_NAME = "sm"
 DEFAULT_SERVICE = "opensm"  # the opensm role's opensm_service default
@@ -48,6 +58,8 @@ SERVICE_VARIABLE = "opensm_service"
 _PLAIN_UNIT = re.compile(r"[A-Za-z0-9_.@-]{1,64}", re.ASCII)
 
 Collector = Callable[[SshTarget, DesiredSubnetManager, str, TimeLimits], SmCollection]
+# The round trip of the SM node that reads the InfiniBand fabric too (the ib stage's reader).
+FabricCollector = Callable[[SshTarget, DesiredSubnetManager, str, DesiredIbFabric, TimeLimits], SmCollection]
 T = TypeVar("T")
 
 
@@ -119,12 +131,20 @@ def service_of(entry: HostEntry) -> str:
 
 
 @dataclass(frozen=True)
+class SmResult(NodeOutcome):
+    """An SM node's findings, and the fabric read in its round trip when it is the ib stage's reader."""
+
+    fabric: IbCollection | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class SmStage:
     name: str = STAGE_NAME
     requires: tuple[str, ...] = ()
     by_default: bool = True
     traffic: bool = False
     collector: Collector = field(default=collect_sm)
+    with_fabric: FabricCollector = field(default=collect_sm_with_fabric)
 
     def claims(self, entry: HostEntry, fabric: Fabric) -> bool:
         return SUBNET_MANAGERS in entry.groups and entry.intent.kind == "ib"
@@ -135,50 +155,79 @@ class SmStage:
             return StageOutcome(self.name, ())
         desired = context.plan.desired.subnet_managers
         master = nodes[0].intent.subnet_manager.intended_master
+        along = _fabric_read_along(context, nodes)
         unusable: dict[str, SmEvidence] = {}
         items: list[tuple[str, SmItem]] = []
         for entry in nodes:
             want = desired[entry.name]
+            fabric = along if along is not None and entry.name == along.reader else None
             try:
                 target = SshTarget.from_host_vars(entry.name, entry.variables)
-                items.append((entry.name, SmItem(target, want, service_of(entry))))
+                items.append((entry.name, SmItem(target, want, service_of(entry), fabric)))
             except ConnectionVarError as err:  # read by no collector
                 unread = SmCollection(entry.name, {}, False, f"bad inventory variable: {err}")
                 unusable[entry.name] = evidence_of(unread, want, "")
 
-        def judged(node: str, got: SmCollection | NotRead) -> SmEvidence:
+        def judged(node: str, got: SmCollection | NotRead) -> tuple[SmEvidence, IbCollection | None]:
             item = dict(items)[node]
             if isinstance(got, NotRead):
-                got = SmCollection(node, {}, False, _not_read(got, context.deadline_s))
-            return evidence_of(got, item.desired, item.service)
+                why = _not_read(got, context.deadline_s)
+                fabric = None if item.fabric is None else IbCollection(node, {}, False, why)
+                got = SmCollection(node, {}, False, why, fabric)
+            return evidence_of(got, item.desired, item.service), got.fabric
 
-        read = context.reader.each(sm_reads(self.collector), items, judged)
-        shown = {**unusable, **{evidence.node: evidence for evidence in read}}
+        # The fabric's read waits the counter window: the reader's limits (and the pool) grow by it.
+        reader = context.reader if along is None else context.window_reader
+        read = reader.each(sm_reads(self.collector, self.with_fabric), items, judged)
+        shown = {**unusable, **{evidence.node: evidence for evidence, _ in read}}
+        fabrics = {evidence.node: fabric for evidence, fabric in read}
         judged_nodes = check_subnet([shown[entry.name] for entry in nodes], desired)
         notes = _left_out(master, nodes)
-        outcomes = tuple(NodeOutcome(e.name, NodeKind.SM, tuple(judged_nodes[e.name])) for e in nodes)
+        outcomes = tuple(_result(e.name, judged_nodes[e.name], fabrics.get(e.name)) for e in nodes)
         return StageOutcome(self.name, outcomes, notes)
+
+
+def _result(node: str, findings: Sequence[Finding], fabric: IbCollection | None) -> SmResult:
+    return SmResult(node, NodeKind.SM, tuple(findings), fabric)
+
+
+def _fabric_read_along(context: StageContext, nodes: Sequence[HostEntry]) -> DesiredIbFabric | None:
+    """The planned fabric when this run's ib stage reads it from one of these SM nodes: then that
+    node's round trip reads it (one round trip to the reader in the whole run), else None."""
+    fabric = context.plan.desired.ib_fabric
+    if fabric is None or ib_stage.STAGE_NAME not in context.plan.stages:
+        return None
+    if not ib_stage.STAGE.runs(context.plan) or all(entry.name != fabric.reader for entry in nodes):
+        return None
+    return fabric
 
 
 @dataclass(frozen=True)
 class SmItem:
-    """What the reader hands the read of one SM node: where it is, its desired state, its opensm unit."""
+    """What the reader hands the read of one SM node: where it is, its desired state, its opensm unit,
+    and the planned fabric when this node reads it too."""
 
     target: SshTarget
     desired: DesiredSubnetManager
     service: str
+    fabric: DesiredIbFabric | None = None
 
 
-def sm_reads(collector: Collector) -> NodeReads[SmItem, SmCollection]:
-    """How the sm stage reads one node (one round trip through `collector`) and saves it: each
-    section with the command it ran, whether the script ran to the end, and why not."""
+def sm_reads(
+    collector: Collector, with_fabric: FabricCollector = collect_sm_with_fabric
+) -> NodeReads[SmItem, SmCollection]:
+    """How the sm stage reads one node (one round trip through `collector`, or `with_fabric` for the
+    fabric's reader) and saves it: each section with the command it ran, whether the script ran to the
+    end, and why not; the fabric's read under "fabric"."""
 
     def read(item: SmItem, limits: TimeLimits, _ends_at: float | None) -> SmCollection:
-        return collector(item.target, item.desired, item.service, limits)
+        if item.fabric is None:
+            return collector(item.target, item.desired, item.service, limits)
+        return with_fabric(item.target, item.desired, item.service, item.fabric, limits)
 
     def record(item: SmItem, collection: SmCollection) -> dict[str, Any]:
         commands = section_commands(item.desired, item.service)
-        return {
+        kept: dict[str, Any] = {
             "node": collection.node,
             "complete": collection.complete,
             "error": collection.error,
@@ -187,12 +236,18 @@ def sm_reads(collector: Collector) -> NodeReads[SmItem, SmCollection]:
                 for name, section in collection.sections.items()
             },
         }
+        if item.fabric is not None and collection.fabric is not None:
+            kept["fabric"] = ib_stage.fabric_record(item.fabric, collection.fabric)
+        return kept
 
     def replay(item: SmItem, data: Mapping[str, Any]) -> SmCollection:
         if data.get("node") != item.target.name:
             raise ValueError(f'"node" is not {item.target.name!r}')
         sections = sections_restored(data["sections"])
-        return SmCollection(item.target.name, sections, bool(data["complete"]), optional_text(data["error"]))
+        saved = data.get("fabric")  # None: saved by a run whose ib stage read the fabric itself
+        fabric = None if saved is None else ib_stage.fabric_replayed(item.target.name, saved)
+        node, complete = item.target.name, bool(data["complete"])
+        return SmCollection(node, sections, complete, optional_text(data["error"]), fabric)
 
     return NodeReads(STAGE_NAME, read, record, replay)
 

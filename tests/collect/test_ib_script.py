@@ -30,8 +30,11 @@ from fabcheck.collect.ib import (
     section_commands,
 )
 from fabcheck.collect.script import COUNTER_WINDOW, ROUND_TRIP_CAP_BYTES, SECTION_CAP_BYTES, split_sections
+from fabcheck.collect.sm import SM_SECTIONS, collect_sm_with_fabric
 from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired.ib import DesiredIbEnd, DesiredIbFabric, DesiredIbLink, DesiredIbSwitch
+from fabcheck.desired.sm import desired_subnet_manager
+from fabcheck.intent.model import FabricIntent
 
 TOPOLOGY = """\
 CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 ( 'o0001 HCA-1' - 'ib-i1l1s01' )
@@ -274,3 +277,46 @@ def test_the_sweeps_are_the_window_apart(tmp_path: Path) -> None:
     assert got.sections[COUNTER_WINDOW].stdout.strip() == "2"
     first, second = (int(line) for line in (tmp_path / "sweeps.log").read_text().split())
     assert second - first >= 2
+
+
+# ---- the SM node that is the reader: its SM script, then the fabric's, in one round trip -------------
+
+
+def sm_tools(bin_dir: Path) -> None:
+    """Stand-in sminfo and systemctl beside the infiniband-diags ones (the SM script's tools)."""
+    line = "sminfo: sm lid 1 sm guid 0x11, activity count 9 priority 15 state 3 SMINFO_MASTER"
+    for tool, body in {"sminfo": f'echo "{line}"', "systemctl": "echo active"}.items():
+        (bin_dir / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / tool).chmod(0o755)
+
+
+def test_an_sm_reader_reads_the_fabric_in_its_sm_round_trip(ssh_here: Path) -> None:
+    sm_tools(ssh_here / "bin")
+    wanted = desired_subnet_manager(FabricIntent(kind="ib"), "sm01")
+    got = collect_sm_with_fabric(SshTarget("sm01", "sm01"), wanted, "opensm", fabric(), LIMITS)
+    assert len((ssh_here / "round_trips.log").read_text().splitlines()) == 1
+    assert got.complete and set(got.sections) == SM_SECTIONS  # the SM checks see theirs alone
+    assert got.fabric is not None and got.fabric.complete and got.fabric.error is None
+    assert {IBNETDISCOVER, SAQUERY, ERRORS_AFTER, "vendstat:1719"} <= set(got.fabric.sections)
+    assert set(got.fabric.sections).isdisjoint(SM_SECTIONS)
+
+
+def test_a_fabric_read_cut_short_leaves_the_sm_read_whole(ssh_here: Path) -> None:
+    sm_tools(ssh_here / "bin")
+    (ssh_here / "bin" / "saquery").write_text("#!/bin/sh\nexec sleep 30\n")  # past the round trip's limit
+    wanted = desired_subnet_manager(FabricIntent(kind="ib"), "sm01")
+    limits = TimeLimits(connect_s=5, command_s=3, per_tool_s=20)
+    got = collect_sm_with_fabric(SshTarget("sm01", "sm01"), wanted, "opensm", fabric(), limits)
+    assert got.complete and set(got.sections) == SM_SECTIONS
+    assert got.fabric is not None and not got.fabric.complete  # the SM script's complete line is not its
+    assert IBNETDISCOVER in got.fabric.sections and got.fabric.sections[SAQUERY].rc is None
+
+
+def test_complete_is_the_last_script_s_word() -> None:
+    def mark(word: str) -> str:
+        return f"<<<fabcheck {TOKEN} {word}>>>\n"
+
+    sm = mark("begin sminfo") + "x\n" + mark("stderr sminfo") + mark("end sminfo rc=0") + mark("complete")
+    assert split_sections(sm, TOKEN).complete
+    cut = split_sections(sm + mark("begin ibnetdiscover") + "SW 1\n", TOKEN)
+    assert not cut.complete and cut.sections["ibnetdiscover"].rc is None

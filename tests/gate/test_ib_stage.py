@@ -19,13 +19,17 @@ import pytest
 from fabcheck.checks.model import Status
 from fabcheck.cli import main
 from fabcheck.collect.ib import IbCollection
+from fabcheck.collect.sm import SM_SECTIONS
 from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired.ib import DesiredIbFabric
+from fabcheck.desired.sm import desired_subnet_manager
 from fabcheck.gate.ib_stage import STAGE, IbStage, evidence_of
 from fabcheck.gate.plan import GateDesired, GatePlan
+from fabcheck.gate.sm_stage import STAGE as SM_STAGE
+from fabcheck.gate.sm_stage import SmResult
 from fabcheck.gate.snapshot import Recording, replay
 from fabcheck.gate.stages import StageContext, StageOutcome, default_stage_names, stage_names
-from fabcheck.intent.fabric import Fabric
+from fabcheck.intent.fabric import SUBNET_MANAGERS, Fabric
 from fabcheck.intent.ib_fabric import IB_SWITCHES, IbCable, IbEnd, IbPlan, IbSwitchNode
 from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.intent.model import FabricIntent
@@ -126,7 +130,7 @@ def ssh_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "#!/bin/sh\n"
         '[ "$1" != -G ] || exit 255\n'  # ssh's option probe (fast_kex_known): no round trip
         "for remote; do :; done\n"
-        "for word; do case $word in gpu*|nowhere.invalid) address=$word; break;; esac; done\n"
+        "for word; do case $word in gpu*|sm0*|nowhere.invalid) address=$word; break;; esac; done\n"
         f'echo "$address" >> {tmp_path / "round_trips.log"}\n'
         'if [ "$address" = nowhere.invalid ]; then\n'
         '    echo "ssh: connect to host nowhere.invalid port 22: Connection refused" >&2; exit 255\n'
@@ -340,3 +344,113 @@ def test_a_limit_to_one_host_reads_the_fabric_once_and_reports_that_host(ssh_her
         "ib findings on nodes outside --limit are not reported: gpu01, gpu03, gpu04, leaf01, leaf02, "
         "spine01, spine02",
     )
+
+
+# ---- the reader an SM node: the sm stage's round trip reads the fabric too ------------------------
+
+SM_NODE = "sm01"
+
+
+def with_sm_node(context: StageContext, root: Path, stages: tuple[str, ...]) -> StageContext:
+    """The context with an SM node sm01 (the fabric's reader when the plan says so), its opensm files
+    under root and stand-in sminfo/systemctl among the tools; the run's stages `stages`."""
+    intent = FabricIntent.model_validate({"kind": "ib", "subnet_manager": {"sm_priorities": {SM_NODE: 15}}})
+    entry = HostEntry(SM_NODE, (SUBNET_MANAGERS,), intent, {"ansible_host": SM_NODE})
+    (root / "opensm.conf").write_text("sm_priority 15\n")
+    wanted = dataclasses.replace(
+        desired_subnet_manager(intent, SM_NODE),
+        opensm_conf_path=str(root / "opensm.conf"),
+        partitions_conf_path=str(root / "partitions.conf"),
+    )
+    tools = root / "tools"
+    tools.mkdir(parents=True, exist_ok=True)
+    line = "sminfo: sm lid 1 sm guid 0x11, activity count 9 priority 15 state 3 SMINFO_MASTER"
+    for tool, body in {"sminfo": f'echo "{line}"', "systemctl": "echo active"}.items():
+        (tools / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (tools / tool).chmod(0o755)
+    desired = dataclasses.replace(context.plan.desired, subnet_managers={SM_NODE: wanted})
+    plan = dataclasses.replace(
+        context.plan, chosen=(*context.plan.chosen, entry), desired=desired, stages=stages
+    )
+    inventory = dataclasses.replace(context.inventory, hosts=(*context.inventory.hosts, entry))
+    return dataclasses.replace(context, plan=plan, inventory=inventory)
+
+
+def run_stages(context: StageContext) -> dict[str, StageOutcome]:
+    """The plan's stages in run order, each seeing the earlier ones' outcomes (as run_gate does)."""
+    outcomes: dict[str, StageOutcome] = {}
+    for stage in (SM_STAGE, STAGE):
+        if stage.name in context.plan.stages:
+            outcomes[stage.name] = stage.run(dataclasses.replace(context, earlier=dict(outcomes)))
+    return outcomes
+
+
+def test_sm_and_ib_read_the_fabric_in_the_sm_nodes_one_round_trip(ssh_here: Path, tmp_path: Path) -> None:
+    fabric = small_fabric()
+    serve(ssh_here, model.with_fault(fabric, "ib-link-speed", "leaf02", 0.0))
+    base = context_of(fabric, bench.planned(fabric, SM_NODE))
+    context = with_sm_node(base, tmp_path, ("sm", "ib"))
+    recording = Recording()
+    live = run_stages(dataclasses.replace(context, tape=recording))
+    assert round_trips(ssh_here) == [SM_NODE]  # one round trip to the reader in the whole run
+    [sm] = live["sm"].nodes
+    assert isinstance(sm, SmResult) and sm.fabric is not None and sm.fabric.complete
+    assert sm.findings and all(f.check.startswith("sm.") for f in sm.findings)  # SM checks only
+    # the SM checks see the SM sections only; the fabric's are the ib stage's, judged as its own read
+    assert (
+        sm.findings
+        == SM_STAGE.run(dataclasses.replace(context, plan=dataclasses.replace(context.plan, stages=("sm",))))
+        .nodes[0]
+        .findings
+    )
+    assert round_trips(ssh_here) == [SM_NODE, SM_NODE]
+    assert set(sm.fabric.sections).isdisjoint(SM_SECTIONS)
+    assert "ib.link fail" in verdicts(live["ib"])["leaf02"]
+    serve(ssh_here, model.with_fault(fabric, "ib-link-speed", "leaf02", 0.0))  # a fresh first sweep
+    alone = STAGE.run(with_sm_node(base, tmp_path, ("ib",)))  # ib alone: its own round trip, as before
+    assert round_trips(ssh_here) == [SM_NODE] * 3
+    assert [n.findings for n in alone.nodes] == [n.findings for n in live["ib"].nodes]
+    # the snapshot: the fabric in the SM node's record, no ib/ file; the replay judges both alike
+    recording.save(tmp_path / "snapshot")
+    saved = json.loads((tmp_path / "snapshot" / "sm" / f"{SM_NODE}.json").read_text())
+    assert (
+        set(saved["read"]["sections"]) <= SM_SECTIONS
+        and "ibnetdiscover" in saved["read"]["fabric"]["sections"]
+    )
+    assert not (tmp_path / "snapshot" / "ib").exists()
+    replayed = run_stages(dataclasses.replace(context, tape=replay(tmp_path / "snapshot")))
+    assert round_trips(ssh_here) == [SM_NODE] * 3  # the replay connects to nothing
+    for name in ("sm", "ib"):
+        assert [n.findings for n in replayed[name].nodes] == [n.findings for n in live[name].nodes]
+
+
+def test_ib_alone_or_a_host_reader_keeps_the_ib_stage_s_own_round_trip(
+    ssh_here: Path, tmp_path: Path
+) -> None:
+    fabric = small_fabric()
+    serve(ssh_here, fabric)
+    context = with_sm_node(context_of(fabric, bench.planned(fabric, READER)), tmp_path, ("sm", "ib"))
+    outcomes = run_stages(context)  # the reader gpu01 is no SM node: the sm stage reads sm01 alone
+    assert sorted(round_trips(ssh_here)) == [READER, SM_NODE]
+    [sm] = outcomes["sm"].nodes
+    assert isinstance(sm, SmResult) and sm.fabric is None
+    assert not any(verdicts(outcomes["ib"]).values())
+
+
+def test_an_unreachable_sm_reader_is_the_ib_stage_s_error_without_a_second_try(
+    ssh_here: Path, tmp_path: Path
+) -> None:
+    fabric = small_fabric()
+    context = with_sm_node(context_of(fabric, bench.planned(fabric, SM_NODE)), tmp_path, ("sm", "ib"))
+    entries = tuple(
+        dataclasses.replace(e, variables={"ansible_host": "nowhere.invalid"}) if e.name == SM_NODE else e
+        for e in context.plan.chosen
+    )
+    context = dataclasses.replace(context, plan=dataclasses.replace(context.plan, chosen=entries))
+    outcomes = run_stages(context)
+    assert round_trips(ssh_here) == ["nowhere.invalid"]
+    switches = [n for n in outcomes["ib"].nodes if n.kind is NodeKind.IB_SWITCH]
+    assert len(switches) == 4
+    for node in switches:
+        assert node.findings and all(f.status is Status.ERROR for f in node.findings)
+        assert all(SM_NODE in f.expected and "Connection refused" in f.actual for f in node.findings)

@@ -3,13 +3,18 @@ round trip whatever the fabric's size, then judged against the planned cabling.
 
 Claims the InfiniBand switches of the inventory (group ib_switches): fabcheck never logs in to one, the
 stage finds them in-band, by node description, from the planned reader (DesiredIbFabric.reader: the
-intent's ib_fabric.read_from, else the SM master, ...). The reader's round trip (fabcheck.collect.ib)
+intent's ib_fabric.read_from, else the SM master, ...). Where the fabric is read: when the run's sm stage
+reads the reader (an SM node of this run), inside the sm stage's one round trip to it
+(fabcheck.collect.sm.collect_sm_with_fabric; its SmResult carries the fabric's sections, taken here from
+context.earlier["sm"]); otherwise (ib without sm, a GPU host or a node the sm stage does not read) in
+this stage's own round trip to the reader. Either way the fabric script (fabcheck.collect.ib)
 prints ibnetdiscover -p, saquery, vendstat -N per switch LID and ibqueryerrors twice, the counter
 window apart (the gate's window reader gives it the window's time); its sections are parsed here into
 one IbEvidence and fabcheck.checks.ib judges it: ib.topology, ib.link, ib.errors at the switch of each
 cable, ib.guids and ib.firmware at each switch, a host HCA's ib.guids at the host. A reader that does
 not answer is an error on every IB switch, naming the reader. The read is kept and replayed like any
-other node's (--save-snapshot, --from-snapshot: `ib/<reader>.json`).
+other node's (--save-snapshot, --from-snapshot: `ib/<reader>.json`, or under "fabric" in the SM
+node's `sm/<reader>.json` when the sm stage read it).
 """
 
 from __future__ import annotations

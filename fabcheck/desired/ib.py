@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from fabcheck.intent.ib_fabric import IbEnd, IbPlan, node_description
+from fabcheck.intent.ib_fabric import IbEnd, IbPlan, end_label, node_description
 from fabcheck.intent.model import FabricIntent
 
 
@@ -27,10 +27,7 @@ class DesiredIbEnd:
 
     @property
     def label(self) -> str:
-        """`leaf03/17`, `gpu01/mlx5_0` (port 1 of an HCA), `gpu01/mlx5_0/2`."""
-        if self.nic is None:
-            return f"{self.node}/{self.port}"
-        return f"{self.node}/{self.nic}" + ("" if self.port == 1 else f"/{self.port}")
+        return end_label(self.node, self.port, self.nic)
 
 
 @dataclass(frozen=True)

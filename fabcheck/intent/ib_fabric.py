@@ -103,10 +103,15 @@ class IbEnd:
 
     @property
     def label(self) -> str:
-        """`leaf03/17`, or `gpu01/mlx5_0` for port 1 of a host's HCA (`gpu01/mlx5_0/2` for another)."""
-        if self.nic is None:
-            return f"{self.node}/{self.port}"
-        return f"{self.node}/{self.nic}" + ("" if self.port == HCA_PORT else f"/{self.port}")
+        return end_label(self.node, self.port, self.nic)
+
+
+def end_label(node: str, port: int, nic: str | None) -> str:
+    """`leaf03/17`, or `gpu01/mlx5_0` for port 1 of a host's HCA (`gpu01/mlx5_0/2` for another): how
+    every check, report and message names a cable's end."""
+    if nic is None:
+        return f"{node}/{port}"
+    return f"{node}/{nic}" + ("" if port == HCA_PORT else f"/{port}")
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from fabcheck.intent.loader import HostEntry, Inventory
 from fabcheck.intent.model import FabricIntent
 from fabcheck.report.model import NodeKind
 from fabcheck_lab import ib_fabric as model
-from tests.lab.test_mock_ib_inventory import inventory_of
+from tests.lab.ibmock import inventory_of
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "ib_stage.py"
 spec = importlib.util.spec_from_file_location("ib_stage_bench", BENCH)

@@ -9,18 +9,13 @@ from collections.abc import Callable
 from types import MappingProxyType
 
 import pytest
+from ibmock import T0, WINDOW, evidence
 
-from fabcheck.checks.ib import ERRORS, LINK, TOPOLOGY, IbEvidence, check_ib_fabric
+from fabcheck.checks.ib import ERRORS, LINK, TOPOLOGY, check_ib_fabric
 from fabcheck.checks.ib_nodes import GUIDS
 from fabcheck.checks.model import Finding, Status
 from fabcheck.desired.ib import DesiredIbEnd, DesiredIbFabric, DesiredIbLink, DesiredIbSwitch
-from fabcheck.parsers.ibnetdiscover import parse_ibnetdiscover_ports
-from fabcheck.parsers.ibqueryerrors import parse_ibqueryerrors, sweep_deltas
-from fabcheck.parsers.saquery import parse_saquery_nodes
-from fabcheck.parsers.vendstat import parse_vendstat_general
 from fabcheck_lab import ib_fabric as model
-
-T0, WINDOW = 1000.0, 10
 
 
 def lab_fabric() -> model.Fabric:
@@ -47,24 +42,6 @@ def planned(fabric: model.Fabric) -> DesiredIbFabric:
         links=tuple(DesiredIbLink(end(c.a), end(c.b), "4x", "NDR") for c in fabric.cables),
         host_descriptions=MappingProxyType({h.description: (h.host, h.nic) for h in fabric.hcas}),
         counter_window_s=WINDOW,
-    )
-
-
-def evidence(fabric: model.Fabric) -> IbEvidence:
-    before = parse_ibqueryerrors(model.render_ibqueryerrors(fabric, T0)[0], "ibqueryerrors_before")
-    after = parse_ibqueryerrors(model.render_ibqueryerrors(fabric, T0 + WINDOW)[0], "ibqueryerrors_after")
-    firmware = {
-        s.lid: parse_vendstat_general(model.render_vendstat_general(s), f"vendstat:{s.lid}", s.lid)
-        for s in fabric.switches
-    }
-    return IbEvidence(
-        parse_ibnetdiscover_ports(model.render_ibnetdiscover_ports(fabric), "ibnetdiscover"),
-        parse_saquery_nodes(model.render_saquery_nodes(fabric), "saquery"),
-        before,
-        after,
-        sweep_deltas(before, after),
-        firmware,
-        WINDOW,
     )
 
 

@@ -401,6 +401,7 @@ def check_errors(link: DesiredIbLink, cab: Cabling, counts: Counted, evidence: I
     reset: list[str] = []
     waits: list[str] = []
     unread: list[str] = []
+    stuck: list[str] = []  # narrow counters at all ones: they count nothing more, so "+0" proves nothing
     for end, line in ends:
         if line is None:
             continue
@@ -416,6 +417,8 @@ def check_errors(link: DesiredIbLink, cab: Cabling, counts: Counted, evidence: I
             elif value is not None and value > desired.max_errors.get(name, 0):
                 least = "at least " if name in delta.saturated else ""
                 over.append(f"{end.label} {name} +{least}{value}")
+            elif name in delta.saturated:
+                stuck.append(f"{end.label} {name}")
         wait = delta.deltas.get(CONGESTION_COUNTER)
         if wait:
             waits.append(f"{end.label} {CONGESTION_COUNTER} +{wait}")
@@ -424,15 +427,22 @@ def check_errors(link: DesiredIbLink, cab: Cabling, counts: Counted, evidence: I
         fixes = sorted({_COUNTER_FIX[item.split()[1]] for item in over})
         hint = f"{'; '.join(fixes)}; `perfquery -x <lid> <port>` reads the counters again"
         return _at(failed(ERRORS, link.label, expected, ", ".join(over) + congestion, hint), where)
-    if reset or unread:
+    if reset or unread or stuck:
         why = []
+        if stuck:
+            why.append(f"at its maximum, so it cannot count inside the window: {', '.join(stuck)}")
         if reset:
             why.append(
                 f"cleared inside the window (by the SM, UFM or `ibqueryerrors -k`): {', '.join(reset)}"
             )
         if unread:
             why.append(f"{_sweep_gap(evidence)}: {', '.join(unread)} not read")
-        hint = "rerun; nothing may clear the counters inside the window"
+        hint = (
+            "clear the port's counters (`perfquery -R <lid> <port>`) and rerun; a saturated counter has "
+            "stopped counting"
+            if stuck and not (reset or unread)
+            else "rerun; nothing may clear the counters inside the window"
+        )
         return _at(errored(ERRORS, link.label, expected, "; ".join(why), hint), where)
     actual = f"no error counted in {evidence.window_s} s" + congestion
     return _at(passed(ERRORS, link.label, expected, actual), where)

@@ -195,6 +195,7 @@ class IbPortCounters:
     port: int
     description: str
     counts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    wide: frozenset[str] = frozenset()  # counters shown as 64-bit extended ones (never saturate)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ _CA_HEADER = re.compile(r'Errors for "(.*)"', re.ASCII)
 _PORT = re.compile(r"GUID 0x([0-9a-fA-F]{1,16}) port (ALL|[0-9]{1,3}):", re.ASCII)
 # ` [Name == 12]`, or ` [Name == 12 (12.000)]` from a 64-bit counter (`%5.3f` and a K/M/G... unit).
 _COUNTER = re.compile(
-    r" \[([A-Za-z0-9]{1,40}) == ([0-9]{1,20})(?: \( {0,4}[0-9]{1,20}\.[0-9]{3}[A-Z]{0,2}\))?\]", re.ASCII
+    r" \[([A-Za-z0-9]{1,40}) == ([0-9]{1,20})( \( {0,4}[0-9]{1,20}\.[0-9]{3}[A-Z]{0,2}\))?\]", re.ASCII
 )
 _SUMMARY_NODES = re.compile(r"## Summary: ([0-9]{1,9}) nodes checked, ([0-9]{1,9}) bad nodes found", re.ASCII)
 _SUMMARY_PORTS = re.compile(
@@ -78,10 +78,10 @@ def parse_ibqueryerrors(text: str, source: str = "<text>") -> IbErrorSweep:
             if description is None:
                 raise refuse("a port line before any `Errors for` header")
             if counted is not None:
-                guid, port, counts = counted
+                guid, port, counts, wide = counted
                 # Two ports showing one GUID (a duplicate GUID) keep the first: ib.guids names the duplicate.
                 ports.setdefault(
-                    (guid, port), IbPortCounters(guid, port, description, MappingProxyType(counts))
+                    (guid, port), IbPortCounters(guid, port, description, MappingProxyType(counts), wide)
                 )
         elif line.startswith("## Summary:"):
             summary = _SUMMARY_NODES.fullmatch(line)
@@ -98,12 +98,17 @@ def parse_ibqueryerrors(text: str, source: str = "<text>") -> IbErrorSweep:
     return IbErrorSweep(MappingProxyType(ports), nodes_checked, ports_checked, pma_failures, complete, source)
 
 
-def _port_line(line: str, refuse: Callable[[str], ParseError]) -> tuple[str, int, dict[str, int]] | None:
-    """(guid, port, counters) of a `GUID ... port N:` line; None for a switch's `port ALL` aggregate."""
+def _port_line(
+    line: str, refuse: Callable[[str], ParseError]
+) -> tuple[str, int, dict[str, int], frozenset[str]] | None:
+    """(guid, port, counters, the 64-bit ones) of a `GUID ... port N:` line; None for a switch's `port
+    ALL` aggregate. A 64-bit extended counter prints its value with a `(1.500K)` suffix (rdma-core
+    ibqueryerrors.c check_threshold): it never stops at a narrow counter's all ones."""
     found = _PORT.match(line)
     if found is None:
         raise refuse("not `GUID 0x<guid> port <n|ALL>: [Name == value] ...`")
     counts: dict[str, int] = {}
+    wide: set[str] = set()
     at = found.end()
     while at < len(line):
         counter = _COUNTER.match(line, at)
@@ -113,6 +118,8 @@ def _port_line(line: str, refuse: Callable[[str], ParseError]) -> tuple[str, int
         if name in counts:
             raise refuse(f"{name} shown twice on one port")
         counts[name] = value
+        if counter.group(3):
+            wide.add(name)
         at = counter.end()
     if not counts:
         raise refuse("a port line names no counter")
@@ -123,7 +130,7 @@ def _port_line(line: str, refuse: Callable[[str], ParseError]) -> tuple[str, int
         raise refuse(f"port {port} is over {MAX_PORT}")
     guid = guid_text(found.group(1))
     assert guid is not None  # the pattern took 1..16 hex digits
-    return guid, port, counts
+    return guid, port, counts, frozenset(wide)
 
 
 def sweep_deltas(before: IbErrorSweep, after: IbErrorSweep) -> tuple[IbCounterDelta, ...]:
@@ -143,7 +150,8 @@ def sweep_deltas(before: IbErrorSweep, after: IbErrorSweep) -> tuple[IbCounterDe
         for name in names:
             start = _value(earlier, name, before.complete)
             end = _value(later, name, after.complete)
-            if end is not None and end == (1 << COUNTER_BITS.get(name, 64)) - 1:
+            narrow = later is None or name not in later.wide
+            if narrow and end is not None and end == (1 << COUNTER_BITS.get(name, 64)) - 1:
                 saturated.append(name)
             if start is None or end is None:
                 continue

@@ -96,6 +96,7 @@ class Shown:
     )
     deltas: dict[Port, dict[str, int]] = field(default_factory=dict)
     reset: dict[Port, tuple[str, ...]] = field(default_factory=dict)
+    saturated: dict[Port, tuple[str, ...]] = field(default_factory=dict)
     records: list[IbNodeRecord] = field(default_factory=list)
     firmware: dict[int, IbSwitchFirmware] = field(default_factory=dict)
     down: list[Port] = field(default_factory=list)  # ports ibnetdiscover -p prints without a peer
@@ -122,7 +123,12 @@ class Shown:
         sweep = IbErrorSweep(MappingProxyType({}), 8, 20, 0 if self.complete else 2, self.complete)
         deltas = tuple(
             IbCounterDelta(
-                end(port).guid, end(port).port, description(port[0]), counts, self.reset.get(port, ())
+                end(port).guid,
+                end(port).port,
+                description(port[0]),
+                counts,
+                self.reset.get(port, ()),
+                self.saturated.get(port, ()),
             )
             for port, counts in self.deltas.items()
         )

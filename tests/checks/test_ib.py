@@ -187,6 +187,22 @@ def test_errors_not_judgeable_are_named_skips_or_errors() -> None:
     ) and "cleared inside the window" in finding.actual
 
 
+def test_a_counter_stuck_at_all_ones_is_an_error_never_a_pass() -> None:
+    # A narrow SymbolErrorCounter at 65535 in both sweeps counts +0 however many errors the link makes
+    # (the real SX6036 sweep in tests/data/real/ib holds one): "+0" proves nothing.
+    stuck = Shown()
+    stuck.deltas[("leaf01", 1)] = {"SymbolErrorCounter": 0}
+    stuck.saturated[("leaf01", 1)] = ("SymbolErrorCounter",)
+    [(node, finding)] = bad(run(stuck))
+    assert (node, finding.check, finding.status) == ("leaf01", ERRORS, Status.ERROR)
+    assert "at its maximum" in finding.actual and "perfquery -R" in finding.hint
+    counting = Shown()  # saturated AND over the limit: a definite failure ("at least")
+    counting.deltas[("leaf01", 1)] = {"SymbolErrorCounter": 3}
+    counting.saturated[("leaf01", 1)] = ("SymbolErrorCounter",)
+    [(node, finding)] = bad(run(counting))
+    assert finding.status is Status.FAIL and "+at least 3" in finding.actual
+
+
 def test_unreadable_discovery_errors_every_cable_check() -> None:
     evidence = replace(Shown().evidence(), topology=Unreadable("ibnetdiscover -p", "exit 1: umad"))
     found = bad(check_ib_fabric(evidence, desired()))

@@ -130,6 +130,16 @@ def test_a_counter_that_went_down_is_a_reset_and_all_ones_is_saturated() -> None
     assert (dict(gone.deltas), gone.reset) == ({}, ("LinkDownedCounter", "SymbolErrorCounter"))
 
 
+def test_a_64_bit_counter_at_a_narrow_all_ones_value_is_not_saturated() -> None:
+    # Extended counters print a human-readable suffix (rdma-core ibqueryerrors.c check_threshold) and
+    # count past 65535: only the narrow ones stop there.
+    before = parse_ibqueryerrors(sweep(" [SymbolErrorCounter == 65000 (65.000K)]"))
+    after = parse_ibqueryerrors(sweep(" [SymbolErrorCounter == 65535 (65.535K)]"))
+    assert after.ports[(LEAF, 33)].wide == frozenset({"SymbolErrorCounter"})
+    (delta,) = sweep_deltas(before, after)
+    assert (dict(delta.deltas), delta.saturated) == ({"SymbolErrorCounter": 535}, ())
+
+
 def test_an_incomplete_sweep_leaves_unprinted_counters_unknown() -> None:
     before = parse_ibqueryerrors(PMA.read_text())  # 2 PMA failures: not complete
     after = parse_ibqueryerrors(sweep(" [SymbolErrorCounter == 20] [LinkDownedCounter == 1]"))

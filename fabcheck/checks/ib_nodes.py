@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from fabcheck.checks.host import Unreadable
 from fabcheck.checks.model import Finding, Where, errored, failed, passed
@@ -130,7 +130,10 @@ def check_guids(
         why = f"`{nodes.command}`: {nodes.reason}"
         hint = "rerun; the reader must reach the SA (`saquery`)"
         return [
-            (node, _with(errored(GUIDS, _subject(node, nic), expected, why, hint), Where(node, nic or "")))
+            (
+                node,
+                with_where(errored(GUIDS, _subject(node, nic), expected, why, hint), Where(node, nic or "")),
+            )
             for _, node, nic in planned
         ]
     problems = _id_problems(nodes, _discovered_guids(topology) if topology is not None else {})
@@ -144,7 +147,7 @@ def check_guids(
         node_guids = sorted({nodes[i].node_guid for i in indexes})
         if not node_guids:
             actual = f"no node shows the description {description!r}"
-            out.append((node, _with(failed(GUIDS, subject, expected, actual, DESCRIPTION_HINT), where)))
+            out.append((node, with_where(failed(GUIDS, subject, expected, actual, DESCRIPTION_HINT), where)))
             continue
         wrong = [p for i in indexes for p in problems[i]]
         if len(node_guids) > 1:
@@ -157,9 +160,9 @@ def check_guids(
                 else "a GUID is burnt in the firmware (`flint -d <dev> q` shows it); a LID 0 or a LID held "
                 "twice: the SM's assignment (`sminfo`, the opensm log, opensm's guid2lid file)"
             )
-            out.append((node, _with(failed(GUIDS, subject, expected, "; ".join(wrong), hint), where)))
+            out.append((node, with_where(failed(GUIDS, subject, expected, "; ".join(wrong), hint), where)))
         else:
-            out.append((node, _with(passed(GUIDS, subject, expected, ids), where)))
+            out.append((node, with_where(passed(GUIDS, subject, expected, ids), where)))
     planned_descriptions = {description for description, _, _ in planned}
     for index, record in enumerate(nodes):
         if record.description in planned_descriptions or not problems[index]:
@@ -172,7 +175,7 @@ def check_guids(
             actual + " (a node the plan does not name)",
             "find the node by its GUID (`ibnetdiscover -p`); its GUID is in its firmware, its LID the SM's",
         )
-        out.append((desired.reader, _with(finding, Where(desired.reader))))
+        out.append((desired.reader, with_where(finding, Where(desired.reader))))
     return out
 
 
@@ -244,7 +247,7 @@ def check_firmware(
                 why,
                 "rerun; the reader queries each switch LID with `vendstat -N`",
             )
-            out.append((switch.name, _with(finding, Where(switch.name))))
+            out.append((switch.name, with_where(finding, Where(switch.name))))
             continue
         device = shown.device_id if shown.device_id is not None else sa_device.get(shown.lid)
         read[switch.name] = (device, shown)
@@ -252,7 +255,9 @@ def check_firmware(
     for device, shown in read.values():
         fleet.setdefault(device, Counter())[_version(shown.fw_version or "")] += 1
     for name, (device, shown) in read.items():
-        out.append((name, _with(_judge_firmware(name, device, shown, fleet, read, desired), Where(name))))
+        out.append(
+            (name, with_where(_judge_firmware(name, device, shown, fleet, read, desired), Where(name)))
+        )
     order = {switch.name: i for i, switch in enumerate(desired.switches)}
     return sorted(out, key=lambda item: order.get(item[0], len(order)))
 
@@ -303,5 +308,8 @@ def _judge_firmware(
     )
 
 
-def _with(finding: Finding, where: Where) -> Finding:
-    return replace(finding, where=where)
+def with_where(finding: Finding, where: Where) -> Finding:
+    """The finding placed at `where`. Not dataclasses.replace: it was a third of the judging time at
+    32,768 cables."""
+    f = finding
+    return Finding(f.check, f.status, f.subject, f.expected, f.actual, f.hint, where, f.measure)

@@ -40,7 +40,7 @@ from fabcheck.collect.script import (
     OutputCaps,
     Section,
 )
-from fabcheck.collect.ssh import RoundTrip, SshTarget, TimeLimits, round_trip, ssh_said
+from fabcheck.collect.ssh import RoundTrip, SshTarget, TimeLimits, ended_early, round_trip
 from fabcheck.desired.ib import DesiredIbFabric
 from fabcheck.desired.nic import MAX_COUNTER_WINDOW_S
 
@@ -109,7 +109,7 @@ IB_SCRIPT = (
 # counter about 400), and never less than a host section's cap.
 SECTION_BYTES_PER_PORT = 1024
 SECTIONS_PER_FABRIC = 4  # ibnetdiscover, saquery, the two sweeps; vendstat's are small
-VENDSTAT_BYTES = 1024  # vendstat.c prints 10 short lines
+VENDSTAT_BYTES = 1024  # vendstat.c prints 9 short lines
 
 
 def ib_caps(desired: DesiredIbFabric) -> OutputCaps:
@@ -189,12 +189,14 @@ def collect_ib(target: SshTarget, desired: DesiredIbFabric, limits: TimeLimits) 
 
 
 def fabric_read(target: SshTarget, done: RoundTrip) -> IbCollection:
-    """The fabric's sections of a round trip that ran (its own, or the SM node's that read it along)."""
+    """The fabric's sections of a round trip that ran (its own, or the SM node's that read it along).
+
+    Complete only when the fabric script itself ran: its first section (time_limit) is there and the
+    last complete line was read. A script that refused its arguments prints neither, and the complete
+    line of a script before it in the same round trip (the SM node's) is not the fabric's."""
     parsed = done.parsed
     if parsed.over_caps:
         return IbCollection(target.name, parsed.sections, False, "; ".join(parsed.over_caps))
-    if parsed.complete:
+    if parsed.complete and TIME_LIMIT in parsed.sections:
         return IbCollection(target.name, parsed.sections, True)
-    said = ssh_said(done.stderr)
-    reason = f"ssh to {target.where} ended early (exit {done.rc})" + (f": {said}" if said else "")
-    return IbCollection(target.name, parsed.sections, False, reason)
+    return IbCollection(target.name, parsed.sections, False, ended_early(target.where, done.rc, done.stderr))

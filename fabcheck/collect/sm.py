@@ -18,9 +18,9 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from fabcheck.collect.ib import TIME_LIMIT, IbCollection, fabric_read, ib_caps, script_words
+from fabcheck.collect.ib import IbCollection, fabric_read, ib_caps, script_words
 from fabcheck.collect.script import LAUNCHER, ROUND_TRIP_CAP_BYTES, Section
-from fabcheck.collect.ssh import RoundTrip, SshTarget, TimeLimits, round_trip, ssh_said
+from fabcheck.collect.ssh import RoundTrip, SshTarget, TimeLimits, ended_early, round_trip
 from fabcheck.desired.ib import DesiredIbFabric
 from fabcheck.desired.sm import DesiredSubnetManager
 
@@ -85,12 +85,25 @@ section is_active systemctl is-active "$unit"
 [ "$err" = /dev/null ] || rm -f "$err"
 printf '%s %s complete>>>\n' '<<<fabcheck' "$token"
 """
-# $1 the SM script, $2-$8 its $0 and arguments, then the fabric's script, its $0 and arguments. The
-# fabric is read once the SM script ran to its end (its complete line; the fabric script's is the last).
+# $1 N, the count of the SM script's $0 and arguments, $2 the SM script, then those N words, then the
+# fabric's script, its $0 and arguments. N travels with the words (remote_command_with_fabric counts
+# them), so a word added to the SM script cannot shift the fabric's. The subshell keeps the first N
+# words only (rotating "$@"). The fabric is read once the SM script ran to its end (its complete line;
+# the fabric script's is the last).
 SM_AND_FABRIC = r"""
-sm=$1; shift
-sh -c "$sm" "$1" "$2" "$3" "$4" "$5" "$6" "$7" || exit
-shift 7
+count=$1 sm=$2; shift 2
+case $count in ''|0|*[!0-9]*) echo "fabcheck: bad SM word count" >&2; exit 2;; esac
+[ "$#" -gt "$count" ] || { echo "fabcheck: bad SM word count" >&2; exit 2; }
+(
+    i=0
+    for word; do
+        shift
+        [ "$i" -ge "$count" ] || set -- "$@" "$word"
+        i=$((i + 1))
+    done
+    exec sh -c "$sm" "$@"
+) || exit
+shift "$count"
 fabric=$1; shift
 exec sh -c "$fabric" "$@"
 """
@@ -153,8 +166,9 @@ def remote_command_with_fabric(
     infiniband_dir: str = INFINIBAND_DIR,
 ) -> str:
     """The SM script, then the fabric's, under one launcher: the limits hold the counter window."""
-    sm = _script_words(token, desired, service, limits, infiniband_dir)
-    both = [SM_AND_FABRIC, "fabcheck-sm", *sm, *script_words(token, fabric, limits)]
+    sm_script, *sm_words = _script_words(token, desired, service, limits, infiniband_dir)
+    both = [SM_AND_FABRIC, "fabcheck-sm", str(len(sm_words)), sm_script, *sm_words]
+    both += script_words(token, fabric, limits)
     return shlex.join(["sh", "-c", LAUNCHER, "fabcheck-sm", str(limits.host_s), *both])
 
 
@@ -175,9 +189,13 @@ def _sm_read(target: SshTarget, done: RoundTrip, complete: bool) -> SmCollection
     sections = {name: section for name, section in done.parsed.sections.items() if name in SM_SECTIONS}
     if complete:
         return SmCollection(target.name, sections, True)
-    said = ssh_said(done.stderr)
-    reason = f"ssh to {target.where} ended early (exit {done.rc})" + (f": {said}" if said else "")
-    return SmCollection(target.name, sections, False, reason)
+    return SmCollection(target.name, sections, False, ended_early(target.where, done.rc, done.stderr))
+
+
+def _sm_sections_ended(sections: Mapping[str, Section]) -> bool:
+    """The SM script ran to its end: every SM section is there with its end marker (its last one,
+    is_active, comes only after the others)."""
+    return all(name in sections and sections[name].rc is not None for name in SM_SECTIONS)
 
 
 def collect_sm_with_fabric(
@@ -199,6 +217,7 @@ def collect_sm_with_fabric(
         return SmCollection(target.name, {}, False, why, IbCollection(target.name, {}, False, why))
     fabric_sections = {n: s for n, s in done.parsed.sections.items() if n not in SM_SECTIONS}
     fabric_done = dataclasses.replace(done, parsed=dataclasses.replace(done.parsed, sections=fabric_sections))
-    # The fabric script starts (its first section, time_limit) only once the SM script ran to its end.
-    sm = _sm_read(target, done, TIME_LIMIT in fabric_sections)
+    # The SM part is whole when its own sections are, whatever the fabric script did after it (it
+    # may have refused its arguments before its first section: fabric_read says so).
+    sm = _sm_read(target, done, _sm_sections_ended(done.parsed.sections))
     return dataclasses.replace(sm, fabric=fabric_read(target, fabric_done))

@@ -287,6 +287,13 @@ def ssh_said(stderr: str) -> str:
     return said if len(said) <= 300 else said[:300] + "..."
 
 
+def ended_early(where: str, rc: int | None, stderr: str) -> str:
+    """Why a round trip that ran gave no complete answer: the exit status and what was said on stderr
+    (ssh's, or the remote script's own refusal, e.g. "fabcheck: bad CA port")."""
+    said = ssh_said(stderr)
+    return f"ssh to {where} ended early (exit {rc})" + (f": {said}" if said else "")
+
+
 @dataclass(frozen=True)
 class RoundTrip:
     """What one ssh round trip of a marked-section script brought back (fabcheck.collect.script)."""

@@ -30,7 +30,7 @@ from fabcheck.collect.ib import (
     section_commands,
 )
 from fabcheck.collect.script import COUNTER_WINDOW, ROUND_TRIP_CAP_BYTES, SECTION_CAP_BYTES, split_sections
-from fabcheck.collect.sm import SM_SECTIONS, collect_sm_with_fabric
+from fabcheck.collect.sm import SM_AND_FABRIC, SM_SECTIONS, collect_sm_with_fabric
 from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired.ib import DesiredIbEnd, DesiredIbFabric, DesiredIbLink, DesiredIbSwitch
 from fabcheck.desired.sm import desired_subnet_manager
@@ -320,3 +320,30 @@ def test_complete_is_the_last_script_s_word() -> None:
     assert split_sections(sm, TOKEN).complete
     cut = split_sections(sm + mark("begin ibnetdiscover") + "SW 1\n", TOKEN)
     assert not cut.complete and cut.sections["ibnetdiscover"].rc is None
+
+
+def test_a_fabric_script_that_refuses_its_arguments_is_the_fabric_s_error(ssh_here: Path) -> None:
+    # Port 255 is past the script's 1..254: it exits 2 before its first section, so the last complete
+    # line read is the SM script's; the SM read is whole, the fabric's is not, and says why.
+    sm_tools(ssh_here / "bin")
+    wanted = desired_subnet_manager(FabricIntent(kind="ib"), "sm01")
+    refused = fabric(read_port=("mlx5_0", 255))
+    got = collect_sm_with_fabric(SshTarget("sm01", "sm01"), wanted, "opensm", refused, LIMITS)
+    assert got.complete and got.error is None and set(got.sections) == SM_SECTIONS
+    assert got.fabric is not None and not got.fabric.complete and got.fabric.sections == {}
+    assert got.fabric.error is not None and "fabcheck: bad CA port" in got.fabric.error
+    assert "(exit 2)" in got.fabric.error
+
+
+def test_the_sm_script_gets_as_many_words_as_it_is_told() -> None:
+    sm = 'echo sm "$0" "$@"'
+    fabric_script = 'echo fabric "$0" "$@"'
+    for words in (["s0", "a", "b"], ["s0", "a", "b", "c", "d", "e", "f", "g", "h"]):
+        argv = [str(len(words)), sm, *words, fabric_script, "f0", "x y"]
+        ran = subprocess.run(
+            ["sh", "-c", SM_AND_FABRIC, "t", *argv], capture_output=True, text=True, check=False
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.splitlines() == ["sm " + " ".join(words), "fabric f0 x y"]
+    bad = subprocess.run(["sh", "-c", SM_AND_FABRIC, "t", "9", sm, "a"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "bad SM word count" in bad.stderr

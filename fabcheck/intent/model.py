@@ -307,13 +307,18 @@ IbErrorCounter = Literal[
     "ExcessiveBufferOverrunErrors",
     "LocalLinkIntegrityErrors",
 ]
-# A node's port as the fabric tools address it: `mlx5_0/1` (`-C mlx5_0 -P 1`).
-_CA_PORT = re.compile(r"^[A-Za-z0-9_.-]{1,32}/[0-9]{1,3}$")
+# A node's port as the fabric tools address it: `mlx5_0/1` (`-C mlx5_0 -P 1`). Exactly what the ib
+# stage's script passes (fabcheck.collect.ib _ARGUMENTS): a CA name of letters, digits, _ . - not
+# starting with -, and a port number 1..254.
+_CA_PORT = re.compile(r"^(?!-)[A-Za-z0-9_.-]{1,32}/([1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-4])$")
 
 
 def _ca_port(text: str) -> str:
     if not _CA_PORT.match(text) or not is_safe_nic_name(text.split("/")[0]):
-        raise ValueError(f"{text!r} is not a local port such as mlx5_0/1 (CA name / port number)")
+        raise ValueError(
+            f"{text!r} is not a local port such as mlx5_0/1 (a CA name of letters, digits, _ . - "
+            "not starting with -, then / and a port number 1..254)"
+        )
     return text
 
 
@@ -321,7 +326,9 @@ class IbSwitchFirmwarePin(StrictModel):
     """The firmware every IB switch of one device id must run (ib.firmware)."""
 
     device_id: Integer = Field(ge=0, le=0xFFFF, description="device id as saquery prints it")
-    version: str = Field(pattern=r"^[0-9]+(\.[0-9]+){1,3}$", description="e.g. 31.2012.1024")
+    # vendstat prints fw_version as three numbers, "%02d.%02d.%02d" (rdma-core
+    # infiniband-diags/vendstat.c:470), so a pin of another shape could never match.
+    version: str = Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$", description="e.g. 31.2012.1024")
 
 
 class IbFabric(StrictModel):

@@ -86,7 +86,7 @@ def evidence_of(collection: IbCollection, desired: DesiredIbFabric) -> IbEvidenc
         if section.rc is None:
             return Unreadable(command, lost or "output truncated (no end marker)")
         if section.rc not in answers:
-            return Unreadable(command, _said(section))
+            return Unreadable(command, section_said(section))
         try:
             return parse(section.stdout, f"{source}: {command}")
         except ParseError as err:
@@ -129,14 +129,16 @@ def _window(section: Section | None, command: str, lost: str | None) -> int | Un
     if section is None or section.rc is None:
         return Unreadable(command, lost or "the round trip ended inside the counter window")
     if section.rc != 0:
-        return Unreadable(command, _said(section))
+        return Unreadable(command, section_said(section))
     text = section.stdout.strip()
     if not text.isdigit() or not text.isascii():
         return Unreadable(command, f"not a number of seconds: {text[:40]!r}")
     return int(text)
 
 
-def _said(section: Section) -> str:
+def section_said(section: Section) -> str:
+    """Why a section's tool gave no answer: its last stderr line, else its exit status (the ib and
+    sm stages' wording)."""
     lines = [line.strip() for line in section.stderr.splitlines() if line.strip()]
     return lines[-1][:200] if lines else f"exit {section.rc}"
 
@@ -240,7 +242,7 @@ class IbStage:
 
         def judged(node: str, got: IbCollection | NotRead) -> IbEvidence:
             if isinstance(got, NotRead):
-                got = IbCollection(node, {}, False, _not_read(got, context.deadline_s))
+                got = IbCollection(node, {}, False, not_read_reason(got, context.deadline_s, "the reader"))
             return evidence_of(got, desired)
 
         [evidence] = context.window_reader.each(
@@ -286,11 +288,13 @@ def _left_out_note(nodes: list[str]) -> str:
     return f"ib findings on nodes outside --limit are not reported: {shown}"
 
 
-def _not_read(got: NotRead, deadline_s: float | None) -> str:
+def not_read_reason(got: NotRead, deadline_s: float | None, whom: str) -> str:
+    """A node the window reader did not read, as its error: `whom` is the node as the stage names it
+    ("the reader", "this node")."""
     if got.late:
         given = "" if deadline_s is None else f" (--deadline {deadline_s:g} s)"
-        return f"not read: the run's deadline{given} passed before the reader's turn"
-    return f"fabcheck failed reading the reader: {got.said[:300]}"
+        return f"not read: the run's deadline{given} passed before {whom}'s turn"
+    return f"fabcheck failed reading {whom}: {got.said[:300]}"
 
 
 STAGE = IbStage()

@@ -81,7 +81,7 @@ def evidence_of(collection: SmCollection, desired: DesiredSubnetManager, service
         if section is None or section.rc is None:
             return Unreadable(command, "not in the output")
         if not section.ok:
-            return Unreadable(command, _said(section))
+            return Unreadable(command, ib_stage.section_said(section))
         try:
             return parse(section.stdout, f"{source}: {command}")
         except ParseError as err:
@@ -90,7 +90,7 @@ def evidence_of(collection: SmCollection, desired: DesiredSubnetManager, service
     def sminfo(name: str) -> SmInfo | NoAnswer | Unreadable:
         section = sections.get(name)
         if section is not None and section.rc not in (None, 0) and no_sm_answered(section.stderr):
-            return NoAnswer(commands[name], _said(section))
+            return NoAnswer(commands[name], ib_stage.section_said(section))
         return read(name, parse_sminfo)
 
     partitions_section = sections.get(PARTITIONS_CONF)
@@ -106,11 +106,6 @@ def evidence_of(collection: SmCollection, desired: DesiredSubnetManager, service
     )
 
 
-def _said(section: Section) -> str:
-    lines = [line.strip() for line in section.stderr.splitlines() if line.strip()]
-    return lines[-1][:200] if lines else f"exit {section.rc}"
-
-
 def _word(section: Section | None, command: str) -> str | Unreadable:
     """systemctl is-enabled/is-active print one word and exit non-zero for every other answer than
     enabled/active: the word is the evidence; no word at all is unreadable."""
@@ -118,7 +113,7 @@ def _word(section: Section | None, command: str) -> str | Unreadable:
         return Unreadable(command, "not in the output")
     words = section.stdout.split()
     if not words:
-        return Unreadable(command, _said(section))
+        return Unreadable(command, ib_stage.section_said(section))
     return words[0]
 
 
@@ -171,7 +166,7 @@ class SmStage:
         def judged(node: str, got: SmCollection | NotRead) -> tuple[SmEvidence, IbCollection | None]:
             item = dict(items)[node]
             if isinstance(got, NotRead):
-                why = _not_read(got, context.deadline_s)
+                why = ib_stage.not_read_reason(got, context.deadline_s, "this node")
                 fabric = None if item.fabric is None else IbCollection(node, {}, False, why)
                 got = SmCollection(node, {}, False, why, fabric)
             return evidence_of(got, item.desired, item.service), got.fabric
@@ -250,13 +245,6 @@ def sm_reads(
         return SmCollection(node, sections, complete, optional_text(data["error"]), fabric)
 
     return NodeReads(STAGE_NAME, read, record, replay)
-
-
-def _not_read(got: NotRead, deadline_s: float | None) -> str:
-    if got.late:
-        given = "" if deadline_s is None else f" (--deadline {deadline_s:g} s)"
-        return f"not read: the run's deadline{given} passed before this node's turn"
-    return f"fabcheck failed reading this node: {got.said[:300]}"
 
 
 def _left_out(master: str | None, nodes: Sequence[HostEntry]) -> tuple[str, ...]:

@@ -454,3 +454,23 @@ def test_an_unreachable_sm_reader_is_the_ib_stage_s_error_without_a_second_try(
     for node in switches:
         assert node.findings and all(f.status is Status.ERROR for f in node.findings)
         assert all(SM_NODE in f.expected and "Connection refused" in f.actual for f in node.findings)
+
+
+def test_the_ib_and_sm_stages_word_an_unread_node_and_a_silent_tool_alike() -> None:
+    from fabcheck.collect.script import Section
+    from fabcheck.gate import ib_stage, sm_stage
+    from fabcheck.gate.reader import NotRead
+
+    late = NotRead("sm01", "the deadline passed", late=True)
+    assert ib_stage.not_read_reason(late, 5, "the reader") == (
+        "not read: the run's deadline (--deadline 5 s) passed before the reader's turn"
+    )
+    raised = NotRead("sm01", "boom", raised="ValueError")
+    assert (
+        ib_stage.not_read_reason(raised, None, "this node")
+        == "fabcheck failed reading this node: ValueError: boom"
+    )
+    assert ib_stage.section_said(Section(3, "", "\nfirst\n  last  \n")) == "last"
+    assert ib_stage.section_said(Section(3, "out", "")) == "exit 3"
+    # one of each, shared: the sm stage has no copy of its own
+    assert not hasattr(sm_stage, "_said") and not hasattr(sm_stage, "_not_read")

@@ -40,7 +40,7 @@ from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.ib import DesiredIbFabric
 from fabcheck.errors import ParseError, UsageError
 from fabcheck.gate.reader import NodeReads, NotRead
-from fabcheck.gate.snapshot import optional_text, section_record, sections_restored
+from fabcheck.gate.snapshot import Replay, optional_text, section_record, sections_restored
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
 from fabcheck.intent.fabric import SUBNET_MANAGERS, Fabric
 from fabcheck.intent.ib_fabric import IB_SWITCHES, IbPlan
@@ -230,7 +230,7 @@ class IbStage:
 
     def _read(self, context: StageContext, desired: DesiredIbFabric) -> IbEvidence:
         reader = desired.reader
-        along = _read_along(context, reader)
+        along = _read_along(context, reader) or _replayed_along(context, reader)
         if along is not None:  # the sm stage's round trip to the reader read the fabric too
             return evidence_of(along, desired)
         try:
@@ -260,6 +260,25 @@ def _read_along(context: StageContext, reader: str) -> IbCollection | None:
         if isinstance(node, SmResult) and node.node == reader and node.fabric is not None:
             return node.fabric
     return None
+
+
+def _replayed_along(context: StageContext, reader: str) -> IbCollection | None:
+    """--from-snapshot without the sm stage, of a run whose sm stage read the fabric along: the fabric
+    from the SM node's record (the snapshot has no ib/ folder then)."""
+    tape = context.tape
+    if (
+        not isinstance(tape, Replay)
+        or STAGE_NAME in tape.recorded
+        or reader not in tape.recorded.get("sm", ())
+    ):
+        return None
+
+    def fabric_of(data: Mapping[str, Any]) -> IbCollection | None:
+        fabric = data.get("fabric")
+        return None if fabric is None else fabric_replayed(reader, fabric)
+
+    got = tape.replayed("sm", reader, fabric_of)
+    return None if isinstance(got, NotRead) else got
 
 
 # The nodes with an HCA in the last IB plan asked about: claims() is asked once per inventory node, and a

@@ -422,6 +422,11 @@ def test_sm_and_ib_read_the_fabric_in_the_sm_nodes_one_round_trip(ssh_here: Path
     assert round_trips(ssh_here) == [SM_NODE] * 3  # the replay connects to nothing
     for name in ("sm", "ib"):
         assert [n.findings for n in replayed[name].nodes] == [n.findings for n in live[name].nodes]
+    # ib alone from that snapshot: the fabric from the SM node's record, judged the same
+    only_ib = dataclasses.replace(context, plan=dataclasses.replace(context.plan, stages=("ib",)))
+    ib_replayed = STAGE.run(dataclasses.replace(only_ib, tape=replay(tmp_path / "snapshot")))
+    assert [n.findings for n in ib_replayed.nodes] == [n.findings for n in live["ib"].nodes]
+    assert round_trips(ssh_here) == [SM_NODE] * 3
 
 
 def test_ib_alone_or_a_host_reader_keeps_the_ib_stage_s_own_round_trip(

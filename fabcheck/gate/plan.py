@@ -15,6 +15,7 @@ from types import MappingProxyType
 from fabcheck.desired.ib import DesiredIbFabric, desired_ib_fabric
 from fabcheck.desired.nccl import DesiredNcclHost, desired_nccl_host
 from fabcheck.desired.nic import DesiredHost, DesiredNic, desired_host
+from fabcheck.desired.nvlink import DesiredNvlinkHost
 from fabcheck.desired.perftest import DesiredPerftest, desired_perftest
 from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
 from fabcheck.desired.switch import DesiredSwitch, desired_switch
@@ -44,6 +45,9 @@ class GateDesired:
     leaves: Mapping[str, DesiredSwitch] = field(default_factory=lambda: MappingProxyType({}))
     # The planned InfiniBand fabric the ib stage judges (None: no IB switch in the inventory).
     ib_fabric: DesiredIbFabric | None = None
+    # Each planned GPU host's NVLink domain: its GPUs, links, IMEX/fabric manager, and which peers it must
+    # reach over NVLink (fabcheck.desired.nvlink); the NCCL checks take each rank pair's class from it.
+    nvlink: Mapping[str, DesiredNvlinkHost] = field(default_factory=lambda: MappingProxyType({}))
 
     def nic(self, host: str, device: str) -> DesiredNic:
         """A planned host's NIC: its cabled or rail record, else the host's shared settings."""

@@ -566,6 +566,18 @@ def _partition_problems(partition: Partition, where: str) -> list[tuple[str, str
     return problems
 
 
+class NvlinkIntent(StrictModel):
+    """What every host of an NVLink domain must show (docs/checks/nvlink.md). The domains themselves are
+    inventory groups under `nvlink_domains`; a host in none is a domain of its own (an HGX server)."""
+
+    gpus: Integer | None = Field(None, ge=1, le=72, description="NVLink GPUs per host; null: not judged")
+    links_per_gpu: Integer = Field(18, ge=1, le=64, description="active NVLinks per GPU (nvlink -s)")
+    link_gbytes: Number | None = Field(None, gt=0, description="per-link GB/s (GB200 53.125)")
+    imex: Boolean = Field(False, description="nvidia-imex runs with the domain's node list (MNNVL)")
+    fabric_manager: Boolean = Field(False, description="nvidia-fabricmanager is active (NVSwitch HGX/DGX)")
+    busbw_min_fraction: Number = Field(0.6, gt=0, le=1.0, description="NVLink busbw floor: of links x GB/s")
+
+
 class FabricIntent(StrictModel):
     kind: Literal["roce", "ib"] = "roce"
     trust: Literal["dscp", "pcp"] = "dscp"
@@ -593,6 +605,7 @@ class FabricIntent(StrictModel):
     nic_firmware: list[NicFirmware] = Field(default_factory=list, description="per NIC part (PSID)")
     gpu_health: GpuHealth = Field(default_factory=GpuHealth)
     ib_fabric: IbFabric = Field(default_factory=IbFabric)
+    nvlink: NvlinkIntent = Field(default_factory=NvlinkIntent)
 
     @model_validator(mode="after")
     def _coherent(self, info: ValidationInfo) -> FabricIntent:

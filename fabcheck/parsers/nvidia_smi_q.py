@@ -28,6 +28,7 @@ from types import MappingProxyType
 from fabcheck.errors import ParseError
 from fabcheck.parsers._text import split_checked_lines
 from fabcheck.parsers.bus_records import bdf_of
+from fabcheck.parsers.nvlink_records import GpuFabric
 
 INDENT = 4
 NOT_AVAILABLE = "N/A"
@@ -63,6 +64,7 @@ class GpuQuery:
     remap_pending: bool | None = None  # Remapped Rows > Pending
     remap_failure: bool | None = None  # Remapped Rows > Remapping Failure Occurred
     retirement_pending: bool | None = None  # Retired Pages > Pending Page Blacklist
+    fabric: GpuFabric | None = None  # the "Fabric" section (None: the driver prints none)
 
     @property
     def uncorrectable_total(self) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fabcheck.checks.counters import (
@@ -24,10 +24,15 @@ from fabcheck.checks.topo import check_topo
 from fabcheck.desired.nic import desired_host
 from fabcheck.errors import ParseError
 from fabcheck.intent.model import FabricIntent
+from fabcheck.intent.nvlink import NvlinkPlan
 from fabcheck.parsers import nccl_log, nccl_tests, perftest, topo
 from fabcheck.parsers.ethtool_stats import UNNAMED, parse_ethtool_stats
 from fabcheck.parsers.hw_counters import parse_hw_counters
 from fabcheck.parsers.mlxfwmanager import parse_mlxfwmanager
+
+SCOPE_FABRIC = "fabric"
+SCOPE_NODE = "node"
+SCOPES = (SCOPE_FABRIC, SCOPE_NODE)
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,16 @@ class Options:
     line_rate_gbps: float | None = None
     # Checks the user left out (--skip-check): reported as skipped, so they neither fail nor block a pass.
     excluded_checks: tuple[str, ...] = ()
+    # Which hosts form one NVLink domain (--nvlink-domain NAME=HOST,HOST, or the -i inventory's
+    # nvlink_domains groups); a host in none is a domain of its own (fabcheck.intent.nvlink).
+    nvlink_domains: NvlinkPlan = field(default_factory=NvlinkPlan)
+    # nccl-tests: "fabric" judges a table as proof of the network (a table inside one NVLink domain is not
+    # judged); "node" (--scope node) judges such a table against the NVLink floor, as an NVLink proof.
+    scope: str = SCOPE_FABRIC
+
+    def nvlink_domain_of(self, host: str) -> str:
+        """The NVLink domain `host` belongs to: its group's name, or the host's own name."""
+        return self.nvlink_domains.domain_of(host).name
 
 
 @dataclass(frozen=True)

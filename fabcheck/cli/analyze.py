@@ -15,6 +15,8 @@ from typing import TextIO
 from fabcheck.analyze import (
     ANALYZERS,
     PAIR_KINDS,
+    SCOPE_FABRIC,
+    SCOPES,
     Analysis,
     Options,
     analyze,
@@ -25,6 +27,7 @@ from fabcheck.checks.model import errored
 from fabcheck.errors import ParseError, UsageError
 from fabcheck.intent.loader import load_inventory
 from fabcheck.intent.model import FabricIntent, default_intent
+from fabcheck.intent.nvlink import NvlinkDomain, NvlinkPlan
 from fabcheck.report.model import EXIT_CODES_HELP, NodeKind, Run, Subject
 from fabcheck.report.outputs import add_output_arguments, check_report_paths, emit
 
@@ -95,6 +98,8 @@ examples:
   fabcheck analyze perftest ib_write_bw.txt --line-rate-gbps 400 --json
   fabcheck analyze topo gpu*/topo.txt --junit-xml topo.xml --html topo.html
   fabcheck analyze counters before.txt after.txt -i inventory/example
+  fabcheck analyze nccl-tests sendrecv.txt --nvlink-domain rack1=gpu01,gpu02 --nvlink-domain rack2=gpu03,gpu04
+  fabcheck analyze nccl-tests all_reduce-1node.txt --scope node
 """
 )
 
@@ -131,8 +136,57 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="leave a check out (its name, e.g. nccl.link_layer, or a prefix ending in '.'); repeatable. "
         "Otherwise a check that applies but finds no evidence makes the verdict error ('not judged', exit 3)",
     )
+    parser.add_argument(
+        "--nvlink-domain",
+        action="append",
+        default=[],
+        type=nvlink_domain,
+        metavar="NAME=HOST,HOST",
+        help="these hosts form one NVLink domain (a rack's trays); repeatable. A host in none is a domain "
+        "of its own",
+    )
+    parser.add_argument(
+        "--scope",
+        choices=SCOPES,
+        default=SCOPE_FABRIC,
+        help="nccl-tests: 'fabric' (default) judges a run as proof of the network, and a run whose ranks "
+        "are all in one host or NVLink domain is not judged (exit 3); 'node' judges such a run against "
+        "the NVLink floor, as an NVLink proof",
+    )
     add_output_arguments(parser, json_help="one JSON object per file, one per line")
     parser.set_defaults(func=run)
+
+
+def nvlink_domain(text: str) -> NvlinkDomain:
+    """argparse type: 'NAME=HOST,HOST' -> one declared NVLink domain (its IMEX addresses: the names)."""
+    name, sep, members = text.partition("=")
+    hosts = tuple(h.strip() for h in members.split(",") if h.strip())
+    if not sep or not name.strip() or not hosts:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected NAME=HOST,HOST (a domain name and its hosts), e.g. rack1=gpu01,gpu02"
+        )
+    if len(set(hosts)) != len(hosts):
+        twice = sorted({h for h in hosts if hosts.count(h) > 1})
+        raise argparse.ArgumentTypeError(f"{text!r}: {', '.join(twice)} named twice in one domain")
+    return NvlinkDomain(name.strip(), hosts, hosts)
+
+
+def nvlink_plan(declared: Iterable[NvlinkDomain]) -> NvlinkPlan:
+    """The domains given, refusing a domain name or a host given twice (one host, one NVLink domain)."""
+    domains: list[NvlinkDomain] = []
+    owner: dict[str, str] = {}
+    for domain in declared:
+        if any(d.name == domain.name for d in domains):
+            raise UsageError(f"NVLink domain {domain.name!r} given twice; expected each domain once")
+        for host in domain.hosts:
+            if host in owner:
+                raise UsageError(
+                    f"host {host!r} is in NVLink domains {owner[host]!r} and {domain.name!r}; expected one "
+                    "domain per host"
+                )
+            owner[host] = domain.name
+        domains.append(domain)
+    return NvlinkPlan(tuple(domains))
 
 
 def positive_gbps(text: str) -> float:
@@ -151,7 +205,12 @@ def positive_gbps(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     check_report_paths(args)
     intent = _intent(args)
-    options = Options(line_rate_gbps=args.line_rate_gbps, excluded_checks=tuple(args.skip_check))
+    options = Options(
+        line_rate_gbps=args.line_rate_gbps,
+        excluded_checks=tuple(args.skip_check),
+        nvlink_domains=nvlink_plan(args.nvlink_domain),
+        scope=args.scope,
+    )
     expected = f"expected {KIND_EXPECTS.get(args.kind, args.kind)}"
     if args.kind in PAIR_KINDS:
         return emit(analyze_run([_counters(args, intent, expected)]), args)

@@ -14,6 +14,10 @@ Values read (real samples: tests/data/real/host/INDEX.tsv):
 - ``Remapped Rows``: ``Pending`` (a remap waits for a GPU reset) and ``Remapping Failure Occurred``.
 - ``Retired Pages``: ``Pending Page Blacklist`` (a page waits for a reset to be retired; GPUs before
   Ampere, which have no row remapper).
+- ``Fabric``: the GPU's NVLink fabric registration (parsers/nvlink_records.GpuFabric): ``State``,
+  ``Status``, ``CliqueId``, ``ClusterUUID``, ``Health > Summary`` and ``Health > Bandwidth`` (real samples:
+  tests/data/real/nvlink/INDEX.tsv). A GPU without the section (drivers before it) has fabric None; a
+  section of ``N/A`` values (no NVLink fabric) is a GpuFabric of Nones.
 ``N/A`` (the GPU does not support it, or ECC is off) and a value the output does not show are None:
 the check tells "not shown" from "no".
 """
@@ -21,7 +25,7 @@ the check tells "not shown" from "no".
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -39,6 +43,9 @@ _GPU_HEADER = re.compile(r"^GPU (?P<bus>\S+)\s*$")
 _KEY_END = re.compile(r"(?<=\S)\s+:(?= |$)")
 
 _COUNT = re.compile(r"[0-9]{1,12}")  # an error counter (a longer "count" is damage, never a number)
+_CLIQUE_ID = re.compile(r"[0-9]{1,10}")  # nvmlGpuFabricInfo cliqueId is an unsigned int
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+FABRIC = "Fabric"
 VOLATILE = ("ECC Errors", "Volatile")
 # The volatile uncorrectable counters, by the names the drivers print (the module docstring).
 UNCORRECTABLE_COUNTERS = (
@@ -161,6 +168,29 @@ def _gpu(index: int, bus: str, values: Mapping[tuple[str, ...], str], source: st
         remap_pending=_flag(shown("Remapped Rows", "Pending"), "Yes", "No"),
         remap_failure=_flag(shown("Remapped Rows", "Remapping Failure Occurred"), "Yes", "No"),
         retirement_pending=_flag(pending_page, "Yes", "No"),
+        fabric=_fabric(bus, values, shown, source),
+    )
+
+
+def _fabric(
+    bus: str, values: Mapping[tuple[str, ...], str], shown: Callable[..., str | None], source: str
+) -> GpuFabric | None:
+    """The GPU's "Fabric" section; None when the output shows none (its values N/A -> None)."""
+    if not any(key[0] == FABRIC for key in values):
+        return None
+    clique = shown(FABRIC, "CliqueId")
+    if clique is not None and not _CLIQUE_ID.fullmatch(clique):
+        raise ParseError(f"GPU {bus}: Fabric CliqueId is {clique!r}, not a clique number", source=source)
+    uuid = shown(FABRIC, "ClusterUUID")
+    if uuid is not None and not _UUID.fullmatch(uuid):
+        raise ParseError(f"GPU {bus}: Fabric ClusterUUID is {uuid!r}, not a UUID", source=source)
+    return GpuFabric(
+        state=shown(FABRIC, "State"),
+        status=shown(FABRIC, "Status"),
+        clique_id=None if clique is None else int(clique),
+        cluster_uuid=None if uuid is None else uuid.lower(),
+        health_summary=shown(FABRIC, "Health", "Summary"),
+        bandwidth=shown(FABRIC, "Health", "Bandwidth"),
     )
 
 

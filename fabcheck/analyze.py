@@ -18,7 +18,7 @@ from fabcheck.checks.evidence import deselect, unjudged
 from fabcheck.checks.host.firmware import check_fwmanager_query
 from fabcheck.checks.model import Finding, errored, verdict
 from fabcheck.checks.nccl_log import check_nccl_log
-from fabcheck.checks.nccl_tests import check_nccl_tests
+from fabcheck.checks.nccl_tests import check_nccl_tests, floor_facts
 from fabcheck.checks.perftest import check_perftest
 from fabcheck.checks.topo import check_topo
 from fabcheck.desired.nic import desired_host
@@ -123,11 +123,13 @@ def _perftest(lines: Iterable[str], source: str, intent: FabricIntent, options: 
     return Analysis(source, "perftest", facts, tuple(check_perftest(run, intent, options.line_rate_gbps)))
 
 
-def _nccl_tests(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -> Analysis:
+def _nccl_tests(lines: Iterable[str], source: str, intent: FabricIntent, options: Options) -> Analysis:
     run = nccl_tests.parse_nccl_tests("".join(lines), source)
     facts = nccl_tests.nccl_tests_facts(run)
     facts["table"] = nccl_tests.nccl_tests_rows(run)
-    return Analysis(source, "nccl-tests", facts, tuple(check_nccl_tests(run, intent)))
+    facts.update(floor_facts(run, intent, options.nvlink_domain_of))
+    findings = check_nccl_tests(run, intent, options.nvlink_domain_of, options.scope == SCOPE_NODE)
+    return Analysis(source, "nccl-tests", facts, tuple(findings))
 
 
 def _mlxfwmanager(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -> Analysis:

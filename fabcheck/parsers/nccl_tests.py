@@ -58,11 +58,11 @@ _FAILURE = re.compile(r"\b(?:Test (?:NCCL |CUDA )?failure|NCCL failure)\s+\S+:[0
 # The op named in a file name ('all_reduce-2node.txt', 'allreduce_perf.log', 'all-gather.txt').
 _NAME_OPS = {
     "allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-    "alltoall": "alltoall", "broadcast": "broadcast", "sendrecv": "sendrecv",
+    "alltoall": "alltoall", "broadcast": "broadcast", "sendrecv": "sendrecv", "hypercube": "hypercube",
 }  # fmt: skip
 _NAME_OP = re.compile(
     r"(?<![a-z])(all[_-]?reduce|all[_-]?gather|reduce[_-]?scatter|all[_-]?to[_-]?all|"
-    r"broadcast|send[_-]?recv)(?![a-z])",
+    r"broadcast|send[_-]?recv|hyper[_-]?cube)(?![a-z])",
     re.IGNORECASE,
 )
 _REDUCING_OPS = {"sum", "prod", "min", "max", "avg", "mulsum", "premulsum"}
@@ -105,6 +105,7 @@ class NcclTestsRun:
     params: Mapping[str, str] = field(default_factory=dict)
     failures: tuple[str, ...] = ()  # 'Test NCCL failure ...' lines: the run aborted
     op_basis: str | None = None  # how op was told: banner, command line, busbw/algbw, file name
+    rank_hosts: tuple[str, ...] = ()  # rank r ran on rank_hosts[r]; empty unless every '# Rank' line printed
 
     @property
     def scope(self) -> str | None:
@@ -378,6 +379,7 @@ def _freeze(state: _State) -> NcclTestsRun:
         failures=tuple(state.failures),
         nranks=nranks,
         hosts=tuple(dict.fromkeys(host for host, _ in ranks)) if complete else (),
+        rank_hosts=tuple(host for host, _ in ranks) if complete else (),
         gpus=tuple(gpu for _, gpu in ranks),
         rows=rows,
         avg_busbw=state.avg_busbw,
@@ -438,6 +440,7 @@ _OP_FACTORS: dict[str, Callable[[int], float]] = {
     "broadcast": lambda n: 1.0,
     "reduce": lambda n: 1.0,
     "sendrecv": lambda n: 1.0,
+    "hypercube": lambda n: 1.0,  # algbw counts count x (n-1) bytes (src/hypercube.cu HyperCubeGetBw)
 }
 
 

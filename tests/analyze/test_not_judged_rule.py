@@ -65,7 +65,9 @@ def test_single_host_run_is_intra_node_not_fabric_proof() -> None:
     result = _analyze("nccl-tests", "all_gather-dranet-b200-1node-2gpu-elided.txt")
     assert result.facts["scope"] == "intra-node"
     busbw = next(f for f in result.findings if f.check == "nccl_tests.busbw")
-    assert busbw.status.value == "skip" and "no fabric proof" in busbw.actual
+    assert busbw.status.value == "error" and "no fabric proof" in busbw.actual
+    assert "--scope node" in busbw.hint
+    assert result.verdict == "error"  # exit 3: never a pass for a fabric intent
 
 
 def _finding(result, check: str):

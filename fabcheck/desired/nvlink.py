@@ -4,7 +4,13 @@ it must reach over NVLink rather than the network (docs/checks/nvlink.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from fabcheck.errors import IntentError
+from fabcheck.intent.model import NvlinkIntent
+from fabcheck.intent.nvlink import NvlinkPlan
 
 PAIR_NVLINK = "nvlink"  # both ranks in one NVLink domain: NCCL must use P2P (MNNVL across trays) or NVLS
 PAIR_NETWORK = "network"  # different domains: NCCL must use NET over IB/RoCE (GDRDMA where required)
@@ -37,3 +43,58 @@ class DesiredNvlinkHost:
         """How this host must reach `peer`: PAIR_NVLINK inside the domain (itself included), else
         PAIR_NETWORK."""
         return PAIR_NVLINK if peer == self.host or peer in self.members else PAIR_NETWORK
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the nvlink role reads it (filter fabcheck_nvlink_host): the IMEX node list is
+        `addresses`, one a line."""
+        return {
+            "host": self.host,
+            "domain": self.domain,
+            "members": list(self.members),
+            "addresses": list(self.addresses),
+            "gpus": self.gpus,
+            "links_per_gpu": self.links_per_gpu,
+            "link_gbytes": self.link_gbytes,
+            "imex": self.imex,
+            "fabric_manager": self.fabric_manager,
+            "busbw_min_fraction": self.busbw_min_fraction,
+        }
+
+
+def desired_nvlink_host(intent: NvlinkIntent, plan: NvlinkPlan, host: str) -> DesiredNvlinkHost:
+    """Pure: what `host` must show, from the fleet's nvlink intent and the inventory's domains. A host in
+    no domain is one of its own (an HGX server): no peer over NVLink, no IMEX node list."""
+    domain = plan.domain_of(host)
+    return DesiredNvlinkHost(
+        host=host,
+        domain=domain.name,
+        members=domain.hosts,
+        addresses=domain.addresses,
+        gpus=intent.gpus,
+        links_per_gpu=intent.links_per_gpu,
+        link_gbytes=intent.link_gbytes,
+        imex=intent.imex,
+        fabric_manager=intent.fabric_manager,
+        busbw_min_fraction=intent.busbw_min_fraction,
+    )
+
+
+def desired_nvlink(
+    intents: Mapping[str, NvlinkIntent], plan: NvlinkPlan, hosts: Iterable[str]
+) -> dict[str, DesiredNvlinkHost]:
+    """Pure: each of `hosts`' desired NVLink state. `intents` holds every GPU host's nvlink intent (the
+    whole inventory, so a domain is judged whole even when --limit plans part of it); one domain has
+    one intent: two members that differ are an IntentError naming both."""
+    problems = []
+    for domain in plan.domains:
+        known = [name for name in domain.hosts if name in intents]
+        for name in known[1:]:
+            if intents[name] != intents[known[0]]:
+                problems.append(
+                    f"NVLink domain {domain.name}: {known[0]} and {name} resolve different "
+                    f"fabric_intent.nvlink ({intents[known[0]]!r} and {intents[name]!r}); "
+                    "one domain has one intent"
+                )
+    if problems:
+        raise IntentError(problems)
+    return {host: desired_nvlink_host(intents[host], plan, host) for host in hosts if host in intents}

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from fabcheck.desired.ib import DesiredIbFabric, desired_ib_fabric
 from fabcheck.desired.nccl import DesiredNcclHost, desired_nccl_host
 from fabcheck.desired.nic import DesiredHost, DesiredNic, desired_host
-from fabcheck.desired.nvlink import DesiredNvlinkHost
+from fabcheck.desired.nvlink import DesiredNvlinkHost, desired_nvlink
 from fabcheck.desired.perftest import DesiredPerftest, desired_perftest
 from fabcheck.desired.sm import DesiredSubnetManager, desired_subnet_manager
 from fabcheck.desired.switch import DesiredSwitch, desired_switch
@@ -121,7 +121,10 @@ def plan_gate(
         else ()
     )
     # The IB plan stays whole: the ib stage reads the whole fabric from one node, whatever --limit says.
-    narrowed = Fabric(tuple(s for s in fabric.switches if s.name in switches), links, fabric.ib)
+    # So do the NVLink domains: a planned host's peers over NVLink are its whole domain's.
+    narrowed = Fabric(
+        tuple(s for s in fabric.switches if s.name in switches), links, fabric.ib, fabric.nvlink
+    )
     if not judged:
         scope = "" if limit is None else f" matching --limit {limit!r}"
         raise UsageError(f"no GPU host (group {GPU_HOSTS}) or switch{scope} to check in {inventory.source}")
@@ -170,6 +173,13 @@ def desired_of(
             subnet_managers=[entry.name for entry in inventory.group(SUBNET_MANAGERS)],
             gpu_hosts=[entry.name for entry in inventory.group(GPU_HOSTS)],
             counter_window_s=window,
+        ),
+        MappingProxyType(
+            desired_nvlink(
+                {entry.name: entry.intent.nvlink for entry in inventory.group(GPU_HOSTS)},
+                fabric.nvlink,
+                by_host,
+            )
         ),
     )
 

@@ -25,6 +25,7 @@ from fabcheck.intent.ib_fabric import (
     read_ib_plan,
 )
 from fabcheck.intent.model import NIC_NAME_PATTERN, FabricIntent, is_safe_nic_name
+from fabcheck.intent.nvlink import NVLINK_ADDRESS_VAR, GroupTree, NvlinkPlan, group_tree, read_nvlink_plan
 from fabcheck.intent.platforms import PLATFORM_GROUP_PREFIX, PLATFORMS, Platform
 
 GPU_HOSTS = "gpu_hosts"
@@ -75,6 +76,7 @@ class Fabric:
     switches: tuple[Switch, ...]
     links: tuple[Link, ...]
     ib: IbPlan = field(default_factory=IbPlan)  # InfiniBand switches and cables (intent.ib_fabric)
+    nvlink: NvlinkPlan = field(default_factory=NvlinkPlan)  # NVLink domains (intent.nvlink)
 
     def switch(self, name: str) -> Switch:
         for switch in self.switches:
@@ -97,11 +99,18 @@ class InventoryNode:
     intent: FabricIntent | None = None  # the host's validated intent, when the caller has it
 
 
-def read_fabric(nodes: Sequence[InventoryNode], where: Where, *, secrets_checked: bool = True) -> Fabric:
+def read_fabric(
+    nodes: Sequence[InventoryNode],
+    where: Where,
+    *,
+    secrets_checked: bool = True,
+    groups: GroupTree | None = None,
+) -> Fabric:
     """Switches and cabling of an inventory; IntentError listing every problem at once.
 
     `secrets_checked=False` for variables that are already templated (a vaulted value is plain text
-    by then), where the plain-text-password rule cannot be told apart from a decrypted secret."""
+    by then), where the plain-text-password rule cannot be told apart from a decrypted secret.
+    `groups`: the inventory's group hierarchy, where the NVLink domains are read from (None: not read)."""
     problems: list[str] = []
     switches = [
         s
@@ -119,10 +128,12 @@ def read_fabric(nodes: Sequence[InventoryNode], where: Where, *, secrets_checked
         problems += _uncabled_rails(ethernet, links, where)
     ib, ib_problems = read_ib_plan(nodes, where)
     problems += ib_problems
+    nvlink, nvlink_problems = read_nvlink_plan(nodes, where, groups)
+    problems += nvlink_problems
     problems += _subnet_manager_problems(nodes, where)
     if problems:
         raise IntentError(problems)
-    return Fabric(tuple(sorted(switches, key=lambda s: s.name)), tuple(links), ib)
+    return Fabric(tuple(sorted(switches, key=lambda s: s.name)), tuple(links), ib, nvlink)
 
 
 def _is_switch(node: InventoryNode) -> bool:
@@ -434,6 +445,7 @@ TEMPLATED_VARS = (
     DESCRIPTION_VAR,
     PORT_COUNT_VAR,
     HOSTNAME_VAR,
+    NVLINK_ADDRESS_VAR,
 )
 
 
@@ -464,4 +476,6 @@ def fabric_of(inventory: Any) -> Fabric:
     errors name the file and line of the offending value."""
     from fabcheck.intent.loader import where_of  # the loader imports this module
 
-    return read_fabric(inventory_nodes(inventory.hosts), where_of)
+    manager = getattr(inventory, "manager", None)
+    groups = group_tree(manager) if manager is not None else None
+    return read_fabric(inventory_nodes(inventory.hosts), where_of, groups=groups)

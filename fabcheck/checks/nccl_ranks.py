@@ -14,9 +14,10 @@ from dataclasses import replace
 from typing import Any
 
 from fabcheck.checks.declare import ROCE, Check
+from fabcheck.checks.evidence import not_judged
 from fabcheck.checks.model import Finding, Measure, errored, failed, passed, skipped
 from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
-from fabcheck.desired.nccl import DesiredNcclHost, DesiredNcclJob
+from fabcheck.desired.nccl import PROOF_NVLINK, DesiredNcclHost, DesiredNcclJob
 from fabcheck.parsers.nccl_ranks import NetChannel, Quote, RankFacts
 from fabcheck.parsers.nccl_tests import NcclTestsRun
 from fabcheck.parsers.topo import TopoMatrix
@@ -344,11 +345,23 @@ def _env_value(
 
 
 def check_busbw(run: NcclTestsRun | None, job: DesiredNcclJob, subject: str) -> Finding:
-    """The job's all_reduce busbw at its largest size against the intent's floor."""
-    expected = f">= {job.busbw_floor_gbytes:.2f} GB/s busbw at >= {job.min_bytes} B ({job.floor_basis})"
+    """The job's all_reduce busbw at its largest size against its floor: the network's across NVLink
+    domains (a fabric proof), NVLink's inside one domain (an NVLink proof, never a fabric proof)."""
+    proof = "; an NVLink proof, not a fabric proof" if job.proof == PROOF_NVLINK else ""
+    expected = (
+        f">= {job.busbw_floor_gbytes:.2f} GB/s busbw at >= {job.min_bytes} B ({job.floor_basis}{proof})"
+    )
     if run is None or not run.rows:
         return errored(
             BUSBW, subject, expected, "rank 0 printed no nccl-tests table", "read the run's output"
+        )
+    if not job.floor_known:
+        return not_judged(
+            BUSBW,
+            subject,
+            f"busbw >= the NVLink floor at >= {job.min_bytes} B ({job.floor_basis})",
+            "every host in one NVLink domain and the intent gives no NVLink rate: no floor to judge",
+            "set fabric_intent.nvlink.link_gbytes (and links_per_gpu), or plan hosts of two domains",
         )
     largest = max(run.rows, key=lambda row: row.bytes)
     busbw = max(largest.oop_busbw, largest.ip_busbw or 0.0)
@@ -364,8 +377,11 @@ def check_busbw(run: NcclTestsRun | None, job: DesiredNcclJob, subject: str) -> 
             subject,
             expected,
             actual,
-            "below the floor: read this stage's transport, GDR and rail findings, then per-NIC perftest and "
-            "the PFC/ECN counters",
+            "below the NVLink floor: read host.nvlink, host.nvlink_fabric and host.imex, and the channels "
+            "this stage read (P2P/MNNVL or NVLS expected inside the domain)"
+            if job.proof == PROOF_NVLINK
+            else "below the floor: read this stage's transport, GDR and rail findings, then per-NIC "
+            "perftest and the PFC/ECN counters",
         )
     else:
         found = passed(BUSBW, subject, expected, actual)

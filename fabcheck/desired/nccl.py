@@ -3,9 +3,10 @@ traffic class) and per job (the environment the ranks get, the sizes run, the bu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from fabcheck.desired.nvlink import DesiredNvlinkHost
 from fabcheck.errors import FabcheckError
 from fabcheck.intent.model import GPU_NIC_LINK_CLASSES, FabricIntent
 
@@ -67,6 +68,75 @@ def job_busbw_floor(intents: Sequence[tuple[str, FabricIntent]]) -> tuple[float,
     return fraction * slowest.gbytes, basis, slowest.host
 
 
+PROOF_FABRIC = "fabric"  # the job crossed the network: its busbw proves the NICs and switches
+PROOF_NVLINK = "nvlink"  # every host in one NVLink domain: its busbw proves NVLink only
+
+
+@dataclass(frozen=True)
+class JobFloor:
+    """A job's all_reduce floor across its NVLink domains (fabcheck.desired.collectives' ring rule)."""
+
+    gbytes: float | None  # None: one NVLink domain whose intent gives no per-link rate
+    basis: str
+    bounding: str  # the host, or the domain, whose links set the floor
+    proof: str  # PROOF_FABRIC or PROOF_NVLINK
+
+
+def domain_job_floor(
+    intents: Sequence[tuple[str, FabricIntent]], nvlink: Mapping[str, DesiredNvlinkHost]
+) -> JobFloor:
+    """A ring all_reduce over NVLink domains sends, from each domain, one rank's busbw-counted bytes
+    through all the domain's NICs: busbw <= the slowest domain's NIC sum (README "busbw floors per
+    collective"). Every host its own domain: the slowest node's NICs (job_busbw_floor). All hosts in one
+    domain: nothing crosses the network, the floor is NVLink's (nvlink.busbw_min_fraction x links x
+    GB/s), and the run is an NVLink proof. Across domains, an NVLink floor below the network's bounds it."""
+    domain_of = {host: nvlink[host].domain if host in nvlink else host for host, _ in intents}
+    members: dict[str, list[tuple[str, FabricIntent]]] = {}
+    for host, intent in intents:
+        members.setdefault(domain_of[host], []).append((host, intent))
+    nvlink_floor = _nvlink_floor([nvlink[host] for host, _ in intents if host in nvlink])
+    if len(members) == 1:
+        domain = next(iter(members))
+        if nvlink_floor is None:
+            return JobFloor(None, f"NVLink domain {domain}: no nvlink.link_gbytes", domain, PROOF_NVLINK)
+        return JobFloor(nvlink_floor[0], nvlink_floor[1], domain, PROOF_NVLINK)
+    if all(len(hosts) == 1 for hosts in members.values()):
+        floor, basis, bounding = job_busbw_floor(intents)
+    else:
+        fraction = intents[0][1].performance.nccl_busbw_min_fraction
+        sums = {
+            domain: sum(physical_limit_gbytes(node_nics(i), i.link.speed_gbps) for _, i in hosts)
+            for domain, hosts in members.items()
+        }
+        bounding = min(sums, key=lambda domain: sums[domain])
+        hosts = members[bounding]
+        floor = fraction * sums[bounding]
+        basis = (
+            f"{fraction:.0%} of NVLink domain {bounding}'s NIC sum ({len(hosts)} hosts: "
+            + ", ".join(f"{host} {node_nics(i)} NICs x {i.link.speed_gbps:g} Gb/s" for host, i in hosts)
+            + ")"
+        )
+    if nvlink_floor is not None and nvlink_floor[0] < floor:
+        return JobFloor(nvlink_floor[0], nvlink_floor[1], bounding, PROOF_FABRIC)
+    return JobFloor(floor, basis, bounding, PROOF_FABRIC)
+
+
+def _nvlink_floor(hosts: Sequence[DesiredNvlinkHost]) -> tuple[float, str] | None:
+    """The lowest NVLink floor among hosts whose intent gives the links' rate (None: none does)."""
+    floors = [
+        (h.busbw_min_fraction * h.gpu_gbytes, h)
+        for h in hosts
+        if h.gpus is not None and h.gpu_gbytes is not None
+    ]
+    if not floors:
+        return None
+    gbytes, host = min(floors, key=lambda pair: pair[0])
+    return gbytes, (
+        f"NVLink: {host.busbw_min_fraction:.0%} of {host.links_per_gpu} links x {host.link_gbytes:g} GB/s "
+        "per GPU"
+    )
+
+
 @dataclass(frozen=True)
 class DesiredNcclHost:
     host: str
@@ -102,16 +172,21 @@ class DesiredNcclJob:
     min_bytes: int
     busbw_floor_gbytes: float
     floor_basis: str  # how the floor was computed, for the finding's "expected"
-    bounding_host: str = ""  # the node whose NICs set the floor (the slowest one)
+    bounding_host: str = ""  # the node (or NVLink domain) whose links set the floor (the slowest one)
+    proof: str = PROOF_FABRIC  # PROOF_NVLINK: every host in one NVLink domain, nothing crossed the network
+    floor_known: bool = True  # False: one NVLink domain without a per-link rate, so busbw is not judged
 
     @property
     def env(self) -> dict[str, str]:
         return dict(self.env_pairs)
 
 
-def desired_nccl_job(intents: Sequence[tuple[str, FabricIntent]]) -> DesiredNcclJob:
+def desired_nccl_job(
+    intents: Sequence[tuple[str, FabricIntent]], nvlink: Mapping[str, DesiredNvlinkHost] | None = None
+) -> DesiredNcclJob:
     """One job over these hosts. Values the launcher passes to every rank alike (GID index, traffic
-    class) and the floor must agree between the hosts: a disagreement names both hosts."""
+    class) and the floor must agree between the hosts: a disagreement names both hosts. `nvlink` (the
+    plan's GateDesired.nvlink) places the hosts in NVLink domains; without it each is its own."""
     if not intents:
         raise FabcheckError("an NCCL job needs at least one host")
     first_host, first = intents[0]
@@ -123,7 +198,7 @@ def desired_nccl_job(intents: Sequence[tuple[str, FabricIntent]]) -> DesiredNccl
                     "passes one value to every rank"
                 )
     perf = first.performance
-    floor, basis, bounding = job_busbw_floor(intents)
+    floor = domain_job_floor(intents, nvlink or {})
     env = list(DEBUG_ENV)
     desired = desired_nccl_host(first, first_host)
     if desired.gid_index is not None:
@@ -146,9 +221,11 @@ def desired_nccl_job(intents: Sequence[tuple[str, FabricIntent]]) -> DesiredNccl
             "1",
         ),
         min_bytes=perf.nccl_min_bytes,
-        busbw_floor_gbytes=floor,
-        floor_basis=basis,
-        bounding_host=bounding,
+        busbw_floor_gbytes=floor.gbytes or 0.0,
+        floor_basis=floor.basis,
+        bounding_host=floor.bounding,
+        proof=floor.proof,
+        floor_known=floor.gbytes is not None,
     )
 
 

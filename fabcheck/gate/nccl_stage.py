@@ -223,7 +223,7 @@ class NcclStage:
             return StageOutcome(self.name, nodes)
         topologies = topologies_of(context)
         per_host = ranks_per_host(entries, topologies)
-        job = desired_nccl_job([(e.name, e.intent) for e in entries])
+        job = desired_nccl_job([(e.name, e.intent) for e in entries], context.plan.desired.nvlink)
         user = user_nccl_env(self.environ())
         config = launcher_config(entries)
         left = context.seconds_left("the NCCL job started")

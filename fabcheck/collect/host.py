@@ -27,6 +27,7 @@ from fabcheck.parsers.ethtool_tunable import TUNABLE, parse_pfc_prevention_tout
 from fabcheck.parsers.flint import parse_flint
 from fabcheck.parsers.gpudirect import NVIDIA_MODULE, parse_kernel_release, parse_module_license
 from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
+from fabcheck.parsers.imex import parse_imex_nodes_config, parse_imex_status
 from fabcheck.parsers.kernel_log import parse_xid_events
 from fabcheck.parsers.lspci import parse_lspci
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
@@ -39,6 +40,7 @@ from fabcheck.parsers.nic_persist import (
     parse_unit_state,
 )
 from fabcheck.parsers.nvidia_smi_q import parse_nvidia_smi_q
+from fabcheck.parsers.nvlink import parse_active_state, parse_nvlink_status
 from fabcheck.parsers.pcie_sysfs import aer_answer, parse_cmdline, parse_iommu_group_type
 from fabcheck.parsers.show_gids import parse_show_gids
 from fabcheck.parsers.topo import parse_topo
@@ -106,6 +108,17 @@ AER_FILES = tuple(f"{PCI_DEVICES}/*/aer_dev_{severity}" for severity in ("correc
 # the kernel log since boot, as far back as the ring buffer holds it.
 NVIDIA_SMI_Q = "nvidia_smi_q"
 KERNEL_LOG = "kernel_log"
+# NVLink domains (docs/checks/nvlink.md): each GPU's NVLinks, the IMEX daemon of a multi-node NVLink
+# domain (its unit, the node list it read at start-up, the domain as it sees it) and fabric manager on
+# NVSwitch baseboards. `systemctl is-active` exits non-zero for every state but active: an answer.
+NVLINK_STATUS = "nvlink_status"
+IMEX_ACTIVE = "imex_active"
+IMEX_NODES = "imex_nodes"
+IMEX_STATUS = "imex_status"
+FABRIC_MANAGER_ACTIVE = "fabric_manager_active"
+IMEX_UNIT = "nvidia-imex"
+IMEX_NODES_CONFIG = "/etc/nvidia-imex/nodes_config.cfg"
+FABRIC_MANAGER_UNIT = "nvidia-fabricmanager"
 
 
 def module_answer(parse: Callable[[str, str], Any]) -> Callable[[int, str, str, str], Any]:
@@ -219,6 +232,18 @@ HOST_PROBES: tuple[HostProbe, ...] = (
     ),
     HostProbe(NVIDIA_SMI_Q, "host", ("nvidia-smi", "-q"), parse_nvidia_smi_q),
     HostProbe(KERNEL_LOG, "host", ("dmesg",), parse_xid_events),
+    HostProbe(NVLINK_STATUS, "host", ("nvidia-smi", "nvlink", "-s"), parse_nvlink_status),
+    HostProbe(IMEX_ACTIVE, "host", ("systemctl", "is-active", IMEX_UNIT), parse_active_state, "answer"),
+    # An absent file (no IMEX configured) is an Unreadable record: cat's exit and its complaint.
+    HostProbe(IMEX_NODES, "host", ("cat", IMEX_NODES_CONFIG), parse_imex_nodes_config),
+    HostProbe(IMEX_STATUS, "host", ("nvidia-imex-ctl", "-N"), parse_imex_status, optional=True),
+    HostProbe(
+        FABRIC_MANAGER_ACTIVE,
+        "host",
+        ("systemctl", "is-active", FABRIC_MANAGER_UNIT),
+        parse_active_state,
+        "answer",
+    ),
 )
 PROBES_BY_NAME: Mapping[str, HostProbe] = {probe.name: probe for probe in HOST_PROBES}
 

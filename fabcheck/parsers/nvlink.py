@@ -87,3 +87,31 @@ def _rate(value: str, gpu: int, link: int, source: str, number: int) -> float | 
             line=number,
         )
     return float(rate["gbytes"])
+
+
+# `systemctl is-active UNIT` prints one of systemd's unit active states
+# (systemd/systemd:src/basic/unit-def.c@84a182811dfef46220a9b04a36538cfee19ee891 unit_active_state_table)
+# and exits non-zero for every state but active; every such word is an answer. "unknown" is not in that
+# table: older systemctl printed it for a unit it could not load (unverified, kept as an answer).
+ACTIVE_STATES = (
+    "active",
+    "reloading",
+    "inactive",
+    "failed",
+    "activating",
+    "deactivating",
+    "maintenance",
+    "refreshing",
+    "unknown",
+)
+
+
+def parse_active_state(rc: int, stdout: str, stderr: str, source: str) -> str:
+    """`systemctl is-active UNIT` read as an answer (nvidia-imex, nvidia-fabricmanager): its state word
+    whatever the exit status; output that holds no such word (systemctl missing, a bus error) raises
+    ParseError naming what it said."""
+    words = stdout.split()
+    if len(words) == 1 and words[0] in ACTIVE_STATES:
+        return words[0]
+    said = (stderr.strip() or stdout.strip() or f"exit {rc}").splitlines()[-1]
+    raise ParseError(f"no unit state in the output (exit {rc}: {said[:200]})", source=source)

@@ -42,7 +42,7 @@ from fabcheck.parsers.nic_persist import CONFIG_FORMAT
 from fabcheck_lab.mockhost import MockNodePaths, prepare_node
 from fabcheck_lab.mockhost import layout as mock_layout
 from fabcheck_lab.mockhost.tools import dispatch
-from fabcheck_lab.mockhost.tools.common import Node, ToolError
+from fabcheck_lab.mockhost.tools.common import Delegate, Node, ToolError
 from tests.roles.roce_host_code import apply_code
 
 HOST = "gpu01"
@@ -142,6 +142,11 @@ def _section(mock: MockHost, argv: list[str]) -> Section:
                 return Section(0, mock.sysfs(path).read_text())
             except FileNotFoundError:
                 return Section(1, "", f"cat: {path}: No such file or directory\n")
+    if argv[:2] == ["systemctl", "is-active"]:
+        try:
+            return Section(*mock.run(argv))
+        except Delegate:  # a unit the node does not define (no IMEX here): systemctl's answer for it
+            return Section(3, "inactive\n")
     if argv[:4] == ["grep", "-r", "-H", ""]:
         folder = mock.sysfs(argv[4])
         lines = [

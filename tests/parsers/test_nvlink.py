@@ -10,7 +10,7 @@ import pytest
 from hostile import parse_or_refuse_tests
 
 from fabcheck.errors import ParseError
-from fabcheck.parsers.nvlink import parse_nvlink_status
+from fabcheck.parsers.nvlink import parse_active_state, parse_nvlink_status
 
 NVLINK = Path(__file__).resolve().parents[1] / "data" / "real" / "nvlink"
 H100 = (NVLINK / "nvidia-smi-nvlink-s-h100-2gpu-excerpt.txt").read_text()
@@ -77,3 +77,15 @@ def test_damaged_output_is_refused_naming_the_line(text: str, message: str) -> N
 test_mutations_parse_or_refuse, test_hostile_text_parses_or_refuses = parse_or_refuse_tests(
     parse_nvlink_status, [H100, GB200, V100]
 )
+
+
+@pytest.mark.parametrize(("rc", "word"), [(0, "active"), (3, "inactive"), (3, "failed"), (3, "activating")])
+def test_is_active_reads_the_state_word_whatever_the_exit(rc: int, word: str) -> None:
+    assert parse_active_state(rc, word + "\n", "", "systemctl is-active nvidia-imex") == word
+
+
+def test_is_active_without_a_state_word_is_refused_naming_what_it_said() -> None:
+    with pytest.raises(ParseError, match="Failed to connect to bus"):
+        parse_active_state(1, "", "Failed to connect to bus: No such file or directory\n", "is-active")
+    with pytest.raises(ParseError, match="no unit state"):
+        parse_active_state(0, "running\n", "", "is-active")

@@ -52,6 +52,11 @@ def test_hgx_h100_completed_with_a_zero_uuid_on_every_gpu() -> None:
     query = parse_nvidia_smi_q(HGX_H100, "hgx")
     assert query.driver_version == "565.57.01"
     assert len(query.gpus) == 8
+    first = query.gpus[0]
+    # the health values host.gpu_health reads, from a real H100 (driver 565 prints the 535 layout)
+    assert (first.bus_id, first.name) == ("0000:18:00.0", "NVIDIA H100 80GB HBM3")
+    assert (first.persistence_mode, first.ecc_enabled, first.remap_pending) == (True, True, False)
+    assert first.uncorrectable_total == 0 and "SRAM Uncorrectable Parity" in first.volatile_uncorrectable
     for gpu in query.gpus:
         assert gpu.fabric == GpuFabric("Completed", "Success", 0, ZERO_UUID, None, None)
         assert gpu.fabric.domain_key is None  # single-node HGX: no multi-node domain to key

@@ -25,7 +25,8 @@ from fabcheck.analyze import (
 )
 from fabcheck.checks.model import errored
 from fabcheck.errors import ParseError, UsageError
-from fabcheck.intent.loader import load_inventory
+from fabcheck.intent.fabric import fabric_of
+from fabcheck.intent.loader import Inventory, load_inventory
 from fabcheck.intent.model import FabricIntent, default_intent
 from fabcheck.intent.nvlink import NvlinkDomain, NvlinkPlan
 from fabcheck.report.model import EXIT_CODES_HELP, NodeKind, Run, Subject
@@ -204,11 +205,12 @@ def positive_gbps(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     check_report_paths(args)
-    intent = _intent(args)
+    inventory = load_inventory(args.inventory) if args.inventory else None
+    intent = _intent(args, inventory)
     options = Options(
         line_rate_gbps=args.line_rate_gbps,
         excluded_checks=tuple(args.skip_check),
-        nvlink_domains=nvlink_plan(args.nvlink_domain),
+        nvlink_domains=nvlink_plan([*_inventory_domains(args.kind, inventory), *args.nvlink_domain]),
         scope=args.scope,
     )
     expected = f"expected {KIND_EXPECTS.get(args.kind, args.kind)}"
@@ -256,13 +258,24 @@ def _counters(args: argparse.Namespace, intent: FabricIntent, expected: str) -> 
         return _unreadable(args, err.source, f"cannot read it as ethtool -S: {err.message}", line=err.line)
 
 
-def _intent(args: argparse.Namespace) -> FabricIntent:
-    if not args.inventory:
+def _intent(args: argparse.Namespace, inventory: Inventory | None) -> FabricIntent:
+    if inventory is None:
         if args.host:
             raise UsageError("--host needs an inventory; expected -i INVENTORY with that host")
         return default_intent()
-    inventory = load_inventory(args.inventory)
     return inventory.host(args.host).intent if args.host else inventory.intent
+
+
+# The analyzers that place ranks in NVLink domains (pair classes, busbw floors).
+DOMAIN_KINDS = ("nccl-tests", "nccl-log")
+
+
+def _inventory_domains(kind: str, inventory: Inventory | None) -> tuple[NvlinkDomain, ...]:
+    """The -i inventory's NVLink domains (child groups of nvlink_domains), for the kinds that use them;
+    an inventory whose domains are wrong (a host in two) is refused as `intent check` refuses it."""
+    if inventory is None or kind not in DOMAIN_KINDS:
+        return ()
+    return fabric_of(inventory).nvlink.domains
 
 
 def _lines(name: str) -> Iterator[str]:

@@ -154,3 +154,29 @@ def test_the_cli_exits_3_for_a_one_host_table_and_0_with_scope_node(tmp_path, ca
     inventory_free = ["analyze", "nccl-tests", str(path), "--scope", "node"]
     assert main(inventory_free) == 3  # the default intent gives no NVLink rate: still not judged
     capsys.readouterr()
+
+
+def test_the_inventorys_nvlink_domains_place_the_ranks(tmp_path, capsys) -> None:
+    # inventory/example-nvl: nvl_rack1 = tray01, tray02; nvl_rack2 = tray03, tray04.
+    inside = tmp_path / "all_gather-rack1.txt"
+    inside.write_text(table("all_gather", ["tray01"] * 4 + ["tray02"] * 4, 900.0))
+    assert main(["analyze", "nccl-tests", str(inside), "-i", "inventory/example-nvl", "--json"]) == 3
+    assert "every rank in NVLink domain nvl_rack1 (tray01, tray02)" in capsys.readouterr().out
+    across = tmp_path / "all_gather-2racks.txt"
+    across.write_text(
+        table("all_gather", [h for h in ("tray01", "tray02", "tray03", "tray04") for _ in range(4)], 1.0)
+    )
+    assert main(["analyze", "nccl-tests", str(across), "-i", "inventory/example-nvl", "--json"]) == 1
+    out = capsys.readouterr().out
+    assert '"domains": 2' in out and '"ranks_per_domain": 8' in out and "2 hosts x" in out
+    # A host given again on the command line is in two domains: refused.
+    argv = [
+        "analyze",
+        "nccl-tests",
+        str(across),
+        "-i",
+        "inventory/example-nvl",
+        "--nvlink-domain",
+        "x=tray01",
+    ]
+    assert main(argv) == 2

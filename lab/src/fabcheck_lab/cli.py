@@ -72,7 +72,12 @@ def register(subparsers: Any) -> None:
     commands = lab.add_subparsers(dest="lab_command", required=True)
 
     up = commands.add_parser("up", help="start the lab (no-op when the same lab is already up)")
-    up.add_argument("--profile", choices=("roce", "ib"), default="roce", help="roce (default) or ib fabric")
+    up.add_argument(
+        "--profile",
+        choices=("roce", "ib", "nvl"),
+        default="roce",
+        help="roce (default) or ib fabric; nvl: GB200-like trays, 2 per NVLink domain, on RoCE",
+    )
     up.add_argument("--hosts", type=count_in(1, MAX_HOST_NODES), default=4, metavar="N", help=HOSTS_HELP)
     up.add_argument("--switches", type=count_in(0, MAX_SWITCHES), metavar="N",
                     help=f"mock switches, 0..{MAX_SWITCHES} (roce: Ethernet, default 2; ib: InfiniBand "

@@ -14,9 +14,10 @@ from typing import Any
 import yaml
 
 from fabcheck.intent.loader import MAX_LINK_VAR
+from fabcheck.intent.nvlink import NVLINK_ADDRESS_VAR, NVLINK_DOMAINS_GROUP
 from fabcheck_lab import ib_lab
 from fabcheck_lab.cabling import plan_links
-from fabcheck_lab.mockhost.profiles import rails_for
+from fabcheck_lab.mockhost.profiles import nvl_domain_of, rails_for
 from fabcheck_lab.mockswitch.spec import SWITCH_PLATFORMS
 from fabcheck_lab.state import LabPaths, LabState, NodeRecord, write_atomic
 
@@ -103,6 +104,18 @@ def _switch_groups(paths: LabPaths, switches: Iterable[NodeRecord]) -> dict[str,
     return {"switches": {"children": children, "vars": shared}}
 
 
+def nvlink_domain_groups(hosts: Iterable[NodeRecord]) -> dict[str, Any]:
+    """The nvl profile's NVLink domains: group nvlink_domains, one child group per domain (nvl_rack1, ...)
+    holding its trays, each with its IMEX address (nvlink_address: the node's own address, where its
+    mock nvidia-imex listens)."""
+    children: dict[str, Any] = {}
+    for node in hosts:
+        if node.profile == "nvl":
+            group = f"nvl_rack{nvl_domain_of(node.index) + 1}"
+            children.setdefault(group, {"hosts": {}})["hosts"][node.name] = {NVLINK_ADDRESS_VAR: node.address}
+    return {NVLINK_DOMAINS_GROUP: {"children": children}} if children else {}
+
+
 def inventory_document(paths: LabPaths, state: LabState) -> dict[str, Any]:
     gpu_hosts = [n for n in state.host_nodes() if n.group == "gpu_hosts"]
     links = plan_links(
@@ -116,10 +129,9 @@ def inventory_document(paths: LabPaths, state: LabState) -> dict[str, Any]:
     children.update(_switch_groups(paths, state.switch_nodes()))
     if fabric is not None:
         children.update(ib_lab.inventory_groups(fabric))
-    # inventory/lab/group_vars picks the RoCE or the InfiniBand intent from this variable.
-    return {
-        "all": {"vars": {"lab_fabric_kind": "ib" if state.profile == "ib" else "roce"}, "children": children}
-    }
+    children.update(nvlink_domain_groups(state.host_nodes()))
+    # inventory/lab/group_vars picks the RoCE, InfiniBand or NVL intent from this variable.
+    return {"all": {"vars": {"lab_fabric_kind": state.profile}, "children": children}}
 
 
 def write_inventory(paths: LabPaths, state: LabState) -> Path:

@@ -35,7 +35,7 @@ from fabcheck_lab.state import (
 )
 
 DEFAULT_HOSTS = 4
-DEFAULT_SWITCHES = {"roce": 2, "ib": 0}
+DEFAULT_SWITCHES = {"roce": 2, "ib": 0, "nvl": 2}
 NETWORK_MODES = ("lo",)
 SUPERVISOR_START_S = 10.0  # it only has to import and record its pid
 MAX_RTT_MS = 1000.0

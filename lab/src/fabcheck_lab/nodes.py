@@ -29,6 +29,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 SWITCH_PLATFORM_CYCLE = ("nvue", "sonic", "eos")
 SWITCH_USERS = {"nvue": "cumulus", "sonic": "admin", "eos": "admin"}
 SWITCH_PORT_COUNT = 32
+LAB_PROFILES = {"roce": "rail8", "ib": "ib", "nvl": "nvl"}  # lab profile -> its GPU hosts' profile
 # Directories a node needs next to MockNodePaths (upper, state, sys_class).
 NODE_DIRS = ("upper", "state", "sys_class", "work", "merged", "home")
 
@@ -60,12 +61,13 @@ def _numbered(prefix: str, count: int) -> list[str]:
 def plan_nodes(profile: str, hosts: int, switches: int) -> list[NodeRecord]:
     """Nodes of a lab shape. roce: rail8 hosts (the last one pcie when hosts > 2) + cycling switch
     platforms; ib: ib hosts + two subnet-manager nodes, and `switches` InfiniBand switches (half leaves,
-    half spines: entries of the lab's fabric model, fabcheck_lab.ib_lab, not nodes)."""
-    if profile not in ("roce", "ib"):
-        raise LabError(f"unknown lab profile {profile!r}; profiles: roce, ib")
+    half spines: entries of the lab's fabric model, fabcheck_lab.ib_lab, not nodes); nvl: GB200-like
+    trays, every NVL_TRAYS_PER_DOMAIN of them one NVLink domain, on RoCE switches like roce."""
+    if profile not in LAB_PROFILES:
+        raise LabError(f"unknown lab profile {profile!r}; profiles: {', '.join(LAB_PROFILES)}")
     if hosts < 1:
         raise LabError("a lab needs at least one host (--hosts >= 1)")
-    host_profiles = ["rail8"] * hosts if profile == "roce" else ["ib"] * hosts
+    host_profiles = [LAB_PROFILES[profile]] * hosts
     if profile == "roce" and hosts > 2:
         host_profiles[-1] = "pcie"
     host_names = _numbered("gpu", hosts)

@@ -15,8 +15,9 @@ from typing import Any
 from fabcheck_lab import wire_model
 
 from .layout import CMDLINE_FILE, MOCK_STATE_MOUNT, PCI_DEVICES_DIR, MockNodePaths
-from .profiles import HOST_PROFILES, topology_for
+from .profiles import HOST_PROFILES, fabric_for, nvlinks_for, topology_for
 from .tools import CLIENT, DISPATCHER, SERVED_TOOLS, SOCKET_NAME, TOOL_NAMES
+from .tools.nvidia_smi import NVLINK_STATE
 from .tools.pcie import STATE_FILE as PCIE_STATE_FILE
 from .tools.pcie import factory_links, functions_of, link_files
 
@@ -269,6 +270,62 @@ def prepare_node(
     if profile == "sm":
         write_opensm_conf(paths.etc)
     write_pcie_state(paths, topology)
+    write_nvlink_state(paths, profile, index, topology)
+
+
+# The NVLink services' packages as a host has them installed, neither enabled nor started (the role
+# `nvlink` does that): the unit file under /usr/lib/systemd/system (never /lib: on a merged-/usr machine
+# /lib is a symlink the overlay's upper layer must not shadow) and IMEX's config.cfg with the documented
+# defaults (SERVER_PORT 50000, IMEX_NODE_CONFIG_FILE; kubernetes-sigs/dra-driver-nvidia-gpu
+# templates/compute-domain-daemon-config.tmpl.cfg). nodes_config.cfg is absent until the role writes it.
+# ExecStart names the mock daemon in the node's /usr/local/bin, where the lab mounts its tools.
+SYSTEM_UNITS = Path("usr/lib/systemd/system")
+IMEX_UNIT = """[Unit]
+Description=NVIDIA IMEX service
+After=network-online.target
+
+[Service]
+Type=simple
+ExecStart=/usr/local/bin/nvidia-imex -c /etc/nvidia-imex/config.cfg
+Restart=no
+
+[Install]
+WantedBy=multi-user.target
+"""
+IMEX_CONFIG = """# IMEX configuration (package defaults)
+SERVER_PORT=50000
+IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg
+IMEX_WAIT_FOR_QUORUM=RECOVERY
+"""
+FABRIC_MANAGER_UNIT = """[Unit]
+Description=NVIDIA fabric manager service
+After=network-online.target
+
+[Service]
+Type=simple
+ExecStart=/usr/local/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg
+Restart=no
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def write_nvlink_state(paths: MockNodePaths, profile: str, index: int, topology: dict[str, Any]) -> None:
+    """Every GPU's NVLinks all active at the profile's rate and its fabric registered (nvidia-smi
+    nvlink -s / -q), and the NVLink service the platform has: IMEX on a tray, fabric manager on HGX."""
+    nvlinks, fabric = nvlinks_for(profile), fabric_for(profile, index)
+    gpus = [str(gpu["index"]) for gpu in topology["gpus"]]
+    state = {
+        "links": {gpu: [nvlinks[1]] * nvlinks[0] for gpu in gpus} if nvlinks else {},
+        "fabric": {gpu: dict(fabric) for gpu in gpus} if fabric else {},
+    }
+    write_json(paths.state / NVLINK_STATE, state)
+    if profile == "nvl":
+        write(paths.upper / SYSTEM_UNITS / "nvidia-imex.service", IMEX_UNIT.rstrip())
+        write(paths.etc / "nvidia-imex" / "config.cfg", IMEX_CONFIG.rstrip())
+    elif nvlinks:
+        write(paths.upper / SYSTEM_UNITS / "nvidia-fabricmanager.service", FABRIC_MANAGER_UNIT.rstrip())
 
 
 # The AER counters of one function (torvalds/linux Documentation/ABI/testing/sysfs-bus-pci-devices-aer_stats

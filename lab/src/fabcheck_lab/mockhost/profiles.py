@@ -14,6 +14,8 @@ HOST_PROFILES: Mapping[str, str] = {
     "pcie": "PCIe server: 8 GPUs, 2 RoCE NICs at NODE/SYS distance from the GPUs",
     "ib": "8 GPU / 8 HCA InfiniBand host (H100, NDR 400 Gb/s, each GPU PIX to its own HCA)",
     "sm": "InfiniBand subnet-manager node: no GPUs, 1 HCA, mocked opensm service",
+    "nvl": "GB200-like NVL tray: 4 GPUs (18 NVLinks x 53.125 GB/s each) in a multi-node NVLink domain "
+    "of 2 trays (IMEX), 4 RoCE NICs",
 }
 
 GPU_NAME = "NVIDIA H100 80GB HBM3"
@@ -26,29 +28,79 @@ PCIE_PROFILE_NIC_BUSES = ("70", "e0")
 CPU_AFFINITY = {"0": "0-55,112-167", "1": "56-111,168-223"}
 NIC_MODEL = {"ca_type": "MT4129", "vendor_part_id": 4129, "fw": "28.39.1002", "board_id": "MT_0000000838"}
 LINE_RATE_GBPS = 400
+# NVLink per profile (links per GPU, GB/s per link as `nvidia-smi nvlink -s` prints it): H100 SXM 18 x
+# 26.562 (bottlerocket-os/bottlerocket PR 4418), GB200 18 x 53.125 (NVIDIA/k8s-test-infra issue 371),
+# both cited in tests/data/real/nvlink/INDEX.tsv. The pcie profile's GPUs have no NVLink.
+NVLINK_OF_PROFILE = {"rail8": (18, 26.562), "ib": (18, 26.562), "nvl": (18, 53.125)}
+NVL_GPU_NAME = "NVIDIA GB200"
+NVL_GPU_MEMORY_MIB = 189471
+NVL_GPUS = 4
+NVL_NICS = 4
+NVL_TRAYS_PER_DOMAIN = 2  # the lab's NVLink domain: 2 trays (a real NVL72 rack has 18)
 
 
 def gpus_for(profile: str, index: int) -> list[dict[str, Any]]:
     if profile == "sm":
         return []
     gpus = []
-    for i, bus in enumerate(GPU_BUSES):
+    tray = profile == "nvl"
+    buses = GPU_BUSES[:NVL_GPUS] if tray else GPU_BUSES
+    for i, bus in enumerate(buses):
         # rail8/ib: each GPU behind its own PCIe switch (shared with its NIC); pcie: pairs of GPUs share one.
         switch = i if profile != "pcie" else 10 + i // 2
         gpus.append(
             {
                 "index": i,
-                "name": GPU_NAME,
+                "name": NVL_GPU_NAME if tray else GPU_NAME,
                 "bus_id": f"00000000:{bus.upper()}:00.0",
-                "numa": i // 4,
+                "numa": i // (NVL_GPUS // 2) if tray else i // 4,
                 "switch": switch,
                 "uuid": f"GPU-{index:08x}-{i:04x}-4a5b-8c6d-{index * 8 + i:012x}",
                 "serial": f"1652{index:05d}{i:04d}",
-                "memory_mib": GPU_MEMORY_MIB,
-                "compute_cap": "9.0",
+                "memory_mib": NVL_GPU_MEMORY_MIB if tray else GPU_MEMORY_MIB,
+                "compute_cap": "10.0" if tray else "9.0",
             }
         )
     return gpus
+
+
+def nvl_domain_of(index: int) -> int:
+    """The NVLink domain (0, 1, ...) of the nvl profile's tray at this node index."""
+    return index // NVL_TRAYS_PER_DOMAIN
+
+
+ZERO_CLUSTER_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+def fabric_for(profile: str, index: int) -> dict[str, Any] | None:
+    """The GPUs' `nvidia-smi -q` Fabric section at the factory (every GPU of a host alike); None: no fabric
+    (every field N/A). A GB200 tray: Completed/Success in its domain's ClusterUUID and CliqueId
+    (kubernetes-sigs/dra-driver-nvidia-gpu issue 626); an HGX board alone: Completed/Success with a zero
+    ClusterUUID and CliqueId 0, no multi-node domain (NVIDIA/nccl src/mnnvl.cc reads zero as no MNNVL)."""
+    if profile not in NVLINK_OF_PROFILE:
+        return None
+    if profile != "nvl":  # as tests/data/real/nvlink/nvidia-smi-q-h100-sxm-8gpu-565-zero-uuid.txt
+        return {
+            "state": "Completed",
+            "status": "Success",
+            "clique_id": 0,
+            "cluster_uuid": ZERO_CLUSTER_UUID,
+            "bandwidth": "N/A",
+        }
+    domain = nvl_domain_of(index)
+    return {
+        "state": "Completed",
+        "status": "Success",
+        "clique_id": 32766,  # NVLink's default partition (NMX-Controller: partition 32766 is the default)
+        "cluster_uuid": f"6a1c0f3e-{domain:04x}-4e2b-9c7d-5f0a{domain:08x}",
+        "health_summary": "Healthy",  # the real sample's word for the unhealthy case is Unhealthy
+        "bandwidth": "Full",
+    }
+
+
+def nvlinks_for(profile: str) -> tuple[int, float] | None:
+    """(links per GPU, GB/s per link), None: no NVLink."""
+    return NVLINK_OF_PROFILE.get(profile)
 
 
 def mac_for(index: int, nic: int) -> str:
@@ -106,6 +158,8 @@ def nics_for(profile: str, index: int) -> list[dict[str, Any]]:
         return [nic_entry(profile, index, 0, (0, 100))]
     if profile == "pcie":
         return [nic_entry(profile, index, n, (n, 20 + n)) for n in range(2)]
+    if profile == "nvl":
+        return [nic_entry(profile, index, n, (n // 2, n)) for n in range(NVL_NICS)]
     return [nic_entry(profile, index, n, (n // 4, n)) for n in range(8)]
 
 
@@ -116,7 +170,7 @@ def topology_for(profile: str, index: int) -> dict[str, Any]:
         "profile": profile,
         "gpus": gpus_for(profile, index),
         "nics": nics_for(profile, index),
-        "nvlink": "NV18" if profile in ("rail8", "ib") else None,
+        "nvlink": "NV18" if profile in NVLINK_OF_PROFILE else None,
         "cpu_affinity": dict(CPU_AFFINITY),
         "driver_version": "550.90.07",
         "cuda_driver": 12040,

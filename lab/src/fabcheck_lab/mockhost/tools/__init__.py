@@ -61,4 +61,8 @@ TOOL_NAMES = (
     "numactl",
     "ibqueryerrors",
     "lspci",  # not served: like the real one it prints capabilities only to root (the caller's uid)
+    # NVLink services (tools/imex.py, tools/fabric_manager.py): daemons and a client of their sockets
+    "nvidia-imex",
+    "nvidia-imex-ctl",
+    "nv-fabricmanager",
 )

@@ -32,7 +32,7 @@ def run(tool: str, args: list[str]) -> int:
 
 def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
     """Tools that only read or write node state (imported on demand to keep start-up small)."""
-    from . import ib_diags, numactl, pcie, subnet_manager, system, systemd
+    from . import fabric_manager, ib_diags, imex, numactl, pcie, subnet_manager, system, systemd
 
     dispatcher = subnet_manager.dispatcher_path()
     return {
@@ -47,6 +47,9 @@ def simple_tools() -> dict[str, Callable[[Node, list[str]], int]]:
         "fabcheck-mock-opensm": lambda node, args: subnet_manager.daemon(node),
         "lspci": lambda node, args: pcie.lspci(node, args),
         "ibqueryerrors": lambda node, args: ib_diags.main(node, "ibqueryerrors", args),
+        "nvidia-imex": imex.main,  # the daemon of the nvidia-imex unit
+        "nvidia-imex-ctl": imex.imex_ctl,  # asks the daemons over their sockets: never served
+        "nv-fabricmanager": fabric_manager.daemon,
     }
 
 

@@ -209,6 +209,12 @@ def option_value(args: list[str], name: str) -> tuple[str | None, list[str]]:
 
 
 GPU_HEALTH = "gpu_health.json"
+# Each GPU's NVLinks and fabric registration (written by prepare_node, changed by the nvlink-down and
+# clique-mismatch faults): {"links": {gpu: [GB/s or null (inactive)]}, "fabric": {gpu: {...}}}.
+NVLINK_STATE = "nvlink.json"
+# No fabric: every field N/A and Health holding Bandwidth alone, as driver 550 prints it for an H100 NVL
+# (tests/data/real/nvlink/nvidia-smi-q-h100-nvl-2gpu-550-fabric-na.txt).
+NO_FABRIC = {"state": "N/A", "status": "N/A", "clique_id": "N/A", "cluster_uuid": "N/A", "bandwidth": "N/A"}
 FIELD = 42  # the column of ' : ' in -q output: names padded to 38 after the 4-space indent
 PRODUCT_ARCHITECTURE = {"9.0": "Hopper", "8.0": "Ampere", "8.6": "Ampere", "8.9": "Ada Lovelace"}
 
@@ -280,8 +286,60 @@ def gpu_query_block(node: Node, gpu: dict[str, Any]) -> list[str]:
         (2, "Remapping Failure Occurred", "No"),
         (1, "Temperature", None),
         (2, "GPU Current Temp", "34 C"),
+        *fabric_lines(node, gpu),
     ]
     return [f"GPU {bus}", *_tree(lines), ""]
+
+
+def nvlink_state(node: Node) -> dict[str, Any]:
+    state: dict[str, Any] = node.load(NVLINK_STATE, {}) or {}
+    return state
+
+
+def gpu_fabric(node: Node, gpu: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] | None = nvlink_state(node).get("fabric", {}).get(str(gpu["index"]))
+    return found if found is not None else dict(NO_FABRIC)
+
+
+def fabric_lines(node: Node, gpu: dict[str, Any]) -> list[tuple[int, str, str | None]]:
+    """The Fabric section, last in the GPU block as real outputs place it (before Processes): State,
+    Status, CliqueId, ClusterUUID, Health > [Summary,] Bandwidth. A GB200 prints a Summary
+    (kubernetes-sigs/dra-driver-nvidia-gpu issue 626), an HGX H100 on 565 Bandwidth alone
+    (tests/data/real/nvlink/nvidia-smi-q-h100-sxm-8gpu-565-zero-uuid.txt): a fabric without
+    "health_summary" prints no Summary line."""
+    fabric = gpu_fabric(node, gpu)
+    summary = fabric.get("health_summary")
+    return [
+        (1, "Fabric", None),
+        (2, "State", str(fabric["state"])),
+        (2, "Status", str(fabric["status"])),
+        (2, "CliqueId", str(fabric["clique_id"])),
+        (2, "ClusterUUID", str(fabric["cluster_uuid"])),
+        (2, "Health", None),
+        *([(3, "Summary", str(summary))] if summary is not None else []),
+        (3, "Bandwidth", str(fabric["bandwidth"])),
+    ]
+
+
+def render_nvlink_status(node: Node) -> str:
+    """`nvidia-smi nvlink -s`: per GPU `GPU i: <name> (UUID: ...)`, then one tab-indented line per link,
+    `Link n: 26.562 GB/s` or `Link n: <inactive>` (bottlerocket-os/bottlerocket PR 4418,
+    Azure/azhpc-diagnostics issue 73). A GPU without NVLink prints its header alone (unverified)."""
+    links = nvlink_state(node).get("links", {})
+    lines = []
+    for gpu in node.gpus():
+        lines.append(f"GPU {gpu['index']}: {gpu['name']} (UUID: {gpu['uuid']})")
+        for number, rate in enumerate(links.get(str(gpu["index"]), [])):
+            shown = "<inactive>" if rate is None else f"{rate:.3f} GB/s"
+            lines.append(f"\t Link {number}: {shown}")
+    return "".join(line + "\n" for line in lines)
+
+
+def nvlink_command(node: Node, args: list[str]) -> str:
+    """`nvidia-smi nvlink -s|--status`; other nvlink options are not mocked (refused as bad arguments)."""
+    if args not in (["-s"], ["--status"]):
+        raise ToolError(BAD_ARGS, 2, stdout=True)
+    return render_nvlink_status(node)
 
 
 def render_query(node: Node) -> str:
@@ -313,6 +371,9 @@ def main(node: Node, args: list[str]) -> int:
         return 0
     if args in (["-q"], ["--query"]):
         out(render_query(node))
+        return 0
+    if args[0] == "nvlink":
+        out(nvlink_command(node, args[1:]))
         return 0
     if args in (["-L"], ["--list-gpus"]):
         out(list_gpus(node))

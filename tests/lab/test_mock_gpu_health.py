@@ -65,8 +65,14 @@ def test_query_lists_the_nodes_gpus_as_topo_list_and_query_gpu_do(
 
 def test_query_keeps_the_real_layout(paths: MockNodePaths, capsys: pytest.CaptureFixture[str]) -> None:
     """Every line the mock prints for a GPU is a line of the real 535 output but for its values: same
-    names, same indentation, ' : ' at the same column (the real A10G block, NVIDIA/DCGM issue 232)."""
+    names, same indentation, ' : ' at the same column (the real A10G block, NVIDIA/DCGM issue 232); the
+    Fabric section's lines as the real 565 HGX H100 and GB200 outputs print them (tests/data/real/nvlink)."""
     real = (REAL / "nvidia-smi-q-a10g-535.txt").read_text().splitlines()
+    for fabric in (
+        "nvidia-smi-q-h100-sxm-8gpu-565-zero-uuid.txt",
+        "nvidia-smi-q-fabric-gb200-unhealthy-excerpt.txt",
+    ):
+        real += (REAL.parent / "nvlink" / fabric).read_text().splitlines()
     real_labels = {line.split(" : ")[0].rstrip() if " : " in line else line for line in real}
     mock = run(paths, capsys, "nvidia-smi", "-q").splitlines()
     for line in mock:

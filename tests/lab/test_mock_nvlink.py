@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 from test_mockhost_support import MockNode, installed_bin, make_nodes
 
+from fabcheck.parsers.imex import parse_imex_nodes_config, parse_imex_status
+from fabcheck.parsers.nvidia_smi_q import parse_nvidia_smi_q
+from fabcheck.parsers.nvlink import parse_nvlink_status
+from fabcheck.parsers.nvlink_records import ZERO_UUID
 from fabcheck_lab.mockhost.profiles import fabric_for, nvl_domain_of
 
 IMEX_NODES = Path("nvidia-imex") / "nodes_config.cfg"
@@ -198,3 +202,48 @@ def test_fabric_manager_unit_of_an_hgx_board(tmp_path: Path, bin_dir: Path) -> N
         board.run("systemctl", "stop", "nvidia-fabricmanager")
     assert board.run("systemctl", "is-active", "nvidia-fabricmanager", rc=3).stdout == "inactive\n"
     assert not (board.paths.upper / UNIT_DIR / "nvidia-imex.service").exists()
+
+
+def test_the_parsers_read_the_mocks_as_the_real_outputs(
+    trays: list[MockNode], tmp_path: Path, bin_dir: Path
+) -> None:
+    """fabcheck's own parsers (written from the real samples) read every mock output whole."""
+    one, two, _ = trays
+    status = parse_nvlink_status(one.run("nvidia-smi", "nvlink", "-s").stdout)
+    assert [g.index for g in status.gpus] == [0, 1, 2, 3] and all(g.note is None for g in status.gpus)
+    assert {link.gbytes for g in status.gpus for link in g.links} == {53.125} and len(
+        status.gpus[3].links
+    ) == 18
+    fabrics = [gpu.fabric for t in trays for gpu in parse_nvidia_smi_q(t.run("nvidia-smi", "-q").stdout).gpus]
+    assert all(
+        f is not None
+        and (f.state, f.status, f.health_summary, f.bandwidth) == ("Completed", "Success", "Healthy", "Full")
+        for f in fabrics
+    )
+    keys = [f.domain_key for f in fabrics if f is not None]
+    assert len(set(keys[:8])) == 1 and keys[8] not in keys[:8] and None not in keys
+    (board,) = make_nodes(tmp_path / "hgx", bin_dir, [("hgx", "rail8")])
+    hgx = [gpu.fabric for gpu in parse_nvidia_smi_q(board.run("nvidia-smi", "-q").stdout).gpus]
+    assert {(f.cluster_uuid, f.clique_id, f.domain_key, f.bandwidth) for f in hgx if f} == {
+        (ZERO_UUID, 0, None, None)
+    }
+    for tray in (one, two):
+        write_nodes_config(tray, [one.address, two.address])
+        tray.run("systemctl", "start", "nvidia-imex")
+        wait_ready(tray)
+    assert parse_imex_nodes_config((two.paths.etc / IMEX_NODES).read_text()) == (one.address, two.address)
+    imex = parse_imex_status(two.run("nvidia-imex-ctl", "-N").stdout)
+    assert [(n.index, n.address, n.state) for n in imex.nodes] == [
+        (0, one.address, "READY"),
+        (1, two.address, "READY"),
+    ]
+    assert (
+        set(imex.connections.values()) == {"C"} and len(imex.connections) == 4 and imex.domain_state == "UP"
+    )
+    one.run("systemctl", "stop", "nvidia-imex")
+    down = parse_imex_status(two.run("nvidia-imex-ctl", "-N").stdout)
+    assert (
+        down.nodes[0].state == "UNAVAILABLE"
+        and down.connections[(1, 0)] == "D"
+        and down.domain_state == "DEGRADED"
+    )

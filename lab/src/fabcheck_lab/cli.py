@@ -15,7 +15,10 @@ from fabcheck_lab.state import MAX_HOST_NODES, MAX_SWITCHES, PASSWORD_ENV, LabEr
 if TYPE_CHECKING:
     from fabcheck_lab.lifecycle import LabStatus
 
-HOSTS_HELP = "GPU hosts (default 4; roce: rail8, the last one pcie when more than 2; ib: ib hosts)"
+HOSTS_HELP = (
+    "GPU hosts (default 4; roce: rail8, the last one pcie when more than 2; ib: ib hosts; nvl: trays, "
+    "every 2 one NVLink domain)"
+)
 MAX_RTT_MS = 1000.0
 
 
@@ -80,7 +83,7 @@ def register(subparsers: Any) -> None:
     )
     up.add_argument("--hosts", type=count_in(1, MAX_HOST_NODES), default=4, metavar="N", help=HOSTS_HELP)
     up.add_argument("--switches", type=count_in(0, MAX_SWITCHES), metavar="N",
-                    help=f"mock switches, 0..{MAX_SWITCHES} (roce: Ethernet, default 2; ib: InfiniBand "
+                    help=f"mock switches, 0..{MAX_SWITCHES} (roce, nvl: Ethernet, default 2; ib: InfiniBand "
                          "leaves and spines, half each, default 0)")  # fmt: skip
     rtt_help = "round-trip delay between the controller and each host node's sshd (default 0)"
     up.add_argument("--rtt-ms", type=rtt_ms, default=0.0, metavar="MS", help=rtt_help)

@@ -38,7 +38,15 @@ RAILS_VAR = "fabric_rails"  # optional per-host override of fabric_intent.rails
 # Optional per-host override of fabric_intent.max_gpu_nic_link: a PCIe server whose NICs hang off the
 # host bridge cannot reach PXB, and says so for itself while the fabric keeps its stricter default.
 MAX_LINK_VAR = "fabric_max_gpu_nic_link"
-HOST_OVERRIDES = {RAILS_VAR: "rails", MAX_LINK_VAR: "max_gpu_nic_link"}  # host var -> intent key
+# Optional per-host override of fabric_intent.nvlink: a host that is not like the fleet's GPU servers (a
+# PCIe server without NVLink beside HGX boards) states its own; one NVLink domain still has one intent
+# (fabcheck.desired.nvlink.desired_nvlink).
+NVLINK_VAR = "fabric_nvlink"
+HOST_OVERRIDES = {
+    RAILS_VAR: "rails",
+    MAX_LINK_VAR: "max_gpu_nic_link",
+    NVLINK_VAR: "nvlink",
+}  # host var -> key
 PROBE_HOST = "fabcheck-intent-probe"
 
 
@@ -137,8 +145,9 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
         # A fabric has one lossless recipe; hosts that disagree would each pass their own check.
         raise IntentError(
             [
-                f"{source}: hosts resolve {len(seen)} different fabric intents (only rails and "
-                f"max_gpu_nic_link may differ per host, as host vars {', '.join(HOST_OVERRIDES)}); "
+                f"{source}: hosts resolve {len(seen)} different fabric intents (only rails, "
+                f"max_gpu_nic_link and nvlink may differ per host, as host vars "
+                f"{', '.join(HOST_OVERRIDES)}); "
                 f"keep {INTENT_VAR} in group_vars/all"
             ]
         )

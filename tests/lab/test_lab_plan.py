@@ -175,6 +175,7 @@ def test_inventory_has_contract_groups_and_connection_vars(tmp_path: Path) -> No
     # The PCIe server has 2 NICs, one per socket: its rails follow the NUMA node of each GPU.
     pcie["fabric_rails"] = {i: "mlx5_0" if i < 4 else "mlx5_1" for i in range(8)}
     pcie["fabric_max_gpu_nic_link"] = "NODE"  # its NICs sit behind the host bridge: NODE is its best
+    pcie["fabric_nvlink"] = {"gpus": None, "fabric_manager": False, "imex": False}  # no NVLink, no FM
     # The cabling map: every rail NIC on its own switch port, rails spread round-robin over the switches.
     pcie["fabric_links"] = {"mlx5_0": "leaf01:swp9", "mlx5_1": "leaf02:Ethernet64"}
     assert gpu["hosts"]["gpu04"] == pcie

@@ -87,7 +87,7 @@ def _topo(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -
     return Analysis(source, "topo", facts, tuple(check_topo(matrix, intent)))
 
 
-def _nccl_log(lines: Iterable[str], source: str, intent: FabricIntent, _: Options) -> Analysis:
+def _nccl_log(lines: Iterable[str], source: str, intent: FabricIntent, options: Options) -> Analysis:
     # Logs can be many GB: stream the pieces (lines or larger chunks) through the parser.
     parser = nccl_log.NcclLogParser(source)
     for piece in lines:
@@ -110,7 +110,8 @@ def _nccl_log(lines: Iterable[str], source: str, intent: FabricIntent, _: Option
     ]
     facts["init_complete"] = summary.init_complete
     facts["failed_plugins"] = list(summary.failed_plugins)
-    return Analysis(source, "nccl-log", facts, tuple(check_nccl_log(summary, intent)))
+    findings = check_nccl_log(summary, intent, options.nvlink_domain_of)
+    return Analysis(source, "nccl-log", facts, tuple(findings))
 
 
 def _perftest(lines: Iterable[str], source: str, intent: FabricIntent, options: Options) -> Analysis:

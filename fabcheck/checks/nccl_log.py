@@ -1,29 +1,54 @@
-"""NCCL_DEBUG=INFO proof that NCCL takes the RDMA path with GPUDirect, and ran without transport errors."""
+"""NCCL_DEBUG=INFO proof that NCCL takes the RDMA path with GPUDirect, and ran without transport errors; and
+that each pair of ranks talks over its class's transport (NVLink inside an NVLink domain, RDMA NET across)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from fabcheck.checks.evidence import not_judged
 from fabcheck.checks.model import Finding, failed, passed, skipped
+from fabcheck.checks.nccl_ranks import PAIR_EXPECTED, PAIR_TRANSPORT, pair_hint, pair_label, pair_problem
 from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
+from fabcheck.desired.nvlink import PAIR_NETWORK, PAIR_NVLINK
 from fabcheck.ibverbs import describe_wc_status
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.nccl_log import NcclLogSummary
+from fabcheck.parsers.nccl_log.channels import NET, ChannelLine
 
 # NCCL names RoCE ports "RoCE" and InfiniBand ports "IB" in its NET/IB Using line.
 _LINK_LAYER_NAMES = {"roce": "RoCE", "ib": "IB"}
 _SOCKET = re.compile("socket", re.IGNORECASE)
+_MAX_PAIRS_SHOWN = 8
+DomainOf = Callable[[str], str]  # a host -> its NVLink domain's name (a host in none: its own name)
 
 
-def check_nccl_log(log: NcclLogSummary, intent: FabricIntent) -> list[Finding]:
+def _own_domain(host: str) -> str:
+    return host
+
+
+def check_nccl_log(
+    log: NcclLogSummary, intent: FabricIntent, domain_of: DomainOf = _own_domain
+) -> list[Finding]:
     return [
         _transport(log, intent),
         _link_layers(log, intent),
         _gdr(log, intent),
         _init(log),
         *_errors(log),
+        _pair_transport(log, domain_of),
     ]
+
+
+def _nvlink_only(log: NcclLogSummary) -> str | None:
+    """Why the log shows no network path: every channel line P2P/SHM (a communicator inside one NVLink
+    domain); None when some pair used NET, or no channel line was printed."""
+    if log.pairs and all(p.transport != NET for p in log.pairs):
+        return (
+            f"every channel line ({len(log.pairs)} rank pairs) is P2P/SHM: no pair used a NIC "
+            f"({PAIR_TRANSPORT} judges whether one should have)"
+        )
+    return None
 
 
 def _init(log: NcclLogSummary) -> Finding:
@@ -59,6 +84,8 @@ def _transport(log: NcclLogSummary, intent: FabricIntent) -> Finding:
             "these hosts found no usable RDMA device (ibv_devinfo, rdma link, NCCL_IB_HCA); "
             f"roles {GPU_RDMA_ROLE}, {HOST_QOS_ROLE}",
         )
+    if (log.rdma is not True or log.socket_fallback) and (inside := _nvlink_only(log)) is not None:
+        return skipped(check, "NCCL", inside)
     if log.rdma is False or log.socket_fallback:
         why = f"network {network} (no RDMA)"
         if log.ib_missing:
@@ -91,6 +118,8 @@ def _transport(log: NcclLogSummary, intent: FabricIntent) -> Finding:
 def _link_layers(log: NcclLogSummary, intent: FabricIntent) -> Finding:
     check, want = "nccl.link_layer", _LINK_LAYER_NAMES[intent.kind]
     expected = f"every NCCL HCA on {want}"
+    if not log.link_layers and (inside := _nvlink_only(log)) is not None:
+        return skipped(check, "NCCL", inside)
     if not log.link_layers:
         return not_judged(
             check,
@@ -130,6 +159,8 @@ def _gdr(log: NcclLogSummary, intent: FabricIntent) -> Finding:
         )
     if log.gdr is True:
         return passed(check, "NCCL", expected, "GDRDMA")
+    if log.gdr is None and (inside := _nvlink_only(log)) is not None:
+        return skipped(check, "NCCL", inside)
     if log.gdr is False:
         return failed(
             check,
@@ -169,3 +200,53 @@ def _errors(log: NcclLogSummary) -> list[Finding]:
             )
         )
     return findings
+
+
+def _pair_transport(log: NcclLogSummary, domain_of: DomainOf) -> Finding:
+    """Each rank pair a channel line shows, by its hosts' NVLink domains (--nvlink-domain, -i's
+    nvlink_domains; a host in none is its own): inside one, P2P/SHM, never NET; across, RDMA NET."""
+    expected = "each pair of ranks over its class's transport: inside an NVLink domain {}; across, {}".format(
+        *(PAIR_EXPECTED[c] for c in (PAIR_NVLINK, PAIR_NETWORK))
+    )
+    if not log.pairs:
+        return skipped(PAIR_TRANSPORT, "NCCL", "the log prints no channel line: no rank pair to judge")
+    judged = [p for p in log.pairs if p.host is not None and p.peer_host is not None]
+    if not judged:
+        ambiguous = f"; rank(s) {_ranks(log.ambiguous_ranks)} on two hosts" if log.ambiguous_ranks else ""
+        return skipped(
+            PAIR_TRANSPORT,
+            "NCCL",
+            f"no channel line names both hosts (lines without the 'host:pid:tid [dev]' prefix{ambiguous})",
+        )
+    bad: list[tuple[str, str, str]] = []
+    counts = {PAIR_NVLINK: 0, PAIR_NETWORK: 0}
+    for pair in judged:
+        host, peer_host = pair.host or "", pair.peer_host or ""
+        pair_class = PAIR_NVLINK if domain_of(host) == domain_of(peer_host) else PAIR_NETWORK
+        counts[pair_class] += 1
+        line = ChannelLine(0, pair.rank, pair.peer, None, pair.transport, pair.path)
+        problem = pair_problem(line, pair_class, host == peer_host)
+        if problem is not None:
+            label = f"{pair_label(pair.rank, host)} <-> {pair_label(pair.peer, peer_host)}"
+            bad.append((pair_class, label, f'{label}: {problem} (line {pair.line}: "{pair.text}")'))
+    left = len(log.pairs) - len(judged)
+    unjudged = f"; {left} pair(s) whose host the log does not tell not judged" if left else ""
+    if bad:
+        shown = "; ".join(text for _, _, text in bad[:_MAX_PAIRS_SHOWN])
+        more = f"; and {len(bad) - _MAX_PAIRS_SHOWN} more pair(s)" if len(bad) > _MAX_PAIRS_SHOWN else ""
+        subject = bad[0][1] if len(bad) == 1 else f"{len(bad)} rank pairs"
+        hint = pair_hint(bad[0][0])
+        if bad[0][0] == PAIR_NETWORK:
+            hint += " (name a rack's trays as one domain with --nvlink-domain NAME=HOST,HOST or -i)"
+        return failed(PAIR_TRANSPORT, subject, expected, shown + more + unjudged, hint)
+    return passed(
+        PAIR_TRANSPORT,
+        "NCCL",
+        expected,
+        f"{counts[PAIR_NVLINK]} pair(s) inside NVLink domains on P2P/SHM, {counts[PAIR_NETWORK]} across "
+        f"domains on RDMA NET{unjudged}",
+    )
+
+
+def _ranks(numbers: tuple[int, ...]) -> str:
+    return ", ".join(str(n) for n in numbers[:8]) + (" ..." if len(numbers) > 8 else "")

@@ -18,6 +18,8 @@ from fabcheck.checks.evidence import not_judged
 from fabcheck.checks.model import Finding, Measure, errored, failed, passed, skipped
 from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
 from fabcheck.desired.nccl import PROOF_NVLINK, DesiredNcclHost, DesiredNcclJob
+from fabcheck.desired.nvlink import PAIR_NETWORK, PAIR_NVLINK
+from fabcheck.parsers.nccl_log.channels import NET, SHM, ChannelLine
 from fabcheck.parsers.nccl_ranks import NetChannel, Quote, RankFacts
 from fabcheck.parsers.nccl_tests import NcclTestsRun
 from fabcheck.parsers.topo import TopoMatrix
@@ -30,7 +32,13 @@ GID_INDEX = "nccl.gid_index"
 TRAFFIC_CLASS = "nccl.traffic_class"
 RANKS = "nccl.ranks"
 BUSBW = "nccl.busbw"
+PAIR_TRANSPORT = "nccl.pair_transport"
 RANK_CHECKS = (RANKS, TRANSPORT, GDR, RAIL_HCA, HCA_LIST, GID_INDEX, TRAFFIC_CLASS)
+# What each pair class must show on its channel lines (docs/checks/nvlink.md).
+PAIR_EXPECTED = {
+    PAIR_NVLINK: "P2P (CUMEM/IPC inside a host, MNNVL between the trays of a domain), NVLS or SHM, never NET",
+    PAIR_NETWORK: "NET over RDMA (IB/RoCE or an RDMA plugin), never Socket/TCP or P2P",
+}
 
 # TCP transports: NCCL's own Socket and the TCP plugins (GCP FastSocket, gIB's TCP fallbacks).
 _TCP_NETWORK = re.compile(r"socket|tcp", re.IGNORECASE)
@@ -63,6 +71,12 @@ def rdma_channels(rank: RankFacts) -> tuple[NetChannel, ...]:
 
 def is_allowed_network(name: str, allowed: Sequence[str]) -> bool:
     return not _TCP_NETWORK.search(name) and any(name.startswith(prefix) for prefix in allowed)
+
+
+def nvlink_only(rank: RankFacts) -> bool:
+    """The rank's channels are all P2P/SHM: its data path never touches a NIC (a job inside one NVLink
+    domain), so a `Using network` or socket line it printed at start-up is no data path to judge."""
+    return bool(rank.channels) and all(c.line.transport != NET for c in rank.channels)
 
 
 def check_host_ranks(
@@ -144,6 +158,16 @@ def _transport(host: str, ranks: Sequence[RankFacts], desired: DesiredNcclHost) 
             None if is_allowed_network(name, desired.allowed_networks) else quoted(f"network {name}", quote)
         )
 
+    if all(nvlink_only(r) for r in ranks):
+        return skipped(
+            TRANSPORT,
+            host,
+            "every channel of this host's ranks is P2P/SHM: no rank used a NIC (nccl.pair_transport judges "
+            "whether each pair should have)",
+        )
+    # A rank whose channels are all P2P/SHM printed no network of its own; the network its process chose
+    # still judges the rest.
+    ranks = [r for r in ranks if not (nvlink_only(r) and network_of(r)[0] is None)]
     bad = [r for r in ranks if problem(r) is not None]
     if bad and all(network_of(r)[0] is None for r in bad):
         return errored(
@@ -172,6 +196,8 @@ def _gdr(host: str, ranks: Sequence[RankFacts], desired: DesiredNcclHost) -> Fin
     expected = "/GDRDMA on every inter-node (NET) channel"
     with_net = [r for r in ranks if rdma_channels(r)]
     if not with_net:
+        if all(nvlink_only(r) for r in ranks):
+            return skipped(GDR, host, "no NET channel: every channel of this host's ranks is P2P/SHM")
         if any(r.net_channels for r in ranks):
             return skipped(GDR, host, "every NET channel of this host is Socket (see nccl.rank_transport)")
         return errored(
@@ -396,6 +422,104 @@ def _span(numbers: Sequence[int]) -> str:
     return ", ".join(str(n) for n in items) or "none"
 
 
+# ---- nccl.pair_transport: each pair of ranks over its class's transport (NVLink inside a domain)
+PairClassOf = Callable[[str, str], str]  # (a rank's host, its peer's host) -> PAIR_NVLINK | PAIR_NETWORK
+
+
+def pair_problem(line: ChannelLine, pair_class: str, same_host: bool) -> str | None:
+    """Why a channel's transport is not its pair's class, or None when it is."""
+    if pair_class == PAIR_NVLINK:
+        if line.transport == NET:
+            return "NET inside one NVLink domain"
+        if line.transport == SHM and not same_host:
+            return "SHM between two hosts"
+        return None
+    if line.transport != NET:
+        return f"{line.transport} across NVLink domains"
+    return "TCP across NVLink domains" if line.tcp else None
+
+
+def pair_hint(pair_class: str) -> str:
+    if pair_class == PAIR_NVLINK:
+        return (
+            "NCCL fell back to the NICs inside an NVLink domain: between trays MNNVL needs IMEX active with "
+            "the domain's node list and every GPU's fabric state Completed in one clique (host.imex, "
+            "host.nvlink_fabric); inside a host the NVLinks up (host.nvlink) and NCCL_P2P_DISABLE unset; "
+            "else the inventory's nvlink_domains groups hosts that are not one domain"
+        )
+    return (
+        "across domains NCCL must reach the peer over the RDMA NICs: Socket means no usable RDMA device "
+        f"(ibv_devinfo, NCCL_IB_HCA, the net plugin; roles {GPU_RDMA_ROLE}, {HOST_QOS_ROLE}); P2P means the "
+        "two hosts share an NVLink domain the inventory does not declare (nvlink_domains)"
+    )
+
+
+def pair_label(rank: int, host: str | None) -> str:
+    return f"rank {rank} ({host or 'host unknown'})"
+
+
+def check_pair_transport(
+    host: str, ranks: Sequence[RankFacts], host_of: Callable[[int], str | None], class_of: PairClassOf
+) -> Finding:
+    """Every channel line the ranks of `host` printed, judged by the class of its pair of hosts: inside an
+    NVLink domain P2P/NVLS/SHM (never NET), across domains NET over RDMA (never Socket or P2P). A failure
+    names both ranks, their hosts and the line."""
+    expected = "each pair of ranks over its class's transport: inside an NVLink domain {}; across, {}".format(
+        *(PAIR_EXPECTED[c] for c in (PAIR_NVLINK, PAIR_NETWORK))
+    )
+    seen: set[tuple[int, int, str]] = set()
+    bad: list[tuple[str, str, str]] = []  # (pair class, the pair, what its line shows)
+    unknown: list[str] = []
+    counts = {PAIR_NVLINK: 0, PAIR_NETWORK: 0}
+    for rank in ranks:
+        mine = host_of(rank.rank) if rank.rank is not None else None
+        for channel in rank.channels:
+            line = channel.line
+            key = (line.rank, line.peer, line.transport)
+            if key in seen:
+                continue
+            seen.add(key)
+            peer_host = host_of(line.peer)
+            me = mine or host
+            if peer_host is None:
+                unknown.append(quoted(f"rank {line.peer} is no rank of this job", channel.quote))
+                continue
+            pair_class = class_of(me, peer_host)
+            counts[pair_class] += 1
+            problem = pair_problem(line, pair_class, me == peer_host)
+            if problem is not None:
+                pair = f"{pair_label(line.rank, me)} <-> {pair_label(line.peer, peer_host)}"
+                bad.append((pair_class, pair, quoted(f"{pair}: {problem}", channel.quote)))
+    if not seen:
+        return errored(
+            PAIR_TRANSPORT,
+            host,
+            expected,
+            "no channel line from this host's ranks",
+            "NCCL prints one per connection with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET (or ALL)",
+        )
+    if bad:
+        shown = "; ".join(text for _, _, text in bad[:_MAX_LISTED])
+        more = f"; and {len(bad) - _MAX_LISTED} more pair(s)" if len(bad) > _MAX_LISTED else ""
+        subject = bad[0][1] if len(bad) == 1 else f"{host}: {len(bad)} rank pairs"
+        return failed(PAIR_TRANSPORT, subject, expected, shown + more, pair_hint(bad[0][0]))
+    if unknown:
+        return errored(
+            PAIR_TRANSPORT,
+            host,
+            expected,
+            unknown[0],
+            "the log mixes communicators or jobs: judge one nccl-tests run",
+        )
+    return passed(
+        PAIR_TRANSPORT,
+        f"{host}: {len(ranks)} ranks",
+        expected,
+        f"{counts[PAIR_NVLINK]} pair channel(s) inside the NVLink domain on P2P/SHM, "
+        f"{counts[PAIR_NETWORK]} across domains on RDMA NET",
+    )
+
+
 # ---- the declarations: the nccl stage runs the job and these judges make its findings
 LAUNCH = "nccl.launch"  # the job started and exited 0 (fabcheck.gate.nccl_stage)
 _NCCL_RUN = ("the launched nccl-tests job's output (NCCL_DEBUG=INFO)",)
@@ -464,6 +588,15 @@ NCCL_CHECK_DECLS: tuple[Check[Any], ...] = (
         "job",
         _NCCL_RUN,
         "all_reduce busbw at the largest size at or above the intent's floor",
+        None,
+        None,
+    ),
+    Check(
+        PAIR_TRANSPORT,
+        "nccl",
+        "host",
+        _NCCL_RUN,
+        "each rank pair over its class's transport: P2P/NVLS inside an NVLink domain, RDMA NET across",
         None,
         None,
     ),

@@ -14,10 +14,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from fabcheck.checks.evidence import not_judged
 from fabcheck.checks.model import Finding, failed, passed
-from fabcheck.checks.nccl_ranks import BUSBW, LAUNCH, check_busbw, check_host_ranks
+from fabcheck.checks.nccl_ranks import (
+    BUSBW,
+    LAUNCH,
+    PairClassOf,
+    check_busbw,
+    check_host_ranks,
+    check_pair_transport,
+)
 from fabcheck.desired.nccl import (
     DEBUG_ENV,
     PROGRAM,
@@ -25,6 +33,7 @@ from fabcheck.desired.nccl import (
     DesiredNcclJob,
     desired_nccl_job,
 )
+from fabcheck.desired.nvlink import PAIR_NETWORK, PAIR_NVLINK, DesiredNvlinkHost
 from fabcheck.errors import DeadlinePassed, FabcheckError, ParseError
 from fabcheck.gate.nccl_figure import busbw_figure
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
@@ -156,10 +165,18 @@ def judge(
     topologies: Mapping[str, TopoMatrix | None],
     launcher: str,
     desired: Mapping[str, DesiredNcclHost],
+    nvlink: Mapping[str, DesiredNvlinkHost] = MappingProxyType({}),
 ) -> dict[str, list[Finding]]:
     """Pure: the launch's output -> findings per host. Rank r runs on host r // per_host, as the launchers
-    place ranks (mpirun --map-by ppr:G:node over the hostfile in order, srun's block distribution)."""
+    place ranks (mpirun --map-by ppr:G:node over the hostfile in order, srun's block distribution); each
+    pair of ranks is judged by its hosts' class (GateDesired.nvlink: NVLink inside a domain)."""
     ranks = parse_nccl_ranks(result.merged)
+    class_of = pair_class_of(nvlink)
+
+    def host_of(rank: int) -> str | None:
+        index = rank // per_host
+        return entries[index].name if 0 <= index < len(entries) else None
+
     subject = f"all_reduce_perf on {len(entries)} hosts x {per_host} ranks"
     job_findings = [launch_finding(result, subject, launcher), fabric_busbw(table_of(result), job, subject)]
     findings: dict[str, list[Finding]] = {}
@@ -169,8 +186,22 @@ def judge(
         rank_findings = check_host_ranks(
             entry.name, mine, expected_ranks, desired[entry.name], topologies.get(entry.name)
         )
-        findings[entry.name] = [*job_findings, *rank_findings]
+        pairs = check_pair_transport(entry.name, mine, host_of, class_of) if mine else None
+        findings[entry.name] = [*job_findings, *rank_findings, *([pairs] if pairs else [])]
     return findings
+
+
+def pair_class_of(nvlink: Mapping[str, DesiredNvlinkHost]) -> PairClassOf:
+    """How two hosts' ranks must talk: their desired NVLink domain says (a host with no entry is a
+    domain of its own)."""
+
+    def class_of(host: str, peer: str) -> str:
+        mine = nvlink.get(host)
+        if mine is not None:
+            return mine.pair_class(peer)
+        return PAIR_NVLINK if host == peer else PAIR_NETWORK
+
+    return class_of
 
 
 def fabric_busbw(table: NcclTestsRun | None, job: DesiredNcclJob, subject: str) -> Finding:
@@ -238,7 +269,16 @@ class NcclStage:
                 f"the run's deadline (--deadline {context.deadline_s:g} s) ended the NCCL job after "
                 f"{result.seconds:.0f} s"
             )
-        findings = judge(entries, result, per_host, job, topologies, config.kind, context.plan.desired.nccl)
+        findings = judge(
+            entries,
+            result,
+            per_host,
+            job,
+            topologies,
+            config.kind,
+            context.plan.desired.nccl,
+            context.plan.desired.nvlink,
+        )
         table = table_of(result)
         figure = busbw_figure(table, job.busbw_floor_gbytes, job.min_bytes) if table is not None else None
         nodes = tuple(NodeOutcome(e.name, NodeKind.HOST, tuple(findings[e.name])) for e in entries)

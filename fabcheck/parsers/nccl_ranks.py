@@ -4,7 +4,9 @@ A rank is one (host, pid, cudaDev) of the line prefix ``host:pid:tid [dev] NCCL 
 number, nranks and nvmlDev come from its ``ncclCommInitRank ... rank R nranks N cudaDev D nvmlDev M``
 line. NCCL prints some facts once per process (the network chosen, the ``NET/<net> : Using [0]dev:1/RoCE``
 HCA list, ``NCCL_X set by environment to V``); every rank of that process shares them. Channel lines
-belong to the rank that prints them: ``Channel 00/0 : 7[3] -> 0[0] [receive] via NET/IB/0/GDRDMA``.
+belong to the rank that prints them: ``Channel 00/0 : 7[3] -> 0[0] [receive] via NET/IB/0/GDRDMA``; every
+channel line is kept with its transport (P2P, SHM, NET: fabcheck.parsers.nccl_log.channels reads the 2.4
+``Ring`` and the 2.5-2.18 busId forms too), NET ones also as NetChannel with their device and GDR.
 The first communicator a process starts is the one whose rank number is read (nccl-tests starts one).
 
 Where the summary parser (fabcheck.parsers.nccl_log) answers "which network did the job use", this one keeps
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from fabcheck.parsers.nccl_log import clean_line
+from fabcheck.parsers.nccl_log.channels import NET, ChannelLine, read_channel
 
 _PREFIX = re.compile(r"([^\s\[\]:]{1,255}):(\d{1,10}):(\d{1,10}) \[(\d{1,6})\]\s*(.*)$", re.ASCII)
 _INFO = re.compile(r"^NCCL INFO (.*)$")
@@ -32,10 +35,6 @@ _DEVICE_LIST = re.compile(r"^NET/([^:]+?)\s*: Using (\[\d+\].*)$")
 _HCA_ENTRY = re.compile(r"\[(\d+)\]([A-Za-z0-9_.\-]{1,64}):(\d+)/(IB|RoCE)\b")
 _SOCKET_ENTRY = re.compile(r"\[(\d+)\]([^:\s]{1,64}):")
 _ENV = re.compile(r"^(NCCL_[A-Z0-9_]+) set by environment to (.*?)\.?\s*$")
-_CHANNEL = re.compile(
-    r"^Channel (\d+)/\d+ : (\d+)\[\d+\] -> (\d+)\[\d+\](?: \[(send|receive)\])?"
-    r" via (NET|P2P|SHM|COLLNET)/(.*)$"
-)
 _NET_TAIL = re.compile(r"^(?P<net>.+?)/(?P<dev>\d+)(?:\(\d+\))?(?P<flags>(?:/[A-Za-z]+)*)\s*$")
 
 
@@ -70,6 +69,14 @@ class NetChannel:
 
 
 @dataclass(frozen=True)
+class RankChannel:
+    """One channel line of the rank (any transport) and where it stands in the log."""
+
+    line: ChannelLine
+    quote: Quote
+
+
+@dataclass(frozen=True)
 class RankFacts:
     host: str
     pid: int
@@ -86,6 +93,7 @@ class RankFacts:
     devices_quote: Quote | None = None
     env: dict[str, tuple[str, Quote]] = field(default_factory=dict)
     net_channels: tuple[NetChannel, ...] = ()
+    channels: tuple[RankChannel, ...] = ()  # every channel line, NET, P2P and SHM, in log order
     warnings: tuple[Quote, ...] = ()
 
     @property
@@ -120,6 +128,7 @@ class _RankFields(TypedDict, total=False):
 class _Rank:
     facts: _RankFields = field(default_factory=_RankFields)
     channels: list[NetChannel] = field(default_factory=list)
+    all_channels: list[RankChannel] = field(default_factory=list)
     started: bool = False
 
 
@@ -161,9 +170,10 @@ def _read_info(message: str, quote: Quote, process: _Process, rank: _Rank) -> No
             process.devices = (_devices(listed.group(1), listed.group(2)), quote)
     elif (env := _ENV.match(message)) is not None:
         process.env.setdefault(env.group(1), (env.group(2).strip(), quote))
-    elif (channel := _CHANNEL.match(message)) is not None and channel.group(5) == "NET":
+    elif (channel := read_channel(message)) is not None:
         # NCCL 2.22+ connects lazily: channel lines may come after Init COMPLETE, so all are read.
-        found = _net_channel(channel, quote)
+        rank.all_channels.append(RankChannel(channel, quote))
+        found = _net_channel(channel, quote) if channel.transport == NET else None
         if found is not None:
             rank.channels.append(found)
 
@@ -188,18 +198,15 @@ def _devices(network: str, listing: str) -> tuple[NetDevice, ...]:
     return tuple(NetDevice(int(i), name, None, None) for i, name in _SOCKET_ENTRY.findall(listing))
 
 
-def _net_channel(channel: re.Match[str], quote: Quote) -> NetChannel | None:
-    tail = _NET_TAIL.match(channel.group(6))
+def _net_channel(channel: ChannelLine, quote: Quote) -> NetChannel | None:
+    tail = _NET_TAIL.match(channel.path[4:])
     if tail is None:
         return None
-    direction = channel.group(4) or "send"
-    me_first = direction == "send"
-    peer = int(channel.group(3) if me_first else channel.group(2))
     flags = tail.group("flags").split("/")
     return NetChannel(
-        channel=int(channel.group(1)),
-        peer=peer,
-        direction=direction,
+        channel=channel.channel,
+        peer=channel.peer,
+        direction=channel.direction or "send",
         network=tail.group("net"),
         device=int(tail.group("dev")),
         gdr="GDRDMA" in flags,
@@ -221,6 +228,7 @@ def _freeze(key: tuple[str, int, int], rank: _Rank, process: _Process) -> RankFa
         devices_quote=devices[1] if devices else None,
         env=dict(process.env),
         net_channels=tuple(rank.channels),
+        channels=tuple(rank.all_channels),
         warnings=tuple(process.warnings),
         **rank.facts,
     )

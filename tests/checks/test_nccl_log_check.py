@@ -23,6 +23,7 @@ def test_roce_plugin_with_gdr_passes() -> None:
         "nccl.gpudirect_rdma": Status.PASS,
         "nccl.init": Status.PASS,
         "nccl.errors": Status.PASS,
+        "nccl.pair_transport": Status.PASS,
     }
 
 

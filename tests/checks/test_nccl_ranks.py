@@ -91,7 +91,8 @@ def test_healthy_lab_passes_every_check_on_both_hosts(lab_intent: FabricIntent, 
     for host in HOSTS:
         statuses = {f.check: f.status for f in findings[host]}
         assert statuses == {
-            check: Status.PASS for check in (checks.BUSBW, "nccl.launch", *checks.RANK_CHECKS)
+            check: Status.PASS
+            for check in (checks.BUSBW, "nccl.launch", *checks.RANK_CHECKS, checks.PAIR_TRANSPORT)
         }
     assert by_check(findings["gpu01"])[checks.RANKS].actual == "ranks 0-7 initialised"
 

@@ -78,7 +78,10 @@ def test_converged_lab_passes_the_nccl_stage_on_every_rank(lab: Lab) -> None:
     assert rc == 0, {h: [f for f in fs if f["status"] != "pass"] for h, fs in findings.items()}
     for host in HOSTS:
         checks = {f["check"]: f["status"] for f in findings[host]}
-        assert checks == {c: "pass" for c in ("nccl.launch", nccl_ranks.BUSBW, *nccl_ranks.RANK_CHECKS)}
+        assert checks == {
+            c: "pass"
+            for c in ("nccl.launch", nccl_ranks.BUSBW, *nccl_ranks.RANK_CHECKS, nccl_ranks.PAIR_TRANSPORT)
+        }
     transport = next(f for f in findings["gpu02"] if f["check"] == nccl_ranks.TRANSPORT)
     assert transport["actual"] == "network IB on every rank"
 

@@ -62,6 +62,9 @@ class Facts:
         self.using_network: str | None = None
         self.channel_network: str | None = None
         self.device_network: str | None = None
+        # 'NET/Socket : Using [0]eth0:...': NCCL 2.4 prints it at start-up beside the IB list it then
+        # uses, so a Socket list names the network only when nothing else does.
+        self.socket_device_network: str | None = None
         self.warn_network: str | None = None
         self.ofi_provider: str | None = None
         self.hcas: set[str] = set()
@@ -123,7 +126,9 @@ class Facts:
             self.link_layers.add(link_layer)
         if entries:
             self.verbs_evidence = self.ib_sought = True
-        if entries or _LISTED_DEVICE.search(devices):
+        if (entries or _LISTED_DEVICE.search(devices)) and SOCKET_NAME.search(name):
+            self.socket_device_network = self.socket_device_network or name
+        elif entries or _LISTED_DEVICE.search(devices):
             self.device_network = self.device_network or name
         elif RDMA_NAME.search(name):
             # An empty list ('NET/IB : Using [RO]; OOB ...') names no device: it is no network choice.
@@ -140,7 +145,13 @@ class Facts:
             self.gdr_off = True
 
     def summary(self, lines: int, errors: list[NcclError], error_count: int) -> NcclLogSummary:
-        network = self.using_network or self.channel_network or self.device_network or self.warn_network
+        network = (
+            self.using_network
+            or self.channel_network
+            or self.device_network
+            or self.socket_device_network
+            or self.warn_network
+        )
         rdma = _rdma_from_name(network, self.ofi_provider) if network else None
         if rdma is None and self.verbs_evidence:
             rdma = True

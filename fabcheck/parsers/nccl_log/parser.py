@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from itertools import repeat
 from operator import itemgetter
 
@@ -12,6 +13,7 @@ from fabcheck.errors import ParseError
 from fabcheck.parsers.nccl_log.facts import MAX_NAME_CHARS, RDMA_NAME, SOCKET_NAME, Facts
 from fabcheck.parsers.nccl_log.failures import completion_status
 from fabcheck.parsers.nccl_log.lines import CACHE_LIMIT, LineBlocks, clean_line, first_sighting
+from fabcheck.parsers.nccl_log.pairs import PairReader
 from fabcheck.parsers.nccl_log.records import MAX_ERRORS, MAX_MESSAGE_CHARS, NcclError, NcclLogSummary
 
 _PREFIX_WINDOW = 512  # the line prefix is looked for in the text right before the NCCL marker
@@ -25,7 +27,8 @@ _MARKED = re.compile(
 # with one of the messages the proof reads: they get the marker back, so one scanner reads both forms.
 _BARE = re.compile(
     r"^(?P<lead>[ \t]*)(?=(?:NET/\S+ ?: ?(?:Using \[|No device found|GPU Direct RDMA |Selected [Pp]rovider )"
-    r"|Using network |GPU Direct RDMA |Channel \d+/\d+ ?: |CollNet \d+/\d+ ?: "
+    r"|Using network |GPU Direct RDMA |Channel \d+/\d+ ?: |(?:Channel|Ring) \d+ ?: \d+\S* -> "
+    r"|CollNet \d+/\d+ ?: "
     r"|Failed to initialize NET plugin |comm 0x[0-9a-f]+ rank |ncclComm\w* comm 0x))",
     re.MULTILINE,
 )
@@ -67,6 +70,7 @@ class NcclLogParser:
         self.source = source
         self._blocks = LineBlocks()
         self._facts = Facts()
+        self._pairs = PairReader()
         self._finished: NcclLogSummary | None = None
         self._lines = 0
         self._errors: list[NcclError] = []
@@ -109,7 +113,13 @@ class NcclLogParser:
                     "no NCCL log lines found (expected 'NCCL INFO', 'NCCL WARN' or 'NCCL version' lines)",
                     source=self.source,
                 )
-            self._finished = self._facts.summary(self._lines, self._errors, self._error_count)
+            summary = self._facts.summary(self._lines, self._errors, self._error_count)
+            self._finished = replace(
+                summary,
+                pairs=self._pairs.pairs(),
+                ambiguous_ranks=self._pairs.ambiguous(),
+                pairs_dropped=self._pairs.dropped,
+            )
         return self._finished
 
     def _check_open(self) -> None:
@@ -125,12 +135,15 @@ class NcclLogParser:
         if _BARE.search(block) is not None:
             block = _BARE.sub(r"\g<lead>NCCL INFO ", block)
             self._block = block
+        self._pairs.scan(block, self._counted_line)
         if not self._facts.seen_nccl and ("NCCL INFO" in block or "NCCL WARN" in block):
             self._facts.seen_nccl = True
         if "via COLLNET/" in block:
             self._scan_collnet(block)
         if "via NET/" in block:
-            self._scan_channels(block)
+            # NCCL 2.4-2.6 print 'Ring NN : a -> b [send] via NET/...' where later releases say Channel.
+            ring = "NCCL INFO Ring " in block
+            self._scan_channels(block.replace("NCCL INFO Ring ", "NCCL INFO Channel ") if ring else block)
         in_order, using = self._scan_marked(block)
         if using:
             self._scan_using_lines(block)

@@ -32,6 +32,21 @@ class RankNet:
 
 
 @dataclass(frozen=True)
+class RankPair:
+    """A pair of ranks a channel line connects (fabcheck.parsers.nccl_log.pairs): ``rank`` printed ``line``
+    on ``host``; a host is None where the log does not tell it (or two hosts claim the rank number)."""
+
+    rank: int
+    host: str | None
+    peer: int
+    peer_host: str | None
+    transport: str  # NET, P2P or SHM
+    path: str  # the text after "via"
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
 class NcclLogSummary:
     """What the whole log shows (see the module docstring for the rules); ``lines`` counts all lines."""
 
@@ -49,6 +64,9 @@ class NcclLogSummary:
     init_complete: bool = False  # some communicator printed 'Init COMPLETE'
     failed_plugins: tuple[str, ...] = ()  # 'Failed to initialize NET plugin X'
     ib_missing: bool = False  # 'NET/IB : No device found.' or the IB plugin failed to initialise
+    pairs: tuple[RankPair, ...] = ()  # each (rank, peer, transport) a channel line shows, first line kept
+    ambiguous_ranks: tuple[int, ...] = ()  # rank numbers two hosts claim: their pairs are not judged
+    pairs_dropped: int = 0  # channel pairs past MAX_PAIRS, not kept
 
 
 def nccl_log_facts(summary: NcclLogSummary) -> dict[str, object]:

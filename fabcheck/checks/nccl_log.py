@@ -30,25 +30,33 @@ def _own_domain(host: str) -> str:
 def check_nccl_log(
     log: NcclLogSummary, intent: FabricIntent, domain_of: DomainOf = _own_domain
 ) -> list[Finding]:
+    inside = nvlink_only(log, domain_of)
     return [
-        _transport(log, intent),
-        _link_layers(log, intent),
-        _gdr(log, intent),
+        _transport(log, intent, inside),
+        _link_layers(log, intent, inside),
+        _gdr(log, intent, inside),
         _init(log),
         *_errors(log),
         _pair_transport(log, domain_of),
     ]
 
 
-def _nvlink_only(log: NcclLogSummary) -> str | None:
-    """Why the log shows no network path: every channel line P2P/SHM (a communicator inside one NVLink
-    domain); None when some pair used NET, or no channel line was printed."""
-    if log.pairs and all(p.transport != NET for p in log.pairs):
-        return (
-            f"every channel line ({len(log.pairs)} rank pairs) is P2P/SHM: no pair used a NIC "
-            f"({PAIR_TRANSPORT} judges whether one should have)"
-        )
-    return None
+def nvlink_only(log: NcclLogSummary, domain_of: DomainOf) -> str | None:
+    """Why the log shows no network path to judge: its communicator lies inside one NVLink domain (every
+    rank of nranks on a host the log names, one domain) and every channel line is P2P/SHM. None when some
+    pair used NET, or the log does not show the whole communicator (an excerpt of one rank's lines)."""
+    if not log.pairs or any(p.transport == NET for p in log.pairs) or log.nranks is None:
+        return None
+    hosts = dict(log.rank_hosts)
+    if any(rank not in hosts for rank in range(log.nranks)):
+        return None
+    domains = {domain_of(host) for host in hosts.values()}
+    if len(domains) != 1:
+        return None
+    return (
+        f"all {log.nranks} ranks inside NVLink domain {domains.pop()} and every channel line P2P/SHM: "
+        f"no pair used a NIC ({PAIR_TRANSPORT} judges each pair)"
+    )
 
 
 def _init(log: NcclLogSummary) -> Finding:
@@ -65,11 +73,13 @@ def _init(log: NcclLogSummary) -> Finding:
     )
 
 
-def _transport(log: NcclLogSummary, intent: FabricIntent) -> Finding:
+def _transport(log: NcclLogSummary, intent: FabricIntent, inside: str | None) -> Finding:
     check, expected = (
         "nccl.transport",
         f"RDMA network ({', '.join(intent.nccl.allowed_networks)} or an RDMA plugin)",
     )
+    if inside is not None:  # the network its processes chose carried no pair: no proof either way
+        return skipped(check, "NCCL", inside)
     network = log.network or "unknown"
     # One node without RDMA drags the whole job onto sockets: judge every rank, not only the first.
     socket_hosts = sorted(
@@ -84,8 +94,6 @@ def _transport(log: NcclLogSummary, intent: FabricIntent) -> Finding:
             "these hosts found no usable RDMA device (ibv_devinfo, rdma link, NCCL_IB_HCA); "
             f"roles {GPU_RDMA_ROLE}, {HOST_QOS_ROLE}",
         )
-    if (log.rdma is not True or log.socket_fallback) and (inside := _nvlink_only(log)) is not None:
-        return skipped(check, "NCCL", inside)
     if log.rdma is False or log.socket_fallback:
         why = f"network {network} (no RDMA)"
         if log.ib_missing:
@@ -115,10 +123,10 @@ def _transport(log: NcclLogSummary, intent: FabricIntent) -> Finding:
     return passed(check, "NCCL", expected, f"network {network}")
 
 
-def _link_layers(log: NcclLogSummary, intent: FabricIntent) -> Finding:
+def _link_layers(log: NcclLogSummary, intent: FabricIntent, inside: str | None) -> Finding:
     check, want = "nccl.link_layer", _LINK_LAYER_NAMES[intent.kind]
     expected = f"every NCCL HCA on {want}"
-    if not log.link_layers and (inside := _nvlink_only(log)) is not None:
+    if not log.link_layers and inside is not None:
         return skipped(check, "NCCL", inside)
     if not log.link_layers:
         return not_judged(
@@ -142,10 +150,12 @@ def _link_layers(log: NcclLogSummary, intent: FabricIntent) -> Finding:
     return passed(check, "NCCL", expected, actual)
 
 
-def _gdr(log: NcclLogSummary, intent: FabricIntent) -> Finding:
+def _gdr(log: NcclLogSummary, intent: FabricIntent, inside: str | None) -> Finding:
     check = "nccl.gpudirect_rdma"
     if not intent.nccl.gdr_required:
         return skipped(check, "NCCL", "fabric_intent.nccl.gdr_required is false")
+    if inside is not None:  # a 'GPU Direct RDMA Disabled' line then speaks of a NIC no pair used
+        return skipped(check, "NCCL", inside)
     expected = "GPUDirect RDMA on every NET channel (via NET/.../GDRDMA)"
     without = sorted({f"{r.host or '?'}[{r.rank}]" for r in log.ranks if r.gdr is False})
     if without and log.gdr is not False:
@@ -159,8 +169,6 @@ def _gdr(log: NcclLogSummary, intent: FabricIntent) -> Finding:
         )
     if log.gdr is True:
         return passed(check, "NCCL", expected, "GDRDMA")
-    if log.gdr is None and (inside := _nvlink_only(log)) is not None:
-        return skipped(check, "NCCL", inside)
     if log.gdr is False:
         return failed(
             check,
@@ -220,7 +228,12 @@ def _pair_transport(log: NcclLogSummary, domain_of: DomainOf) -> Finding:
         )
     bad: list[tuple[str, str, str]] = []
     counts = {PAIR_NVLINK: 0, PAIR_NETWORK: 0}
+    seen: set[tuple[int, int, str]] = set()
     for pair in judged:
+        key = (min(pair.rank, pair.peer), max(pair.rank, pair.peer), pair.transport)  # both ends print NET
+        if key in seen:
+            continue
+        seen.add(key)
         host, peer_host = pair.host or "", pair.peer_host or ""
         pair_class = PAIR_NVLINK if domain_of(host) == domain_of(peer_host) else PAIR_NETWORK
         counts[pair_class] += 1

@@ -475,7 +475,11 @@ def check_pair_transport(
         mine = host_of(rank.rank) if rank.rank is not None else None
         for channel in rank.channels:
             line = channel.line
-            key = (line.rank, line.peer, line.transport)
+            key = (
+                min(line.rank, line.peer),
+                max(line.rank, line.peer),
+                line.transport,
+            )  # both ends print NET
             if key in seen:
                 continue
             seen.add(key)

@@ -18,7 +18,7 @@ from fabcheck.parsers.nccl_log.records import MAX_RANKS, RankPair
 
 MAX_PAIRS = 100_000
 _CHANNEL_MARK = re.compile(r"NCCL INFO (?:Channel|Ring) \d")
-_RANK_MARK = re.compile(r"NCCL INFO (?:ncclCommInitRank )?comm \S{1,40} rank (\d{1,9}) n[Rr]anks")
+_RANK_MARK = re.compile(r"NCCL INFO (?:ncclCommInitRank )?comm \S{1,40} rank (\d{1,9}) n[Rr]anks (\d{1,9})")
 _PREFIX = re.compile(
     r"([^\s\[\]:]{1,255}):\d{1,10}:\d{1,10} \[\d{1,6}\]\s*(?:\[[^\]]{0,80}\]\s*)?$", re.ASCII
 )
@@ -32,11 +32,13 @@ class PairReader:
         self._pairs: dict[tuple[int, int, str], tuple[str | None, str, int, str]] = {}
         self._hosts: dict[int, str] = {}  # rank -> host; _AMBIGUOUS when two hosts claim it
         self.dropped = 0
+        self.nranks: int | None = None
 
     def scan(self, block: str, first_line: int) -> None:
         """``first_line``: the 1-based number of the block's first line."""
         if "NCCL INFO comm" in block or "NCCL INFO ncclCommInitRank" in block:
             for match in _RANK_MARK.finditer(block):
+                self.nranks = max(self.nranks or 0, int(match.group(2)))
                 host = self._host_before(block, match.start())
                 if host is not None:
                     self._note_host(int(match.group(1)), host)
@@ -81,6 +83,9 @@ class PairReader:
                 )
             )
         return tuple(found)
+
+    def rank_hosts(self) -> tuple[tuple[int, str], ...]:
+        return tuple(sorted((rank, host) for rank, host in self._hosts.items() if host != _AMBIGUOUS))
 
     def ambiguous(self) -> tuple[int, ...]:
         return tuple(sorted(rank for rank, host in self._hosts.items() if host == _AMBIGUOUS))

@@ -119,6 +119,8 @@ class NcclLogParser:
                 pairs=self._pairs.pairs(),
                 ambiguous_ranks=self._pairs.ambiguous(),
                 pairs_dropped=self._pairs.dropped,
+                nranks=self._pairs.nranks,
+                rank_hosts=self._pairs.rank_hosts(),
             )
         return self._finished
 

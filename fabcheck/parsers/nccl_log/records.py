@@ -67,6 +67,8 @@ class NcclLogSummary:
     pairs: tuple[RankPair, ...] = ()  # each (rank, peer, transport) a channel line shows, first line kept
     ambiguous_ranks: tuple[int, ...] = ()  # rank numbers two hosts claim: their pairs are not judged
     pairs_dropped: int = 0  # channel pairs past MAX_PAIRS, not kept
+    nranks: int | None = None  # the largest communicator size an init or comm line printed
+    rank_hosts: tuple[tuple[int, str], ...] = ()  # (rank, host) as the line prefixes tell, by rank
 
 
 def nccl_log_facts(summary: NcclLogSummary) -> dict[str, object]:

@@ -31,8 +31,11 @@ RULES = (
     f"In-place disagreement: in-place and out-of-place BusBW differ by more than {INPLACE_TOLERANCE:.0%} "
     "of the larger, at a size outside the latency-dominated regime.",
     "Wrong data: #wrong above 0 at any size, or out-of-bounds values above 0.",
-    "Efficiency: BusBW at the representative size / (NICs per node x line rate) of the intent; "
-    "cross-node efficiency: BusBW / the single-node BusBW of the same op at that size.",
+    "Efficiency: BusBW at the representative size / the op's network bound on the curve's layout, from the "
+    "intent's NICs per node x line rate (ring all_reduce, all_gather, reduce_scatter: a node's NICs; "
+    "alltoall, hypercube: a rank's NIC share x (n-1)/(n-G); sendrecv, broadcast, reduce: one GPU's NIC "
+    "share; a node counts at most one NIC per rank); cross-node efficiency: BusBW / the single-node BusBW "
+    "of the same op at that size.",
     "Scaling: BusBW at the representative size by node count at one rank count per node; drop in % "
     "from the smallest node count.",
 )

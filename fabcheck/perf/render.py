@@ -179,6 +179,7 @@ def _op_json(op: OpReport, transport: Mapping[str, Any]) -> dict:
                 "busbw_gbytes": r.busbw,
                 "plateau_gbytes": r.plateau,
                 "efficiency": r.efficiency,
+                "bound": None if r.bound is None else {"gbytes": r.bound[0], "basis": r.bound[1]},
                 "cross_node_efficiency": r.cross_node,
                 "points": [
                     {

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabcheck.checks.model import Finding, Status, errored, failed, passed, skipped
+from fabcheck.desired.collectives import OPS, NetworkLimit, RankLayout, network_bound
 from fabcheck.desired.nccl import physical_limit_gbytes
 from fabcheck.perf import analysis
 from fabcheck.perf.analysis import Anomaly, AnomalyKind, Regime, ScalingPoint
@@ -31,6 +32,17 @@ class Limit:
     def gbytes(self) -> float:
         return physical_limit_gbytes(self.nics_per_node, self.speed_gbps)
 
+    def op_bound(self, curve: Curve) -> tuple[float, str]:
+        """What the network lets the curve's op reach on its layout (each node its own NVLink domain,
+        README "busbw floors per collective"); an op with no rule there: the node's NICs."""
+        key = curve.key
+        if key.op not in OPS or key.nodes < 2:
+            return self.gbytes, f"{self.nics_per_node} NICs x {self.speed_gbps:g} Gb/s"
+        per_node = max(1, key.ranks_per_node)
+        layout = RankLayout(key.ranks, per_node, 1, per_node, key.nodes)
+        limit = NetworkLimit(self.gbytes, 1.0, self.nics_per_node, self.speed_gbps)
+        return network_bound(key.op, layout, limit)
+
 
 @dataclass(frozen=True)
 class CurveReport:
@@ -40,8 +52,9 @@ class CurveReport:
     spans: dict[Regime, tuple[int, int, int]]
     anomalies: tuple[Anomaly, ...]
     busbw: float | None  # at the op's representative size
-    efficiency: float | None  # against the limit; None: no intent, single node, or no value
+    efficiency: float | None  # against the op's bound; None: no intent, single node, or no value
     cross_node: float | None  # against the op's single-node curve; None: no such curve or it is one
+    bound: tuple[float, str] | None = None  # the op's network bound (GB/s, how) on this layout
 
 
 @dataclass(frozen=True)
@@ -83,6 +96,7 @@ def _op_report(op: str, curves: list[Curve], limit: Limit | None) -> OpReport:
     for curve in curves:
         busbw = curve.busbw_at(size) if size is not None else None
         multi = curve.key.nodes > 1
+        bound = limit.op_bound(curve) if limit is not None and multi else None
         reports.append(
             CurveReport(
                 curve=curve,
@@ -91,8 +105,9 @@ def _op_report(op: str, curves: list[Curve], limit: Limit | None) -> OpReport:
                 spans=analysis.regime_spans(curve.points),
                 anomalies=analysis.anomalies(curve),
                 busbw=busbw,
-                efficiency=analysis.efficiency(busbw, limit.gbytes if limit else None) if multi else None,
+                efficiency=analysis.efficiency(busbw, bound[0] if bound else None) if multi else None,
                 cross_node=analysis.efficiency(busbw, single_busbw) if multi else None,
+                bound=bound,
             )
         )
     return OpReport(

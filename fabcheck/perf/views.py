@@ -176,7 +176,8 @@ def _efficiency(report: CurveReport, op: OpReport) -> str:
         return "n/a (one node: NVLink, not the NICs)"
     if report.efficiency is None:
         return "not computed (no intent)" if report.busbw is not None else "n/a (no value at that size)"
-    return f"{report.efficiency:.1%}"
+    bound = f" of {report.bound[0]:.2f} GB/s ({report.bound[1]})" if report.bound is not None else ""
+    return f"{report.efficiency:.1%}{bound}"
 
 
 def _cross_node(report: CurveReport, op: OpReport) -> str:

@@ -48,6 +48,7 @@ def test_faults_lists_every_fault_once_with_its_target(capsys: pytest.CaptureFix
     contract |= {"dmabuf-host"}  # a host variant, not a fault: GPUDirect by dma-buf (issue 36)
     contract |= {"pcie-degraded", "acs-on", "iommu-translated"}  # the PCIe bus of one host (issue 36)
     contract |= {"gpu-ecc", "xid"}  # GPU0's ECC and row remap, an Xid 79 in the kernel log (issue 36)
+    contract |= {"nvlink-down", "clique-mismatch"}  # GPU0's NVLink 3, one NVL tray's clique (issue 38)
     assert set(HOST_FAULTS) == contract
     wire = {"switch-link-errors", "switch-optic-hot"}  # the wire of one port (issue 35)
     assert set(SWITCH_FAULTS) == {"switch-pfc-prio", "switch-ecn-off", "switch-miswired"} | wire

@@ -143,6 +143,9 @@ TESTED_ELSEWHERE = {
     "iommu-translated": "test_mock_pcie.py",
     "gpu-ecc": "test_mock_gpu_health.py",  # nvidia-smi -q of GPU0, judged by host.gpu_health (issue 36)
     "xid": "test_mock_gpu_health.py",  # an Xid 79 line for GPU0 in dmesg
+    # NVLink (issue 38): nvidia-smi nvlink -s and the -q Fabric section, parsed by fabcheck's parsers
+    "nvlink-down": "test_mock_nvlink_faults.py",
+    "clique-mismatch": "test_mock_nvlink_faults.py",
 }
 
 

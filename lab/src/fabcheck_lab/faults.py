@@ -30,10 +30,21 @@ LAB_FAULTS: Mapping[str, str] = {
     "down": "the node stops answering: a host's processes are SIGSTOPped, a switch's packets are dropped",
     "sm-stopped": "opensm stopped on one SM node (`systemctl stop opensm`, still enabled); with no SM left "
     "the InfiniBand host ports fall back to INIT",
+    "imex-down": "nvidia-imex stopped on one NVL tray (`systemctl stop nvidia-imex`, still enabled): its "
+    "nvidia-imex-ctl finds no daemon, its peers show it UNAVAILABLE and not connected",
+    "fabric-manager-down": "nvidia-fabricmanager stopped on one HGX host (`systemctl stop "
+    "nvidia-fabricmanager`, still enabled)",
+}
+SM_PROFILE = "sm"
+# The lab faults that stop a service the node runs (the role that starts it, to say how to start it):
+# fault -> (unit, the host profiles that have it, the role's tag).
+SERVICE_FAULTS: Mapping[str, tuple[str, tuple[str, ...], str]] = {
+    "sm-stopped": ("opensm", (SM_PROFILE,), "sm"),
+    "imex-down": ("nvidia-imex", ("nvl",), "nvlink"),
+    "fabric-manager-down": ("nvidia-fabricmanager", ("rail8", "ib"), "nvlink"),
 }
 # Lab faults that apply to one kind of node only (the rest: any node).
-LAB_FAULT_TARGETS: Mapping[str, str] = {"sm-stopped": "host"}
-SM_PROFILE = "sm"
+LAB_FAULT_TARGETS: Mapping[str, str] = {fault: "host" for fault in SERVICE_FAULTS}
 IB_SWITCH = "IB switch"  # the ib profile's leaves and spines (`up --profile ib --switches N`): model entries
 SM_COMMAND_TIMEOUT_S = 60.0
 
@@ -63,9 +74,11 @@ def _check_target(fault: str, node: NodeRecord, state: LabState) -> None:
         raise LabError(
             f"fault {fault} applies to {applies_to} nodes ({', '.join(valid)}), not to {node.name}"
         )
-    if fault == "sm-stopped" and node.profile != SM_PROFILE:
-        valid = [n.name for n in state.nodes if n.profile == SM_PROFILE] or ["none in this lab"]
-        raise LabError(f"fault sm-stopped applies to SM nodes ({', '.join(valid)}), not to {node.name}")
+    if fault in SERVICE_FAULTS and node.profile not in SERVICE_FAULTS[fault][1]:
+        unit, profiles, _tag = SERVICE_FAULTS[fault]
+        valid = [n.name for n in state.nodes if n.profile in profiles] or ["none in this lab"]
+        kind = "SM nodes" if fault == "sm-stopped" else f"{unit} hosts"
+        raise LabError(f"fault {fault} applies to {kind} ({', '.join(valid)}), not to {node.name}")
 
 
 def _slot(node: NodeRecord) -> int:
@@ -88,13 +101,14 @@ def _apply(paths: LabPaths, fault: str, node: NodeRecord) -> None:
         inject_switch_fault(paths.run_dir, node.name, fault)
     elif fault == "slow-link":
         net.add_slow_link(node.address, _slot(node))
-    elif fault == "sm-stopped":
-        if _in_node(paths, node, "systemctl is-active opensm").stdout.strip() != "active":
+    elif fault in SERVICE_FAULTS:
+        unit, _profiles, tag = SERVICE_FAULTS[fault]
+        if _in_node(paths, node, f"systemctl is-active {unit}").stdout.strip() != "active":
             raise LabError(
-                f"opensm is not running on {node.name}: nothing to stop; start it with "
-                f"`ansible-playbook site.yml --limit {node.name} --tags sm`"
+                f"{unit} is not running on {node.name}: nothing to stop; start it with "
+                f"`ansible-playbook site.yml --limit {node.name} --tags {tag}`"
             )
-        _in_node(paths, node, "systemctl stop opensm", check=True)
+        _in_node(paths, node, f"systemctl stop {unit}", check=True)
     elif node.kind == "switch":
         net.add_blackhole(node.address, _slot(node))
     else:
@@ -111,8 +125,8 @@ def _revert(paths: LabPaths, fault: str, node: NodeRecord) -> None:
         heal_switch_fault(paths.run_dir, node.name, fault)
     elif fault == "slow-link":
         net.remove_slow_link(_slot(node))
-    elif fault == "sm-stopped":
-        _in_node(paths, node, "systemctl start opensm", check=True)
+    elif fault in SERVICE_FAULTS:
+        _in_node(paths, node, f"systemctl start {SERVICE_FAULTS[fault][0]}", check=True)
     elif node.kind == "switch":
         net.remove_blackhole(_slot(node))
     else:

@@ -24,7 +24,7 @@ from .tools.mlnx_qos import apply_buffers, factory_state
 from .tools.netdev import STORM_KEY
 from .tools.nic_firmware import OTHER_FIRMWARE, firmware_state, state_name
 from .tools.nic_firmware import factory_state as firmware_factory
-from .tools.nvidia_smi import GPU_HEALTH
+from .tools.nvidia_smi import GPU_HEALTH, NVLINK_STATE
 from .tools.pcie import ACS_REDIRECT
 from .tools.pcie import STATE_FILE as PCIE_STATE_FILE
 from .tools.pcie import sysfs_speed as pcie_sysfs_speed
@@ -33,6 +33,8 @@ from .tools.subnet_manager import read_opensm_conf
 from .tools.wire import save_wire_state, wire_state
 
 SLOW_PORT_GBPS = 100
+DOWN_LINK = 3  # nvlink-down: the link Azure/azhpc-diagnostics issue 73's V100 shows <inactive>
+OTHER_CLIQUE = 32765  # clique-mismatch: a partition next to NVLink's default 32766
 # fw-config-drift: ATS turned on in the NIC's firmware (the intent pins ATS_ENABLED false for GPUDirect
 # on bare metal: NVIDIA's NIC Configuration Operator sets ATS_ENABLED=0, README of
 # Mellanox/nic-configuration-operator@8bfbeb34ba25215dd06402cd01bae0108341a8d4).
@@ -75,6 +77,10 @@ HOST_FAULTS: Mapping[str, str] = {
     "NIC's IOMMU group type DMA-FQ (ATS stays off)",
     "gpu-ecc": "GPU0 with a volatile uncorrectable DRAM ECC error and a row remap pending (nvidia-smi -q)",
     "xid": "an Xid 79 (GPU has fallen off the bus) line for GPU0 in the kernel log (dmesg)",
+    "nvlink-down": f"GPU0's NVLink {DOWN_LINK} inactive (`nvidia-smi nvlink -s` prints <inactive>); the "
+    "other links and the fabric registration stay",
+    "clique-mismatch": f"every GPU of one NVL tray registered in CliqueId {OTHER_CLIQUE} (nvidia-smi -q "
+    "Fabric) instead of its domain's: NCCL no longer sees one NVLink domain and falls back to the network",
 }
 # Faults of the wire (fabcheck_lab.wire_model): no setting changes, the NIC's counters rise from the
 # moment of injection or its module's DOM moves; heal stops them and keeps what was counted.
@@ -442,6 +448,31 @@ def inject_xid(node: Node, changes: Changes) -> None:
     changes.state_file(KERNEL_LOG, before + line + "\n")
 
 
+def inject_nvlink_down(node: Node, changes: Changes) -> None:
+    """One NVLink of GPU0 down: nvidia-smi reads it <inactive> (null in the node's nvlink.json)."""
+    gpu = first_gpu(node, "nvlink-down")
+    state = node.load(NVLINK_STATE, {}) or {}
+    links = state.get("links", {}).get(str(gpu["index"]), [])
+    if len(links) <= DOWN_LINK:
+        raise UsageError(f"host fault 'nvlink-down' needs NVLinks; node {node.hostname}'s GPUs have none")
+    links[DOWN_LINK] = None
+    changes.state_file(NVLINK_STATE, json.dumps(state, indent=1, sort_keys=True) + "\n")
+
+
+def inject_clique_mismatch(node: Node, changes: Changes) -> None:
+    """Every GPU of this tray in another NVLink partition (CliqueId) of its cluster."""
+    state = node.load(NVLINK_STATE, {}) or {}
+    fabrics = state.get("fabric", {})
+    if not fabrics or any(f["cluster_uuid"].startswith("00000000-") for f in fabrics.values()):
+        raise UsageError(
+            f"host fault 'clique-mismatch' needs a multi-node NVLink tray (lab profile nvl); node "
+            f"{node.hostname} has none"
+        )
+    for fabric in fabrics.values():
+        fabric["clique_id"] = OTHER_CLIQUE
+    changes.state_file(NVLINK_STATE, json.dumps(state, indent=1, sort_keys=True) + "\n")
+
+
 INJECT: Mapping[str, Callable[[Node, Changes], None]] = {
     "pfc-off": inject_pfc_off,
     "pfc-storm-off": inject_pfc_storm_off,
@@ -465,6 +496,8 @@ INJECT: Mapping[str, Callable[[Node, Changes], None]] = {
     "pcie-degraded": inject_pcie_degraded,
     "acs-on": inject_acs_on,
     "iommu-translated": inject_iommu_translated,
+    "nvlink-down": inject_nvlink_down,
+    "clique-mismatch": inject_clique_mismatch,
 }
 
 

@@ -591,7 +591,7 @@ NCCL_CHECK_DECLS: tuple[Check[Any], ...] = (
         "nccl",
         "job",
         _NCCL_RUN,
-        "all_reduce busbw at the largest size at or above the intent's floor",
+        "all_reduce busbw at the largest size at or above its NVLink-domain layout's floor",
         None,
         None,
     ),

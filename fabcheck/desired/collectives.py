@@ -18,7 +18,8 @@ placement, the order the '# Rank' lines print):
   M, the steps with mask < M stay in the domain: c(n-M) of c(n-1) crosses, the alltoall bound again.
 - sendrecv (ring shift r -> r+1), broadcast and reduce (bounded by the root's path): one GPU's NIC share.
 - every rank in one domain: nothing crosses the network; the bottleneck is NVLink, links x per-link GB/s.
-- a job over several domains moves bytes over both: the lower of the two floors bounds it.
+- a job over several domains moves bytes over both: the slower of the two links (the lower bound) is its
+  bottleneck, and the floor is that link's fraction of it.
 
 The floor is a fraction of that bound: performance.nccl_busbw_min_fraction of the network one,
 nvlink.busbw_min_fraction of the NVLink one.
@@ -160,7 +161,6 @@ def op_floor(
     if layout.one_domain:
         return nvlink_floor
     bound, how = network_bound(op, layout, network)
-    network_floor = OpFloor(op, network.fraction * bound, f"{network.fraction:.0%} of {how}", BOUND_NETWORK)
-    if nvlink_floor is not None and nvlink_floor.gbytes < network_floor.gbytes:
-        return nvlink_floor
-    return network_floor
+    if nvlink is not None and nvlink_floor is not None and nvlink.gpu_gbytes < bound:
+        return nvlink_floor  # the slower link is the bottleneck: compare bounds, not fractions of them
+    return OpFloor(op, network.fraction * bound, f"{network.fraction:.0%} of {how}", BOUND_NETWORK)

@@ -89,7 +89,7 @@ def domain_job_floor(
     through all the domain's NICs: busbw <= the slowest domain's NIC sum (README "busbw floors per
     collective"). Every host its own domain: the slowest node's NICs (job_busbw_floor). All hosts in one
     domain: nothing crosses the network, the floor is NVLink's (nvlink.busbw_min_fraction x links x
-    GB/s), and the run is an NVLink proof. Across domains, an NVLink floor below the network's bounds it."""
+    GB/s), and the run is an NVLink proof. Across domains, NVLink slower than the network bounds it."""
     domain_of = {host: nvlink[host].domain if host in nvlink else host for host, _ in intents}
     members: dict[str, list[tuple[str, FabricIntent]]] = {}
     for host, intent in intents:
@@ -116,9 +116,18 @@ def domain_job_floor(
             + ", ".join(f"{host} {node_nics(i)} NICs x {i.link.speed_gbps:g} Gb/s" for host, i in hosts)
             + ")"
         )
-    if nvlink_floor is not None and nvlink_floor[0] < floor:
+    nvlink_bound = _nvlink_bound([nvlink[host] for host, _ in intents if host in nvlink])
+    fraction = intents[0][1].performance.nccl_busbw_min_fraction
+    if nvlink_floor is not None and nvlink_bound is not None and nvlink_bound < floor / fraction:
+        # The slower link is the bottleneck: bounds compared, not their fractions.
         return JobFloor(nvlink_floor[0], nvlink_floor[1], bounding, PROOF_FABRIC)
     return JobFloor(floor, basis, bounding, PROOF_FABRIC)
+
+
+def _nvlink_bound(hosts: Sequence[DesiredNvlinkHost]) -> float | None:
+    """The slowest GPU's NVLink bandwidth among hosts whose intent gives it (None: none does)."""
+    rates = [h.gpu_gbytes for h in hosts if h.gpus is not None and h.gpu_gbytes is not None]
+    return min(rates) if rates else None
 
 
 def _nvlink_floor(hosts: Sequence[DesiredNvlinkHost]) -> tuple[float, str] | None:

@@ -77,3 +77,11 @@ def test_a_slow_nvlink_bounds_a_job_across_domains() -> None:
     slow = {h: tray(h, d, m, 5.0) for h, d, m in [("t1", "r1", ("t1",)), ("t2", "r2", ("t2",))]}
     job = desired_nccl_job([("t1", FOUR_NICS), ("t2", FOUR_NICS)], slow)
     assert job.proof == PROOF_FABRIC and job.busbw_floor_gbytes == pytest.approx(0.6 * 18 * 5.0)
+
+
+def test_two_hgx_hosts_keep_the_network_floor_under_a_faster_nvlink() -> None:
+    # 18 x 26.562 GB/s NVLink (478 GB/s, 60% = 287) is faster than 8 x 400 Gb/s NICs (400 GB/s, 85% = 340).
+    hgx = {h: DesiredNvlinkHost(h, h, (h,), (h,), 8, 18, 26.562, False, True, 0.6) for h in ("a", "b")}
+    job = desired_nccl_job([("a", FabricIntent()), ("b", FabricIntent())], hgx)
+    assert job.proof == PROOF_FABRIC and job.busbw_floor_gbytes == pytest.approx(340.0)
+    assert job.floor_basis == "85% of 8 NICs x 400 Gb/s"

@@ -103,3 +103,12 @@ def test_fewer_ranks_than_nics_count_one_nic_per_rank() -> None:
 def test_an_op_without_a_rule_is_refused() -> None:
     with pytest.raises(ValueError, match="no busbw floor for op 'gather'"):
         op_floor("gather", rank_layout(two_hgx(), lambda host: host), EIGHT_400G, None)
+
+
+def test_the_bottleneck_is_the_lower_bound_not_the_lower_fraction_of_it() -> None:
+    # HGX H100: NVLink 18 x 26.562 = 478 GB/s a GPU at 60% is 287 GB/s, but the ring's bound over two
+    # hosts is their NICs, 400 GB/s: the floor stays 85% of 400, not the lenient NVLink fraction.
+    hgx = NvlinkLimit(18 * 26.562, 0.6, 18, 26.562)
+    network = NetworkLimit(400.0, 0.85, 8, 400.0)
+    floor = op_floor("all_reduce", rank_layout(two_hgx(), lambda host: host), network, hgx)
+    assert floor is not None and floor.bound == BOUND_NETWORK and floor.gbytes == pytest.approx(340.0)

@@ -280,6 +280,17 @@ def ib_inventory_table() -> str:
     return _table(("variable", "set on", "default", "meaning"), rows)
 
 
+def nvlink_inventory_table() -> str:
+    """The inventory variables of the NVLink domains (fabcheck.intent.nvlink.INVENTORY_VARIABLES)."""
+    from fabcheck.intent.nvlink import INVENTORY_VARIABLES
+
+    rows = [
+        (f"`{var}`" if " " not in var else var, on, default, meaning)
+        for var, on, default, meaning in INVENTORY_VARIABLES
+    ]
+    return _table(("variable", "set on", "default", "meaning"), rows)
+
+
 def intent_table() -> str:
     return _table(
         ("key", "type", "default", "meaning"),
@@ -393,6 +404,7 @@ def generators() -> dict[str, Callable[[], str]]:
         "host-owned-fields": host_owned_fields,
         "intent-keys": intent_table,
         "ib-inventory": ib_inventory_table,
+        "nvlink-inventory": nvlink_inventory_table,
     }
     for stage in ("nccl", "perftest", "incast"):
         blocks[f"checks:{stage}"] = lambda stage=stage: stage_checks_table(stage)

@@ -15,6 +15,25 @@ if TYPE_CHECKING:  # fabric.py imports this module to hold the plan
 NVLINK_DOMAINS_GROUP = "nvlink_domains"
 NVLINK_ADDRESS_VAR = "nvlink_address"
 
+# The inventory's NVLink variables: (variable, set on, default, meaning); docs/intent.md's table is
+# generated from these (scripts/gen_docs, block nvlink-inventory).
+INVENTORY_VARIABLES = (
+    (
+        f"group {NVLINK_DOMAINS_GROUP}",
+        "GPU hosts, through its child groups",
+        "none: each GPU host is a domain of its own",
+        "each child group is one NVLink domain (a rack's trays); a host is in at most one, every member is a "
+        "GPU host (gpu_hosts), a child group has hosts, and the group itself holds none",
+    ),
+    (
+        NVLINK_ADDRESS_VAR,
+        "GPU host of a domain",
+        "`ansible_host`, else the inventory name",
+        "its IMEX address: the domain's node list (`/etc/nvidia-imex/nodes_config.cfg`, role nvlink) lists "
+        "its members' addresses, one a line, member order; one word, unique in the domain",
+    ),
+)
+
 
 @dataclass(frozen=True)
 class NvlinkDomain:

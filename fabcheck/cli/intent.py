@@ -77,7 +77,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 def fabric_summary(fabric: Fabric) -> list[str]:
     """Switches by platform and the cabling map's size (what the switch play and the gate will use)."""
-    lines = _ib_summary(fabric)
+    lines = [*_ib_summary(fabric), *_nvlink_summary(fabric)]
     if not fabric.switches and not fabric.links:
         return lines
     platforms: dict[str, int] = {}
@@ -85,6 +85,16 @@ def fabric_summary(fabric: Fabric) -> list[str]:
         platforms[switch.platform] = platforms.get(switch.platform, 0) + 1
     kinds = ", ".join(f"{count} {platform}" for platform, count in sorted(platforms.items())) or "none"
     return [f"switches: {kinds}; cabling map: {len(fabric.links)} link(s) (fabric_links)", *lines]
+
+
+def _nvlink_summary(fabric: Fabric) -> list[str]:
+    """The NVLink domains and their sizes (what the role writes as IMEX node lists and the NCCL checks
+    take as NVLink pairs)."""
+    domains = fabric.nvlink.domains
+    if not domains:
+        return []
+    sizes = ", ".join(f"{domain.name}={len(domain.hosts)}" for domain in domains)
+    return [f"NVLink domains: {len(domains)} (nvlink_domains); hosts per domain: {sizes}"]
 
 
 def _ib_summary(fabric: Fabric) -> list[str]:

@@ -168,3 +168,12 @@ def test_without_the_group_tree_no_plan_is_read() -> None:
     tree = GroupTree({"nvlink_domains": ("all",), "nvl_rack1": ("nvlink_domains",), "gpu_hosts": ("all",)})
     fabric = read_fabric([node], lambda _v: "", groups=tree)
     assert fabric.nvlink == NvlinkPlan((NvlinkDomain("nvl_rack1", ("gpu01",), ("gpu01",)),))
+
+
+def test_intent_check_prints_the_domains(capsys: pytest.CaptureFixture[str]) -> None:
+    from fabcheck.cli import main
+
+    assert main(["intent", "check", "-i", str(EXAMPLE)]) == 0
+    assert "  NVLink domains: 2 (nvlink_domains); hosts per domain: nvl_rack1=2, nvl_rack2=2\n" in (
+        capsys.readouterr().out
+    )

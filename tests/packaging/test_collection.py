@@ -20,7 +20,13 @@ from prime_offline import SANITY_TESTS, install_pip_bootstrap, sanity_argv
 import fabcheck
 
 MODULES = ("boot_kernel_module", "ipoib_child", "nic_fw_config", "roce_nic", "switch_config")
-FILTERS = ("fabcheck_desired_host", "fabcheck_switch_config", "fabcheck_subnet_manager", "fabcheck_ib_host")
+FILTERS = (
+    "fabcheck_desired_host",
+    "fabcheck_switch_config",
+    "fabcheck_subnet_manager",
+    "fabcheck_ib_host",
+    "fabcheck_nvlink_hosts",
+)
 # Task keywords (not the action) that roles and playbooks use.
 TASK_KEYWORDS = {"name", "when", "tags", "register", "notify", "vars", "block", "changed_when", "failed_when",
                  "check_mode", "listen", "loop", "become", "delegate_to", "run_once", "no_log",

@@ -67,6 +67,12 @@ def bus_checks_table() -> str:
     return catalog.markdown(("host",), catalog.BUS_CHECK_IDS)
 
 
+def nvlink_checks_table() -> str:
+    from fabcheck.gate import catalog
+
+    return catalog.markdown(("host",), catalog.NVLINK_CHECK_IDS)
+
+
 def _inputs(inputs: object) -> str:
     if not dataclasses.is_dataclass(inputs):
         return "-"
@@ -400,6 +406,7 @@ def generators() -> dict[str, Callable[[], str]]:
         "checks:wire": wire_checks_table,
         "checks:bus": bus_checks_table,
         "checks:ib": lambda: catalog_table("ib"),
+        "checks:nvlink": nvlink_checks_table,
         "owned-fields": switch_owned_fields,
         "host-owned-fields": host_owned_fields,
         "intent-keys": intent_table,

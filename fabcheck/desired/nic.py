@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fabcheck.desired.nvlink import DesiredNvlinkHost
 from fabcheck.intent.model import FabricIntent, GpuHealth, LinkHealth, NicFirmware, Pcie
 
 # The wire checks judge what the error, FEC and flap counters did over a window of this many seconds
@@ -206,6 +207,9 @@ class DesiredHost:
     gdr_mechanism: str = "any"
     nic_firmware: tuple[NicFirmware, ...] = ()
     gpu_health: GpuHealth = field(default_factory=GpuHealth)
+    # The host's NVLink domain (GateDesired.nvlink, derived once by the plan; the host stage attaches it
+    # here so the NVLink host checks read it like any other desired field). None: no NVLink plan.
+    nvlink: DesiredNvlinkHost | None = None
 
     @property
     def peermem_policy(self) -> str:

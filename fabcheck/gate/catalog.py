@@ -31,6 +31,8 @@ from fabcheck.checks.host import wire as host_wire
 from fabcheck.checks.host.firmware import NIC_FIRMWARE_CHECK, NIC_FW_CONFIG_CHECK
 from fabcheck.checks.host.gpu import GPUDIRECT_CHECK
 from fabcheck.checks.host.gpu_health import GPU_HEALTH_CHECK
+from fabcheck.checks.host.nvlink import HOST_CHECKS as NVLINK_HOST_CHECKS
+from fabcheck.checks.host.nvlink import NVLINK_FABRIC_CHECK
 from fabcheck.checks.ib import IB_CHECK_DECLS
 from fabcheck.checks.model import Finding
 from fabcheck.checks.roles import SWITCH_QOS_ROLE
@@ -313,6 +315,9 @@ BUS_CHECK_IDS = tuple(check.id for check in _BUS_CHECKS)
 # docs/checks/ib.md: the InfiniBand fabric between the hosts (issue 37), judged by the ib stage.
 IB_TABLE = "ib"
 IB_CHECK_IDS = tuple(check.id for check in IB_CHECK_DECLS)
+# docs/checks/nvlink.md: each GPU host's NVLink domain (issue 38): links, fabric registration, IMEX, FM.
+NVLINK_TABLE = "nvlink"
+NVLINK_CHECK_IDS = tuple(check.id for check in (*NVLINK_HOST_CHECKS, NVLINK_FABRIC_CHECK))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -321,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--markdown",
-        choices=sorted([*TABLES, WIRE_TABLE, BUS_TABLE]),
+        choices=sorted([*TABLES, WIRE_TABLE, BUS_TABLE, NVLINK_TABLE]),
         help="print the docs' check table of these stages",
     )
     args = parser.parse_args(argv)
@@ -329,6 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(markdown(("host", "switch", "link"), WIRE_CHECK_IDS))
     elif args.markdown == BUS_TABLE:
         sys.stdout.write(markdown(("host",), BUS_CHECK_IDS))
+    elif args.markdown == NVLINK_TABLE:
+        sys.stdout.write(markdown(("host",), NVLINK_CHECK_IDS))
     elif args.markdown:
         sys.stdout.write(markdown(TABLES[args.markdown]))
     else:

@@ -22,6 +22,7 @@ from fabcheck.collect.host import HostCollection, last_line
 from fabcheck.collect.script import CAP_NAMES
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.nic import DesiredHost
+from fabcheck.desired.nvlink import DesiredNvlinkHost
 from fabcheck.gate.reader import NodeReads, NotRead, Reader
 from fabcheck.gate.snapshot import optional_text, section_record, sections_restored
 from fabcheck.gate.stages import StageContext, StageOutcome
@@ -292,9 +293,21 @@ class HostStage:
         plan, reads = context.plan, context.reads
         # Each round trip waits the counter window between its two counter readings, all at once.
         reader = context.window_reader
-        results = read_hosts(reader, plan.hosts, reads.host, plan.desired.hosts, reads.on_host_done)
+        desired = with_nvlink(plan.desired.hosts, plan.desired.nvlink)
+        results = read_hosts(reader, plan.hosts, reads.host, desired, reads.on_host_done)
         cables = {(link.host, link.nic): link.switch_end for link in context.plan.whole.links}
         return StageOutcome(self.name, tuple(located(result, cables) for result in results))
+
+
+def with_nvlink(
+    hosts: Mapping[str, DesiredHost], nvlink: Mapping[str, DesiredNvlinkHost]
+) -> Mapping[str, DesiredHost]:
+    """Each host's desired state with its NVLink domain (GateDesired.nvlink, planned once) attached, so
+    the NVLink host checks read it where every host check reads its desired state."""
+    return {
+        host: dataclasses.replace(desired, nvlink=nvlink[host]) if host in nvlink else desired
+        for host, desired in hosts.items()
+    }
 
 
 def located(result: HostResult, cables: Mapping[tuple[str, str], str]) -> HostResult:

@@ -52,6 +52,8 @@ from fabcheck.checks.host.gpu import (
 )
 from fabcheck.checks.host.gpu_health import GPU_HEALTH, GPU_HEALTH_CHECK, check_gpu_health
 from fabcheck.checks.host.judges import HostCheck, Scope
+from fabcheck.checks.host.nvlink import FABRIC_MANAGER, IMEX, NVLINK, NVLINK_FABRIC, NVLINK_FABRIC_CHECK
+from fabcheck.checks.host.nvlink import HOST_CHECKS as NVLINK_CHECKS
 from fabcheck.checks.host.pcie import CHECKS as PCIE_CHECKS
 from fabcheck.checks.host.pcie import IOMMU, PCIE_ACS, PCIE_ERRORS, PCIE_LINK
 from fabcheck.checks.host.persistence import (
@@ -137,8 +139,14 @@ HOST_CHECK_DECLS: tuple[HostCheck, ...] = (
     NIC_FW_CONFIG_CHECK,
     *PCIE_CHECKS,
     GPU_HEALTH_CHECK,
+    *NVLINK_CHECKS,
 )
-FLEET_CHECK_DECLS: tuple[FleetCheck, ...] = (GID_INDEX_CHECK, VERSIONS_CHECK, NIC_FIRMWARE_CHECK)
+FLEET_CHECK_DECLS: tuple[FleetCheck, ...] = (
+    GID_INDEX_CHECK,
+    VERSIONS_CHECK,
+    NIC_FIRMWARE_CHECK,
+    NVLINK_FABRIC_CHECK,
+)
 HOST_CHECKS = tuple(check.id for check in HOST_CHECK_DECLS)
 FLEET_CHECKS = tuple(check.id for check in FLEET_CHECK_DECLS)
 # The RoCE checks judged per rail NIC or port: nothing to judge, nothing passed on a host without NICs.
@@ -184,6 +192,7 @@ __all__ = [
     "DCQCN_MODES",
     "DSCP2PRIO",
     "ECN_ENABLE",
+    "FABRIC_MANAGER",
     "FLEET_CHECKS",
     "FLEET_CHECK_DECLS",
     "GID_INDEX",
@@ -191,6 +200,7 @@ __all__ = [
     "GPU_HEALTH",
     "HOST_CHECKS",
     "HOST_CHECK_DECLS",
+    "IMEX",
     "IOMMU",
     "LINK_ERRORS",
     "LINK_FLAPS",
@@ -200,6 +210,8 @@ __all__ = [
     "NIC_FIRMWARE",
     "NIC_FW_CONFIG",
     "NIC_PERSISTENCE",
+    "NVLINK",
+    "NVLINK_FABRIC",
     "OPTICS",
     "PCIE_ACS",
     "PCIE_ERRORS",

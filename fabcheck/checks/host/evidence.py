@@ -22,6 +22,7 @@ from fabcheck.parsers.kernel_log import XidEvent
 from fabcheck.parsers.mlnx_qos import MlnxQos
 from fabcheck.parsers.mlxconfig import MlxconfigQuery
 from fabcheck.parsers.nvidia_smi_q import SmiQuery
+from fabcheck.parsers.nvlink_records import ImexStatus, NvlinkStatus
 from fabcheck.parsers.pcie_sysfs import KernelCmdline
 from fabcheck.parsers.rdma_link import RdmaLink
 from fabcheck.parsers.topo import TopoMatrix
@@ -292,6 +293,36 @@ class HostEvidence:
     def gpu_query(self) -> SmiQuery | Unreadable:
         """`nvidia-smi -q`: every GPU's persistence mode, ECC and memory-repair state (host.gpu_health)."""
         shown: SmiQuery | Unreadable = self.record(probes.NVIDIA_SMI_Q)
+        return shown
+
+    @property
+    def nvlink_status(self) -> NvlinkStatus | Unreadable:
+        """`nvidia-smi nvlink -s`: every GPU's NVLinks and their rates (host.nvlink)."""
+        shown: NvlinkStatus | Unreadable = self.record(probes.NVLINK_STATUS)
+        return shown
+
+    @property
+    def imex_active(self) -> str | Unreadable:
+        """`systemctl is-active nvidia-imex`: its one word (host.imex)."""
+        shown: str | Unreadable = self.record(probes.IMEX_ACTIVE)
+        return shown
+
+    @property
+    def imex_nodes(self) -> tuple[str, ...] | Unreadable:
+        """/etc/nvidia-imex/nodes_config.cfg: the addresses the IMEX daemon was given (host.imex)."""
+        shown: tuple[str, ...] | Unreadable = self.record(probes.IMEX_NODES)
+        return shown
+
+    @property
+    def imex_status(self) -> ImexStatus | Unreadable | None:
+        """`nvidia-imex-ctl -N`: the IMEX domain as this tray's daemon sees it (None: tool absent)."""
+        shown: ImexStatus | Unreadable | None = self.record(probes.IMEX_STATUS)
+        return shown
+
+    @property
+    def fabric_manager_active(self) -> str | Unreadable:
+        """`systemctl is-active nvidia-fabricmanager`: its one word (host.fabric_manager)."""
+        shown: str | Unreadable = self.record(probes.FABRIC_MANAGER_ACTIVE)
         return shown
 
     @property

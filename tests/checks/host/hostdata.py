@@ -22,9 +22,10 @@ from fabcheck.collect.host import (
     HostCollection,
 )
 from fabcheck.collect.script import Section
-from fabcheck.desired.nic import PERSIST_PATHS, desired_host
+from fabcheck.desired.nic import PERSIST_PATHS, DesiredHost, desired_host
+from fabcheck.desired.nvlink import DesiredNvlinkHost
 from fabcheck.intent.loader import HostEntry
-from fabcheck.intent.model import Dcqcn, FabricIntent, NicFirmware
+from fabcheck.intent.model import Dcqcn, FabricIntent, NicFirmware, NvlinkIntent
 from fabcheck.parsers.ibv_devinfo import IbvDevice, IbvPort
 from fabcheck.parsers.mlnx_qos import MlnxQos
 from fabcheck.parsers.nic_persist import CONFIG_FORMAT
@@ -54,6 +55,11 @@ FIRMWARE_PIN = NicFirmware(
 INTENT = FabricIntent(
     rails=RAILS, dcqcn=Dcqcn(rp_params={"rpg_gd": 11, "rpg_min_rate": 10}), nic_firmware=[FIRMWARE_PIN]
 )
+# The host is a tray of a three-tray NVLink domain (gpu01..gpu03, docs/checks/nvlink.md) whose NVLink plan
+# asks everything the NVLink checks judge: its two GPUs' links at the GB200 rate, IMEX and the fabric
+# manager. Only the host checks read it (DesiredHost.nvlink); INTENT itself stays NVLink-free, so the
+# NCCL tests that share it keep their network floors.
+NVLINK = NvlinkIntent(gpus=2, links_per_gpu=18, link_gbytes=53.125, imex=True, fabric_manager=True)
 
 TOPO = (
     "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
@@ -132,6 +138,83 @@ def ok(text: str) -> Section:
     return Section(0, text)
 
 
+NVLINK_TRAYS = ("gpu01", "gpu02", "gpu03")
+NVLINK_ADDRESSES = ("10.0.1.1", "10.0.1.2", "10.0.1.3")
+CLUSTER_UUID = "dc6e40c4-d722-4357-9ba6-5291dd461278"  # the ClusterUUID of dra-driver issue 626
+CLIQUE_ID = 2
+
+
+def nvlink_tray(host: str, wanted: NvlinkIntent = NVLINK) -> DesiredNvlinkHost:
+    """The host's NVLink domain as the gate plans it (GateDesired.nvlink): a tray of gpu01..gpu03."""
+    return DesiredNvlinkHost(
+        host=host,
+        domain="nvl_rack1",
+        members=NVLINK_TRAYS,
+        addresses=NVLINK_ADDRESSES,
+        gpus=wanted.gpus,
+        links_per_gpu=wanted.links_per_gpu,
+        link_gbytes=wanted.link_gbytes,
+        imex=wanted.imex,
+        fabric_manager=wanted.fabric_manager,
+        busbw_min_fraction=wanted.busbw_min_fraction,
+    )
+
+
+def planned(intent: FabricIntent, host: str) -> DesiredHost:
+    """The host's desired state with its NVLink domain attached, as the host stage judges it."""
+    return dataclasses.replace(desired_host(intent, host), nvlink=nvlink_tray(host))
+
+
+def nvlink_status(gpus: int = 2, rate: str = "53.125 GB/s") -> str:  # the two GPUs of GPU_BUSES
+    """`nvidia-smi nvlink -s` as the real GB200 output shows each GPU (k8s-test-infra issue 371)."""
+    blocks = []
+    for index in range(gpus):
+        blocks.append(f"GPU {index}: NVIDIA GB200 (UUID: GPU-{index:08x}-6d5b-03bd-3a71-f85b47a61bde)\n")
+        blocks += [f"         Link {link}: {rate}\n" for link in range(18)]
+    return "".join(blocks)
+
+
+def imex_status(addresses: tuple[str, ...] = NVLINK_ADDRESSES) -> str:
+    """`nvidia-imex-ctl -N` of a domain whose nodes are all READY and connected, in the real 2-node
+    GH200 output's shape (tests/data/real/nvlink/INDEX.tsv)."""
+    nodes = "".join(f"Node #{i:<3} - {a:<15} - READY\n" for i, a in enumerate(addresses))
+    header = " Nodes From\\To  " + "  ".join(str(i) for i in range(len(addresses))) + "\n"
+    rows = "".join(
+        f"       {i}        " + "  ".join("C" for _ in addresses) + "\n" for i in range(len(addresses))
+    )
+    return f"3/25/2025 10:42:08.082\nNodes:\n{nodes}\n{header}{rows}Domain State: UP\n"
+
+
+FABRIC_NA = (  # the real A10G's Fabric section (no NVLink fabric)
+    "    Fabric\n"
+    "        State                             : N/A\n"
+    "        Status                            : N/A\n"
+)
+
+
+def fabric_section(state: str = "Completed", status: str = "Success", clique: int = CLIQUE_ID) -> str:
+    return (
+        "    Fabric\n"
+        f"        State                             : {state}\n"
+        f"        Status                            : {status}\n"
+        f"        CliqueId                          : {clique}\n"
+        f"        ClusterUUID                       : {CLUSTER_UUID}\n"
+        "        Health\n"
+        "            Summary                       : Healthy\n"
+        "            Bandwidth                     : Full\n"
+    )
+
+
+def nvlink_sections() -> dict[str, Section]:
+    return {
+        "nvlink_status": ok(nvlink_status()),
+        "imex_active": ok("active\n"),
+        "imex_nodes": ok("".join(f"{a}\n" for a in NVLINK_ADDRESSES)),
+        "imex_status": ok(imex_status()),
+        "fabric_manager_active": ok("active\n"),
+    }
+
+
 def healthy_sections() -> dict[str, Section]:
     """What the collection script brings back from a host configured exactly to INTENT."""
     sections = {
@@ -165,6 +248,7 @@ def healthy_sections() -> dict[str, Section]:
     sections["show_gids"] = ok(render_show_gids(gids()))
     sections |= busdata.bus_sections(tuple(NETDEVS))
     sections |= gpu_health_sections()
+    sections |= nvlink_sections()
     return sections | persisted_sections()
 
 
@@ -274,7 +358,7 @@ def run_checks(
         else:
             sections[name] = section
     collection = HostCollection("gpu01", sections, complete=True, priority=intent.lossless.priority)
-    return list(hostgate.judge(collection, intent).findings)
+    return list(hostgate.judge(collection, intent, planned(intent, "gpu01")).findings)
 
 
 def not_passing(findings: list[Finding]) -> dict[tuple[str, str], Status]:
@@ -382,8 +466,9 @@ def smi_q(
     buses: tuple[str, ...] = GPU_BUSES,
     changes: Mapping[int, Mapping[str, str]] | None = None,
 ) -> str:
-    """`nvidia-smi -q` of GPUs at `buses`, each block the real A10G block at its bus id; `changes`: GPU
-    index -> {line text: its replacement} in that GPU's block."""
+    """`nvidia-smi -q` of GPUs at `buses`, each block the real A10G block at its bus id and its Fabric
+    section registered in the domain (fabric_section); `changes`: GPU index -> {line text: its
+    replacement} in that GPU's block."""
     real = (REAL_HOST / "nvidia-smi-q-a10g-535.txt").read_text()
     head, _, block = real.partition("GPU 00000000:00:1E.0\n")
     head = head.replace(
@@ -392,6 +477,8 @@ def smi_q(
     blocks = []
     for index, bus in enumerate(buses):
         text = block.replace("00000000:00:1E.0", bus)
+        assert FABRIC_NA in text
+        text = text.replace(FABRIC_NA, fabric_section(), 1)
         text = text.replace(
             "Persistence Mode                      : Disabled", f"Persistence Mode{' ' * 22}: {persistence}"
         )

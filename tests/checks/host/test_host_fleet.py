@@ -26,6 +26,7 @@ from tests.checks.host.hostdata import (
     healthy_sections,
     not_passing,
     ok,
+    planned,
 )
 from tests.parsers.renderers import render_show_gids
 
@@ -40,7 +41,7 @@ def fleet(changes: dict[str, dict[str, Section]], intent: FabricIntent = INTENT)
         for host in hosts
     }
     return checks.check_fleet(
-        evidence, {host: desired_host(intent, host) for host in hosts}, dict.fromkeys(hosts, intent)
+        evidence, {host: planned(intent, host) for host in hosts}, dict.fromkeys(hosts, intent)
     )
 
 
@@ -123,7 +124,8 @@ def test_validate_appends_the_fleet_findings_to_each_host() -> None:
         HostEntry(name, ("gpu_hosts",), INTENT, {"ansible_host": name})
         for name in ("gpu01", "gpu02", "gpu03")
     ]
-    results = {r.host: r for r in hostgate.validate(hosts, collector=collector)}
+    desired = {entry.name: planned(INTENT, entry.name) for entry in hosts}
+    results = {r.host: r for r in hostgate.validate(hosts, collector=collector, desired=desired)}
     assert results["gpu01"].verdict is Status.PASS and results["gpu02"].verdict is Status.PASS
     assert results["gpu03"].verdict is Status.FAIL
     assert not_passing(list(results["gpu03"].findings)) == {  # against the pin: each NIC

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from test_mockhost_support import MockNode, installed_bin, make_nodes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,6 +64,14 @@ PLAY = """\
 """
 
 
+def with_fleet_fact(play: str) -> str:
+    """The play with the GPU hosts' play's own pre-task (playbooks/hosts.yml): every record read once."""
+    [hosts_play] = yaml.safe_load((REPO / "playbooks/hosts.yml").read_text())
+    [task] = [t for t in hosts_play["pre_tasks"] if "nvlink_fleet" in t.get("ansible.builtin.set_fact", {})]
+    [parsed] = yaml.safe_load(play)
+    return yaml.safe_dump([{**parsed, "pre_tasks": [task]}], sort_keys=False)
+
+
 @pytest.fixture(scope="module")
 def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return installed_bin(tmp_path_factory.mktemp("mockbin"))
@@ -83,7 +92,9 @@ def node(tmp_path: Path, bin_dir: Path) -> MockNode:
     return made
 
 
-def inventory(tmp_path: Path, *, imex: bool, fabric_manager: bool, second: str = "172.27.58.71") -> Path:
+def inventory(
+    tmp_path: Path, *, imex: bool, fabric_manager: bool, second: str = "172.27.58.71", fleet: bool = True
+) -> Path:
     root = tmp_path / "inv"
     (root / "group_vars/all").mkdir(parents=True, exist_ok=True)
     (root / "group_vars/all/fabric.yml").write_text(
@@ -91,7 +102,7 @@ def inventory(tmp_path: Path, *, imex: bool, fabric_manager: bool, second: str =
     )
     lone = "" if not imex else "        nvl_hgx01:\n          hosts:\n            hgx01:\n"
     (root / "hosts.yml").write_text(HOSTS.format(python=sys.executable, second=second, lone=lone))
-    (root / "play.yml").write_text(PLAY)
+    (root / "play.yml").write_text(with_fleet_fact(PLAY) if fleet else PLAY)
     return root
 
 
@@ -169,8 +180,10 @@ def test_imex_writes_the_real_node_list_starts_once_and_restarts_only_on_change(
     assert started(tmp_path) == ["nvidia-imex", "nvidia-imex"]
 
 
-def test_a_one_host_domain_lists_its_own_address(node: MockNode, tmp_path: Path) -> None:
-    root = inventory(tmp_path, imex=True, fabric_manager=False)
+def test_a_one_host_domain_lists_its_own_address_the_role_alone_reading_it(
+    node: MockNode, tmp_path: Path
+) -> None:
+    root = inventory(tmp_path, imex=True, fabric_manager=False, fleet=False)  # no nvlink_fleet fact
     nodes_config(node).parent.mkdir(parents=True)
     recap(play(node, root, target="hgx01"))
     assert nodes_config(node).read_text() == "hgx01\n"  # no nvlink_address, no ansible_host: its name

@@ -44,7 +44,8 @@ PLATFORMS = ("sonic", "nvue", "eos")
 # The host NIC's wire views (ethtool -S/--show-fec/-m, mlxlink) under tests/data/real/host (issue 35).
 # ib: the InfiniBand fabric tools (ibnetdiscover, saquery, ibqueryerrors, perfquery, vendstat; issue 37).
 # nvlink: nvidia-smi -q Fabric, nvidia-smi nvlink -s, nvidia-imex-ctl and nodes_config.cfg (issue 38).
-KNOWN_PLATFORMS = (*PLATFORMS, "host", "ib", "nvlink")
+# nccl: NCCL_DEBUG=INFO channel lines of each release (issue 38).
+KNOWN_PLATFORMS = (*PLATFORMS, "host", "ib", "nvlink", "nccl")
 MIN_RESOLVABLE = 10
 NO_FILE = {"-", "(none)"}
 # Folders under tests/data/real that hold no captures of their own: the parsers' truth files.

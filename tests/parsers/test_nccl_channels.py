@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fabcheck.parsers.nccl_log import parse_nccl_log
+from fabcheck.parsers.nccl_log import MAX_MESSAGE_CHARS, parse_nccl_log
 from fabcheck.parsers.nccl_log.channels import NET, P2P, SHM, read_channel
 from fabcheck.parsers.nccl_ranks import parse_nccl_ranks
 
@@ -152,3 +152,14 @@ def test_a_rank_number_on_two_hosts_is_ambiguous() -> None:
     summary = parse_nccl_log("\n".join(lines))
     assert summary.ambiguous_ranks == (0,)
     assert {(p.host, p.peer_host) for p in summary.pairs} == {(None, "a")}
+
+
+def test_a_channel_line_behind_megabytes_keeps_a_bounded_quote() -> None:
+    line = "x" * 300_000 + " h1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM"
+    (pair,) = parse_nccl_log(
+        line + "\nh1:1:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM\n"
+    ).pairs[:1]
+    assert (pair.host, pair.peer_host, pair.transport) == ("h1", "h1", P2P)
+    assert len(pair.text) <= MAX_MESSAGE_CHARS and pair.text.endswith("via P2P/CUMEM")
+    # A line that runs on past its path is no channel: the path is at most 200 characters.
+    assert read_channel("Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM " + "y" * 300) is None

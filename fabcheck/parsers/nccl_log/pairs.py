@@ -16,7 +16,7 @@ from operator import itemgetter
 
 from fabcheck.parsers.nccl_log.channels import NET, P2P, SHM, read_channel
 from fabcheck.parsers.nccl_log.lines import CACHE_LIMIT, clean_line
-from fabcheck.parsers.nccl_log.records import MAX_RANKS, RankPair
+from fabcheck.parsers.nccl_log.records import MAX_MESSAGE_CHARS, MAX_RANKS, RankPair
 
 MAX_PAIRS = 100_000
 _MARKERS = ("NCCL INFO Channel ", "NCCL INFO Ring ")
@@ -110,12 +110,13 @@ class PairReader:
         fresh[pair] = (head, marker, ends + " via " + kind)
 
     def _head_host(self, head: str) -> str | None:
-        if head not in self._heads:
+        window = head[-_HEAD_WINDOW:]  # the cache holds bounded keys, whatever a line's length
+        if window not in self._heads:
             if len(self._heads) >= CACHE_LIMIT:
                 self._heads.clear()
-            found = _HEAD_HOST.search(clean_line(head[-_HEAD_WINDOW:]))
-            self._heads[head] = found.group(1) if found else None
-        return self._heads[head]
+            found = _HEAD_HOST.search(clean_line(window))
+            self._heads[window] = found.group(1) if found else None
+        return self._heads[window]
 
     def _locate(
         self, block: str, first_line: int, fresh: dict[tuple[int, int, str], tuple[str, str, str]]
@@ -135,7 +136,7 @@ class PairReader:
         for pos, pair, head in sorted(placed):
             line += block.count("\n", counted, pos)
             counted = pos
-            text = clean_line(block[pos : block.find("\n", pos)]).strip()
+            text = clean_line(block[pos : block.find("\n", pos)]).strip()[-MAX_MESSAGE_CHARS:]
             channel = read_channel(text[text.find("NCCL INFO ") + 10 :])
             if channel is not None:
                 self._pairs[pair] = (self._head_host(head), channel.path, line, text)

@@ -464,10 +464,16 @@ def _judge_domain(
 
 
 def _unconnected(status: ImexStatus, index: int) -> list[str]:
-    """The cells of a node's row and column that are not C, as `#a->#b <what>`."""
+    """The cells of a node's row and column that are not C, as `#a->#b <what>`. A READY node is blamed
+    only for cells with another READY node (a cell with a node that is down is that node's): a daemon
+    stopped on one tray names that tray, not every peer that lost it."""
+    ready = {node.index for node in status.nodes if node.state == "READY"}
     cells = []
     for (source, target), letter in sorted(status.connections.items()):
-        if index in (source, target) and letter != CONNECTED:
+        if index not in (source, target) or letter == CONNECTED:
+            continue
+        other = target if source == index else source
+        if index not in ready or other in ready:
             cells.append(f"#{source}->#{target} {IMEX_LEGEND.get(letter, letter)}")
     return cells
 

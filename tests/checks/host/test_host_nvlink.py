@@ -184,7 +184,7 @@ def test_a_peer_down_fails_naming_that_peer_and_the_domain_state() -> None:
     found = by_subject(nv.check_imex("active", ("10.0.0.1", "10.0.0.2"), down, tray()))
     assert found["IMEX node gpu02"].status is Status.FAIL
     assert found["IMEX node gpu02"].actual.startswith("state DOWN; #0->#1 never connected")
-    assert found["IMEX node gpu01"].status is Status.FAIL  # its cells with gpu02 are not C either
+    assert found["IMEX node gpu01"].status is Status.PASS  # its cells with gpu02 are gpu02's to answer for
     assert found["IMEX domain"].actual == "Domain State DEGRADED"
 
 
@@ -269,3 +269,11 @@ def test_the_host_stage_attaches_each_hosts_planned_nvlink_domain() -> None:
     attached = with_nvlink(hosts, {"gpu01": tray("gpu01"), "gpu02": tray("gpu02")})
     assert attached["gpu02"].nvlink == tray("gpu02")
     assert attached["cpu01"].nvlink is None
+
+
+def test_two_ready_nodes_that_cannot_connect_both_fail_naming_the_cell() -> None:
+    # E.g. a node map mismatch (one daemon restarted with another list): both READY, `!M!` both ways.
+    mismatch = imex(cells={(0, 1): "!M!", (1, 0): "!M!"})
+    found = by_subject(nv.check_imex("active", ("10.0.0.1", "10.0.0.2"), mismatch, tray()))
+    assert found["IMEX node gpu01"].actual == "#0->#1 node map mismatch; #1->#0 node map mismatch"
+    assert found["IMEX node gpu02"].status is Status.FAIL

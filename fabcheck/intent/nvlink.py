@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # fabric.py imports this module to hold the plan
 
 NVLINK_DOMAINS_GROUP = "nvlink_domains"
 NVLINK_ADDRESS_VAR = "nvlink_address"
+NVLINK_HOST_VAR = "fabric_nvlink"  # a host's own nvlink intent (fabcheck.intent.loader.NVLINK_VAR)
 
 # The inventory's NVLink variables: (variable, set on, default, meaning); docs/intent.md's table is
 # generated from these (scripts/gen_docs, block nvlink-inventory).
@@ -119,6 +120,7 @@ def read_nvlink_plan(
                 )
         addresses = tuple(_address(node, where, problems) for node in hosts)
         problems += _shared_addresses(name, hosts, addresses, where)
+        problems += _one_intent_per_domain(str(name), hosts, where)
         plan_domains.append(NvlinkDomain(str(name), tuple(str(node.name) for node in hosts), addresses))
     plan = NvlinkPlan(tuple(plan_domains))
     problems += _lone_imex_hosts(nodes, plan, where)
@@ -162,7 +164,8 @@ def _shared_addresses(
 def _lone_imex_hosts(nodes: Sequence[InventoryNode], plan: NvlinkPlan, where: Where) -> list[str]:
     """The rule for `nvlink.imex: true` and a GPU host in no domain: an error, never a warning. IMEX joins
     the trays of one multi-node NVLink domain; a host that should run it alone says so with a one-host
-    child group of nvlink_domains (its node list: its own address)."""
+    child group of nvlink_domains (its node list: its own address). Reported where the host's imex is set:
+    its own fabric_nvlink, else the fleet's fabric_intent.nvlink (one line for every such host)."""
     from fabcheck.intent.fabric import GPU_HOSTS
 
     lone = [
@@ -173,19 +176,68 @@ def _lone_imex_hosts(nodes: Sequence[InventoryNode], plan: NvlinkPlan, where: Wh
         and node.intent.nvlink.imex
         and not plan.domain_of(node.name).declared
     ]
-    if not lone:
-        return []
-    raw = next((n.variables.get("fabric_intent") for n in lone if "fabric_intent" in n.variables), None)
-    section = raw.get("nvlink") if isinstance(raw, Mapping) else None
-    # A boolean carries no origin; its key does (as the loader names a bool's line).
-    key = next((k for k in section if k == "imex"), None) if isinstance(section, Mapping) else None
-    at = next((where(v) for v in (key, section) if v is not None and where(v)), "") or where(raw)
-    names = ", ".join(node.name for node in lone)
-    return [
-        f"{at}fabric_intent.nvlink.imex = True: GPU host(s) {names} are in no NVLink domain (child group of "
-        f"{NVLINK_DOMAINS_GROUP}): IMEX needs the domain's node list; add them to their domain's group (a "
-        f"one-host group for a server on its own)"
+    why = (
+        f"in no NVLink domain (child group of {NVLINK_DOMAINS_GROUP}): IMEX needs the domain's node list; "
+        "add it to its domain's group (a one-host group for a server on its own)"
+    )
+    problems = [
+        f"{_nvlink_where(node, 'imex', where)}{node.name}: {NVLINK_HOST_VAR}.imex = True: {why}"
+        for node in lone
+        if NVLINK_HOST_VAR in node.variables
     ]
+    fleet = [node for node in lone if NVLINK_HOST_VAR not in node.variables]
+    if fleet:
+        names = ", ".join(node.name for node in fleet)
+        problems.append(
+            f"{_nvlink_where(fleet[0], 'imex', where)}fabric_intent.nvlink.imex = True: GPU host(s) {names}: "
+            f"{why}"
+        )
+    return problems
+
+
+def _one_intent_per_domain(domain: str, hosts: Sequence[InventoryNode], where: Where) -> list[str]:
+    """Every member of a domain resolves one nvlink intent (a host's fabric_nvlink may differ from the
+    fleet's only for a domain of its own): the domain's trays are one NVLink system."""
+    judged = [node for node in hosts if node.intent is not None]
+    problems = []
+    for node in judged[1:]:
+        first = judged[0]
+        assert node.intent is not None and first.intent is not None
+        if node.intent.nvlink == first.intent.nvlink:
+            continue
+        differing = [
+            key
+            for key in type(first.intent.nvlink).model_fields
+            if getattr(node.intent.nvlink, key) != getattr(first.intent.nvlink, key)
+        ]
+        shown = ", ".join(
+            f"{key} {getattr(first.intent.nvlink, key)!r} and {getattr(node.intent.nvlink, key)!r}"
+            for key in differing
+        )
+        here = node if NVLINK_HOST_VAR in node.variables else first
+        problems.append(
+            f"{_nvlink_where(here, differing[0], where)}{first.name} and {node.name} of NVLink domain "
+            f"{domain} resolve different nvlink intents ({shown}); one domain has one intent "
+            f"({NVLINK_HOST_VAR} overrides fabric_intent.nvlink for a host)"
+        )
+    return problems
+
+
+def _nvlink_where(node: InventoryNode, key: str, where: Where) -> str:
+    """file:line of a host's nvlink `key`: in its fabric_nvlink, else in fabric_intent.nvlink."""
+    for var in (NVLINK_HOST_VAR, "fabric_intent"):
+        raw = node.variables.get(var)
+        if raw is None:
+            continue
+        section = raw if var == NVLINK_HOST_VAR else _nvlink_section(raw)
+        # A boolean carries no origin; its key does (as the loader names a bool's line).
+        found = next((k for k in section if k == key), None) if isinstance(section, Mapping) else None
+        return next((where(v) for v in (found, section, raw) if v is not None and where(v)), "")
+    return ""
+
+
+def _nvlink_section(raw: Any) -> Any:
+    return raw.get("nvlink") if isinstance(raw, Mapping) else None
 
 
 _ADDRESS = re.compile(r"^[A-Za-z0-9_.:%\[\]-]{1,253}$")

@@ -140,7 +140,7 @@ def test_imex_with_a_gpu_host_in_no_domain_is_an_error_at_the_intent_key(tmp_pat
     assert problem.startswith(
         f"{tmp_path / 'inv/group_vars/all/fabric.yml'}:{line}: fabric_intent.nvlink.imex"
     )
-    assert "GPU host(s) hgx01 are in no NVLink domain" in problem
+    assert "fabric_intent.nvlink.imex = True: GPU host(s) hgx01: in no NVLink domain" in problem
     assert "a one-host group for a server on its own" in problem
 
 
@@ -176,4 +176,43 @@ def test_intent_check_prints_the_domains(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["intent", "check", "-i", str(EXAMPLE)]) == 0
     assert "  NVLink domains: 2 (nvlink_domains); hosts per domain: nvl_rack1=2, nvl_rack2=2\n" in (
         capsys.readouterr().out
+    )
+
+
+def test_a_host_of_its_own_may_state_its_own_nvlink_intent(tmp_path: Path) -> None:
+    """fabric_nvlink (the loader's NVLINK_VAR): an HGX server beside the racks runs no IMEX."""
+    from fabcheck.intent.loader import NVLINK_VAR
+    from fabcheck.intent.nvlink import NVLINK_HOST_VAR
+
+    assert NVLINK_HOST_VAR == NVLINK_VAR
+    hosts = TWO_RACKS.replace(
+        "        gpu04:\n    nvlink",
+        "        gpu04:\n        hgx01: {fabric_nvlink: {gpus: 8, fabric_manager: true}}\n    nvlink",
+    )
+    plan = fabric_of(load_inventory(inventory(tmp_path, hosts))).nvlink
+    assert not plan.domain_of("hgx01").declared
+
+
+def test_a_lone_host_whose_own_intent_asks_imex_is_named_at_its_variable(tmp_path: Path) -> None:
+    hosts = TWO_RACKS.replace(
+        "        gpu04:\n    nvlink",
+        "        gpu04:\n        hgx01:\n          fabric_nvlink: {imex: true}\n    nvlink",
+    )
+    [problem] = problems_of(inventory(tmp_path, hosts, NO_IMEX))
+    assert problem.startswith(
+        f"{tmp_path / 'inv/hosts.yml'}:10: hgx01: fabric_nvlink.imex = True: in no NVLink"
+    )
+
+
+def test_members_of_one_domain_with_different_intents_name_both_hosts_and_the_override(
+    tmp_path: Path,
+) -> None:
+    hosts = TWO_RACKS.replace(
+        "        gpu04:\n", "        gpu04: {fabric_nvlink: {gpus: 4, links_per_gpu: 16}}\n", 1
+    )
+    [problem] = problems_of(inventory(tmp_path, hosts, NO_IMEX))
+    assert problem == (
+        f"{tmp_path / 'inv/hosts.yml'}:8: gpu03 and gpu04 of NVLink domain nvl_rack2 resolve different "
+        "nvlink intents (links_per_gpu 18 and 16, link_gbytes 53.125 and None); one domain has one intent "
+        "(fabric_nvlink overrides fabric_intent.nvlink for a host)"
     )

@@ -493,7 +493,10 @@ def check_pair_transport(
             problem = pair_problem(line, pair_class, me == peer_host)
             if problem is not None:
                 pair = f"{pair_label(line.rank, me)} <-> {pair_label(line.peer, peer_host)}"
-                bad.append((pair_class, pair, quoted(f"{pair}: {problem}", channel.quote)))
+                said = quoted(f"{pair}: {problem}", channel.quote)
+                if pair_class == PAIR_NVLINK and me != peer_host and rank.mnnvl and not rank.mnnvl[0]:
+                    said += "; " + quoted("NCCL did not enable MNNVL", rank.mnnvl[1])  # between trays
+                bad.append((pair_class, pair, said))
     if not seen:
         return errored(
             PAIR_TRANSPORT,

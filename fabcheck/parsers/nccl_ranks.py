@@ -29,7 +29,7 @@ _WARN = re.compile(r"^(?:\S+ )?NCCL WARN (.*)$")
 _INIT = re.compile(
     r"ncclCommInitRank comm \S+ rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev (\d+))?.* - Init (\w+)"
 )
-_COMM = re.compile(r"^comm \S+ rank (\d+) nRanks (\d+) nNodes (\d+)")
+_COMM = re.compile(r"^comm \S+ rank (\d+) nRanks (\d+) nNodes (\d+)(?:.* MNNVL (\d+))?")
 _USING_NETWORK = re.compile(r"^Using network (.+?)\s*$")
 _DEVICE_LIST = re.compile(r"^NET/([^:]+?)\s*: Using (\[\d+\].*)$")
 _HCA_ENTRY = re.compile(r"\[(\d+)\]([A-Za-z0-9_.\-]{1,64}):(\d+)/(IB|RoCE)\b")
@@ -84,6 +84,8 @@ class RankFacts:
     rank: int | None = None
     nranks: int | None = None
     nnodes: int | None = None
+    # `comm ... MNNVL 1|0` (NCCL 2.20+, src/init.cc): whether NCCL enabled multi-node NVLink, and its line
+    mnnvl: tuple[bool, Quote] | None = None
     nvml_dev: int | None = None
     init_complete: bool = False
     init_quote: Quote | None = None
@@ -119,6 +121,7 @@ class _RankFields(TypedDict, total=False):
     rank: int
     nranks: int
     nnodes: int
+    mnnvl: tuple[bool, Quote]
     nvml_dev: int
     init_complete: bool
     init_quote: Quote
@@ -163,6 +166,8 @@ def _read_info(message: str, quote: Quote, process: _Process, rank: _Rank) -> No
         _read_init(init, quote, rank)
     elif (comm := _COMM.match(message)) is not None:
         rank.facts.setdefault("nnodes", int(comm.group(3)))
+        if comm.group(4) is not None:
+            rank.facts.setdefault("mnnvl", (comm.group(4) != "0", quote))
     elif (network := _USING_NETWORK.match(message)) is not None:
         process.network = process.network or (network.group(1), quote)
     elif (listed := _DEVICE_LIST.match(message)) is not None:

@@ -159,6 +159,8 @@ def test_stage_net_between_trays_of_one_domain_fails_on_both(lab_intent: FabricI
             assert (
                 f"rank {mine} ({host}) <-> rank {peer} ({other}): NET inside one NVLink domain" in pair.actual
             )
+        # The lab's comm lines say MNNVL 0: NCCL never enabled multi-node NVLink between the trays.
+        assert "; NCCL did not enable MNNVL (line " in pair.actual and 'MNNVL 0")' in pair.actual
 
 
 def test_stage_mnnvl_inside_the_domain_passes_and_needs_no_nic(lab_intent: FabricIntent) -> None:

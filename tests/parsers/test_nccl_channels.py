@@ -131,6 +131,11 @@ def test_comm_lines_name_each_rank_s_host_and_the_communicator_size() -> None:
     summary = parse_nccl_log(real("nccl-1412-2.2x-comm-lines-nranks-16-nnodes-2-mnnvl-0.txt"))
     assert summary.nranks == 16 and summary.pairs == ()
     assert summary.rank_hosts == tuple((rank, "swat1-04") for rank in (3, 5, 6, 7))
+    # The per-rank parser keeps each rank's MNNVL flag with its line (NCCL src/init.cc: `... MNNVL %d`).
+    ranks = parse_nccl_ranks(real("nccl-1412-2.2x-comm-lines-nranks-16-nnodes-2-mnnvl-0.txt"))
+    flags = {r.cuda_dev: r.mnnvl for r in ranks if r.mnnvl is not None}
+    assert sorted(flags) == [3, 5, 6, 7] and not any(flag for flag, _ in flags.values())
+    assert flags[6][1].text.endswith("rank 6 nRanks 16 nNodes 2 localRanks 8 localRank 6 MNNVL 0")
 
 
 def test_one_rank_s_log_of_a_socket_job() -> None:

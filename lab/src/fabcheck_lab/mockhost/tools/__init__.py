@@ -15,6 +15,8 @@ NCCL_TESTS = (
     "alltoall_perf",
     "broadcast_perf",
     "sendrecv_perf",
+    "reduce_perf",
+    "hypercube_perf",
 )
 # Tools that only read and write node state and sysfs: the lab's tool server runs them in-process.
 # Not served: perftest, nccl-tests, mpirun and numactl (they move bytes and start processes in the node),

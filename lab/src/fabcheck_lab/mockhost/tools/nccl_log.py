@@ -121,7 +121,13 @@ def init_lines(log: RankLog, net: dict[str, Any], cuda_driver: int) -> None:
 
 
 def comm_lines(
-    log: RankLog, gpu: dict[str, Any], nranks: int, nnodes: int, local: tuple[int, int], comm_id: int
+    log: RankLog,
+    gpu: dict[str, Any],
+    nranks: int,
+    nnodes: int,
+    local: tuple[int, int],
+    comm_id: int,
+    mnnvl: bool = False,
 ) -> str:
     comm = f"0x{random.Random(log.pid * 7 + log.dev).randrange(0x550000000000, 0x56FFFFFFFFFF):x}"
     bus = gpu["bus_id"].split(":")[1].lower().lstrip("0") + "000"
@@ -131,9 +137,15 @@ def comm_lines(
     )
     log.info(
         f"comm {comm} rank {log.rank} nRanks {nranks} nNodes {nnodes} localRanks {local[1]} "
-        f"localRank {local[0]} MNNVL 0"
+        f"localRank {local[0]} MNNVL {int(mnnvl)}"
     )
     return comm
+
+
+def nvls_line(log: RankLog, nvlink: bool) -> None:
+    """NVLS (NVSwitch multicast) as NCCL's probe reports it (NVIDIA/nccl src/transport/nvls.cc): NVLink
+    GPUs behind NVSwitches (HGX, NVL trays) have it, PCIe GPUs not."""
+    log.info(f"NVLS multicast support is {'' if nvlink else 'not '}available on dev {log.dev}")
 
 
 def gdr_line(log: RankLog, net: dict[str, Any]) -> None:
@@ -156,16 +168,24 @@ def gdr_line(log: RankLog, net: dict[str, Any]) -> None:
 
 
 def channel_lines(log: RankLog, net: dict[str, Any], ring: dict[str, Any], channels: int) -> None:
-    """Ring connections of this rank: NET for peers on other nodes, P2P inside the node."""
+    """Ring connections of this rank: NET for peers on other nodes, P2P inside the node, and P2P/MNNVL to
+    a peer on another tray of the same working multi-node NVLink domain. NCCL's P2P transport prints its
+    connection once, on the sending side and without a direction (NVIDIA/nccl src/transport/p2p.cc)."""
     suffix = "/GDRDMA" if net["gdr"] else ""
     via_net = f"NET/{net['transport']}/{net['hca']}{suffix}"
     for channel in range(channels):
         prev, nxt = ring["prev"], ring["next"]
-        recv_via = via_net if prev["remote"] else "P2P/CUMEM"
-        send_via = via_net if nxt["remote"] else "P2P/CUMEM"
         me = f"{log.rank}[{log.dev}]"
-        log.info(f"Channel {channel:02d}/0 : {prev['rank']}[{prev['dev']}] -> {me} [receive] via {recv_via}")
-        log.info(f"Channel {channel:02d}/0 : {me} -> {nxt['rank']}[{nxt['dev']}] [send] via {send_via}")
+        if not prev.get("mnnvl"):
+            recv_via = via_net if prev["remote"] else "P2P/CUMEM"
+            log.info(
+                f"Channel {channel:02d}/0 : {prev['rank']}[{prev['dev']}] -> {me} [receive] via {recv_via}"
+            )
+        if nxt.get("mnnvl"):
+            log.info(f"Channel {channel:02d}/0 : {me} -> {nxt['rank']}[{nxt['dev']}] via P2P/MNNVL")
+        else:
+            send_via = via_net if nxt["remote"] else "P2P/CUMEM"
+            log.info(f"Channel {channel:02d}/0 : {me} -> {nxt['rank']}[{nxt['dev']}] [send] via {send_via}")
     log.info("Connected all rings")
 
 

@@ -8,7 +8,14 @@ process 0 listens on its node's address at a port derived from the job id every 
 Slurm step, else on every lab node (a connection to a closed port on a lab address is refused at once).
 ``fabcheck-mpirun`` names the meeting point instead (``FABCHECK_MPI_ROOT:FABCHECK_MPI_PORT``).
 Process 0 times a real TCP transfer to every other node and prints the table; bus bandwidth is the
-fabric ceiling (NIC line rates, GPUDirect, NIC placement, MTU) scaled by that measurement like perftest.
+ceiling of the link that bounds the op on the ranks' layout, scaled by that measurement like perftest:
+NVLink (every active link's rate) inside one host or one working multi-node NVLink domain (IMEX up and
+one clique, tools/imex.mnnvl_domain), else the network per op (NIC line rates, GPUDirect, NIC placement,
+MTU): a ring op moves the domain's NIC sum, alltoall and hypercube a rank's NIC share x (n-1)/(n-M),
+sendrecv, broadcast and reduce one GPU's NIC share (README "busbw floors per collective"). Every op's
+table has its real shape (nccl-tests src/<op>.cu and src/util.cu at
+a0b82b2260cf5152b9f8c061bbf7eaf0ba096432): `size` is max(send, receive) bytes per rank, `count` the per-
+rank parameter, hypercube's algbw counts c(n-1) elements and it runs on a power-of-two rank count only.
 """
 
 from __future__ import annotations
@@ -25,9 +32,19 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from . import pcie, traffic
+from . import imex, pcie, traffic
 from .common import Node, ToolError, out
-from .nccl_log import RankLog, channel_lines, comm_lines, complete_line, gdr_line, init_lines, rank_net
+from .nccl_log import (
+    RankLog,
+    channel_lines,
+    comm_lines,
+    complete_line,
+    gdr_line,
+    init_lines,
+    nvls_line,
+    rank_net,
+)
+from .nvidia_smi import gpu_fabric, nvlink_state
 
 DEFAULT_PORT = 18600
 VERSION_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")  # NCCL_DEBUG levels that print "NCCL version"
@@ -39,7 +56,7 @@ SOCKET_FACTOR = 0.25
 # A NODE path (through the socket's host bridge) costs GDR unless NCCL_NET_GDR_LEVEL allows it, which
 # NO_GDR_FACTOR models; no public figure supports a further derate there. SYS crosses sockets.
 DISTANCE_FACTOR = {3: 1.0, 4: 1.0, 6: 1.0, 7: 0.6}
-NVLINK_GBPS_PER_LINK = 25.0
+NVLINK_EFFICIENCY = 0.85  # of the GPU's NVLink sum (links x per-link GB/s) a collective's busbw reaches
 PCIE_GBPS = 22.0
 DTYPES = {
     "float": 4,
@@ -53,14 +70,18 @@ DTYPES = {
     "int64": 8,
     "uint64": 8,
 }
-OPS = {  # prog -> (redop, root, size is split across ranks)
+OPS = {  # prog -> (redop, root, size is split across ranks); reduce and broadcast run root 0 (-r 0)
     "all_reduce_perf": ("sum", -1, False),
     "all_gather_perf": ("none", -1, True),
     "reduce_scatter_perf": ("sum", -1, True),
     "alltoall_perf": ("none", -1, True),
     "broadcast_perf": ("none", 0, False),
     "sendrecv_perf": ("sum", -1, False),
+    "reduce_perf": ("sum", 0, False),
+    "hypercube_perf": ("", -1, True),  # src/hypercube.cu passes opName ""
 }
+RING_OPS = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf")
+PEER_OPS = ("alltoall_perf", "hypercube_perf")
 
 
 def bus_factor(prog: str, nranks: int) -> float:
@@ -69,6 +90,11 @@ def bus_factor(prog: str, nranks: int) -> float:
     if prog in ("all_gather_perf", "reduce_scatter_perf", "alltoall_perf"):
         return (nranks - 1) / nranks
     return 1.0
+
+
+def algbw_bytes(prog: str, shown: int, count: int, esize: int, nranks: int) -> int:
+    """The bytes algbw divides by the time: the size column, but for hypercube count x (n-1) elements."""
+    return count * esize * (nranks - 1) if prog == "hypercube_perf" else shown
 
 
 @dataclass
@@ -230,8 +256,24 @@ def world_from_env(env: dict[str, str], node: Node | None = None) -> World:
     )
 
 
+def mnnvl_of(node: Node) -> list[str] | None:
+    """The IMEX addresses of this tray's multi-node NVLink domain while NCCL could use it (its GPUs in a
+    non-zero cluster; imex.mnnvl_domain asks the daemons), else None: NCCL then uses the network."""
+    keys = {f"{f['cluster_uuid']}" for f in (gpu_fabric(node, gpu) for gpu in node.gpus())}
+    if not keys or any(str(k).startswith(("00000000-", "N/A")) for k in keys):
+        return None
+    return imex.mnnvl_domain(node)
+
+
+def gpu_nvlink_gbytes(node: Node, gpu: dict[str, Any]) -> float:
+    """The GPU's NVLink sum: every active link's GB/s (nvidia-smi nvlink -s)."""
+    links = nvlink_state(node).get("links", {}).get(str(gpu["index"]), [])
+    return float(sum(rate for rate in links if rate is not None))
+
+
 def my_ranks(node: Node, p: Params, world: World, env: dict[str, str]) -> list[dict[str, Any]]:
     gpus = node.gpus()
+    mnnvl = mnnvl_of(node)
     ranks = []
     for g in range(p.ngpus):
         dev = world.local * p.ngpus + g
@@ -254,6 +296,9 @@ def my_ranks(node: Node, p: Params, world: World, env: dict[str, str]) -> list[d
                 "dev": dev,
                 "gpu": gpu,
                 "host": node.hostname,
+                "address": node.address,
+                "mnnvl": mnnvl,
+                "nvlink_gbytes": gpu_nvlink_gbytes(node, gpu),
                 "pid": os.getpid(),
                 "net": net,
                 "profile": profile,
@@ -285,15 +330,43 @@ def rank_penalty(rank: dict[str, Any]) -> float:
     )
 
 
-def bus_ceiling(ranks: list[dict[str, Any]], nvlink: str | None) -> tuple[float, float]:
-    """(bus bandwidth ceiling in GB/s, base latency in us) for this set of ranks."""
-    hosts = sorted({r["host"] for r in ranks})
-    if len(hosts) == 1:
-        links = int(nvlink[2:]) if nvlink and nvlink[2:].isdigit() else 0
-        return (links * NVLINK_GBPS_PER_LINK * 0.85 if links else PCIE_GBPS), 8.0
-    per_node = min(node_bandwidth([r for r in ranks if r["host"] == h]) for h in hosts)
+def domain_of(rank: dict[str, Any]) -> str:
+    """The NVLink domain a rank's bytes stay in: its working MNNVL domain, else its host."""
+    members = rank.get("mnnvl")
+    return ",".join(members) if members and rank.get("address") in members else str(rank["host"])
+
+
+def same_mnnvl(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two ranks on different trays that NCCL connects over multi-node NVLink (P2P/MNNVL)."""
+    return a["host"] != b["host"] and domain_of(a) == domain_of(b)
+
+
+def network_ceiling(prog: str, ranks: list[dict[str, Any]]) -> float:
+    """GB/s of busbw the NICs allow `prog` on this layout (before efficiency and penalties)."""
+    hosts = {r["host"] for r in ranks}
+    host_gbytes = {h: node_bandwidth([r for r in ranks if r["host"] == h]) for h in hosts}
+    per_host = {h: sum(1 for r in ranks if r["host"] == h) for h in hosts}
+    domains: dict[str, set[str]] = {}
+    for r in ranks:
+        domains.setdefault(domain_of(r), set()).add(r["host"])
+    if prog in RING_OPS:  # every ring leaves each domain once: a domain's NICs carry one rank's bytes
+        return min(sum(host_gbytes[h] for h in members) for members in domains.values())
+    share = min(host_gbytes[h] / per_host[h] for h in hosts)
+    if prog in PEER_OPS:
+        n = len(ranks)
+        m = min(sum(per_host[h] for h in members) for members in domains.values())
+        return share * (n - 1) / (n - m)
+    return share  # sendrecv, broadcast, reduce: one GPU's NIC
+
+
+def bus_ceiling(ranks: list[dict[str, Any]], prog: str = "all_reduce_perf") -> tuple[float, float]:
+    """(bus bandwidth ceiling in GB/s, base latency in us) of `prog` on this set of ranks."""
+    nvlink = min(float(r.get("nvlink_gbytes", 0.0)) for r in ranks) * NVLINK_EFFICIENCY
+    if len({domain_of(r) for r in ranks}) == 1:  # one host or one working NVLink domain
+        return (nvlink or PCIE_GBPS), 8.0 if len({r["host"] for r in ranks}) == 1 else 12.0
     penalty = min(rank_penalty(r) for r in ranks)
-    return per_node * NET_EFFICIENCY * penalty, 18.0 + 3 * math.log2(len(ranks))
+    network = network_ceiling(prog, ranks) * NET_EFFICIENCY * penalty
+    return (min(network, nvlink) if nvlink else network), 18.0 + 3 * math.log2(len(ranks))
 
 
 def table_rows(p: Params, nranks: int, ceiling: float, latency: float) -> list[dict[str, Any]]:
@@ -310,14 +383,15 @@ def table_rows(p: Params, nranks: int, ceiling: float, latency: float) -> list[d
         else:
             count = size // esize
             shown = count * esize
+        moved = algbw_bytes(p.prog, shown, count, esize, nranks)
         times = []
         for place in (1.0, 0.995):
             t = (
                 0.06
-                if shown == 0
-                else (latency + shown / (algbw_peak * 1e3)) * place * rng.uniform(0.99, 1.01)
+                if moved == 0
+                else (latency + moved / (algbw_peak * 1e3)) * place * rng.uniform(0.99, 1.01)
             )
-            algbw = shown / t / 1e3 if shown else 0.0
+            algbw = moved / t / 1e3 if moved else 0.0
             times.append((t, algbw, algbw * factor))
         rows.append(
             {"size": shown, "count": count, "redop": redop, "root": root, "out": times[0], "in": times[1]}
@@ -357,11 +431,25 @@ def render_table(p: Params, rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+NCCL_TESTS_VERSION = "2.19.6"  # src/common.h at a0b82b2260cf5152b9f8c061bbf7eaf0ba096432
+
+
+def version_code(version: str) -> int:
+    """NCCL_VERSION_CODE of `2.21.5+cuda12.4`: 22105 (nccl.h: major*10000 + minor*100 + patch)."""
+    major, minor, patch = (int(part) for part in version.split("+")[0].split(".")[:3])
+    return major * 10000 + minor * 100 + patch
+
+
 def render_header(node: Node, p: Params, ranks: list[dict[str, Any]]) -> str:
+    """writeDeviceReport's lines (src/util.cu): version, the test's banner, the parameters, the devices."""
+    code = version_code(str(node.topology.get("nccl_version", "2.21.5")))
     lines = [
+        f"# nccl-tests version {NCCL_TESTS_VERSION} nccl-headers={code} nccl-library={code}",
+        f"# Collective test starting: {p.prog}",
         f"# nThread 1 nGpus {p.ngpus} minBytes {p.min_bytes} maxBytes {p.max_bytes} step: "
         + (f"{p.step_factor}(factor)" if p.step_factor > 1 else f"{p.step_bytes}(bytes)")
-        + f" warmup iters: {p.warmup} iters: {p.iters} agg iters: 1 validation: {p.check} graph: 0",
+        + f" warmup iters: {p.warmup} iters: {p.iters} agg iters: 1 validation: {p.check} graph: 0"
+        + " unalign: 0",
         "#",
         "# Using devices",
     ]
@@ -450,8 +538,20 @@ def ring_of(rank: dict[str, Any], everyone: list[dict[str, Any]]) -> dict[str, A
     n = len(everyone)
     prev, nxt = everyone[(rank["rank"] - 1) % n], everyone[(rank["rank"] + 1) % n]
     return {
-        "prev": {"rank": prev["rank"], "dev": prev["dev"], "remote": prev["host"] != rank["host"], "r": prev},
-        "next": {"rank": nxt["rank"], "dev": nxt["dev"], "remote": nxt["host"] != rank["host"], "r": nxt},
+        "prev": {
+            "rank": prev["rank"],
+            "dev": prev["dev"],
+            "remote": prev["host"] != rank["host"],
+            "mnnvl": same_mnnvl(prev, rank),
+            "r": prev,
+        },
+        "next": {
+            "rank": nxt["rank"],
+            "dev": nxt["dev"],
+            "remote": nxt["host"] != rank["host"],
+            "mnnvl": same_mnnvl(rank, nxt),
+            "r": nxt,
+        },
     }
 
 
@@ -466,7 +566,7 @@ def count_rank_traffic(
     tos = int(os.environ.get("NCCL_IB_TC", rank["profile"]["tos"]))
     for peer, sending in ((ring["next"], True), (ring["prev"], False)):
         other = peer["r"].get("profile")
-        if peer["remote"] and other:
+        if peer["remote"] and not peer["mnnvl"] and other:  # MNNVL bytes never touch a NIC
             sender, receiver = (rank["profile"], other) if sending else (other, rank["profile"])
             traffic.count_flow(
                 node, netdev, traffic.flow_outcome(sender, receiver, nbytes, tos), sending=sending
@@ -483,7 +583,11 @@ def log_rank(
 ) -> None:
     hosts = sorted({r["host"] for r in everyone})
     local = [r for r in everyone if r["host"] == rank["host"]]
-    comm = comm_lines(log, rank["gpu"], len(everyone), len(hosts), (local.index(rank), len(local)), comm_id)
+    mnnvl = any(same_mnnvl(rank, other) for other in everyone)
+    comm = comm_lines(
+        log, rank["gpu"], len(everyone), len(hosts), (local.index(rank), len(local)), comm_id, mnnvl
+    )
+    nvls_line(log, rank.get("nvlink_gbytes", 0.0) > 0)
     if rank["rank"] == 0:
         log.info("Channel 00/02 : " + " ".join(f"{r['rank']:4d}" for r in everyone))
     gdr_line(log, rank["net"])
@@ -527,8 +631,11 @@ def main(node: Node, prog: str, args: list[str]) -> int:
         count_rank_traffic(node, rank, ring_of(rank, everyone), p, len(everyone))
     text += "".join(line + "\n" for log in logs for line in log.lines)
     if world.proc == 0:
-        ceiling, latency = bus_ceiling(everyone, node.topology.get("nvlink"))
-        text += render_table(p, table_rows(p, len(everyone), ceiling * factor, latency))
+        ceiling, latency = bus_ceiling(everyone, p.prog)
+        if p.prog == "hypercube_perf" and len(everyone) & (len(everyone) - 1):
+            text += f"nRanks {len(everyone)} is not a power of 2, skipping\n"
+        else:
+            text += render_table(p, table_rows(p, len(everyone), ceiling * factor, latency))
     out(text)
     sys.stdout.flush()
     return 0

@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
-from fabcheck.parsers.nccl_log import MAX_MESSAGE_CHARS, parse_nccl_log
+from fabcheck.parsers.nccl_log import MAX_MESSAGE_CHARS, NcclLogParser, parse_nccl_log
+from fabcheck.parsers.nccl_log import lines as nccl_log_lines
 from fabcheck.parsers.nccl_log.channels import NET, P2P, SHM, read_channel
 from fabcheck.parsers.nccl_ranks import parse_nccl_ranks
 
@@ -168,3 +170,26 @@ def test_a_channel_line_behind_megabytes_keeps_a_bounded_quote() -> None:
     assert len(pair.text) <= MAX_MESSAGE_CHARS and pair.text.endswith("via P2P/CUMEM")
     # A line that runs on past its path is no channel: the path is at most 200 characters.
     assert read_channel("Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM " + "y" * 300) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Hypothesis's find: a line holding two prefixes, then the same channel line on its own.
+        "gpu1:100:200 [0] NCCL INFO bigo:1884:2298 [0] NCCL INFO Channel 00/0 : 1[0] -> 2[0] [receive] via "
+        "NET/IBext_v8/1\n"
+        "bigo:1884:2298 [0] NCCL INFO Channel 00/0 : 1[0] -> 2[0] [receive] via NET/IBext_v8/1\n",
+        # One pair in two forms (a log of two releases): the first printed is kept, whatever the blocks.
+        "a:1:1 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC\n"
+        "a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n",
+    ],
+)
+def test_pairs_do_not_depend_on_block_boundaries(text: str) -> None:
+    whole = parse_nccl_log(text)
+    assert len(whole.pairs) == 1 and whole.pairs[0].line == 1
+    for block in (1, 7, 40, len(text)):
+        with mock.patch.object(nccl_log_lines, "BLOCK_CHARS", block):
+            parser = NcclLogParser()
+            for start in range(0, len(text), 13):
+                parser.feed_chunk(text[start : start + 13])
+            assert parser.result().pairs == whole.pairs, block

@@ -62,7 +62,7 @@ class PairReader:
             return
         # C-level passes cut each channel line into the text before its marker (the line prefix), its two
         # ranks and direction, and its transport's first letters; only distinct ones reach Python code.
-        fresh: dict[tuple[int, int, str], tuple[str, str, str]] = {}
+        fresh: dict[tuple[int, int, str], list[tuple[str, str, str]]] = {}
         for marker in _MARKERS:
             if marker not in block:
                 continue
@@ -89,7 +89,7 @@ class PairReader:
         head: str,
         ends: str,
         kind: str,
-        fresh: dict[tuple[int, int, str], tuple[str, str, str]],
+        fresh: dict[tuple[int, int, str], list[tuple[str, str, str]]],
     ) -> None:
         """Note the printing rank's host, and the pair when it is new."""
         match = _ENDS.match(ends)
@@ -102,12 +102,13 @@ class PairReader:
         if host is not None:
             self._note_host(rank, host)
         pair = (rank, peer, transport)
-        if pair in self._pairs or pair in fresh:
+        if pair in self._pairs:
             return
-        if len(self._pairs) + len(fresh) >= MAX_PAIRS:
+        if pair not in fresh and len(self._pairs) + len(fresh) >= MAX_PAIRS:
             self.dropped += 1
             return
-        fresh[pair] = (head, marker, ends + " via " + kind)
+        # Every form of the pair in this block: _locate keeps the one the log prints first.
+        fresh.setdefault(pair, []).append((head, marker, ends + " via " + kind))
 
     def _head_host(self, head: str) -> str | None:
         window = head[-_HEAD_WINDOW:]  # the cache holds bounded keys, whatever a line's length
@@ -119,27 +120,40 @@ class PairReader:
         return self._heads[window]
 
     def _locate(
-        self, block: str, first_line: int, fresh: dict[tuple[int, int, str], tuple[str, str, str]]
+        self, block: str, first_line: int, fresh: dict[tuple[int, int, str], list[tuple[str, str, str]]]
     ) -> None:
         """Each fresh pair's first line in the block: its number, text and transport path."""
         placed = []
-        for pair, (head, marker, begins) in fresh.items():
-            start = head + marker
-            pos = block.find(start)
-            while pos >= 0 and not (
-                (pos == 0 or block[pos - 1] == "\n") and self._goes_on(block, pos + len(start), begins)
-            ):
-                pos = block.find(start, pos + 1)
-            if pos >= 0:
+        for pair, candidates in fresh.items():
+            found = [
+                (pos, head)
+                for head, marker, begins in candidates
+                if (pos := self._find(block, head, marker, begins)) >= 0
+            ]
+            if found:
+                pos, head = min(found)
                 placed.append((pos, pair, head))
         counted, line = 0, first_line
         for pos, pair, head in sorted(placed):
             line += block.count("\n", counted, pos)
             counted = pos
-            text = clean_line(block[pos : block.find("\n", pos)]).strip()[-MAX_MESSAGE_CHARS:]
-            channel = read_channel(text[text.find("NCCL INFO ") + 10 :])
-            if channel is not None:
-                self._pairs[pair] = (self._head_host(head), channel.path, line, text)
+            end = block.find("\n", pos)
+            raw = block[pos : end if end >= 0 else len(block)]
+            # The channel text starts at the marker (a line may hold an earlier 'NCCL INFO' of its own).
+            channel = read_channel(clean_line(raw[len(head) + 10 :]))
+            path = channel.path if channel is not None else clean_line(raw.partition(" via ")[2])[:200]
+            text = clean_line(raw).strip()[-MAX_MESSAGE_CHARS:]
+            self._pairs[pair] = (self._head_host(head), path, line, text)
+
+    def _find(self, block: str, head: str, marker: str, begins: str) -> int:
+        """Where the first line of ``head + marker`` that goes on with ``begins`` starts; -1 if none."""
+        start = head + marker
+        pos = block.find(start)
+        while pos >= 0 and not (
+            (pos == 0 or block[pos - 1] == "\n") and self._goes_on(block, pos + len(start), begins)
+        ):
+            pos = block.find(start, pos + 1)
+        return pos
 
     @staticmethod
     def _goes_on(block: str, after_marker: int, begins: str) -> bool:

@@ -14,6 +14,10 @@ from test_mock_nvlink import in_lab_bin, wait_ready, write_nodes_config
 from test_mockhost_support import MockNode, configure_lossless, installed_bin, make_nodes
 from test_mockhost_traffic import run_mpi
 
+from fabcheck.checks.model import Status
+from fabcheck.checks.nccl_log import check_nccl_log
+from fabcheck.intent.model import FabricIntent
+from fabcheck.parsers.nccl_log import parse_nccl_log
 from fabcheck.parsers.nccl_tests import parse_nccl_tests
 from fabcheck_lab.mockhost import faults as host_faults
 from fabcheck_lab.mockhost.tools import nccl_tests
@@ -56,6 +60,13 @@ def racks(tmp_path_factory: pytest.TempPathFactory, bin_dir: Path) -> Iterator[l
         tray.run("systemctl", "stop", "nvidia-imex", rc=None)
 
 
+def pair_transport(out: str, racks: list[MockNode]):  # type: ignore[no-untyped-def]
+    """analyze nccl-log's nccl.pair_transport finding with the racks' domains (as --nvlink-domain gives)."""
+    domains = {t.name: "nvl_rack1" if t in racks[:2] else "nvl_rack2" for t in racks}
+    findings = check_nccl_log(parse_nccl_log(out), FabricIntent(), lambda host: domains.get(host, host))
+    return next(f for f in findings if f.check == "nccl.pair_transport")
+
+
 def transports(out: str) -> dict[tuple[int, int], set[str]]:
     """(from rank, to rank) -> the transports its channel lines name."""
     found: dict[tuple[int, int], set[str]] = {}
@@ -78,6 +89,11 @@ def test_inside_a_tray_p2p_between_trays_mnnvl_across_domains_net(
     assert "NVLS multicast support is available on dev 0" in out
     run = parse_nccl_tests(out)
     assert run.nranks == 16 and run.hosts == tuple(t.name for t in racks)
+    pairs = pair_transport(out, racks)
+    assert pairs.status == Status.PASS, pairs.actual
+    assert pairs.actual.startswith(
+        "14 pair(s) inside NVLink domains on P2P/SHM, 2 across domains on RDMA NET"
+    )
     # a ring leaves each domain through its 2 trays x 4 NICs x 400 Gb/s = 400 GB/s
     assert 150 < run.rows[-1].oop_busbw < 400
 
@@ -110,6 +126,9 @@ def test_a_broken_domain_falls_back_to_the_network(
     seen = transports(out)
     assert seen[(3, 4)] == {"NET/IB/3/GDRDMA", "NET/IB/0/GDRDMA"} and "P2P/MNNVL" not in str(seen)
     assert len(re.findall(r"MNNVL 0$", out, re.M)) == 8
+    pairs = pair_transport(out, racks)  # analyze nccl-log: a pair inside the domain on NET fails, named
+    assert pairs.status == Status.FAIL and pairs.subject == "2 rank pairs"  # the ring crosses twice
+    assert "rank 3 (tray1) <-> rank 4 (tray2)" in pairs.actual and "NET" in pairs.actual
     assert parse_nccl_tests(out).rows[-1].oop_busbw < 400  # the 2 trays' NICs, no longer NVLink
 
 

@@ -247,3 +247,18 @@ def test_the_parsers_read_the_mocks_as_the_real_outputs(
         and down.connections[(1, 0)] == "D"
         and down.domain_state == "DEGRADED"
     )
+
+
+def test_a_reboot_ends_the_old_daemon_and_starts_the_enabled_unit_on_the_current_list(
+    trays: list[MockNode],
+) -> None:
+    one, two, _ = trays
+    write_nodes_config(one, [one.address])
+    one.run("systemctl", "enable", "nvidia-imex")
+    one.run("systemctl", "start", "nvidia-imex")
+    wait_ready(one)
+    write_nodes_config(one, [one.address, two.address])
+    one.run("fabcheck-mock", "fabcheck-mock-boot")
+    wait_ready(one)
+    assert [a for a, _ in imex_status(one)[0]] == [one.address, two.address]  # the new daemon's list
+    assert one.run("systemctl", "is-active", "nvidia-imex").stdout == "active\n"

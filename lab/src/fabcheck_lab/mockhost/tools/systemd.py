@@ -487,7 +487,11 @@ def load_modules(node: Node) -> list[str]:
 
 def boot(node: Node, dispatcher: str) -> int:
     """A fresh boot: nothing loaded or active, modules-load.d loaded, then every enabled unit starts
-    (opensm as its own service state says)."""
+    (opensm as its own service state says). A reboot ends every process: the daemons the units started
+    before (nvidia-imex, nvidia-fabricmanager) are stopped first, as the power cycle would."""
+    before = runtime(node)
+    for unit in list(before["units"]):
+        stop(before, unit)
     state = {"loaded": {}, "units": {}}
     failed = []
     nic_firmware.boot(node)  # the NICs' firmware: Next Boot parameters take effect, a burned image runs

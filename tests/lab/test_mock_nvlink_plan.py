@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from fabcheck.desired.nvlink import PAIR_NETWORK, PAIR_NVLINK, desired_nvlink
+from fabcheck.gate.plan import plan_gate
 from fabcheck.intent.fabric import GPU_HOSTS, fabric_of
 from fabcheck.intent.loader import Inventory, load_inventory
 from fabcheck_lab import inventory, nodes
@@ -74,3 +77,19 @@ def test_roce_lab_hgx_boards_need_the_fabric_manager_and_the_pcie_server_no_nvli
         False,
     )
     assert fabric_of(loaded).nvlink.domains == ()  # each board is a domain of its own
+
+
+@pytest.mark.parametrize(("profile", "hosts", "switches"), [("nvl", 4, 2), ("roce", 4, 3)])
+def test_the_gate_plans_every_default_stage_of_the_lab(
+    tmp_path: Path, profile: str, hosts: int, switches: int
+) -> None:
+    """`fabcheck validate` on the lab: every default stage plans, each GPU host with its NVLink state."""
+    plan = plan_gate(lab_inventory(tmp_path, profile, hosts, switches))
+    nvlink = plan.desired.nvlink
+    assert sorted(nvlink) == [f"gpu0{i}" for i in range(1, hosts + 1)]
+    if profile == "nvl":
+        assert {d.domain for d in nvlink.values()} == {"nvl_rack1", "nvl_rack2"}
+        assert all(d.multi_node and d.imex and not d.fabric_manager for d in nvlink.values())
+    else:
+        assert [h for h, d in nvlink.items() if d.fabric_manager] == ["gpu01", "gpu02", "gpu03"]
+        assert nvlink["gpu04"].gpus is None and not any(d.multi_node for d in nvlink.values())

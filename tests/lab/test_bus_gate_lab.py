@@ -58,6 +58,10 @@ def test_every_bus_check_is_judged_on_every_host_and_passes(lab: LabPaths) -> No
     for host, findings in found.items():
         judged = {f["check"] for f in findings if f["status"] == "pass"}
         assert set(BUS_CHECKS) <= judged, (host, sorted(set(BUS_CHECKS) - judged))
+        # The HGX boards (NVSwitch, fabric manager) pass their NVLink checks; the PCIe server has no NVLink.
+        nvlink = {"host.nvlink", "host.nvlink_fabric", "host.fabric_manager"}
+        if host != "gpu04":
+            assert nvlink <= judged, (host, sorted(nvlink - judged))
 
 
 @pytest.mark.parametrize(
@@ -69,6 +73,7 @@ def test_every_bus_check_is_judged_on_every_host_and_passes(lab: LabPaths) -> No
         ("fw-config-drift", "gpu02", "host.nic_fw_config", "mlx5_0"),
         ("gpu-ecc", "gpu01", "host.gpu_health", "GPU0"),
         ("xid", "gpu03", "host.gpu_health", "GPU"),
+        ("fabric-manager-down", "gpu01", "host.fabric_manager", "nvidia-fabricmanager"),
     ],
 )
 def test_a_bus_fault_fails_exactly_its_check_on_exactly_that_device(

@@ -151,14 +151,16 @@ def test_a_stopped_imex_daemon_is_named_on_its_tray_and_on_its_peer(trays: list[
     assert peer.actual.startswith("state UNAVAILABLE")
 
 
-def test_a_tray_in_another_clique_fails_the_fabric_check_of_that_tray_alone(
+def test_a_tray_in_another_clique_fails_the_fabric_check_of_both_trays_of_a_two_tray_domain(
     trays: list[MockNode],
 ) -> None:
-    # Two trays, two keys: a tie, so the domain's first tray sets the key (docs/checks/nvlink.md).
+    # Two trays, two keys: no key is ahead, so each tray names the other's (docs/checks/nvlink.md).
     host_faults.inject(trays[1].paths, "clique-mismatch")
     found = judged(trays)
     fabric = {k: s for k, s in not_passing(found).items() if k[1] == checks.NVLINK_FABRIC}
-    assert fabric == {("tray2", checks.NVLINK_FABRIC, f"GPU{i}"): Status.FAIL for i in range(4)}
+    assert fabric == {
+        (t, checks.NVLINK_FABRIC, f"GPU{i}"): Status.FAIL for t in ("tray1", "tray2") for i in range(4)
+    }
     assert not_passing(found).keys() - fabric.keys() == SKIPPED_FM.keys()
     odd = next(f for f in found["tray2"] if f.check == checks.NVLINK_FABRIC)
-    assert f".{host_faults.OTHER_CLIQUE}" in odd.actual and "of tray1" in odd.actual
+    assert f".{host_faults.OTHER_CLIQUE}" in odd.actual and "on tray1" in odd.actual

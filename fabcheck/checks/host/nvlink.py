@@ -256,8 +256,8 @@ def check_nvlink_fabric(
     queries: Mapping[str, SmiQuery | Unreadable], wanted: Mapping[str, DesiredNvlinkHost]
 ) -> dict[str, list[Finding]]:
     """Every judged host's GPUs' Fabric sections, then, per multi-node domain, one ClusterUUID.CliqueId
-    across the trays read: a tray in the minority is named with the key the rest share; on a tie the
-    domain's first tray read (inventory order) sets the key."""
+    across the trays read: a tray in the minority is named with the key the rest share; with no key
+    ahead (a tie) every tray names the keys of the others."""
     result: dict[str, list[Finding]] = {host: [] for host in queries}
     domains: dict[str, dict[str, str | None]] = {}
     for host, query in queries.items():
@@ -287,17 +287,15 @@ def _domain_verdict(host: str, keys: Mapping[str, str | None], wanted: DesiredNv
     if host not in known or len(known) < 2:
         return None
     ranked = Counter(known.values()).most_common()
-    tie = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
-    # A tie (two trays, two keys) names no minority: the domain's first tray read, in inventory order,
-    # sets the key, so the fault lands on one tray and the verdict does not depend on dict order.
-    first = next(h for h in wanted.members if h in known) if tie else None
-    common = known[first] if first is not None else ranked[0][0]
+    common = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
     mine = known[host]
     if mine == common:
         return None
-    rest = sorted(h for h, k in known.items() if k == common)
-    because = f" (a tie: {first}, the domain's first tray, sets the key)" if first is not None else ""
-    return f"this tray's ClusterUUID.CliqueId {mine}, not {common} of {', '.join(rest)}{because}"
+    if common is not None:
+        rest = sorted(h for h, k in known.items() if k == common)
+        return f"this tray's ClusterUUID.CliqueId {mine}, not {common} of {', '.join(rest)}"
+    others = "; ".join(f"{k} on {h}" for h, k in sorted(known.items()) if h != host)
+    return f"no key shared by most trays of {wanted.domain}: this tray {mine}, {others}"
 
 
 def _judge_gpu_fabric(

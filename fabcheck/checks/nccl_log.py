@@ -10,7 +10,7 @@ from fabcheck.checks.evidence import not_judged
 from fabcheck.checks.model import Finding, failed, passed, skipped
 from fabcheck.checks.nccl_ranks import PAIR_EXPECTED, PAIR_TRANSPORT, pair_hint, pair_label, pair_problem
 from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
-from fabcheck.desired.nvlink import PAIR_NETWORK, PAIR_NVLINK
+from fabcheck.desired.nvlink import PAIR_HOST, PAIR_NETWORK, PAIR_NVLINK
 from fabcheck.ibverbs import describe_wc_status
 from fabcheck.intent.model import FabricIntent
 from fabcheck.parsers.nccl_log import NcclLogSummary
@@ -37,7 +37,7 @@ def check_nccl_log(
         _gdr(log, intent, inside),
         _init(log),
         *_errors(log),
-        _pair_transport(log, domain_of),
+        _pair_transport(log, domain_of, nvlink_planned=intent.nvlink.gpus is not None),
     ]
 
 
@@ -210,9 +210,10 @@ def _errors(log: NcclLogSummary) -> list[Finding]:
     return findings
 
 
-def _pair_transport(log: NcclLogSummary, domain_of: DomainOf) -> Finding:
+def _pair_transport(log: NcclLogSummary, domain_of: DomainOf, nvlink_planned: bool) -> Finding:
     """Each rank pair a channel line shows, by its hosts' NVLink domains (--nvlink-domain, -i's
-    nvlink_domains; a host in none is its own): inside one, P2P/SHM, never NET; across, RDMA NET."""
+    nvlink_domains; a host in none is its own): inside one, P2P/SHM, never NET; across, RDMA NET. Two
+    GPUs of one host whose intent plans no NVLink (nvlink.gpus null) may use any transport but TCP."""
     expected = "each pair of ranks over its class's transport: inside an NVLink domain {}; across, {}".format(
         *(PAIR_EXPECTED[c] for c in (PAIR_NVLINK, PAIR_NETWORK))
     )
@@ -227,7 +228,7 @@ def _pair_transport(log: NcclLogSummary, domain_of: DomainOf) -> Finding:
             f"no channel line names both hosts (lines without the 'host:pid:tid [dev]' prefix{ambiguous})",
         )
     bad: list[tuple[str, str, str]] = []
-    counts = {PAIR_NVLINK: 0, PAIR_NETWORK: 0}
+    counts = {PAIR_NVLINK: 0, PAIR_NETWORK: 0, PAIR_HOST: 0}
     seen: set[tuple[int, int, str]] = set()
     for pair in judged:
         key = (min(pair.rank, pair.peer), max(pair.rank, pair.peer), pair.transport)  # both ends print NET
@@ -236,6 +237,8 @@ def _pair_transport(log: NcclLogSummary, domain_of: DomainOf) -> Finding:
         seen.add(key)
         host, peer_host = pair.host or "", pair.peer_host or ""
         pair_class = PAIR_NVLINK if domain_of(host) == domain_of(peer_host) else PAIR_NETWORK
+        if host == peer_host and not nvlink_planned:
+            pair_class = PAIR_HOST
         counts[pair_class] += 1
         line = ChannelLine(0, pair.rank, pair.peer, None, pair.transport, pair.path)
         problem = pair_problem(line, pair_class, host == peer_host)
@@ -257,7 +260,9 @@ def _pair_transport(log: NcclLogSummary, domain_of: DomainOf) -> Finding:
         "NCCL",
         expected,
         f"{counts[PAIR_NVLINK]} pair(s) inside NVLink domains on P2P/SHM, {counts[PAIR_NETWORK]} across "
-        f"domains on RDMA NET{unjudged}",
+        f"domains on RDMA NET"
+        + (f", {counts[PAIR_HOST]} inside a host with no NVLink planned" if counts[PAIR_HOST] else "")
+        + unjudged,
     )
 
 

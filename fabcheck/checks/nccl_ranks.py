@@ -18,7 +18,7 @@ from fabcheck.checks.evidence import not_judged
 from fabcheck.checks.model import Finding, Measure, errored, failed, passed, skipped
 from fabcheck.checks.roles import GPU_RDMA_ROLE, HOST_QOS_ROLE
 from fabcheck.desired.nccl import PROOF_NVLINK, DesiredNcclHost, DesiredNcclJob
-from fabcheck.desired.nvlink import PAIR_NETWORK, PAIR_NVLINK
+from fabcheck.desired.nvlink import PAIR_HOST, PAIR_NETWORK, PAIR_NVLINK
 from fabcheck.parsers.nccl_log.channels import NET, SHM, ChannelLine
 from fabcheck.parsers.nccl_ranks import NetChannel, Quote, RankFacts
 from fabcheck.parsers.nccl_tests import NcclTestsRun
@@ -38,6 +38,7 @@ RANK_CHECKS = (RANKS, TRANSPORT, GDR, RAIL_HCA, HCA_LIST, GID_INDEX, TRAFFIC_CLA
 PAIR_EXPECTED = {
     PAIR_NVLINK: "P2P (CUMEM/IPC inside a host, MNNVL between the trays of a domain), NVLS or SHM, never NET",
     PAIR_NETWORK: "NET over RDMA (IB/RoCE or an RDMA plugin), never Socket/TCP or P2P",
+    PAIR_HOST: "P2P, SHM or NET, never Socket/TCP",
 }
 
 # TCP transports: NCCL's own Socket and the TCP plugins (GCP FastSocket, gIB's TCP fallbacks).
@@ -428,6 +429,8 @@ PairClassOf = Callable[[str, str], str]  # (a rank's host, its peer's host) -> P
 
 def pair_problem(line: ChannelLine, pair_class: str, same_host: bool) -> str | None:
     """Why a channel's transport is not its pair's class, or None when it is."""
+    if pair_class == PAIR_HOST:
+        return "TCP inside one host" if line.transport == NET and line.tcp else None
     if pair_class == PAIR_NVLINK:
         if line.transport == NET:
             return "NET inside one NVLink domain"
@@ -470,7 +473,7 @@ def check_pair_transport(
     seen: set[tuple[int, int, str]] = set()
     bad: list[tuple[str, str, str]] = []  # (pair class, the pair, what its line shows)
     unknown: list[str] = []
-    counts = {PAIR_NVLINK: 0, PAIR_NETWORK: 0}
+    counts = {PAIR_NVLINK: 0, PAIR_NETWORK: 0, PAIR_HOST: 0}
     for rank in ranks:
         mine = host_of(rank.rank) if rank.rank is not None else None
         for channel in rank.channels:
@@ -523,7 +526,8 @@ def check_pair_transport(
         f"{host}: {len(ranks)} ranks",
         expected,
         f"{counts[PAIR_NVLINK]} pair channel(s) inside the NVLink domain on P2P/SHM, "
-        f"{counts[PAIR_NETWORK]} across domains on RDMA NET",
+        f"{counts[PAIR_NETWORK]} across domains on RDMA NET"
+        + (f", {counts[PAIR_HOST]} inside this host (no NVLink planned)" if counts[PAIR_HOST] else ""),
     )
 
 

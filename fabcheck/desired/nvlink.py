@@ -14,6 +14,9 @@ from fabcheck.intent.nvlink import NvlinkPlan
 
 PAIR_NVLINK = "nvlink"  # both ranks in one NVLink domain: NCCL must use P2P (MNNVL across trays) or NVLS
 PAIR_NETWORK = "network"  # different domains: NCCL must use NET over IB/RoCE (GDRDMA where required)
+# Two GPUs of one host the intent gives no NVLink (a PCIe server, nvlink.gpus null): P2P over PCIe, SHM
+# or NET are all NCCL's to choose; only TCP is wrong.
+PAIR_HOST = "host"
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,9 @@ class DesiredNvlinkHost:
 
     def pair_class(self, peer: str) -> str:
         """How this host must reach `peer`: PAIR_NVLINK inside the domain (itself included), else
-        PAIR_NETWORK."""
+        PAIR_NETWORK; PAIR_HOST for itself when the intent gives its GPUs no NVLink."""
+        if peer == self.host and self.gpus is None:
+            return PAIR_HOST
         return PAIR_NVLINK if peer == self.host or peer in self.members else PAIR_NETWORK
 
     def to_json(self) -> dict[str, Any]:

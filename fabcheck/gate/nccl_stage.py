@@ -33,7 +33,7 @@ from fabcheck.desired.nccl import (
     DesiredNcclJob,
     desired_nccl_job,
 )
-from fabcheck.desired.nvlink import PAIR_NETWORK, PAIR_NVLINK, DesiredNvlinkHost
+from fabcheck.desired.nvlink import PAIR_HOST, PAIR_NETWORK, DesiredNvlinkHost
 from fabcheck.errors import DeadlinePassed, FabcheckError, ParseError
 from fabcheck.gate.nccl_figure import busbw_figure
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
@@ -193,13 +193,13 @@ def judge(
 
 def pair_class_of(nvlink: Mapping[str, DesiredNvlinkHost]) -> PairClassOf:
     """How two hosts' ranks must talk: their desired NVLink domain says (a host with no entry is a
-    domain of its own)."""
+    domain of its own, with no NVLink the checks could expect)."""
 
     def class_of(host: str, peer: str) -> str:
         mine = nvlink.get(host)
         if mine is not None:
             return mine.pair_class(peer)
-        return PAIR_NVLINK if host == peer else PAIR_NETWORK
+        return PAIR_HOST if host == peer else PAIR_NETWORK
 
     return class_of
 

@@ -446,6 +446,7 @@ TEMPLATED_VARS = (
     PORT_COUNT_VAR,
     HOSTNAME_VAR,
     NVLINK_ADDRESS_VAR,
+    "ansible_host",  # read as the IMEX address when nvlink_address is not set: a template is resolved first
 )
 
 

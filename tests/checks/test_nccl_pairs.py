@@ -35,6 +35,9 @@ PAIR = "nccl.pair_transport"
 RING_24 = "nv-peer-memory-56-2.4-ring-lines-p2p-ipc-and-net-ib.txt"
 
 
+NVLINK_INTENT = FabricIntent.model_validate({"nvlink": {"gpus": 8}})  # HGX-like: every host's GPUs on NVLink
+
+
 def domains(**members: tuple[str, ...]) -> NvlinkPlan:
     return NvlinkPlan(tuple(NvlinkDomain(name, hosts, ()) for name, hosts in members.items()))
 
@@ -50,7 +53,10 @@ def analyzed(
 def test_2_4_ring_log_passes_with_each_host_its_own_domain() -> None:
     found = analyzed((REAL / RING_24).read_text())
     assert found[PAIR].status is Status.PASS
-    assert found[PAIR].actual == "6 pair(s) inside NVLink domains on P2P/SHM, 2 across domains on RDMA NET"
+    assert found[PAIR].actual == (
+        "0 pair(s) inside NVLink domains on P2P/SHM, 2 across domains on RDMA NET, "
+        "6 inside a host with no NVLink planned"  # the default intent plans no NVLink (nvlink.gpus null)
+    )
     assert found["nccl.transport"].status is Status.PASS  # IB, read from the Ring lines
     assert found["nccl.gpudirect_rdma"].status is Status.FAIL  # 'via NET/IB/0' without /GDRDMA
 
@@ -68,11 +74,15 @@ def test_net_between_hosts_of_one_declared_domain_fails_naming_both_ranks() -> N
 
 def test_net_between_gpus_of_one_host_fails() -> None:
     # NCCL_P2P_LEVEL=LOC and NCCL_SHM_DISABLE=1 sent every pair of one host through its NICs.
-    found = analyzed((REAL / "nccl-707-2.7.6-one-host-net-ib-loopback-p2p-level-loc.txt").read_text())
+    text = (REAL / "nccl-707-2.7.6-one-host-net-ib-loopback-p2p-level-loc.txt").read_text()
+    found = analyzed(text, intent=NVLINK_INTENT)
     assert found["nccl.transport"].status is Status.PASS
     pair = found[PAIR]
     assert pair.status is Status.FAIL and pair.subject == "5 rank pairs"
     assert "rank 0 (10-90-43-152) <-> rank 2 (10-90-43-152): NET inside one NVLink domain" in pair.actual
+    # An intent that plans no NVLink (a PCIe server) leaves NCCL its choice inside the host: only TCP fails.
+    pcie = analyzed(text)[PAIR]
+    assert pcie.status is Status.PASS and "5 inside a host with no NVLink planned" in pcie.actual
 
 
 def test_one_rank_s_log_of_a_socket_job_still_fails_transport() -> None:
@@ -106,14 +116,14 @@ def mnnvl_log() -> str:
 
 def test_an_all_nvlink_communicator_inside_its_domain_is_no_network_proof() -> None:
     text = mnnvl_log()
-    found = analyzed(text, domains(nvl_rack1=("gpu01", "gpu02")))
+    found = analyzed(text, domains(nvl_rack1=("gpu01", "gpu02")), NVLINK_INTENT)
     assert found[PAIR].status is Status.PASS
     assert found[PAIR].actual == "16 pair(s) inside NVLink domains on P2P/SHM, 0 across domains on RDMA NET"
     for check in ("nccl.transport", "nccl.gpudirect_rdma"):
         assert found[check].status is Status.SKIP, check
         assert "inside NVLink domain nvl_rack1" in found[check].actual
     # Without the domain the same trays are two domains: P2P between them is no network path.
-    alone = analyzed(text)
+    alone = analyzed(text, intent=NVLINK_INTENT)
     assert alone[PAIR].status is Status.FAIL
     assert "rank 7 (gpu01) <-> rank 8 (gpu02): P2P across NVLink domains" in alone[PAIR].actual
     assert "--nvlink-domain" in alone[PAIR].hint

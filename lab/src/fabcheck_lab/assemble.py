@@ -25,7 +25,12 @@ def _peers_of(node: NodeRecord, everyone: Mapping[str, str]) -> dict[str, str]:
 
 
 def _prepare_hosts(
-    paths: LabPaths, hosts: Sequence[NodeRecord], addresses: Mapping[str, str], client: KeyPair, rtt_ms: float
+    paths: LabPaths,
+    hosts: Sequence[NodeRecord],
+    addresses: Mapping[str, str],
+    client: KeyPair,
+    rtt_ms: float,
+    trays: int,
 ) -> dict[str, str]:
     """Write each host's tree (mock state, sshd files); return node name -> known_hosts line."""
     lines: dict[str, str] = {}
@@ -39,6 +44,7 @@ def _prepare_hosts(
             index=node.index,
             address=node.address,
             peers=_peers_of(node, addresses),
+            trays=trays,
         )
         host_key = generate_keypair(f"root@{node.name}")
         nodes.write_node_files(root, node, host_key, client, nodes.sshd_port(node, rtt_ms))
@@ -50,14 +56,17 @@ def _prepare_all_hosts(paths: LabPaths, state: LabState, client: KeyPair) -> lis
     """Hundreds of files per host make this CPU-bound: large labs spread it over every core."""
     hosts = state.host_nodes()
     addresses = {n.name: n.address for n in state.nodes}
+    trays = sum(1 for node in hosts if node.profile == "nvl")  # split into the nvl lab's NVLink domains
     workers = min(os.cpu_count() or 1, 8)
     if len(hosts) < PARALLEL_FROM or workers == 1:
-        lines = _prepare_hosts(paths, hosts, addresses, client, state.rtt_ms)
+        lines = _prepare_hosts(paths, hosts, addresses, client, state.rtt_ms, trays)
     else:
         batches = [hosts[i::workers] for i in range(workers)]
         lines = {}
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            jobs = [pool.submit(_prepare_hosts, paths, b, addresses, client, state.rtt_ms) for b in batches]
+            jobs = [
+                pool.submit(_prepare_hosts, paths, b, addresses, client, state.rtt_ms, trays) for b in batches
+            ]
             for job in jobs:
                 lines.update(job.result())
     return [lines[node.name] for node in hosts]

@@ -113,10 +113,10 @@ def nvlink_domain_groups(hosts: Iterable[NodeRecord]) -> dict[str, Any]:
     holding its trays, each with its IMEX address (nvlink_address: the node's own address, where its
     mock nvidia-imex listens)."""
     children: dict[str, Any] = {}
-    for node in hosts:
-        if node.profile == "nvl":
-            group = f"nvl_rack{nvl_domain_of(node.index) + 1}"
-            children.setdefault(group, {"hosts": {}})["hosts"][node.name] = {NVLINK_ADDRESS_VAR: node.address}
+    trays = [node for node in hosts if node.profile == "nvl"]
+    for node in trays:
+        group = f"nvl_rack{nvl_domain_of(node.index, len(trays)) + 1}"
+        children.setdefault(group, {"hosts": {}})["hosts"][node.name] = {NVLINK_ADDRESS_VAR: node.address}
     return {NVLINK_DOMAINS_GROUP: {"children": children}} if children else {}
 
 

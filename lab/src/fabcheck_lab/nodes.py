@@ -62,7 +62,7 @@ def plan_nodes(profile: str, hosts: int, switches: int) -> list[NodeRecord]:
     """Nodes of a lab shape. roce: rail8 hosts (the last one pcie when hosts > 2) + cycling switch
     platforms; ib: ib hosts + two subnet-manager nodes, and `switches` InfiniBand switches (half leaves,
     half spines: entries of the lab's fabric model, fabcheck_lab.ib_lab, not nodes); nvl: GB200-like
-    trays, every NVL_TRAYS_PER_DOMAIN of them one NVLink domain, on RoCE switches like roce."""
+    trays in two NVLink domains (the first half and the second), on RoCE switches like roce."""
     if profile not in LAB_PROFILES:
         raise LabError(f"unknown lab profile {profile!r}; profiles: {', '.join(LAB_PROFILES)}")
     if hosts < 1:

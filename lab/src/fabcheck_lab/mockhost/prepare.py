@@ -15,7 +15,7 @@ from typing import Any
 from fabcheck_lab import wire_model
 
 from .layout import CMDLINE_FILE, MOCK_STATE_MOUNT, PCI_DEVICES_DIR, MockNodePaths
-from .profiles import HOST_PROFILES, fabric_for, nvlinks_for, topology_for
+from .profiles import HOST_PROFILES, NVL_DEFAULT_TRAYS, fabric_for, nvlinks_for, topology_for
 from .tools import CLIENT, DISPATCHER, SERVED_TOOLS, SOCKET_NAME, TOOL_NAMES
 from .tools.nvidia_smi import NVLINK_STATE
 from .tools.pcie import STATE_FILE as PCIE_STATE_FILE
@@ -253,7 +253,14 @@ def write_state(paths: MockNodePaths, info: dict[str, Any], topology: dict[str, 
 
 
 def prepare_node(
-    paths: MockNodePaths, *, name: str, profile: str, index: int, address: str, peers: Mapping[str, str]
+    paths: MockNodePaths,
+    *,
+    name: str,
+    profile: str,
+    index: int,
+    address: str,
+    peers: Mapping[str, str],
+    trays: int = NVL_DEFAULT_TRAYS,
 ) -> None:
     """Write a node's factory state: trust pcp, PFC off, ToS 0, MTU 1500, peermem unloaded, DCQCN on."""
     topology = topology_for(profile, index)
@@ -270,7 +277,7 @@ def prepare_node(
     if profile == "sm":
         write_opensm_conf(paths.etc)
     write_pcie_state(paths, topology)
-    write_nvlink_state(paths, profile, index, topology)
+    write_nvlink_state(paths, profile, index, topology, trays)
 
 
 # The NVLink services' packages as a host has them installed, neither enabled nor started (the role
@@ -311,10 +318,12 @@ WantedBy=multi-user.target
 """
 
 
-def write_nvlink_state(paths: MockNodePaths, profile: str, index: int, topology: dict[str, Any]) -> None:
+def write_nvlink_state(
+    paths: MockNodePaths, profile: str, index: int, topology: dict[str, Any], trays: int = NVL_DEFAULT_TRAYS
+) -> None:
     """Every GPU's NVLinks all active at the profile's rate and its fabric registered (nvidia-smi
     nvlink -s / -q), and the NVLink service the platform has: IMEX on a tray, fabric manager on HGX."""
-    nvlinks, fabric = nvlinks_for(profile), fabric_for(profile, index)
+    nvlinks, fabric = nvlinks_for(profile), fabric_for(profile, index, trays)
     gpus = [str(gpu["index"]) for gpu in topology["gpus"]]
     state = {
         "links": {gpu: [nvlinks[1]] * nvlinks[0] for gpu in gpus} if nvlinks else {},

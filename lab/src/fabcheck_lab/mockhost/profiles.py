@@ -36,7 +36,11 @@ NVL_GPU_NAME = "NVIDIA GB200"
 NVL_GPU_MEMORY_MIB = 189471
 NVL_GPUS = 4
 NVL_NICS = 4
-NVL_TRAYS_PER_DOMAIN = 2  # the lab's NVLink domain: 2 trays (a real NVL72 rack has 18)
+# The nvl lab's trays form two NVLink domains, the first half and the second (a real NVL72 rack has 18
+# trays): --hosts 4 gives 2 trays per domain, --hosts 6 three, where one tray in another clique is a
+# minority the checks can name (with two trays, two keys are a tie and both trays fail).
+NVL_DOMAINS = 2
+NVL_DEFAULT_TRAYS = 4  # the lab's default host count
 
 
 def gpus_for(profile: str, index: int) -> list[dict[str, Any]]:
@@ -64,15 +68,15 @@ def gpus_for(profile: str, index: int) -> list[dict[str, Any]]:
     return gpus
 
 
-def nvl_domain_of(index: int) -> int:
-    """The NVLink domain (0, 1, ...) of the nvl profile's tray at this node index."""
-    return index // NVL_TRAYS_PER_DOMAIN
+def nvl_domain_of(index: int, trays: int = NVL_DEFAULT_TRAYS) -> int:
+    """The NVLink domain (0 or 1) of the nvl profile's tray at this node index, of `trays` trays."""
+    return min(index * NVL_DOMAINS // max(trays, 1), NVL_DOMAINS - 1)
 
 
 ZERO_CLUSTER_UUID = "00000000-0000-0000-0000-000000000000"
 
 
-def fabric_for(profile: str, index: int) -> dict[str, Any] | None:
+def fabric_for(profile: str, index: int, trays: int = NVL_DEFAULT_TRAYS) -> dict[str, Any] | None:
     """The GPUs' `nvidia-smi -q` Fabric section at the factory (every GPU of a host alike); None: no fabric
     (every field N/A). A GB200 tray: Completed/Success in its domain's ClusterUUID and CliqueId
     (kubernetes-sigs/dra-driver-nvidia-gpu issue 626); an HGX board alone: Completed/Success with a zero
@@ -87,7 +91,7 @@ def fabric_for(profile: str, index: int) -> dict[str, Any] | None:
             "cluster_uuid": ZERO_CLUSTER_UUID,
             "bandwidth": "N/A",
         }
-    domain = nvl_domain_of(index)
+    domain = nvl_domain_of(index, trays)
     return {
         "state": "Completed",
         "status": "Success",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from fabcheck.checks.evidence import not_judged
-from fabcheck.checks.model import Finding, Measure, errored, failed, passed
+from fabcheck.checks.model import Finding, Measure, Status, errored, failed, passed
 from fabcheck.desired.collectives import (
     BOUND_NVLINK,
     OPS,
@@ -193,7 +193,19 @@ def _busbw(
         )
     if floor is None:
         return _no_floor(run, subject, expected, layout)
-    return _judge(run, intent, floor, nvlink_proof=layout is not None and layout.one_domain)
+    finding = _judge(run, intent, floor, nvlink_proof=layout is not None and layout.one_domain)
+    if layout is None and finding.status is Status.PASS:
+        # Without the '# Rank' list the hosts are unknown: a result over the network floor may be NVLink
+        # inside one host (no fabric proof); one under it fails either way (NVLink is faster still).
+        return not_judged(
+            BUSBW,
+            subject,
+            finding.expected,
+            f"{finding.actual}, but the output has no '# Rank' lines: every rank may have run on one host "
+            "(NVLink), so it proves no fabric",
+            "keep nccl-tests' '# Rank N ... on HOST' lines in the output (they are printed before the table)",
+        )
+    return finding
 
 
 def _one_domain(run: NcclTestsRun, domain_of: Callable[[str], str]) -> str:

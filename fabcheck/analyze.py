@@ -50,8 +50,17 @@ class Options:
     scope: str = SCOPE_FABRIC
 
     def nvlink_domain_of(self, host: str) -> str:
-        """The NVLink domain `host` belongs to: its group's name, or the host's own name."""
-        return self.nvlink_domains.domain_of(host).name
+        """The NVLink domain `host` belongs to: its group's name, or the host's own name. Logs print
+        gethostname(), often the short name, where the inventory may hold the FQDN (or the reverse):
+        a name matches a member whose first label is the same."""
+        found = self.nvlink_domains.domain_of(host)
+        if found.declared:
+            return found.name
+        short = host.split(".", 1)[0]
+        for domain in self.nvlink_domains.domains:
+            if any(member.split(".", 1)[0] == short for member in domain.hosts):
+                return domain.name
+        return found.name
 
 
 @dataclass(frozen=True)

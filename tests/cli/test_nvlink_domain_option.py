@@ -59,3 +59,14 @@ def test_the_cli_refuses_a_bad_domain_with_usage_exit(capsys: pytest.CaptureFixt
         main(["analyze", "nccl-tests", "-", "--nvlink-domain", "rack1"])
     assert exit_.value.code == 2
     assert "NAME=HOST,HOST" in capsys.readouterr().err
+
+
+def test_a_log_s_short_hostname_finds_its_fqdn_member() -> None:
+    from fabcheck.analyze import Options
+    from fabcheck.intent.nvlink import NvlinkDomain, NvlinkPlan
+
+    plan = NvlinkPlan((NvlinkDomain("rack1", ("tray01.rack1.example.com", "tray02.rack1.example.com"), ()),))
+    options = Options(nvlink_domains=plan)
+    assert options.nvlink_domain_of("tray01") == "rack1"
+    assert options.nvlink_domain_of("tray02.rack1.example.com") == "rack1"
+    assert options.nvlink_domain_of("tray03") == "tray03"

@@ -108,6 +108,7 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
     problems: list[str] = []
     entries: list[HostEntry] = []
     fabric: FabricIntent | None = None
+    first_plain: FabricIntent | None = None
     seen: dict[str, FabricIntent] = {}
     missing: list[str] = []
     vaulted: set[KeyPath] = set()
@@ -124,7 +125,13 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
         vaulted |= host_vaulted
         key = intent.model_dump_json(exclude=set(HOST_OVERRIDES.values()))
         seen.setdefault(key, intent)
-        fabric = fabric or intent
+        # The inventory's own intent (analyze without --host): the first host that overrides nothing of
+        # it (rails, max link, nvlink are per-host), else the first host.
+        overrides_nothing = all(variables.get(var) is None for var in HOST_OVERRIDES)
+        if fabric is None or (overrides_nothing and first_plain is None):
+            fabric = intent
+        if overrides_nothing and first_plain is None:
+            first_plain = intent
         if host.name != PROBE_HOST:
             groups = tuple(sorted(g.name for g in host.get_groups()))
             entries.append(HostEntry(host.name, groups, intent, variables, host_vaulted))

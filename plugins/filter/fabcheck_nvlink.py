@@ -24,7 +24,7 @@ else:
 
 
 def fabcheck_nvlink_hosts(source: Any) -> dict[str, dict[str, Any]]:
-    """`ansible_inventory_sources[0] | fabcheck_nvlink_hosts`: each GPU host's desired NVLink state
+    """`ansible_inventory_sources | fabcheck_nvlink_hosts`: each GPU host's desired NVLink state
     (domain, members, IMEX addresses, imex, fabric_manager ...), by host name. Read once per run
     (the play's run_once fact), as the inventory holds it: a fabric_intent given as extra vars (-e) is
     not what it reads, as for the gate."""
@@ -33,6 +33,15 @@ def fabcheck_nvlink_hosts(source: Any) -> dict[str, dict[str, Any]]:
             f"fabcheck is not importable by this ansible-playbook ({_IMPORT_ERROR}); "
             "run the ansible-playbook of the Python environment fabcheck is installed in"
         )
+    if isinstance(source, (list, tuple)):
+        if len(source) != 1:
+            # The domains are groups of one inventory: read from the first of several sources they would
+            # miss a rack defined in another and write the wrong IMEX node lists.
+            raise AnsibleFilterError(
+                f"NVLink domains are read from one inventory source; this run has {len(source)} "
+                f"({', '.join(map(str, source))}): put the files in one directory and pass -i DIRECTORY"
+            )
+        source = source[0]
     try:
         inventory = load_inventory(str(source))
         plan = fabric_of(inventory).nvlink

@@ -41,7 +41,7 @@ SM_PROFILE = "sm"
 SERVICE_FAULTS: Mapping[str, tuple[str, tuple[str, ...], str]] = {
     "sm-stopped": ("opensm", (SM_PROFILE,), "sm"),
     "imex-down": ("nvidia-imex", ("nvl",), "nvlink"),
-    "fabric-manager-down": ("nvidia-fabricmanager", ("rail8", "ib"), "nvlink"),
+    "fabric-manager-down": ("nvidia-fabricmanager", ("rail8",), "nvlink"),
 }
 # Lab faults that apply to one kind of node only (the rest: any node).
 LAB_FAULT_TARGETS: Mapping[str, str] = {fault: "host" for fault in SERVICE_FAULTS}

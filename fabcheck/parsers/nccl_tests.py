@@ -9,9 +9,10 @@ or SkyPilot's ``(head, rank=0, pid=1) `` may appear anywhere and are skipped or 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from fabcheck.desired.collectives import BUSBW_FACTORS
 from fabcheck.errors import ParseError
 from fabcheck.parsers._text import split_checked_lines
 from fabcheck.parsers.numbers import read_float, read_int, read_number
@@ -421,7 +422,7 @@ def _ratio_allows(rows: tuple[NcclTestsRow, ...], op: str, nranks: int | None) -
     ratio = sample.oop_busbw / sample.oop_algbw
     tolerance = 0.01 + 0.01 / sample.oop_algbw  # two printed decimals on both values
     if nranks is not None and nranks >= 1:
-        factor = _OP_FACTORS.get(op)
+        factor = OP_FACTORS.get(op)
         return factor is None or abs(ratio - factor(nranks)) <= tolerance
     if op == "all_reduce":
         return ratio >= 1 - tolerance  # 2(n-1)/n >= 1 for every n >= 2
@@ -432,16 +433,7 @@ def _ratio_allows(rows: tuple[NcclTestsRow, ...], op: str, nranks: int | None) -
     return True
 
 
-_OP_FACTORS: dict[str, Callable[[int], float]] = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "sendrecv": lambda n: 1.0,
-    "hypercube": lambda n: 1.0,  # algbw counts count x (n-1) bytes (src/hypercube.cu HyperCubeGetBw)
-}
+OP_FACTORS = BUSBW_FACTORS  # busbw / algbw per op (fabcheck.desired.collectives, nccl-tests GetBw)
 
 
 def _version_from_code(code: int | None) -> str | None:

@@ -12,8 +12,8 @@ from enum import Enum
 
 from fabcheck.perf.curves import Curve, Point
 
-LATENCY_BELOW = 0.10  # of the plateau: below it a size is latency-dominated
-SATURATED_FROM = 0.90  # of the plateau: from it a size is bandwidth-saturated
+LATENCY_BELOW = 0.10  # of the plateau: below it a size is latency-bound
+SATURATED_FROM = 0.90  # of the plateau: from it a size is bandwidth-bound
 DIP_FRACTION = 0.20  # a dip: this much below the best BusBW at any smaller size ...
 DIP_MIN_GBPS = 0.05  # ... and by more than the printing resolution of nccl-tests (2 decimals)
 DIP_REFERENCE_FLOOR = 0.01  # ... and that best at least 1% of the plateau (not rounding noise)
@@ -22,14 +22,14 @@ DEFAULT_REPRESENTATIVE = 8 << 30  # 8 GiB, when every curve of the op has it
 
 RULES = (
     "BusBW is the out-of-place busbw column (GB/s); the plateau of a curve is its highest BusBW.",
-    f"Regimes by fraction of the plateau: latency-dominated below {LATENCY_BELOW:.0%}, "
-    f"bandwidth-saturated from {SATURATED_FROM:.0%}, transition in between.",
+    f"Regimes by fraction of the plateau: latency-bound below {LATENCY_BELOW:.0%}, "
+    f"bandwidth-bound from {SATURATED_FROM:.0%}, transition in between.",
     f"Representative size: {DEFAULT_REPRESENTATIVE} B (8 GiB) when every curve of the op has it, else the "
     "largest size every curve of the op has.",
     f"Dip: BusBW more than {DIP_FRACTION:.0%} and more than {DIP_MIN_GBPS} GB/s below the best BusBW at "
     f"any smaller size, where that best is at least {DIP_REFERENCE_FLOOR:.0%} of the plateau.",
     f"In-place disagreement: in-place and out-of-place BusBW differ by more than {INPLACE_TOLERANCE:.0%} "
-    "of the larger, at a size outside the latency-dominated regime.",
+    "of the larger, at a size outside the latency-bound regime.",
     "Wrong data: #wrong above 0 at any size, or out-of-bounds values above 0.",
     "Efficiency: BusBW at the representative size / the op's network bound on the curve's layout, from the "
     "intent's NICs per node x line rate (ring all_reduce, all_gather, reduce_scatter: a node's NICs; "
@@ -42,9 +42,9 @@ RULES = (
 
 
 class Regime(str, Enum):
-    LATENCY = "latency-dominated"
+    LATENCY = "latency-bound"
     TRANSITION = "transition"
-    SATURATED = "bandwidth-saturated"
+    SATURATED = "bandwidth-bound"
 
 
 class AnomalyKind(str, Enum):

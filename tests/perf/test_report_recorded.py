@@ -158,7 +158,7 @@ def test_cli_json_markdown_html(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert {c["file"]: c["busbw_gbytes"] for c in reduce["curves"]} == {A100: 6.44, H100: 448.90}
     text = md.read_text()
     assert "| 2 nodes, 16 ranks | 2 | 16 | 448.90 | 469.21 | not computed (no intent) |" in text
-    assert "Regimes by fraction of the plateau: latency-dominated below 10%" in text
+    assert "Regimes by fraction of the plateau: latency-bound below 10%" in text
     html = page.read_text()
     assert html.count("<svg") == 3 and "<script" not in html
     # nothing to fetch: the only URLs are the SVG namespace names

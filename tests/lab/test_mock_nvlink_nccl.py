@@ -63,7 +63,8 @@ def racks(tmp_path_factory: pytest.TempPathFactory, bin_dir: Path) -> Iterator[l
 def pair_transport(out: str, racks: list[MockNode]):  # type: ignore[no-untyped-def]
     """analyze nccl-log's nccl.pair_transport finding with the racks' domains (as --nvlink-domain gives)."""
     domains = {t.name: "nvl_rack1" if t in racks[:2] else "nvl_rack2" for t in racks}
-    findings = check_nccl_log(parse_nccl_log(out), FabricIntent(), lambda host: domains.get(host, host))
+    trays = FabricIntent.model_validate({"nvlink": {"gpus": 4, "link_gbytes": 53.125, "imex": True}})
+    findings = check_nccl_log(parse_nccl_log(out), trays, lambda host: domains.get(host, host))
     return next(f for f in findings if f.check == "nccl.pair_transport")
 
 

@@ -327,7 +327,7 @@ def test_systemctl_serves_only_reads_of_the_nodes_own_units(tmp_path: Path) -> N
     ):
         assert run_call(node.paths, handlers, _request("systemctl", *delegated)) == DELEGATE, delegated
     (node.paths.upper / "etc/systemd/system" / UNIT).unlink()
-    (node.paths.upper / "usr/lib/systemd/system").mkdir(parents=True)
+    (node.paths.upper / "usr/lib/systemd/system").mkdir(parents=True, exist_ok=True)  # rail8: FM unit
     moved = node.paths.upper / "usr/lib/systemd/system" / UNIT
     moved.write_text("[Service]\nExecStart=/bin/true\n")
     # Found only below /etc: the lab machine's own /etc/systemd/system may shadow it in the node.

@@ -76,6 +76,8 @@ def configure_to_intent(lab: Lab, node: str) -> None:
             f"ethtool --set-tunable {netdev} pfc-prevention-tout 100",
         ]
     commands.append("modprobe nvidia_peermem")
+    # Role nvlink on an HGX board (fabric_intent.nvlink.fabric_manager): the fabric manager running.
+    commands.append("systemctl enable nvidia-fabricmanager && systemctl start nvidia-fabricmanager")
     lab.ssh(node, " && ".join(commands))
     # The boot files (settings file, applier, unit, udev rule) the role installs: by the role itself, its
     # persist part only, so the running settings above stay typed by hand.
@@ -108,6 +110,7 @@ def test_factory_host_fails_the_settings_the_roles_change(
     per_port = (checks.ROCE_TOS, checks.CMA_ROCE_TOS, checks.RDMA_MTU)
     expected |= {(check, f"{nic}/1") for check in per_port for nic in nics}
     expected.add((checks.GPUDIRECT, "host"))
+    expected.add(("host.fabric_manager", "nvidia-fabricmanager"))  # installed, not started at the factory
     # No boot files on a factory host: the settings file, the unit and the applier/udev rule each fail.
     persistence = {
         (f["check"], f["subject"]) for f in result["findings"] if f["check"] == checks.NIC_PERSISTENCE
@@ -128,9 +131,10 @@ def test_host_configured_to_the_intent_passes_every_check(
     rc, [result] = lab.validate(capsys, "--limit", CONFIGURED)
     assert rc == 0, failing(result)
     assert result["verdict"] == "pass"
-    # Skipped only with a reason: the lab intent sets no rp_params, and one host has no fleet to compare.
+    # Skipped only with a reason: the lab intent sets no rp_params, one host has no fleet to compare, and
+    # an HGX board runs no IMEX (a lone server: no multi-node NVLink domain).
     skips = {f["check"]: f["actual"] for f in result["findings"] if f["status"] == "skip"}
-    assert skips.keys() == {checks.RP_PARAMS, checks.VERSIONS}, skips
+    assert skips.keys() == {checks.RP_PARAMS, checks.VERSIONS, "host.imex"}, skips
     assert {f["status"] for f in result["findings"]} == {"pass", "skip"}
     assert {f["check"] for f in result["findings"]} == {*checks.HOST_CHECKS, *checks.FLEET_CHECKS}
 

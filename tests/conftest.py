@@ -21,10 +21,22 @@ def corpus_truth(sample: Path) -> dict | None:
     return json.loads(truth.read_text()) if truth.exists() else None
 
 
+MOCK_TEST_PREFIX = "tests/lab/test_mock"
+
+
 def is_lab_test(nodeid: str) -> bool:
     """A test that brings up the lab or its mocks: under tests/lab/, or in a `*_lab.py` file elsewhere."""
     path = nodeid.split("::", 1)[0]
     return path.startswith("tests/lab/") or path.endswith("_lab.py")
+
+
+def is_in_process_mock_test(nodeid: str) -> bool:
+    """A tests/lab/test_mock*.py test: the mock tools on tmp_path nodes, in this process, no lab. Their
+    daemons (nvidia-imex, opensm, traffic servers) listen on 127.100-249.x addresses of their own, never
+    the lab's 127.0.x/127.3.x, but some share a fixed one (mocknode's 127.200.1.1): they run together,
+    one after another, on either worker, off the lab worker's critical path."""
+    path = nodeid.split("::", 1)[0]
+    return path.startswith(MOCK_TEST_PREFIX) and not path.endswith("_lab.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -50,6 +62,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class LabTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
+            if is_in_process_mock_test(nodeid):
+                return "in-process mocks"
             return "lab" if is_lab_test(nodeid) else nodeid
 
     return LabTogether(config, log)

@@ -72,11 +72,28 @@ class Link:
 
 
 @dataclass(frozen=True)
+class SwitchLink:
+    """One cable between two Ethernet switches (issue 39), from a switch's `fabric_links: {swp33:
+    spine-01:swp1}`: `a` the lower tier's end (a leaf's uplink), `b` the upper tier's (`switch_tier`:
+    leaf, spine, core; default leaf). Both ports are among their switch's switch_uplinks."""
+
+    a_switch: str
+    a_port: str
+    b_switch: str
+    b_port: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.a_switch}:{self.a_port} -- {self.b_switch}:{self.b_port}"
+
+
+@dataclass(frozen=True)
 class Fabric:
     switches: tuple[Switch, ...]
     links: tuple[Link, ...]
     ib: IbPlan = field(default_factory=IbPlan)  # InfiniBand switches and cables (intent.ib_fabric)
     nvlink: NvlinkPlan = field(default_factory=NvlinkPlan)  # NVLink domains (intent.nvlink)
+    switch_links: tuple[SwitchLink, ...] = ()  # Ethernet switch-to-switch cables (leaf-spine, spine-core)
 
     def switch(self, name: str) -> Switch:
         for switch in self.switches:

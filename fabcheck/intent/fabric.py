@@ -3,13 +3,16 @@
 Switches are inventory hosts of group `switches_<platform>` (or with a `switch_platform` variable),
 for a platform of fabcheck.intent.platforms, whose record says how that platform names its ports.
 The cabling map is per GPU host, `fabric_links: {mlx5_0: leaf01:swp1}`: which switch port each NIC
-plugs into. The gate judges both ends of every link against each other
-from it, and the switch roles configure exactly the ports it names, so every problem in it is an
-error naming the file, line and variable, never a silent default.
+plugs into; a switch's own `fabric_links: {swp33: spine-01:swp1}` cables one of its `switch_uplinks` to
+another switch's (issue 39: leaf-spine, spine-core), the lower tier (`switch_tier`) at end `a`. The
+gate judges both ends of every link against each other from it, and the switch roles configure exactly
+the ports it names, so every problem in it is an error naming the file, line and variable, never a
+silent default.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +35,8 @@ GPU_HOSTS = "gpu_hosts"
 SUBNET_MANAGERS = "subnet_managers"
 INTENT_VAR = "fabric_intent"
 LINKS_VAR = "fabric_links"
+TIER_VAR = "switch_tier"
+SWITCH_TIERS = ("leaf", "spine", "core")  # lowest first: a switch-to-switch cable's `a` end is the lower
 
 DEFAULT_SSH_PORT = 22
 
@@ -51,6 +56,7 @@ class Switch:
     host_ports: tuple[str, ...]
     uplinks: tuple[str, ...]
     port_speed_pairs: tuple[tuple[str, int], ...]  # explicit per-port speeds (Gb/s); others: the intent's
+    tier: str = "leaf"  # SWITCH_TIERS; a spine or core may have no host ports, only uplinks
 
     @property
     def port_speeds(self) -> dict[str, int]:
@@ -143,6 +149,7 @@ def read_fabric(
     problems += _cabled_twice(links, nodes, where)
     if switches:
         problems += _uncabled_rails(ethernet, links, where)
+    switch_links = _switch_links(nodes, by_name, where, problems)
     ib, ib_problems = read_ib_plan(nodes, where)
     problems += ib_problems
     nvlink, nvlink_problems = read_nvlink_plan(nodes, where, groups)
@@ -150,7 +157,8 @@ def read_fabric(
     problems += _subnet_manager_problems(nodes, where)
     if problems:
         raise IntentError(problems)
-    return Fabric(tuple(sorted(switches, key=lambda s: s.name)), tuple(links), ib, nvlink)
+    ordered = tuple(sorted(switches, key=lambda s: s.name))
+    return Fabric(ordered, tuple(links), ib, nvlink, switch_links)
 
 
 def _is_switch(node: InventoryNode) -> bool:
@@ -182,8 +190,11 @@ def _switch(node: InventoryNode, where: Where, problems: list[str], secrets_chec
     ssh_port = _ssh_port(variables.get("switch_port", DEFAULT_SSH_PORT), bad)
     if secrets_checked:
         _password_kept_secret(variables.get("switch_password"), bad)
-    host_ports = _ports(variables, "switch_ports", record, bad, required=True)
+    tier = _tier(variables.get(TIER_VAR, SWITCH_TIERS[0]), bad)
     uplinks = _ports(variables, "switch_uplinks", record, bad, required=False)
+    # A spine or core faces only switches: its host ports may be absent when it has uplinks.
+    spine_only = tier != SWITCH_TIERS[0] and bool(uplinks)
+    host_ports = _ports(variables, "switch_ports", record, bad, required=not spine_only)
     both = sorted(set(host_ports) & set(uplinks))
     if both:
         bad("switch_uplinks", variables.get("switch_uplinks"), f"{both} are also host-facing switch_ports")
@@ -203,7 +214,15 @@ def _switch(node: InventoryNode, where: Where, problems: list[str], secrets_chec
         host_ports=host_ports,
         uplinks=uplinks,
         port_speed_pairs=tuple(sorted(speeds.items())),
+        tier=tier,
     )
+
+
+def _tier(value: Any, bad: Callable[[str, Any, str], None]) -> str:
+    if value not in SWITCH_TIERS:
+        bad(TIER_VAR, value, f"expected one of {', '.join(SWITCH_TIERS)}")
+        return SWITCH_TIERS[0]
+    return str(value)
 
 
 def _platform(node: InventoryNode, bad: Callable[[str, Any, str], None]) -> str | None:
@@ -281,7 +300,12 @@ def _ports(
         bad(
             var,
             value,
-            "expected a list of port names" + (" (the ports facing GPU hosts)" if required else ""),
+            "expected a list of port names"
+            + (
+                " (the ports facing GPU hosts; a spine or core may give switch_uplinks instead)"
+                if required
+                else ""
+            ),
         )
         return ()
     ports = [str(p) for p in value]
@@ -378,6 +402,103 @@ def _uncabled_rails(nodes: Sequence[InventoryNode], links: Iterable[Link], where
                 f"{', '.join(missing)} have no switch port (add e.g. {missing[0]}: leaf01:swp1)"
             )
     return problems
+
+
+@dataclass(frozen=True)
+class _Uplink:
+    """One switch-to-switch cable as one switch's fabric_links entry declares it."""
+
+    end: tuple[str, str]  # (switch, port) of the declaring switch
+    peer: tuple[str, str]
+    origin: str  # "leaf-01: fabric_links.swp33 = 'spine-01:swp1'"
+    where: str
+
+
+def _switch_links(
+    nodes: Sequence[InventoryNode], switches: Mapping[str, Switch], where: Where, problems: list[str]
+) -> tuple[SwitchLink, ...]:
+    """The Ethernet switch-to-switch cables of the switches' `fabric_links: {uplink: 'switch:port'}`.
+
+    Each cable is declared at either end, or at both when they agree; both ports must be among their
+    switch's switch_uplinks, and the ends of different tiers (the lower one becomes `a`)."""
+    declared: list[_Uplink] = []
+    for node in nodes:
+        own = switches.get(node.name)
+        raw = node.variables.get(LINKS_VAR)
+        if own is None or raw is None:
+            continue
+        if not isinstance(raw, Mapping):
+            problems.append(
+                f"{where(raw)}{node.name}: {LINKS_VAR}: expected a mapping uplink port -> 'switch:port' "
+                "(e.g. swp33: spine-01:swp1)"
+            )
+            continue
+        for key, value in raw.items():
+            origin = f"{node.name}: {LINKS_VAR}.{_plain_text(key)} = {_shown(value)}"
+            at = where(value) or where(key)
+            peer = _uplink_peer(own, str(key), value, switches)
+            if isinstance(peer, str):
+                problems.append(f"{at}{origin}: {peer}")
+            else:
+                declared.append(_Uplink((own.name, str(key)), peer, origin, at))
+    return _one_cable_per_port(declared, switches, problems)
+
+
+def _uplink_peer(own: Switch, port: str, value: Any, switches: Mapping[str, Switch]) -> tuple[str, str] | str:
+    """The (switch, port) one fabric_links entry names, or what is wrong with it."""
+    if port not in own.uplinks:
+        listed = ", ".join(own.uplinks) or "none"
+        return f"{port} is not one of {own.name}'s switch_uplinks ({listed})"
+    name, sep, peer_port = (value if isinstance(value, str) else "").rpartition(":")
+    if not sep or not name or not peer_port:
+        return "expected 'switch:port' (another switch's uplink port)"
+    peer = switches.get(name)
+    if peer is None:
+        return f"unknown switch {name!r} (switches: {', '.join(sorted(switches)) or 'none'})"
+    if peer.name == own.name:
+        return "a cable from a switch to itself"
+    if peer_port not in peer.uplinks:
+        listed = ", ".join(peer.uplinks) or "none"
+        return f"{peer_port} is not one of {name}'s switch_uplinks ({listed})"
+    return (peer.name, peer_port)
+
+
+def _one_cable_per_port(
+    declared: Sequence[_Uplink], switches: Mapping[str, Switch], problems: list[str]
+) -> tuple[SwitchLink, ...]:
+    peers: dict[tuple[str, str], dict[tuple[str, str], list[_Uplink]]] = {}
+    for entry in declared:
+        peers.setdefault(entry.end, {}).setdefault(entry.peer, []).append(entry)
+        peers.setdefault(entry.peer, {}).setdefault(entry.end, []).append(entry)
+    twice = {end for end, seen in peers.items() if len(seen) > 1}
+    for end in sorted(twice, key=_end_order):
+        entries = [e for listed in peers[end].values() for e in listed]
+        shown = "; ".join(f"{e.where}{e.origin}" for e in entries)
+        problems.append(
+            f"{entries[-1].where}switch port {end[0]}:{end[1]} is cabled to {len(peers[end])} ports: {shown}"
+        )
+    rank = {tier: index for index, tier in enumerate(SWITCH_TIERS)}
+    cables: dict[tuple[tuple[str, str], tuple[str, str]], SwitchLink] = {}
+    for entry in declared:
+        if entry.end in twice or entry.peer in twice:
+            continue
+        low, high = sorted((entry.end, entry.peer), key=lambda e: (rank[switches[e[0]].tier], _end_order(e)))
+        if rank[switches[low[0]].tier] == rank[switches[high[0]].tier]:
+            tier = switches[low[0]].tier
+            problems.append(
+                f"{entry.where}{entry.origin}: a cable between two {tier} switches: a switch-to-switch "
+                f"cable joins a lower tier (a) to a higher one (b) ({TIER_VAR}: {', '.join(SWITCH_TIERS)})"
+            )
+            continue
+        cables[(low, high)] = SwitchLink(low[0], low[1], high[0], high[1])
+    return tuple(cables[key] for key in sorted(cables, key=lambda k: (_end_order(k[0]), _end_order(k[1]))))
+
+
+def _end_order(end: tuple[str, str]) -> tuple[tuple[int | str, ...], ...]:
+    """swp2 before swp10, leaf-2 before leaf-10: the order a person reads a cabling map in."""
+    return tuple(
+        tuple(int(part) if part.isdigit() else part for part in re.split(r"([0-9]+)", text)) for text in end
+    )
 
 
 def _subnet_manager_problems(nodes: Sequence[InventoryNode], where: Where) -> list[str]:

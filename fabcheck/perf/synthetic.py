@@ -6,20 +6,11 @@ same parser as a real output, so nothing downstream can tell it from one by its 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-# busbw = algbw x factor(n) as each test computes it (nccl-tests doc/PERFORMANCE.md).
-_BUS_FACTOR: dict[str, Callable[[int], float]] = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "hypercube": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "sendrecv": lambda n: 1.0,
-}
+from fabcheck.desired.collectives import BUSBW_FACTORS
+
 _REDUCING = {"all_reduce", "reduce_scatter", "reduce"}
 _ROOTED = {"broadcast", "reduce"}
 _TABLE_HEADER = (
@@ -91,7 +82,10 @@ def render_output(run: SyntheticRun) -> str:
 
 
 def _row(run: SyntheticRun, size: int) -> str:
-    factor = _BUS_FACTOR[run.op](run.ranks) if run.ranks > 1 else 1.0
+    factor = BUSBW_FACTORS[run.op](run.ranks) if run.ranks > 1 else 1.0
+    # algbw is bytes over time: the buffer for most ops, (n-1) buffers for hypercube
+    # (NVIDIA/nccl-tests src/hypercube.cu HyperCubeGetBw @a0b82b2260cf5152b9f8c061bbf7eaf0ba096432).
+    moved = size * (run.ranks - 1) if run.op == "hypercube" and run.ranks > 1 else size
     redop = "sum" if run.op in _REDUCING else "none"
     root = 0 if run.op in _ROOTED else -1
     wrong = run.wrong.get(size, 0)
@@ -102,6 +96,6 @@ def _row(run: SyntheticRun, size: int) -> str:
         (run.busbw[size] * run.in_place_factor, ip_wrong),
     ):
         algbw = busbw / factor if factor else busbw
-        time_us = size / (algbw * 1e3) if algbw > 0 else 0.0
+        time_us = moved / (algbw * 1e3) if algbw > 0 else 0.0
         sides.append(f"{time_us:8.1f} {algbw:7.2f} {busbw:7.2f} {wrong_cell:>6}")
     return f"{size:12d} {size // 4:13d} {'float':>9} {redop:>7} {root:7d} {sides[0]} {sides[1]}"

@@ -297,6 +297,17 @@ def nvlink_inventory_table() -> str:
     return _table(("variable", "set on", "default", "meaning"), rows)
 
 
+def switch_inventory_table() -> str:
+    """The inventory variables of Ethernet switches and cabling (intent.fabric.INVENTORY_VARIABLES)."""
+    from fabcheck.intent.fabric import INVENTORY_VARIABLES
+
+    rows = [
+        (f"`{var}`" if " " not in var else var, on, default, meaning)
+        for var, on, default, meaning in INVENTORY_VARIABLES
+    ]
+    return _table(("variable", "set on", "default", "meaning"), rows)
+
+
 def intent_table() -> str:
     return _table(
         ("key", "type", "default", "meaning"),
@@ -412,6 +423,7 @@ def generators() -> dict[str, Callable[[], str]]:
         "intent-keys": intent_table,
         "ib-inventory": ib_inventory_table,
         "nvlink-inventory": nvlink_inventory_table,
+        "switch-inventory": switch_inventory_table,
     }
     for stage in ("nccl", "perftest", "incast"):
         blocks[f"checks:{stage}"] = lambda stage=stage: stage_checks_table(stage)

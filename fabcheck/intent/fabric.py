@@ -40,6 +40,49 @@ SWITCH_TIERS = ("leaf", "spine", "core")  # lowest first: a switch-to-switch cab
 
 DEFAULT_SSH_PORT = 22
 
+# The inventory's Ethernet switch and cabling variables: (variable, set on, default, meaning);
+# docs/intent.md's table is generated from these (scripts/gen_docs, block switch-inventory).
+INVENTORY_VARIABLES = (
+    (
+        f"group `{PLATFORM_GROUP_PREFIX}<platform>`",
+        "Ethernet switch",
+        "required (or switch_platform)",
+        f"its platform ({', '.join(PLATFORMS)}); under group switches, which the switch play logs in to",
+    ),
+    ("switch_address", "Ethernet switch", "required", "the address the switch stage and roles log in to"),
+    ("switch_port", "Ethernet switch", str(DEFAULT_SSH_PORT), "its SSH port"),
+    ("switch_username", "Ethernet switch", "required", "the login user"),
+    ("switch_password", "Ethernet switch", "none", "from ansible-vault or a lookup; plain text is refused"),
+    (
+        "switch_ports",
+        "Ethernet switch",
+        "required on a leaf",
+        "the host-facing ports in the platform's names (`swp1`, `swp1s0`, `Ethernet0`, `Ethernet1/1`); "
+        "a spine or core with switch_uplinks may have none",
+    ),
+    ("switch_uplinks", "Ethernet switch", "none", "every port facing another switch, up or down"),
+    (
+        "switch_port_speeds",
+        "Ethernet switch",
+        "host ports: link.speed_gbps",
+        "`{port: Gb/s}` of host ports or uplinks",
+    ),
+    (
+        TIER_VAR,
+        "Ethernet switch",
+        SWITCH_TIERS[0],
+        f"{', '.join(SWITCH_TIERS)}: a switch-to-switch cable joins a lower tier (end `a`) to a higher one",
+    ),
+    (
+        LINKS_VAR,
+        "Ethernet switch",
+        "none",
+        "uplink -> `switch:port` (an uplink of a switch of another tier); each cable once at either end, or "
+        "at both when they agree",
+    ),
+    (LINKS_VAR, "GPU host", "none", "NIC -> `switch:port` (one of that switch's switch_ports)"),
+)
+
 Where = Callable[[Any], str]  # a loaded value -> "file:line: " (or "" when unknown)
 
 

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from fabcheck.errors import IntentError
-from fabcheck.intent.fabric import GPU_HOSTS, SUBNET_MANAGERS, Fabric, fabric_of
+from fabcheck.intent.fabric import GPU_HOSTS, SUBNET_MANAGERS, SWITCH_TIERS, Fabric, fabric_of
 from fabcheck.intent.ib_fabric import IB_SWITCHES
 from fabcheck.intent.loader import Inventory, load_inventory
 
@@ -84,7 +84,15 @@ def fabric_summary(fabric: Fabric) -> list[str]:
     for switch in fabric.switches:
         platforms[switch.platform] = platforms.get(switch.platform, 0) + 1
     kinds = ", ".join(f"{count} {platform}" for platform, count in sorted(platforms.items())) or "none"
-    return [f"switches: {kinds}; cabling map: {len(fabric.links)} link(s) (fabric_links)", *lines]
+    if not fabric.switch_links:
+        return [f"switches: {kinds}; cabling map: {len(fabric.links)} link(s) (fabric_links)", *lines]
+    tiers = [switch.tier for switch in fabric.switches]
+    counted = ", ".join(f"{tiers.count(tier)} {tier}" for tier in SWITCH_TIERS if tier in tiers)
+    return [
+        f"switches: {kinds} ({counted}); cabling map: {len(fabric.links)} host-to-switch and "
+        f"{len(fabric.switch_links)} switch-to-switch cable(s) (fabric_links)",
+        *lines,
+    ]
 
 
 def _nvlink_summary(fabric: Fabric) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fabcheck.cli.intent import fabric_summary
 from fabcheck.errors import IntentError
 from fabcheck.fabricplan.catalog import CATALOG, generic_model
 from fabcheck.fabricplan.inventory import (
@@ -88,6 +89,10 @@ def test_two_tier_rail_optimised_roce_on_sn5600(tmp_path: Path) -> None:
     assert_ethernet_cables_present(two, fabric)
     leaf = fabric.switch("leaf-01-r0")
     assert (len(leaf.host_ports), len(leaf.uplinks)) == (32, 32)
+    assert fabric_summary(fabric)[0] == (
+        "switches: 10 nvue (8 leaf, 2 spine); cabling map: 256 host-to-switch and 256 switch-to-switch "
+        "cable(s) (fabric_links)"
+    )
     assert leaf.host_ports[0] == "swp1s0" and leaf.uplinks[0] == "swp17s0"  # uplinks in the next cages
 
 

@@ -13,6 +13,7 @@ from fabcheck.errors import IntentError
 from fabcheck.fabricplan.catalog import CATALOG, generic_model
 from fabcheck.fabricplan.inventory import (
     host_fabric_links,
+    plan_group_vars,
     plan_inventory,
     switch_variables,
     write_plan_inventory,
@@ -175,3 +176,36 @@ def test_an_ethernet_plan_without_a_platform_is_refused(tmp_path: Path) -> None:
     ):
         write_plan_inventory(no_platform, tmp_path)
     assert not (tmp_path / "hosts.yml").exists()
+
+
+def test_the_switch_role_filter_renders_every_planned_switch(tmp_path: Path) -> None:
+    """What role switch_qos renders from the written inventory (its filter, fabcheck_switch_config):
+    every planned switch, a spine's desired ports all its uplinks, each uplink named in its config."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "fabcheck_desired_filter",
+        Path(__file__).resolve().parents[2] / "plugins" / "filter" / "fabcheck_desired.py",
+    )
+    assert spec and spec.loader
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    two = plan("roce", 64, 4, generic_model(8, 800, "roce", "sonic"))
+    completed(two, tmp_path)
+    inventory = load_inventory(tmp_path)
+    hostvars = {h.name: dict(h.variables) | {"group_names": list(h.groups)} for h in inventory.hosts}
+    groups = {
+        "gpu_hosts": [h.name for h in inventory.hosts if "gpu_hosts" in h.groups],
+        "switches": [h.name for h in inventory.hosts if "switches" in h.groups],
+    }
+    variables = switch_variables(two)
+    for switch in two.switches:
+        intent = plan_group_vars(two)["fabric_intent"]
+        result = plugin.fabcheck_switch_config(switch.name, intent, hostvars, groups)
+        roles = {port["port"]: port["role"] for port in result["desired"]["ports"]}
+        expected = {p: "host" for p in variables[switch.name]["switch_ports"]}
+        expected |= {p: "uplink" for p in variables[switch.name]["switch_uplinks"]}
+        assert roles == expected and expected
+        assert all(port in result["config"] for port in variables[switch.name]["switch_uplinks"])
+        if switch.tier == "spine":
+            assert set(roles.values()) == {"uplink"}

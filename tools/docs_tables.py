@@ -405,6 +405,17 @@ def cli_commands() -> tuple[str, ...]:
     return tuple(_subcommands(build_parser()))
 
 
+# ---- the fabric plan ------------------------------------------------------------------------------
+
+
+def plan_catalog_table() -> str:
+    """The switch models `fabcheck plan --switch` takes (fabcheck.fabricplan.catalog)."""
+    from fabcheck.fabricplan import render
+    from fabcheck.fabricplan.catalog import CATALOG
+
+    return render.markdown_table(render.catalog_table(list(CATALOG.values()))) + "\n"
+
+
 # ---- the blocks -----------------------------------------------------------------------------------
 
 
@@ -424,6 +435,7 @@ def generators() -> dict[str, Callable[[], str]]:
         "ib-inventory": ib_inventory_table,
         "nvlink-inventory": nvlink_inventory_table,
         "switch-inventory": switch_inventory_table,
+        "plan-catalog": plan_catalog_table,
     }
     for stage in ("nccl", "perftest", "incast"):
         blocks[f"checks:{stage}"] = lambda stage=stage: stage_checks_table(stage)

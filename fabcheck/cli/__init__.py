@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     from fabcheck.cli import baseline as baseline_cli
     from fabcheck.cli import bench as bench_cli
     from fabcheck.cli import intent as intent_cli
+    from fabcheck.cli import plan as plan_cli
     from fabcheck.cli import render as render_cli
     from fabcheck.cli import report as report_cli
     from fabcheck.cli import validate as validate_cli
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     baseline_cli.register(sub)
     report_cli.register(sub)
     bench_cli.register(sub)
+    plan_cli.register(sub)
     return parser
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ BOM_ROWS: tuple[tuple[str, str, str, str | None], ...] = (
 # side by side too, and differ only when the tiers do.
 COMPARED_SECTIONS = ("switches", "transceivers", "cables")
 NOT_APPLICABLE = "-"
+GENERIC = "generic"  # catalog.generic_model's name: --switch-ports/--switch-port-gbps
 
 
 @dataclass(frozen=True)
@@ -68,13 +70,14 @@ def percent_text(difference: float | None) -> str:
 
 def model_label(model: SwitchModel) -> str:
     """The catalog key with its title; a generic model's title alone (it has no key)."""
-    return model.title if model.name == "generic" else f"{model.name} ({model.title})"
+    return model.title if model.name == GENERIC else f"{model.name} ({model.title})"
 
 
 def describe_model(model: SwitchModel, nic_gbps: int) -> str:
     lanes = model.lanes(nic_gbps)
+    label = "generic" if model.name == GENERIC else model_label(model)  # its title repeats the cages
     return (
-        f"{model_label(model)}, {model.cages} x {model.cage_gbps}G cages = "
+        f"{label}, {model.cages} x {model.cage_gbps}G cages = "
         f"{model.ports(nic_gbps)} ports of {nic_gbps}G ({lanes} a cage)"
     )
 
@@ -99,8 +102,13 @@ def summary_lines(plan: FabricPlan) -> list[str]:
         above = "spine" if plan.tiers == 2 else "spine and core"
         lines.append(f"leaf switch: {describe_model(request.leaf_model, request.nic_gbps)}")
         lines.append(f"{above} switch: {describe_model(request.spine_model, request.nic_gbps)}")
-    tiers = plural(plan.tiers, "tier")
-    lines.append(f"design: {tiers}, {oversubscription_text(request.oversubscription)}, {leaves_text(plan)}")
+    if plan.tiers == 1:
+        lines.append("design: 1 tier, no uplinks")
+    else:
+        design = "rail-optimised" if request.rail_optimised else "not rail-optimised"
+        ratio = oversubscription_text(request.oversubscription)
+        lines.append(f"design: {plural(plan.tiers, 'tier')}, {ratio}, {design}")
+    lines.append(f"leaves: {leaves_text(plan)}")
     return lines
 
 
@@ -112,17 +120,11 @@ def leaves_text(plan: FabricPlan) -> str:
     if plan.tiers == 1:
         return f"one switch carries all {plan.bom.links['host']} host links"
     if not plan.input.rail_optimised:
-        leaf_count = plural(len(leaves), "leaf", "leaves")
-        return f"not rail-optimised: {leaf_count}, each node's NICs on consecutive ports"
+        return f"{len(leaves)}, each node's NICs on consecutive ports (up to {most} host links a leaf)"
     groups = len({s.group for s in leaves})
     per_rail = Counter(s.rail for s in leaves if s.rail is not None)
-    counts = sorted(set(per_rail.values()))
-    each = "/".join(str(count) for count in counts)
-    return (
-        f"rail-optimised: {each} {'leaf' if counts == [1] else 'leaves'} per rail "
-        f"({plural(groups, 'group')} of nodes, "
-        f"up to {most} host links a leaf)"
-    )
+    each = "/".join(str(count) for count in sorted(set(per_rail.values())))
+    return f"{each} per rail ({plural(groups, 'group')} of nodes, up to {most} host links a leaf)"
 
 
 def ports_table(plan: FabricPlan) -> Table:
@@ -239,6 +241,41 @@ def comparison_json(base: FabricPlan, other: FabricPlan) -> dict[str, Any]:
 
 def comparison_json_document(base: FabricPlan, other: FabricPlan) -> str:
     return json.dumps(comparison_json(base, other), indent=2, allow_nan=False) + "\n"
+
+
+# ---- the catalog ------------------------------------------------------------------------------------
+
+
+def catalog_table(models: Sequence[SwitchModel]) -> Table:
+    """The switch models `--switch` takes: cages, what a cage carries, the logical ports at each link
+    speed it breaks out to, the inventory platform and the datasheet each rests on."""
+    rows = []
+    for model in models:
+        ports = ", ".join(f"{model.ports(speed)} x {speed}G" for speed in model.link_gbps)
+        platform = model.platform or "- (InfiniBand)"
+        rows.append(
+            (
+                f"`{model.name}`",
+                model.title,
+                model.fabric,
+                str(model.cages),
+                f"{model.cage_gbps}G",
+                ports,
+                platform,
+                model.source,
+            )
+        )
+    header = (
+        "--switch",
+        "model",
+        "fabric",
+        "cages",
+        "a cage",
+        "ports at each link speed",
+        "platform",
+        "source",
+    )
+    return Table(header, tuple(rows), numeric_from=len(header))
 
 
 # ---- layout -----------------------------------------------------------------------------------------

@@ -60,10 +60,8 @@ def test_the_table_prints_every_bom_figure_and_the_design() -> None:
     lines = text.splitlines()
     assert lines[0] == "fabric plan: roce, 4 GPUs = 2 nodes x 2 GPUs, 2 rails of 100G NICs"
     assert lines[1] == "switch: small (a 4-port switch), 4 x 100G cages = 4 ports of 100G (1 a cage)"
-    assert lines[2] == (
-        "design: 2 tiers, non-blocking (1:1), rail-optimised: 1 leaf per rail (1 group of nodes, "
-        "up to 2 host links a leaf)"
-    )
+    assert lines[2] == "design: 2 tiers, non-blocking (1:1), rail-optimised"
+    assert lines[3] == "leaves: 1 per rail (1 group of nodes, up to 2 host links a leaf)"
     rows = lines_of(text)
     for expected in (
         ["switches", "leaf", "2"],

@@ -19,7 +19,8 @@ each break out into `lanes` links lives in cage (n - 1) // lanes + 1, lane (n - 
   of its first lane, `Ethernet<c>/<1 + l * 8 / L>` (2x400G: /1 and /5). The first-lane rule is the
   interface numbering applied to a breakout, without an EOS sample of a broken-out 7060X6: unverified.
 - InfiniBand (no platform): the logical port number itself, as a Quantum-2 QM9700 shows ports 1..64
-  (the numbering fabcheck.intent.ib_fabric reads).
+  (the numbering fabcheck.intent.ib_fabric reads). A cage split further (NDR200: 128 ports on a
+  QM9700) is numbered by the same rule here, without a sample of a split switch: unverified.
 
 The switch roles do not configure breakouts: a planned switch's cages must be broken out (NVUE
 `link breakout`, SONiC `config interface breakout`, EOS `speed 400g-4`) before the roles configure

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fabcheck.fabricplan import render
 from fabcheck.fabricplan.catalog import CATALOG, default_model, generic_model
-from fabcheck.fabricplan.inventory import write_plan_inventory
+from fabcheck.fabricplan.inventory import GROUP_VARS_FILE, HOSTS_FILE, write_plan_inventory
 from fabcheck.fabricplan.model import FABRICS, FabricPlan, PlanError, PlanInput, SwitchModel
 from fabcheck.fabricplan.sizing import plan_fabric
 
@@ -118,6 +118,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_markdown_path(args.markdown)
+    _check_inventory_dir(args)
     if args.compare is not None:
         return _run_compare(args)
     if args.fabric is None:
@@ -284,15 +285,25 @@ def _check_markdown_path(name: str | None) -> None:
         raise PlanError(f"--markdown {name!r}: expected a file path to write in an existing directory")
 
 
-def _write_inventory(args: argparse.Namespace, plan: FabricPlan) -> tuple[Path, ...]:
+def _check_inventory_dir(args: argparse.Namespace) -> None:
+    """Refuse, before planning, a directory the inventory could not be written in or that already
+    holds it (the writer refuses that too; here the refusal names --overwrite)."""
     if args.inventory is None:
         if args.overwrite:
             raise PlanError("--overwrite: only with --inventory DIR")
-        return ()
+        return
     directory = Path(args.inventory)
     if not args.inventory.strip() or (directory.exists() and not directory.is_dir()):
         raise PlanError(f"--inventory {args.inventory!r}: expected a directory to write the inventory in")
-    return write_plan_inventory(plan, directory, overwrite=args.overwrite)
+    existing = [directory / name for name in (HOSTS_FILE, GROUP_VARS_FILE) if (directory / name).exists()]
+    if existing and not args.overwrite:
+        raise PlanError(f"--inventory: {existing[0]} exists; not overwritten without --overwrite")
+
+
+def _write_inventory(args: argparse.Namespace, plan: FabricPlan) -> tuple[Path, ...]:
+    if args.inventory is None:
+        return ()
+    return write_plan_inventory(plan, Path(args.inventory), overwrite=args.overwrite)
 
 
 def _write_markdown(name: str | None, text: str) -> None:

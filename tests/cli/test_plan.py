@@ -307,7 +307,7 @@ def test_inventory_is_not_overwritten_unless_told(capsys: pytest.CaptureFixture[
     assert run(capsys, *argv)[0] == 0
     (tmp_path / "hosts.yml").write_text("# edited\n")
     code, out, err = run(capsys, *argv)
-    assert (code, out) == (2, "") and "hosts.yml exists; not overwritten" in err
+    assert (code, out) == (2, "") and "hosts.yml exists; not overwritten without --overwrite" in err
     assert (tmp_path / "hosts.yml").read_text() == "# edited\n"
     assert run(capsys, *argv, "--overwrite")[0] == 0
     assert (tmp_path / "hosts.yml").read_text().startswith("# Written by `fabcheck plan --inventory`")
@@ -338,3 +338,35 @@ def test_an_inventory_it_cannot_write_leaves_nothing(
 def test_overwrite_needs_an_inventory(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, *ROCE_512, "--switch", "sn5600", "--overwrite")
     assert (code, out) == (2, "") and "--overwrite: only with --inventory DIR" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "summary"),
+    [
+        (
+            ("--fabric", "ib", "--gpus", "256", "--switch", "qm9700"),
+            "IB switches: 8 leaf, 4 spine (ib_switches); cabling map: 256 host-to-switch and 256 "
+            "switch-to-switch cable(s) (fabric_links)",
+        ),
+        (
+            ("--fabric", "roce", "--gpus", "512", "--switch", "sn5600"),
+            "switches: 12 nvue (8 leaf, 4 spine); cabling map: 512 host-to-switch and 512 switch-to-switch "
+            "cable(s) (fabric_links)",
+        ),
+    ],
+    ids=["ib", "roce"],
+)
+def test_the_written_inventory_passes_intent_check(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: tuple[str, ...], summary: str
+) -> None:
+    """End to end through the real loader: the plan's switches and every cable, as `intent check` reads
+    them. An Ethernet switch's address and login are what a plan cannot know: set here as a user would."""
+    common = ("--gpus-per-node", "8", "--nic-gbps", "400", "--inventory", str(tmp_path))
+    assert run(capsys, "plan", *argv, *common)[0] == 0
+    if "roce" in argv:
+        (tmp_path / "group_vars" / "switches.yml").write_text(
+            'switch_address: "{{ inventory_hostname }}.mgmt"\nswitch_username: admin\n'
+        )
+    code, out, err = run(capsys, "intent", "check", "-i", str(tmp_path))
+    assert (code, err) == (0, ""), out
+    assert f"  {summary}\n" in out

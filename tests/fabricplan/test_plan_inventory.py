@@ -209,3 +209,16 @@ def test_the_switch_role_filter_renders_every_planned_switch(tmp_path: Path) -> 
         assert all(port in result["config"] for port in variables[switch.name]["switch_uplinks"])
         if switch.tier == "spine":
             assert set(roles.values()) == {"uplink"}
+
+
+@pytest.mark.parametrize("fabric", ["roce", "ib"])
+def test_a_plan_file_writes_the_same_inventory(tmp_path: Path, fabric: str) -> None:
+    """`fabcheck lab up --plan FILE` and `--inventory` agree: a plan read back from its JSON file writes
+    the inventory the plan itself writes."""
+    from fabcheck.fabricplan.planfile import read_plan_file, write_plan_file
+
+    model = generic_model(8, 800, fabric, "eos" if fabric == "roce" else None)
+    planned = plan(fabric, 80, 4, model)
+    assert planned.tiers == 2
+    write_plan_file(planned, tmp_path / "plan.json")
+    assert plan_inventory(read_plan_file(tmp_path / "plan.json")) == plan_inventory(planned)

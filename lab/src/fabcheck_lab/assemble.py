@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from fabcheck_lab import ib_lab, nodes
+from fabcheck_lab import fromplan, ib_lab, nodes
 from fabcheck_lab.cabling import lab_links, lldp_neighbors
 from fabcheck_lab.inventory import known_host_line
 from fabcheck_lab.keys import KeyPair, generate_keypair, write_private, write_secret
@@ -92,10 +92,15 @@ def assemble(paths: LabPaths, state: LabState) -> list[str]:
     if switches:
         password = switch_password()
         write_secret(paths.switch_password, password + "\n")
-        heard = lldp_neighbors(state, lab_links(state))
-        write_spec(
-            paths.run_dir, [_switch_spec(node, password, heard.get(node.name, [])) for node in switches]
-        )
+        if state.plan is not None:  # a lab from a plan: hosts and switches heard on every planned cable
+            heard, up_ports = fromplan.switch_neighbors(state), fromplan.up_ports(state)
+        else:
+            heard, up_ports = lldp_neighbors(state, lab_links(state)), {}
+        specs = [
+            _switch_spec(node, password, heard.get(node.name, []), up_ports.get(node.name, ()))
+            for node in switches
+        ]
+        write_spec(paths.run_dir, specs)
     return known_hosts
 
 
@@ -110,7 +115,9 @@ def switch_password() -> str:
     return chosen or secrets.token_urlsafe(18)
 
 
-def _switch_spec(node: NodeRecord, password: str, neighbors: list[tuple[str, str, str]]) -> SwitchSpec:
+def _switch_spec(
+    node: NodeRecord, password: str, neighbors: list[tuple[str, str, str]], up_ports: tuple[str, ...] = ()
+) -> SwitchSpec:
     return SwitchSpec(
         name=node.name,
         platform=node.profile,
@@ -120,4 +127,5 @@ def _switch_spec(node: NodeRecord, password: str, neighbors: list[tuple[str, str
         password=password,
         ports=node.ports,
         neighbors=tuple(sorted(neighbors, key=lambda n: node.ports.index(n[0]))),
+        up_ports=up_ports,
     )

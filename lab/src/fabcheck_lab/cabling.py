@@ -47,7 +47,12 @@ def plan_links(
 
 
 def lab_links(state: LabState) -> dict[str, dict[str, str]]:
-    """The lab's cabling map: each GPU host's rail NICs over the lab's switches (host -> NIC -> 'sw:port')."""
+    """The lab's cabling map: each GPU host's rail NICs over the lab's switches (host -> NIC -> 'sw:port');
+    a lab from a plan: the planned host cables."""
+    if state.plan is not None:
+        from fabcheck_lab.fromplan import host_links
+
+        return host_links(state)
     gpu_hosts = [n for n in state.host_nodes() if n.group == "gpu_hosts"]
     return plan_links(
         {n.name: list(rails_for(n.profile).values()) for n in gpu_hosts},

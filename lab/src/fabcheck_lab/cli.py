@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabcheck_lab.state import MAX_HOST_NODES, MAX_SWITCHES, PASSWORD_ENV, LabError, LabPaths, project_root
@@ -78,16 +79,21 @@ def register(subparsers: Any) -> None:
     up.add_argument(
         "--profile",
         choices=("roce", "ib", "nvl"),
-        default="roce",
         help="roce (default) or ib fabric; nvl: GB200-like trays, 2 per NVLink domain, on RoCE",
     )
-    up.add_argument("--hosts", type=count_in(1, MAX_HOST_NODES), default=4, metavar="N", help=HOSTS_HELP)
+    up.add_argument("--hosts", type=count_in(1, MAX_HOST_NODES), metavar="N", help=HOSTS_HELP)
     up.add_argument("--switches", type=count_in(0, MAX_SWITCHES), metavar="N",
                     help=f"mock switches, 0..{MAX_SWITCHES} (roce, nvl: Ethernet, default 2; ib: InfiniBand "
                          "leaves and spines, half each, default 0)")  # fmt: skip
     rtt_help = "round-trip delay between the controller and each host node's sshd (default 0)"
     up.add_argument("--rtt-ms", type=rtt_ms, default=0.0, metavar="MS", help=rtt_help)
     up.add_argument("--net", choices=("lo",), default="lo", help="node addresses on loopback (127.0.x.y)")
+    plan_help = (
+        "build the lab a fabric plan describes (`fabcheck plan --json > FILE`): its hosts, switches and "
+        f"cables (8-GPU, 8-NIC 400G nodes; at most {MAX_SWITCHES} switches); instead of --profile/--hosts/"
+        "--switches"
+    )
+    up.add_argument("--plan", type=Path, metavar="FILE", help=plan_help)
     up.set_defaults(func=_up)
 
     down = commands.add_parser("down", help="stop the lab and remove everything it created")
@@ -162,14 +168,24 @@ def _relative(path: os.PathLike[str] | str) -> str:
 def _up(args: argparse.Namespace) -> int:
     from fabcheck_lab import lifecycle
 
+    plan = None
+    if args.plan is not None:
+        from fabcheck_lab.fromplan import load_plan
+
+        given = [f"--{name}" for name in ("profile", "hosts", "switches") if getattr(args, name) is not None]
+        if given:
+            raise LabError(f"--plan sets the lab's hosts and switches: drop {', '.join(given)}")
+        plan = load_plan(args.plan)
     paths = _paths()
-    result = lifecycle.up(paths, profile=args.profile, hosts=args.hosts, switches=args.switches,
-                          network=args.net, rtt_ms=args.rtt_ms)  # fmt: skip
+    hosts = args.hosts or lifecycle.DEFAULT_HOSTS
+    result = lifecycle.up(paths, profile=args.profile or "roce", hosts=hosts, switches=args.switches,
+                          network=args.net, rtt_ms=args.rtt_ms, plan=plan)  # fmt: skip
     state = result.state
     verb = "already up" if result.already_up else f"up in {result.seconds:.1f} s"
     delay = f", RTT {state.rtt_ms:g} ms to the hosts" if state.rtt_ms else ""
     switches = f"{state.switches} InfiniBand" if state.profile == "ib" else str(len(state.switch_nodes()))
-    print(f"lab {verb}: profile {state.profile}, {len(state.host_nodes())} host nodes, "
+    planned = f" from plan {args.plan}" if args.plan is not None else ""
+    print(f"lab {verb}{planned}: profile {state.profile}, {len(state.host_nodes())} host nodes, "
           f"{switches} switches{delay} (run dir {paths.run_dir})")  # fmt: skip
     inventory_dir = _relative(paths.inventory.parent)
     print(f"  inventory:  {_relative(paths.inventory)}   (ansible all -m ping -i {inventory_dir})")

@@ -43,6 +43,10 @@ def fabric_of(hosts: Iterable[NodeRecord], switches: int) -> ib_fabric.Fabric:
 def lab_fabric(state: LabState) -> ib_fabric.Fabric | None:
     if state.profile != "ib" or not state.switches:
         return None
+    if state.plan is not None:  # `up --plan`: the planned switches and cables
+        from fabcheck_lab.fromplan import ib_fabric_of
+
+        return ib_fabric_of(state)
     return fabric_of(state.host_nodes(), state.switches)
 
 
@@ -121,14 +125,18 @@ def heal(paths: LabPaths, state: LabState, fault: str, switch: str, now: float |
 # --- inventory --------------------------------------------------------------------------------------
 
 
-def inventory_groups(fabric: ib_fabric.Fabric) -> dict[str, Any]:
-    """Group ib_switches with children per tier; each switch's node description and its cables up."""
+def inventory_groups(
+    fabric: ib_fabric.Fabric, planned: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Group ib_switches with children per tier; each switch's node description and its cables up;
+    `planned`: a plan's variables of each switch (ib_port_count, fabric_links), as the plan writes them."""
     children: dict[str, Any] = {}
     for switch in fabric.switches:
         entry: dict[str, Any] = {"ib_node_description": switch.description}
         links = {c.a.port: f"{c.b.node}/{c.b.port}" for c in fabric.cables if c.a.node == switch.name}
         if links:
             entry["fabric_links"] = links
+        entry.update((planned or {}).get(switch.name, {}))
         children.setdefault(IB_GROUPS[switch.tier], {"hosts": {}})["hosts"][switch.name] = entry
     return {"ib_switches": {"children": children}}
 

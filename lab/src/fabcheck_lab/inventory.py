@@ -7,7 +7,7 @@ file at run time, the same file the switch server was given its password from (o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,8 @@ import yaml
 from fabcheck.intent.loader import MAX_LINK_VAR, NVLINK_VAR
 from fabcheck.intent.nvlink import NVLINK_ADDRESS_VAR, NVLINK_DOMAINS_GROUP
 from fabcheck_lab import ib_lab
-from fabcheck_lab.cabling import plan_links
+from fabcheck_lab.cabling import lab_links, plan_links
+from fabcheck_lab.fromplan import switch_cabling
 from fabcheck_lab.mockhost.profiles import nvl_domain_of, rails_for
 from fabcheck_lab.mockswitch.spec import SWITCH_PLATFORMS
 from fabcheck_lab.state import LabPaths, LabState, NodeRecord, write_atomic
@@ -84,7 +85,11 @@ def _host_groups(
     return groups
 
 
-def _switch_groups(paths: LabPaths, switches: Iterable[NodeRecord]) -> dict[str, Any]:
+def _switch_groups(
+    paths: LabPaths, switches: Iterable[NodeRecord], cabling: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The switches' groups; `cabling`: a plan's variables of each switch (fromplan.switch_cabling: its
+    tier, host ports, uplinks and switch-to-switch cables), which replace the lab's every-port list."""
     children: dict[str, Any] = {}
     for node in switches:
         entry = {
@@ -94,6 +99,7 @@ def _switch_groups(paths: LabPaths, switches: Iterable[NodeRecord]) -> dict[str,
             "netmiko_device_type": SWITCH_PLATFORMS[node.profile],
             "switch_ports": list(node.ports),
             "lab_profile": node.profile,
+            **cabling.get(node.name, {}),
         }
         children.setdefault(node.group, {"hosts": {}})["hosts"][node.name] = entry
     if not children:
@@ -122,17 +128,22 @@ def nvlink_domain_groups(hosts: Iterable[NodeRecord]) -> dict[str, Any]:
 
 def inventory_document(paths: LabPaths, state: LabState) -> dict[str, Any]:
     gpu_hosts = [n for n in state.host_nodes() if n.group == "gpu_hosts"]
-    links = plan_links(
-        {n.name: list(rails_for(n.profile).values()) for n in gpu_hosts},
-        {n.name: n.ports for n in state.switch_nodes()},
+    links = (
+        lab_links(state)  # a lab from a plan: the planned host cables
+        if state.plan is not None
+        else plan_links(
+            {n.name: list(rails_for(n.profile).values()) for n in gpu_hosts},
+            {n.name: n.ports for n in state.switch_nodes()},
+        )
     )
     fabric = ib_lab.lab_fabric(state)
     if fabric is not None:  # the ib profile's switches: each HCA's cable on its host, the switches' groups
         links.update(ib_lab.host_links(fabric))
     children = _host_groups(paths, state.host_nodes(), links)
-    children.update(_switch_groups(paths, state.switch_nodes()))
+    cabling = switch_cabling(state)  # a lab from a plan: each switch's planned cabling
+    children.update(_switch_groups(paths, state.switch_nodes(), cabling))
     if fabric is not None:
-        children.update(ib_lab.inventory_groups(fabric))
+        children.update(ib_lab.inventory_groups(fabric, cabling))
     children.update(nvlink_domain_groups(state.host_nodes()))
     # inventory/lab/group_vars picks the RoCE, InfiniBand or NVL intent from this variable.
     return {"all": {"vars": {"lab_fabric_kind": state.profile}, "children": children}}

@@ -12,8 +12,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from fabcheck_lab import net, nodes, preflight, procs
+from fabcheck.fabricplan.planfile import plan_from_json
+from fabcheck_lab import fromplan, net, nodes, preflight, procs
 from fabcheck_lab.assemble import assemble
 from fabcheck_lab.delay import READY_FILE as DELAY_READY
 from fabcheck_lab.inventory import write_access_files
@@ -83,12 +85,33 @@ class LabStatus:
 
 
 def new_state(
-    paths: LabPaths, profile: str, hosts: int, switches: int | None, network: str, rtt_ms: float = 0.0
+    paths: LabPaths,
+    profile: str,
+    hosts: int,
+    switches: int | None,
+    network: str,
+    rtt_ms: float = 0.0,
+    plan: dict[str, Any] | None = None,
 ) -> LabState:
+    """The lab `up` builds; with a plan (fromplan.load_plan) its nodes and cables are the plan's."""
     if network not in NETWORK_MODES:
         raise LabError(f"unknown network mode {network!r}; modes: {', '.join(NETWORK_MODES)}")
     if not 0.0 <= rtt_ms <= MAX_RTT_MS:
         raise LabError(f"--rtt-ms {rtt_ms}: out of range, allowed: 0..{MAX_RTT_MS:.0f}")
+    if plan is not None:
+        planned = plan_from_json(plan, "the plan")
+        return LabState(
+            project=str(paths.project),
+            run_dir=str(paths.run_dir),
+            profile=planned.input.fabric,
+            hosts=len(planned.nodes),
+            switches=len(planned.switches),
+            net=network,
+            nodes=fromplan.plan_nodes(planned),
+            state_mount=MOCK_STATE_MOUNT,
+            rtt_ms=float(rtt_ms),
+            plan=plan,
+        )
     if switches is None:
         switches = DEFAULT_SWITCHES.get(profile, 0)
     return LabState(
@@ -116,6 +139,7 @@ def up(
     network: str = "lo",
     rtt_ms: float = 0.0,
     on_stage: Stage = _no_stage,
+    plan: dict[str, Any] | None = None,
 ) -> UpResult:
     """Start the lab and return once every node answers SSH and the switch server is ready.
 
@@ -123,7 +147,7 @@ def up(
     `up` never finished (killed before its access files were all written), is cleaned and rebuilt.
     """
     began = time.monotonic()
-    wanted = new_state(paths, profile, hosts, switches, network, rtt_ms)
+    wanted = new_state(paths, profile, hosts, switches, network, rtt_ms, plan)
     preflight.require_root()
     with lab_lock(paths):
         current = load_state(paths)
@@ -158,7 +182,8 @@ def _listeners(state: LabState) -> list[tuple[str, int]]:
 
 def _describe(state: LabState) -> str:
     delay = f", RTT {state.rtt_ms:g} ms" if state.rtt_ms else ""
-    return f"profile {state.profile}, {state.hosts} hosts, {state.switches} switches{delay}"
+    planned = " from a plan" if state.plan is not None else ""
+    return f"profile {state.profile}{planned}, {state.hosts} hosts, {state.switches} switches{delay}"
 
 
 def _start(paths: LabPaths, state: LabState, on_stage: Stage) -> None:

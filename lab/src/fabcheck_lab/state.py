@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fabcheck.errors import FabcheckError
 
@@ -153,11 +154,14 @@ class LabState:
     rtt_ms: float = 0.0  # round-trip delay controller <-> host nodes (delay.py), 0 for none
     slow_tools: str = ""  # why the mock tools run an interpreter per call ("" when the tool server runs them)
     complete: bool = False  # set last by `up`, once every access file is written
+    # `up --plan FILE`: the fabric plan (fabcheck.fabricplan.planfile JSON) the nodes and cables follow.
+    plan: dict[str, Any] | None = None
 
     @property
-    def shape(self) -> tuple[str, int, int, str, float]:
+    def shape(self) -> tuple[str, int, int, str, float, str]:
         """What `up` was asked for; a second `up` with the same shape is a no-op."""
-        return (self.profile, self.hosts, self.switches, self.net, self.rtt_ms)
+        planned = "" if self.plan is None else json.dumps(self.plan, sort_keys=True)
+        return (self.profile, self.hosts, self.switches, self.net, self.rtt_ms, planned)
 
     def node(self, name: str) -> NodeRecord:
         for record in self.nodes:

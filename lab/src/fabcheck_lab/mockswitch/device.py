@@ -24,9 +24,11 @@ SWITCH_FAULTS: Mapping[str, str] = {
     "(LLDP on each port hears the other's host NIC)",
     "switch-link-errors": "the first cabled port counts uncorrectable FEC blocks (a bad cable or optic)",
     "switch-optic-hot": "the first cabled port's module runs over its own high temperature warning",
+    "uplink-swap": "two uplink cables of the switch swapped at its end (a lab from a plan: the first two "
+    "up-facing ports that lead to different switches); LLDP at both ends of both cables hears the swap",
 }
 # Faults of the cabling, not of the configuration: they change what LLDP hears, no config edit.
-CABLE_FAULTS = frozenset({"switch-miswired"})
+CABLE_FAULTS = frozenset({"switch-miswired", "uplink-swap"})
 # Faults of the wire (fabcheck_lab.wire_model): counters and module diagnostics of one port, no config edit.
 WIRE_FAULTS = frozenset({"switch-link-errors", "switch-optic-hot"})
 FAULT_PORT_PRIORITY = 4  # the wrong priority switch-pfc-prio moves PFC to
@@ -227,6 +229,8 @@ class SwitchDevice(ABC):
         self.startup: dict[str, Any] = copy.deepcopy(self.running)
         # Set by the server: adds the hosts' spooled traffic records to the counters (None: no lab).
         self.traffic_feed: Callable[[], None] | None = None
+        # Set by the server: every switch it serves, so a cable fault at one end shows at the other.
+        self.cable_peers: Mapping[str, SwitchDevice] = {}
         # Directories under /tmp that shell sessions created (the drivers' push lock lives there);
         # every session of the switch shares them, as they would share the switch's tmpfs.
         self.tmp_dirs: set[str] = set()
@@ -316,7 +320,40 @@ class SwitchDevice(ABC):
             other = next((p for p in heard if first and heard[p][0] != heard[first][0]), None)
             if first is not None and other is not None:
                 heard[first], heard[other] = heard[other], heard[first]
+        swapped = self.uplink_swap_ports() if "uplink-swap" in self.faults else None
+        if swapped is not None:
+            first, other = swapped
+            heard[first], heard[other] = heard[other], heard[first]
+        original = dict(heard)
+        for peer in self.cable_peers.values():
+            pair = peer.uplink_swap_ports() if peer is not self and "uplink-swap" in peer.faults else None
+            if pair is None:
+                continue
+            # The peer's two cables swapped at the peer's end: the port that heard one of them now
+            # hears the other (what the peer sends for its port: its name, or a SONiC port's alias).
+            sent = {
+                peer.port_id(pair[0]): peer.port_id(pair[1]),
+                peer.port_id(pair[1]): peer.port_id(pair[0]),
+            }
+            for port, (system, remote) in original.items():
+                if system == peer.name and remote in sent:
+                    heard[port] = (system, sent[remote])
         return {port: heard[port] for port in self.ports if port in heard}
+
+    def uplink_swap_ports(self) -> tuple[str, str] | None:
+        """The two up-facing cabled ports uplink-swap swaps: the first one and the next that leads to
+        another switch (else the second); None when fewer than two up-facing ports are cabled."""
+        cabled = {port: system for port, system, _remote in self.spec.neighbors}
+        ups = [port for port in self.ports if port in self.spec.up_ports and port in cabled]
+        if len(ups) < 2:
+            return None
+        other = next((port for port in ups[1:] if cabled[port] != cabled[ups[0]]), ups[1])
+        return ups[0], other
+
+    def port_id(self, port: str) -> str:
+        """The LLDP port ID this switch sends on a port: its name (lldpd `portidsubtype ifname` on
+        Cumulus Linux, the interface name on EOS); SONiC overrides it with the port's alias."""
+        return port
 
     def wire_fault_port(self) -> str | None:
         """The port a wire fault hits: the first cabled one (LLDP hears a neighbour there)."""
@@ -347,6 +384,11 @@ class SwitchDevice(ABC):
             raise MockSwitchError(f"unknown switch fault {fault!r}; known: {sorted(SWITCH_FAULTS)}")
         if fault in self.faults:
             return
+        if fault == "uplink-swap" and self.uplink_swap_ports() is None:
+            raise MockSwitchError(
+                f"uplink-swap needs two cabled up-facing ports on {self.name} (a leaf or spine of a lab "
+                "started from a plan: `fabcheck lab up --plan FILE`)"
+            )
         edits = [] if fault in CABLE_FAULTS | WIRE_FAULTS else self.fault_edits(fault)
         port = self.wire_fault_port()
         if fault in WIRE_FAULTS and port is not None:

@@ -106,6 +106,7 @@ class SwitchServer:
         self.devices = {s.name: make_device(s, run_dir) for s in self.specs}
         for device in self.devices.values():
             device.traffic_feed = self.feed_traffic
+            device.cable_peers = self.devices
         self.wires = WireWriter(run_dir)
         self.armed: dict[str, int] = {}
         self.timing: dict[str, Timing] = {}

@@ -58,6 +58,13 @@ class SonicDevice(SwitchDevice):
     def factory_config(self) -> dict[str, Any]:
         return factory_config_db(self.spec.name, self.spec.ports, self.spec.model or FACTORY_HWSKU)
 
+    def port_id(self, port: str) -> str:
+        """lldpmgrd sets each port's LLDP port ID to its CONFIG_DB alias, the port name when it has none
+        (`lldpcli configure ports <name> lldp portidsubtype local <alias>`:
+        https://github.com/Azure/sonic-buildimage/blob/202205/dockers/docker-lldp/lldpmgrd#L153)."""
+        alias = self.running.get("PORT", {}).get(port, {}).get("alias")
+        return str(alias) if alias else port
+
     def new_session(self, username: str) -> CliSession:
         return SonicSession(self, username)
 

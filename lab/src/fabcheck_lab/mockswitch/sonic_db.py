@@ -52,6 +52,11 @@ FACTORY_PORT_SPEED = "400000"  # the cited dump's ports run 10G/25G; the lab's h
 FACTORY_CABLE_LENGTH = "300m"
 
 
+def factory_alias(index: int) -> str:
+    """The alias of the factory CONFIG_DB's port number index (0-based): what its LLDP sends as port ID."""
+    return f"etp{index + 1}"
+
+
 def factory_config_db(hostname: str, ports: Sequence[str], hwsku: str = FACTORY_HWSKU) -> ConfigDb:
     """What a SONiC switch boots with: the cited Mellanox dynamic-buffer CONFIG_DB plus the stock
     qos_config.j2 QoS tables, with the PFC watchdog started by default (`pfcwd start_default`)."""
@@ -129,7 +134,7 @@ def factory_config_db(hostname: str, ports: Sequence[str], hwsku: str = FACTORY_
             "lanes": ",".join(str(index * 8 + i) for i in range(8)),
             "admin_status": "up",
             "mtu": "9100",
-            "alias": f"etp{index + 1}",
+            "alias": factory_alias(index),
             "pfc_asym": "off",
             "speed": FACTORY_PORT_SPEED,
             "fec": "rs",

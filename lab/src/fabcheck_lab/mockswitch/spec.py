@@ -39,6 +39,9 @@ class SwitchSpec:
     # CONFIG_DB's, EOS 4.31.2F on a 7060CX). SONiC's release and hwsku decide GCU's PFC_WD validator.
     release: str = ""
     model: str = ""
+    # The ports that face the tier above (a leaf's uplinks to its spines, a spine's to its cores): the
+    # cables the `uplink-swap` fault swaps. Empty on a switch of one tier (a lab without a plan).
+    up_ports: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
@@ -60,6 +63,9 @@ class SwitchSpec:
         strangers = [n[0] for n in self.neighbors if n[0] not in self.ports]
         if strangers:
             raise MockSwitchError(f"switch {self.name}: LLDP neighbours on unknown ports {strangers}")
+        unknown_up = [p for p in self.up_ports if p not in self.ports]
+        if unknown_up:
+            raise MockSwitchError(f"switch {self.name}: up-facing ports {unknown_up} are not among its ports")
 
 
 def switches_dir(run_dir: Path) -> Path:
@@ -106,7 +112,9 @@ def write_spec(run_dir: Path, switches: Sequence[SwitchSpec]) -> Path:
     _check_unique(switches)
     folder = switches_dir(run_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    payload = {"switches": [asdict(s) | {"ports": list(s.ports)} for s in switches]}
+    payload = {
+        "switches": [asdict(s) | {"ports": list(s.ports), "up_ports": list(s.up_ports)} for s in switches]
+    }
     path = spec_path(run_dir)
     write_private(path, json.dumps(payload, indent=2) + "\n")
     return path
@@ -123,6 +131,7 @@ def read_spec(run_dir: Path) -> list[SwitchSpec]:
                     | {
                         "ports": tuple(raw["ports"]),
                         "neighbors": tuple(tuple(n) for n in raw.get("neighbors", ())),
+                        "up_ports": tuple(raw.get("up_ports", ())),
                     }
                 )
             )

@@ -21,9 +21,15 @@ from fabcheck.gate.sources import add_source_arguments, choose_source
 from fabcheck.gate.stages import NodeOutcome, StageOutcome, all_stages, default_stage_names, stage_names
 from fabcheck.intent.loader import load_inventory
 from fabcheck.parsers.topo import TopoMatrix
-from fabcheck.report import text
+from fabcheck.report import metrics, text
 from fabcheck.report.model import EXIT_CODES_HELP, Affinity
-from fabcheck.report.outputs import add_output_arguments, check_report_paths, emit
+from fabcheck.report.outputs import (
+    add_output_arguments,
+    check_file_path,
+    check_report_paths,
+    emit,
+    write_atomically,
+)
 from fabcheck.report.progress import Progress
 
 EPILOG = f"""\
@@ -36,6 +42,7 @@ examples:
   fabcheck validate -i inventory/lab --junit-xml gate.xml --html gate.html --markdown gate.md
   fabcheck validate -i inventory/lab --backend paramiko --save-snapshot evidence/
   fabcheck validate -i inventory/lab --from-snapshot evidence/
+  fabcheck validate -i inventory/lab --metrics /var/lib/node_exporter/textfile/fabcheck.prom
   fabcheck validate -i inventory/lab --via ansible --extra-checks my_checks/
   fabcheck validate -i inventory/lab --via slurm --partition batch --json
 """
@@ -121,11 +128,19 @@ def _add_gate_arguments(parser: argparse.ArgumentParser, *, stages_option: bool)
     add_source_arguments(parser)
     add_extra_checks_argument(parser)
     add_output_arguments(parser, json_help="one JSON object per node, one per line")
+    parser.add_argument(
+        "--metrics",
+        metavar="FILE",
+        help="also write Prometheus metrics (text format; check statuses, the counters read, the run's "
+        "time), atomically: for node_exporter's textfile collector",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     check_report_paths(args)
+    if args.metrics is not None:
+        check_file_path("--metrics", args.metrics)
     replaying = args.from_snapshot is not None
     # A replay runs only the stages a snapshot holds: naming a traffic stage is refused before any work.
     stages = snapshot.replayed_stages(args.stages) if replaying else args.stages
@@ -141,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     limits = time_limits(args)
     source = choose_source(args, inventory, chosen, limits)
     progress = Progress(sys.stderr)
-    started_at, start = time.strftime("%Y-%m-%dT%H:%M:%S"), time.monotonic()
+    started_at, start, started_s = time.strftime("%Y-%m-%dT%H:%M:%S"), time.monotonic(), time.time()
     progress.on_start(len(chosen.hosts))
     try:
         result = run_gate(
@@ -160,7 +175,23 @@ def run(args: argparse.Namespace) -> int:
     result = _selected(result, Selection(args.checks, args.skip or ()))
     report = gate_report(result, _affinities(result.hosts, chosen), notes=notes)
     report = dataclasses.replace(report, started_at=started_at, elapsed_s=time.monotonic() - start)
-    return emit(report, args)
+    code = emit(report, args)
+    if args.metrics is not None:
+        write_atomically(
+            "--metrics", args.metrics, metrics.render(report, readings(result), started_s=started_s)
+        )
+    return code
+
+
+def readings(result: GateResult) -> metrics.Readings:
+    """Every counter the host and switch stages read, for the metrics: the records their checks judged."""
+    total = metrics.Readings()
+    for host in result.hosts:
+        if host.evidence is not None:
+            total += metrics.host_readings(host.host, host.evidence)
+    for switch in result.switches:
+        total += metrics.switch_readings(switch.switch, switch.evidence)
+    return total
 
 
 def _check_patterns(option: str) -> Callable[[str], tuple[str, ...]]:

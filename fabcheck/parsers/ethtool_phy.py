@@ -13,12 +13,13 @@ VMs): the checks then skip what they cannot judge.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
 from fabcheck.errors import ParseError
 from fabcheck.parsers.ethtool_stats import parse_ethtool_stats
-from fabcheck.parsers.wire_records import CounterName, LinkCounters
+from fabcheck.parsers.wire_records import CounterName, Direction, LinkCounters, PauseKey
 
 # mlx5 counter -> wire vocabulary (meanings from the mlx5 counters documentation).
 MLX5_PHY_COUNTERS: Mapping[str, CounterName] = MappingProxyType(
@@ -36,6 +37,27 @@ MLX5_PHY_COUNTERS: Mapping[str, CounterName] = MappingProxyType(
 )
 
 
+# mlx5's pause counters (the same counters.rst): rx/tx_prio[p]_pause per priority (PFC), and
+# rx/tx_pause_ctrl_phy for link-level (global) pause.
+_PRIORITY_PAUSE = re.compile(r"(?P<direction>rx|tx)_prio(?P<priority>[0-7])_pause")
+_GLOBAL_PAUSE: Mapping[str, PauseKey] = MappingProxyType(
+    {"rx_pause_ctrl_phy": ("rx", None), "tx_pause_ctrl_phy": ("tx", None)}
+)
+
+
+def pause_counters(counters: Mapping[str, int]) -> dict[PauseKey, int]:
+    """The pause frames of an mlx5 statistics block, by (direction, priority; None: link-level)."""
+    found: dict[PauseKey, int] = {}
+    for name, value in counters.items():
+        match = _PRIORITY_PAUSE.fullmatch(name)
+        if match:
+            direction: Direction = "rx" if match["direction"] == "rx" else "tx"
+            found[(direction, int(match["priority"]))] = value
+        elif name in _GLOBAL_PAUSE:
+            found[_GLOBAL_PAUSE[name]] = value
+    return found
+
+
 def parse_link_counters(text: str, source: str = "<text>") -> LinkCounters:
     """The physical counters of the one NIC in `ethtool -S` output. ParseError: not `ethtool -S`
     output (see parse_ethtool_stats) or statistics of more than one NIC."""
@@ -50,4 +72,4 @@ def parse_link_counters(text: str, source: str = "<text>") -> LinkCounters:
         if mlx5_name in block.counters:
             values[name] = block.counters[mlx5_name]
             native[name] = mlx5_name
-    return LinkCounters(values, native)
+    return LinkCounters(values, native, pause=pause_counters(block.counters))

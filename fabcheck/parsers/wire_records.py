@@ -40,6 +40,10 @@ CounterName = Literal[
 COUNTER_NAMES: tuple[CounterName, ...] = get_args(CounterName)
 # Counters whose every increase means lost traffic, whatever the limits: uncorrectable FEC blocks.
 ALWAYS_FAIL: frozenset[CounterName] = frozenset({"fec_uncorrectable", "uncorrected_symbols"})
+# Pause frames by direction and priority (None: link-level 802.3x pause, no priority): what the port
+# received ("rx": its peer asked it to stop) and sent ("tx": it asked its peer to stop).
+Direction = Literal["rx", "tx"]
+PauseKey = tuple[Direction, int | None]
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,9 @@ class LinkCounters:
     # The device's own pre-FEC BER (EOS preFecBer, SONiC FEC_PRE_BER, NVUE raw-ber): a rate the device
     # computed over its own interval, not a counter; None where it shows none.
     pre_fec_ber: float | None = None
+    # Pause frames per (direction, priority), cumulative, where the view shows them (mlx5 `ethtool -S`
+    # rx_prio3_pause); judged by no wire check, reported as metrics (fabcheck.report.metrics).
+    pause: Mapping[PauseKey, int] = field(default_factory=dict)
 
     def merged(self, other: LinkCounters) -> LinkCounters:
         """Two views of the same port (`ethtool -S` and `ethtool -I --show-fec`): `other` fills in."""
@@ -60,6 +67,7 @@ class LinkCounters:
             {**self.native, **other.native},
             self.fec_mode if self.fec_mode is not None else other.fec_mode,
             self.pre_fec_ber if self.pre_fec_ber is not None else other.pre_fec_ber,
+            {**self.pause, **other.pause},
         )
 
     def since(self, earlier: LinkCounters | None, window_s: float) -> LinkDelta:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,11 +45,7 @@ def check_report_paths(args: argparse.Namespace) -> None:
         name = getattr(args, dest)
         if name is None:
             continue
-        path = Path(name)
-        if name.strip() == "" or path.is_dir():
-            raise UsageError(f"{flag} {name!r}: is a directory or empty; expected a file path to write")
-        if not path.parent.is_dir():
-            raise UsageError(f"{flag} {name}: no directory {path.parent}; expected a file in an existing one")
+        check_file_path(flag, name)
 
 
 def emit(run: Run, args: argparse.Namespace) -> int:
@@ -66,3 +64,32 @@ def emit(run: Run, args: argparse.Namespace) -> int:
         except OSError as err:
             raise UsageError(f"{flag} {name}: cannot write it: {err.strerror or err}") from None
     return exit_code(run)
+
+
+def check_file_path(flag: str, name: str) -> None:
+    """Refuse, before any work, a path no file could be written to (exit 2)."""
+    path = Path(name)
+    if name.strip() == "" or path.is_dir():
+        raise UsageError(f"{flag} {name!r}: is a directory or empty; expected a file path to write")
+    if not path.parent.is_dir():
+        raise UsageError(f"{flag} {name}: no directory {path.parent}; expected a file in an existing one")
+
+
+def write_atomically(flag: str, name: str, text: str) -> None:
+    """Write the file whole or not at all: a temporary file in the same directory, then a rename over
+    the old one, so a reader (node_exporter's textfile collector, a scrape) never sees half a file."""
+    path = Path(name)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(temporary, 0o644)  # mkstemp makes it 0600: the collector runs as another user
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError as err:
+        raise UsageError(f"{flag} {name}: cannot write it: {err.strerror or err}") from None

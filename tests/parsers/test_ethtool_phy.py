@@ -86,3 +86,13 @@ SAMPLES = [path.read_text() for path in sorted(HOST.glob("ethtool-S-mlx5-phy-ren
 test_hostile_mutations_of_the_samples_parse_or_refuse, test_hostile_text_parses_or_refuses = (
     parse_or_refuse_tests(parse_link_counters, SAMPLES)
 )
+
+
+def test_the_pause_counters_per_priority_ride_along_judged_by_no_wire_check() -> None:
+    """mlx5 counters.rst: rx/tx_prio[p]_pause per priority, rx/tx_pause_ctrl_phy link-level: kept for the
+    metrics (fabcheck.report.metrics), cumulative; the since() delta keeps the later reading's."""
+    reading = parse_link_counters((HOST / "ethtool-S-mlx5-phy-rendered.txt").read_text(), "ethtool -S")
+    assert dict(reading.pause) == {("rx", 3): 14523, ("tx", 3): 28471}
+    assert reading.since(reading, 5.0).reading.pause == reading.pause
+    duration = "NIC statistics:\n     rx_prio3_pause_duration: 464736\n     tx_pause_ctrl_phy: 4\n"
+    assert dict(parse_link_counters(duration, "x").pause) == {("tx", None): 4}

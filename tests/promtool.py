@@ -33,6 +33,6 @@ def run_promtool(
 
 
 def promtool_check_metrics(text: str) -> None:
-    """promtool's own parser reads the text, and its linter (the Prometheus naming rules) has nothing to say."""
+    """promtool's parser reads the text, and its linter (the Prometheus naming rules) has nothing to say."""
     done = run_promtool("check", "metrics", stdin=text)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")

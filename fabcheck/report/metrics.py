@@ -8,18 +8,21 @@ the textfile collector refuses).
 
 Families (every one a gauge):
 - `fabcheck_check_status{node,check,part}`: 1 pass, 0 fail, -1 error (could not be judged), -2 skip
-  (not applicable); several findings of one check on one part are one sample, the worst of them.
+  (not applicable); several findings of one check on one part are one sample, the worst of them. A
+  finding about the node as a whole has part "" (Prometheus reads an empty label as no label).
 - `fabcheck_run_status`: the run's verdict, the same values; `fabcheck_run_timestamp_seconds` (start,
   Unix time) and `fabcheck_run_duration_seconds`.
 - the counters the gate read, cumulative as the device showed them at the end of the counter window
   (gauges: a reset or a replaced NIC makes them fall), each with its unit in the name:
   `fabcheck_link_<counter>_<unit>{node,kind,port,native}` for the wire vocabulary
-  (fabcheck.parsers.wire_records) of each rail NIC (kind host, port the RDMA device) and each cabled
-  switch port (kind switch); `fabcheck_link_pause_frames{node,kind,port,direction,priority,lossless}`
-  (priority "" and lossless "false": link-level pause); `fabcheck_switch_queue_drops_window_packets
-  {node,port,traffic_class}`, the lossless queue's drops over the window (the switches show them as a
-  delta only); `fabcheck_link_pre_fec_bit_error_ratio{node,kind,port}` over the window, as the wire
-  checks judge it; `fabcheck_read_window_seconds{node}` (--counter-window; 0: read once).
+  (fabcheck.parsers.wire_records) of each RDMA port with a netdev (kind host, port the RDMA device)
+  and each switch port read (kind switch), `native` the device's own counter name;
+  `fabcheck_link_pause_frames{node,kind,port,direction,priority,lossless}` (priority "link": link-level
+  802.3x pause; lossless "true" on the priority the host's collection read as lossless);
+  `fabcheck_link_pre_fec_bit_error_ratio{node,kind,port}` over the window, as the wire checks judge it;
+  `fabcheck_switch_queue_drops_window_packets{node,port,traffic_class}`, each queue's drops over the
+  window (switches show them as a delta only; traffic_class "roce": NVUE's RoCE class);
+  `fabcheck_read_window_seconds{node}` (--counter-window; 0: read once, lifetime values).
 """
 
 from __future__ import annotations
@@ -233,19 +236,19 @@ def _counters(families: _Families, readings: Readings) -> None:
                 families.add(LINK_METRICS[name], help_text, (*where, *native), reading.values[name])
         ber = port.delta.pre_fec_ber
         if ber is not None:
-            help_text = "pre-FEC bit error ratio over the read window (the device's own figure where it counts no bits)"
+            help_text = "pre-FEC bit error ratio over the read window (else the device's own figure)"
             families.add(BER_METRIC, help_text, where, ber)
         for (direction, priority), frames in sorted(reading.pause.items(), key=_pause_order):
             lossless = priority is not None and priority == port.lossless_priority
             labels = (
                 *where,
                 ("direction", direction),
-                ("priority", "" if priority is None else str(priority)),
+                ("priority", "link" if priority is None else str(priority)),
                 ("lossless", "true" if lossless else "false"),
             )
             families.add(
                 PAUSE_METRIC,
-                'pause frames received (rx) or sent (tx) per priority ("": link-level pause), cumulative',
+                'pause frames received (rx) or sent (tx) per priority ("link": link-level pause), cumulative',
                 labels,
                 frames,
             )

@@ -138,14 +138,14 @@ def test_the_real_mlx5_block_gives_its_wire_and_pause_counters_with_units() -> N
 
 def test_link_level_pause_and_another_priority_are_not_lossless() -> None:
     """The corpus capture ethtool-S-grep-pause-discard-no-header-ens1f0.txt: rx_prio3_pause 14523; the
-    link-level rx_pause_ctrl_phy/tx_pause_ctrl_phy counters land under priority ""."""
+    link-level rx_pause_ctrl_phy/tx_pause_ctrl_phy counters land under priority "link"."""
     text = "NIC statistics:\n     rx_pause_ctrl_phy: 2\n     tx_prio0_pause: 9\n     rx_prio3_pause: 14523\n"
     reading = parse_link_counters(text, "ethtool -S")
     assert dict(reading.pause) == {("rx", None): 2, ("tx", 0): 9, ("rx", 3): 14523}
     port = PortCounters("gpu01", "host", "mlx5_0", reading.since(None, 0), lossless_priority=3)
     got = samples(render(a_run(), Readings((port,))))
     assert [labels.split("direction=")[1] for labels, _ in got["fabcheck_link_pause_frames"]] == [
-        '"rx",priority="",lossless="false"',
+        '"rx",priority="link",lossless="false"',
         '"rx",priority="3",lossless="true"',
         '"tx",priority="0",lossless="false"',
     ]

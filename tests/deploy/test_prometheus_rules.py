@@ -1,0 +1,62 @@
+"""deploy/prometheus: the alert rules pass `promtool check rules`, their unit tests pass `promtool test
+rules`, and every metric they (and their tests) name is one fabcheck.report.metrics writes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+from promtool import run_promtool
+
+from fabcheck.report import metrics
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
+RULES = DEPLOY / "fabcheck.rules.yml"
+RULE_TESTS = DEPLOY / "fabcheck.rules.test.yml"
+WRITTEN = {
+    *metrics.LINK_METRICS.values(),
+    metrics.BER_METRIC,
+    metrics.PAUSE_METRIC,
+    metrics.QUEUE_DROPS_METRIC,
+    metrics.WINDOW_METRIC,
+    metrics.CHECK_METRIC,
+    "fabcheck_run_status",
+    "fabcheck_run_timestamp_seconds",
+    "fabcheck_run_duration_seconds",
+}
+
+
+def test_promtool_checks_the_rules() -> None:
+    done = run_promtool("check", "rules", str(RULES))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS: 9 rules found" in done.stdout
+
+
+def test_promtool_runs_the_rules_unit_tests() -> None:
+    done = run_promtool("test", "rules", RULE_TESTS.name, cwd=DEPLOY)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS" in done.stdout
+
+
+def test_every_alert_has_a_unit_test_that_fires_it() -> None:
+    alerts = {
+        rule["alert"] for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]
+    }
+    fired = {
+        case["alertname"]
+        for test in yaml.safe_load(RULE_TESTS.read_text())["tests"]
+        for case in test["alert_rule_test"]
+        if case["exp_alerts"]
+    }
+    assert fired == alerts
+
+
+def test_the_rules_name_only_metrics_fabcheck_writes() -> None:
+    named = set(re.findall(r"\bfabcheck_[a-z_]+", RULES.read_text() + RULE_TESTS.read_text()))
+    regex = re.search(r'__name__=~"([^"]+)"', RULES.read_text())
+    assert regex is not None
+    alternatives = {m for m in WRITTEN if re.fullmatch(regex.group(1), m)}
+    assert len(alternatives) == 7  # five error-frame families, uncorrectable blocks, uncorrected symbols
+    prefixes = {"fabcheck_link_"}  # the regex's own text
+    assert {name for name in named if name not in prefixes} <= WRITTEN

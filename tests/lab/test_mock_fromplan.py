@@ -412,3 +412,20 @@ def test_the_switch_spec_keeps_the_up_ports_through_the_server(tmp_path: Path) -
     assert specs[0].up_ports == ("swp5", "swp6", "swp7", "swp8") and specs[-1].up_ports == ()
     with pytest.raises(MockSwitchError, match="up-facing ports \\['swp9'\\] are not among its ports"):
         replace(specs[0], up_ports=("swp9",))
+
+
+def test_switch_miswired_on_a_spine_is_heard_at_both_ends_too(tmp_path: Path) -> None:
+    state = _state(tmp_path, _plan(spine_platform="sonic"))
+    devices = _devices(tmp_path, state)
+    before = {name: _heard(device) for name, device in devices.items()}
+    devices["spine-01"].inject("switch-miswired")  # its first port (leaf-01) and the first to leaf-02
+    after = {name: _heard(device) for name, device in devices.items()}
+    changed = {(n, p): after[n][p] for n in before for p in before[n] if before[n][p] != after[n][p]}
+    assert changed == {
+        ("spine-01", "Ethernet0"): ("leaf-02", "swp5"),
+        ("spine-01", "Ethernet16"): ("leaf-01", "swp5"),
+        ("leaf-01", "swp5"): ("spine-01", "etp3"),
+        ("leaf-02", "swp5"): ("spine-01", "etp1"),
+    }
+    devices["spine-01"].heal("switch-miswired")
+    assert {name: _heard(device) for name, device in devices.items()} == before

@@ -21,7 +21,7 @@ SWITCH_FAULTS: Mapping[str, str] = {
     "switch-pfc-prio": "first port runs PFC on priority 4 instead of the lossless priority 3",
     "switch-ecn-off": "ECN marking switched off on the lossless queue 3 (every port)",
     "switch-miswired": "the cables of the first two cabled ports that lead to different hosts are swapped "
-    "(LLDP on each port hears the other's host NIC)",
+    "(LLDP on each port hears the other's host NIC; on a spine, the two leaves hear the swap too)",
     "switch-link-errors": "the first cabled port counts uncorrectable FEC blocks (a bad cable or optic)",
     "switch-optic-hot": "the first cabled port's module runs over its own high temperature warning",
     "uplink-swap": "two uplink cables of the switch swapped at its end (a lab from a plan: the first two "
@@ -313,32 +313,40 @@ class SwitchDevice(ABC):
         return None
 
     def lldp_neighbors(self) -> dict[str, tuple[str, str]]:
-        """port -> (neighbour system, neighbour port) as LLDP hears them now, in port order."""
+        """port -> (neighbour system, neighbour port) as LLDP hears them now, in port order: the spec's
+        cabling with this switch's cable faults, and its switch neighbours' (a cable swapped at the
+        other end is heard swapped at this end too)."""
         heard = {port: (system, remote) for port, system, remote in self.spec.neighbors}
-        if "switch-miswired" in self.faults:
-            first = next(iter(heard), None)
-            other = next((p for p in heard if first and heard[p][0] != heard[first][0]), None)
-            if first is not None and other is not None:
-                heard[first], heard[other] = heard[other], heard[first]
-        swapped = self.uplink_swap_ports() if "uplink-swap" in self.faults else None
-        if swapped is not None:
-            first, other = swapped
+        for first, other in self.swapped_ports():
             heard[first], heard[other] = heard[other], heard[first]
         original = dict(heard)
         for peer in self.cable_peers.values():
-            pair = peer.uplink_swap_ports() if peer is not self and "uplink-swap" in peer.faults else None
-            if pair is None:
-                continue
-            # The peer's two cables swapped at the peer's end: the port that heard one of them now
-            # hears the other (what the peer sends for its port: its name, or a SONiC port's alias).
-            sent = {
-                peer.port_id(pair[0]): peer.port_id(pair[1]),
-                peer.port_id(pair[1]): peer.port_id(pair[0]),
-            }
-            for port, (system, remote) in original.items():
-                if system == peer.name and remote in sent:
-                    heard[port] = (system, sent[remote])
+            for pair in peer.swapped_ports() if peer is not self else []:
+                # Two cables swapped at the peer's end: the port that heard one of them now hears the
+                # other (what the peer sends for its port: its name, or a SONiC port's alias).
+                sent = {
+                    peer.port_id(pair[0]): peer.port_id(pair[1]),
+                    peer.port_id(pair[1]): peer.port_id(pair[0]),
+                }
+                for port, (system, remote) in original.items():
+                    if system == peer.name and remote in sent:
+                        heard[port] = (system, sent[remote])
         return {port: heard[port] for port in self.ports if port in heard}
+
+    def swapped_ports(self) -> list[tuple[str, str]]:
+        """The pairs of this switch's ports whose cables its cable faults swap: switch-miswired the
+        first cabled port and the first that leads to another neighbour, uplink-swap two uplinks."""
+        pairs = []
+        if "switch-miswired" in self.faults:
+            heard = {port: system for port, system, _remote in self.spec.neighbors}
+            first = next(iter(heard), None)
+            other = next((p for p in heard if first is not None and heard[p] != heard[first]), None)
+            if first is not None and other is not None:
+                pairs.append((first, other))
+        swap = self.uplink_swap_ports() if "uplink-swap" in self.faults else None
+        if swap is not None:
+            pairs.append(swap)
+        return pairs
 
     def uplink_swap_ports(self) -> tuple[str, str] | None:
         """The two up-facing cabled ports uplink-swap swaps: the first one and the next that leads to

@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     from fabcheck.cli import plan as plan_cli
     from fabcheck.cli import render as render_cli
     from fabcheck.cli import report as report_cli
+    from fabcheck.cli import topology as topology_cli
     from fabcheck.cli import validate as validate_cli
 
     intent_cli.register(sub)
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_cli.register(sub)
     bench_cli.register(sub)
     plan_cli.register(sub)
+    topology_cli.register(sub)
     return parser
 
 

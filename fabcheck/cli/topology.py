@@ -11,9 +11,10 @@ import tempfile
 from pathlib import Path
 
 from fabcheck.checks.model import Finding
-from fabcheck.cli.options import add_counter_window
+from fabcheck.cli.options import window_seconds
 from fabcheck.collect.backends.slurm import node_name
 from fabcheck.collect.ssh import TimeLimits
+from fabcheck.desired.nic import DEFAULT_COUNTER_WINDOW_S
 from fabcheck.errors import UsageError
 from fabcheck.gate import snapshot
 from fabcheck.gate.fabric import run_gate
@@ -76,7 +77,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="keep a node whose rail cables did not pass (still named in a comment)",
     )
-    add_counter_window(parser)
+    parser.add_argument(
+        "--counter-window",
+        type=window_seconds,
+        default=DEFAULT_COUNTER_WINDOW_S,
+        metavar="S",
+        help="the --counter-window of the validate run that saved the snapshot: its two counter readings "
+        f"are judged again over it, as validate --from-snapshot does (default {DEFAULT_COUNTER_WINDOW_S})",
+    )
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here (default: stdout)")
     parser.set_defaults(func=run)
 

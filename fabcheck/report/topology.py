@@ -22,12 +22,14 @@ Without verdicts (no snapshot) every cable counts as cabled and the header says 
 Slurm's rules the writers follow (https://slurm.schedmd.com/topology.conf.html; the same page as
 SchedMD/slurm:doc/man/man5/topology.conf.5, and the plugins that read the file,
 SchedMD/slurm:src/plugins/topology/tree/switch_record.c and .../block/block_record.c, all @
-284c3b95f08a2dc2478499837b03355e1b9c5c75): a switch lists either Nodes or Switches, never both;
-SwitchName shorter than 64 characters; names are hostlist expressions (fabcheck.report.hostlist); a
-node under several leaf switches draws the warning "Multiple leaf switches contain nodes", so a node
-is listed under ONE leaf: the leaf of its first rail (in a rail-optimised pod the nodes sharing their
-rail-0 leaf share every rail's leaf); BlockSizes: the first is the base block's node count (every
-block holds at least it), each further one that count times a power of two (at most 2^15).
+284c3b95f08a2dc2478499837b03355e1b9c5c75): a switch lists either Nodes or Switches, never both, and
+never neither (Slurm 22.05 refuses that: SchedMD/slurm:src/plugins/topology/tree/topology_tree.c@
+d525b6872a106d32916b33a8738f12510ec7cf04, tag slurm-22-05-8-1); SwitchName shorter than 64
+characters; names are hostlist expressions (fabcheck.report.hostlist); a node under several leaf
+switches draws the warning "Multiple leaf switches contain nodes", so a node is listed under ONE leaf:
+the leaf of its first rail (in a rail-optimised pod the nodes sharing their rail-0 leaf share every
+rail's leaf); BlockSizes: the first is the base block's node count (every block holds at least it),
+each further one that count times a power of two (at most 2^15).
 """
 
 from __future__ import annotations

@@ -12,45 +12,59 @@ from fabcheck.fabricplan.model import FABRICS, PlanError, SwitchModel
 CATALOG: dict[str, SwitchModel] = {
     model.name: model
     for model in (
+        # 32 OSFP cages of 2 logical NDR ports: "Each OSFP port consists of 2 logical InfiniBand ports"
+        # (the source); 32 cages, 64 x 400G: the kernel's MQM97xx support (torvalds/linux commit
+        # 9045512ca6cdb221cd1ed32d483eac3c30c53bed). NDR200: a twin-port module with 1:2 splitters feeds
+        # four 200G NICs (https://docs.nvidia.com/networking/display/mms4x00ns400/overview).
         SwitchModel(
             name="qm9700",
             title="NVIDIA Quantum-2 QM9700",
             fabric="ib",
-            cages=32,  # 32 OSFP cages, each 2 x 400G NDR: 64 NDR ports, or 128 NDR200 ports split
+            cages=32,
             cage_gbps=800,
             link_gbps=(400, 200),
             platform=None,
-            source="https://docs.nvidia.com/networking/display/qm97x0pub/introduction",
+            source="https://docs.nvidia.com/networking/display/QM97X0PUB/Interfaces",
         ),
+        # XDR 800Gb/s (the source's title: Q3200-RA/Q3400-RA XDR 800Gb/s InfiniBand Switch Systems);
+        # 144 ports of 800G as NVIDIA's DGX B300 XDR SuperPOD sizes them (72 nodes x 8 rails on 8 leaves
+        # and 4 spines per SU). The 72 twin-port cages are NOT in a page we could read: unverified.
         SwitchModel(
             name="q3400",
             title="NVIDIA Quantum-X800 Q3400",
             fabric="ib",
-            cages=72,  # 72 OSFP cages, each 2 x 800G XDR: 144 XDR ports
+            cages=72,
             cage_gbps=1600,
             link_gbps=(800,),
             platform=None,
-            source="https://docs.nvidia.com/networking/display/XDRSwitchesHWUM/Introduction",
+            source="https://docs.nvidia.com/networking/display/XDRSwitchesHWUM",
         ),
+        # "SN5600 | 64 | 800GbE (100Gbps/lane) | 128 | 400GbE | 256 | 200GbE, 100GbE, ..." (the source):
+        # 100G and below stop at 256 ports (4 a cage), which cage_gbps / speed cannot express, so the
+        # model offers only the speeds that fill a cage: 800, 400, 200.
         SwitchModel(
             name="sn5600",
             title="NVIDIA Spectrum-4 SN5600",
             fabric="roce",
-            cages=64,  # 64 OSFP 800GbE cages
+            cages=64,
             cage_gbps=800,
-            link_gbps=(800, 400, 200, 100),
+            link_gbps=(800, 400, 200),
             platform="nvue",
-            source="https://docs.nvidia.com/networking/display/sn5000/introduction",
+            source="https://docs.nvidia.com/networking/display/sn5000/data+interfaces",
         ),
+        # 64 OSFP cages (osfp1..osfp64), each with breakout modes 1x800G, 2x400G, 4x200G, 8x100G: the
+        # SONiC platform file of the DCS-7060X6-64PE (Broadcom Tomahawk 5). Arista's own datasheet is
+        # not in the sources we could read.
         SwitchModel(
             name="7060x6-64pe",
             title="Arista 7060X6-64PE (Broadcom Tomahawk 5, 51.2 Tb/s)",
             fabric="roce",
-            cages=64,  # 64 OSFP 800G cages
+            cages=64,
             cage_gbps=800,
             link_gbps=(800, 400, 200, 100),
             platform="eos",
-            source="https://www.arista.com/assets/data/pdf/Datasheets/7060X6-Datasheet.pdf",
+            source="https://github.com/sonic-net/sonic-buildimage/blob/1b88185e389d7dfd20790afbc21000fc8b52e99b/"
+            "device/arista/x86_64-arista_7060x6_64pe/platform.json",
         ),
     )
 }

@@ -35,6 +35,10 @@ def assert_plan_invariants(plan: FabricPlan) -> None:
         assert tier_of.get(cable.a.device) == lower and tier_of[cable.b.device] == upper, cable
 
     down = Counter(c.b.device for c in plan.cables)
+    uplinks_of: dict[str, set[str]] = {s.name: set() for s in plan.switches}
+    for cable in plan.cables:
+        if cable.a.device in uplinks_of:
+            uplinks_of[cable.a.device].add(cable.b.device)
     up = Counter(c.a.device for c in plan.cables if c.a.device in switches)
     leaves = [s for s in plan.switches if s.tier == "leaf"]
     spines = [s for s in plan.switches if s.tier == "spine"]
@@ -68,8 +72,24 @@ def assert_plan_invariants(plan: FabricPlan) -> None:
         assert len(spines) == ceil(total / spine_ports)
         assert max(down[s.name] for s in spines) <= ceil(total / len(spines))
         for leaf in leaves:
-            reached = {c.b.device for c in plan.cables if c.a.device == leaf.name}
-            assert len(reached) == min(up[leaf.name], len(spines)), leaf.name
+            assert len(uplinks_of[leaf.name]) == min(up[leaf.name], len(spines)), leaf.name
+
+    if plan.tiers == 3:
+        # A leaf reaches every spine of its pod, a spine every core of its plane, as far as its uplinks go.
+        group_of = {s.name: s.group for s in plan.switches}
+        plane_of = {
+            s.name: j + 1
+            for pod in {s.group for s in spines}
+            for j, s in enumerate([x for x in spines if x.group == pod])
+        }
+        for lower in [*leaves, *spines]:
+            reached = uplinks_of[lower.name]
+            if lower.tier == "leaf":
+                pod = group_of[next(iter(reached))]
+                uppers = {s.name for s in spines if s.group == pod}
+            else:
+                uppers = {c.name for c in cores if c.group == plane_of[lower.name]}
+            assert reached <= uppers and len(reached) == min(up[lower.name], len(uppers)), lower.name
 
     _assert_bom(plan, switches, ends)
 

@@ -13,8 +13,8 @@ from fabcheck.fabricplan.model import PlanError
     [
         ("qm9700", "ib", 32, 800, {400: 64, 200: 128, 800: 0}),
         ("q3400", "ib", 72, 1600, {800: 144}),
-        ("sn5600", "roce", 64, 800, {800: 64, 400: 128, 200: 256}),
-        ("7060x6-64pe", "roce", 64, 800, {800: 64, 400: 128}),
+        ("sn5600", "roce", 64, 800, {800: 64, 400: 128, 200: 256, 100: 0}),
+        ("7060x6-64pe", "roce", 64, 800, {800: 64, 400: 128, 200: 256, 100: 512}),
     ],
 )
 def test_catalog_facts(name: str, fabric: str, cages: int, cage_gbps: int, ports_at: dict[int, int]) -> None:

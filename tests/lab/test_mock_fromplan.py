@@ -429,3 +429,11 @@ def test_switch_miswired_on_a_spine_is_heard_at_both_ends_too(tmp_path: Path) ->
     }
     devices["spine-01"].heal("switch-miswired")
     assert {name: _heard(device) for name, device in devices.items()} == before
+
+
+def test_switch_miswired_never_takes_an_uplink_and_is_refused_without_two_hosts(tmp_path: Path) -> None:
+    devices = _devices(tmp_path, _state(tmp_path, _plan()))  # leaf-01: gpu01's 4 NICs, then 4 uplinks
+    assert devices["leaf-01"].miswire_ports() is None
+    with pytest.raises(MockSwitchError, match="switch-miswired needs two cabled ports of leaf-01"):
+        devices["leaf-01"].inject("switch-miswired")
+    assert devices["spine-01"].miswire_ports() == ("swp1", "swp3")  # leaf-01's first, leaf-02's first

@@ -21,7 +21,8 @@ SWITCH_FAULTS: Mapping[str, str] = {
     "switch-pfc-prio": "first port runs PFC on priority 4 instead of the lossless priority 3",
     "switch-ecn-off": "ECN marking switched off on the lossless queue 3 (every port)",
     "switch-miswired": "the cables of the first two cabled ports that lead to different hosts are swapped "
-    "(LLDP on each port hears the other's host NIC; on a spine, the two leaves hear the swap too)",
+    "(LLDP on each port hears the other's host NIC; never an uplink; on a spine, two leaves' uplinks, "
+    "both leaves hear the swap too)",
     "switch-link-errors": "the first cabled port counts uncorrectable FEC blocks (a bad cable or optic)",
     "switch-optic-hot": "the first cabled port's module runs over its own high temperature warning",
     "uplink-swap": "two uplink cables of the switch swapped at its end (a lab from a plan: the first two "
@@ -337,16 +338,24 @@ class SwitchDevice(ABC):
         """The pairs of this switch's ports whose cables its cable faults swap: switch-miswired the
         first cabled port and the first that leads to another neighbour, uplink-swap two uplinks."""
         pairs = []
-        if "switch-miswired" in self.faults:
-            heard = {port: system for port, system, _remote in self.spec.neighbors}
-            first = next(iter(heard), None)
-            other = next((p for p in heard if first is not None and heard[p] != heard[first]), None)
-            if first is not None and other is not None:
-                pairs.append((first, other))
-        swap = self.uplink_swap_ports() if "uplink-swap" in self.faults else None
-        if swap is not None:
-            pairs.append(swap)
+        for fault, pair in (
+            ("switch-miswired", self.miswire_ports()),
+            ("uplink-swap", self.uplink_swap_ports()),
+        ):
+            if fault in self.faults and pair is not None:
+                pairs.append(pair)
         return pairs
+
+    def miswire_ports(self) -> tuple[str, str] | None:
+        """The two ports switch-miswired swaps: the first cabled port and the next that leads to another
+        neighbour, among the ports that do not face the tier above (a leaf's host ports, a spine's leaf
+        ports); None when they all lead to one neighbour."""
+        heard = {
+            port: system for port, system, _remote in self.spec.neighbors if port not in self.spec.up_ports
+        }
+        first = next(iter(heard), None)
+        other = next((p for p in heard if first is not None and heard[p] != heard[first]), None)
+        return None if first is None or other is None else (first, other)
 
     def uplink_swap_ports(self) -> tuple[str, str] | None:
         """The two up-facing cabled ports uplink-swap swaps: the first one and the next that leads to
@@ -392,6 +401,10 @@ class SwitchDevice(ABC):
             raise MockSwitchError(f"unknown switch fault {fault!r}; known: {sorted(SWITCH_FAULTS)}")
         if fault in self.faults:
             return
+        if fault == "switch-miswired" and self.miswire_ports() is None:
+            raise MockSwitchError(
+                f"switch-miswired needs two cabled ports of {self.name} that lead to different neighbours"
+            )
         if fault == "uplink-swap" and self.uplink_swap_ports() is None:
             raise MockSwitchError(
                 f"uplink-swap needs two cabled up-facing ports on {self.name} (a leaf or spine of a lab "

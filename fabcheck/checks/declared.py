@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from fabcheck.checks import host, ib, incast, link, link_health, nccl_ranks, perftest, sm, switch
+from fabcheck.checks.as_planned import IB_AS_PLANNED_CHECK, LINK_AS_PLANNED_CHECK
 from fabcheck.checks.declare import Check
+from fabcheck.checks.uplinks import SWITCH_LLDP_CHECK
 
 DECLARED: tuple[Check[Any], ...] = (
     *host.HOST_CHECK_DECLS,
@@ -14,8 +16,11 @@ DECLARED: tuple[Check[Any], ...] = (
     *switch.SWITCH_CHECKS,
     *link.LINK_CHECK_DECLS,
     *link_health.LINK_HEALTH_CHECK_DECLS,
+    SWITCH_LLDP_CHECK,
+    LINK_AS_PLANNED_CHECK,
     *sm.SM_CHECK_DECLS,
     *ib.IB_CHECK_DECLS,
+    IB_AS_PLANNED_CHECK,
     *nccl_ranks.NCCL_CHECK_DECLS,
     *perftest.PAIR_CHECK_DECLS,
     *incast.CHECK_DECLS,

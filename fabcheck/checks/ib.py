@@ -185,7 +185,7 @@ def check_topology(link: DesiredIbLink, cab: Cabling) -> Finding:
     if to_a is None and to_b is None:
         actual = f"no link: {_down(link.a, cab)}; {_down(link.b, cab)}"
         return with_where(failed(TOPOLOGY, link.label, expected, actual, CABLING_HINT), where)
-    swapped = _swap(link, cab)
+    swapped = swapped_pair(link, cab)
     if swapped is not None:
         return with_where(failed(TOPOLOGY, link.label, expected, swapped[0], swapped[1]), where)
     wrong = [
@@ -210,7 +210,7 @@ def _planned_for(key: EndKey, link: DesiredIbLink, cab: Cabling) -> str:
     return "" if other is None or other == link else f" (planned for {other.label})"
 
 
-def _swap(link: DesiredIbLink, cab: Cabling) -> tuple[str, str] | None:
+def swapped_pair(link: DesiredIbLink, cab: Cabling) -> tuple[str, str] | None:
     """Two planned cables whose ends are crossed (L.a reaches M's end and M's other end reaches L's
     other end): both cables and where each belongs, and the one swap that fixes both."""
     for mine, theirs in ((link.a, link.b), (link.b, link.a)):

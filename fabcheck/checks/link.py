@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fabcheck.checks.declare import ROCE, Check
-from fabcheck.checks.model import Finding, Where, errored, failed, passed, skipped
+from fabcheck.checks.model import Finding, Status, Where, errored, failed, passed, skipped
 from fabcheck.checks.roles import HOST_QOS_ROLE, SWITCH_QOS_ROLE
 from fabcheck.checks.switch import SwitchEvidence
 from fabcheck.desired.nic import DesiredNic
@@ -102,9 +102,66 @@ def check_links(
             continue
         ends = _Ends(link, nic, desired_nics[key], evidence, desired_switches[link.switch])
         findings += [replace(_judge_cable(check, ends), where=where) for check in CABLE_CHECK_DECLS]
+    swaps = host_swaps(fabric, nics, switches)
+    findings = [_swap_named(finding, swaps) for finding in findings]
     findings += _uncabled(fabric, nics.keys())
     findings += _heard_off_the_map(fabric, {host for host, _nic in nics}, switches)
     return findings
+
+
+def _heard_at(link: Link, switches: Mapping[str, SwitchEvidence]) -> LldpNeighbor | None:
+    evidence = switches.get(link.switch)
+    if evidence is None or evidence.unreachable is not None:
+        return None
+    record, own = evidence.get(LldpNeighbor, link.port)
+    return record if isinstance(record, LldpNeighbor) and own and not record.ambiguous else None
+
+
+def _sends(link: Link, nics: Mapping[tuple[str, str], NicEnd], record: LldpNeighbor) -> bool:
+    """The neighbour is this link's NIC by its system name and interface name (a MAC names no NIC)."""
+    nic = nics.get((link.host, link.nic))
+    names = {link.nic} | ({nic.netdev} if nic is not None and nic.netdev else set())
+    return same_system(record.system, link.host) and record.port in names
+
+
+def host_swaps(
+    fabric: Fabric, nics: Mapping[tuple[str, str], NicEnd], switches: Mapping[str, SwitchEvidence]
+) -> dict[Link, Link]:
+    """Host cables swapped in pairs: L's port hears M's NIC and M's port hears L's NIC (each link ->
+    the one it is swapped with). Only interface-name port ids identify a NIC."""
+    heard = {link: _heard_at(link, switches) for link in fabric.links}
+    swaps: dict[Link, Link] = {}
+    for link, record in heard.items():
+        if record is None or _sends(link, nics, record):
+            continue
+        other = next((m for m in fabric.links if m != link and _sends(m, nics, record)), None)
+        back = heard.get(other) if other is not None else None
+        if other is not None and back is not None and _sends(link, nics, back):
+            swaps[link] = other
+    return swaps
+
+
+def _swap_named(finding: Finding, swaps: Mapping[Link, Link]) -> Finding:
+    """A failing link.lldp of a swapped cable names the other cable and where each belongs."""
+    if finding.check != LLDP or finding.status is not Status.FAIL or finding.where is None:
+        return finding
+    link = next((k for k in swaps if (k.host, k.nic, k.switch_end) == _where_key(finding.where)), None)
+    if link is None:
+        return finding
+    other = swaps[link]
+    actual = (
+        f"{finding.actual}: swapped with {other.host}:{other.nic} <-> {other.switch_end}, "
+        f"where {other.switch_end} hears {link.host}"
+    )
+    hint = (
+        f"swap the cables at {link.switch_end} and {other.switch_end}: {link.host}:{link.nic} belongs on "
+        f"{link.switch_end} and {other.host}:{other.nic} on {other.switch_end}, as fabric_links plans"
+    )
+    return replace(finding, actual=actual, hint=hint)
+
+
+def _where_key(where: Where) -> tuple[str, str, str]:
+    return (where.node, where.part, where.peer)
 
 
 def _uncabled(fabric: Fabric, read: Iterable[tuple[str, str]]) -> list[Finding]:
@@ -248,7 +305,7 @@ _MAC = re.compile(
 )
 
 
-def _same_system(heard: str, host: str) -> bool:
+def same_system(heard: str, host: str) -> bool:
     """LLDP carries the host name, often fully qualified: gpu01.example.net is gpu01."""
     return heard.split(".", 1)[0].lower() == host.split(".", 1)[0].lower()
 
@@ -283,7 +340,7 @@ def _lldp(ends: _Ends) -> Finding:
             f"the gate cannot prove which is {link.host}; cable {link.switch_end} point to point",
         )
     actual = f"{link.switch_end} hears {_heard(record.system, record.port)}"
-    system_ok = _same_system(record.system, link.host)
+    system_ok = same_system(record.system, link.host)
     # A MAC port id (lldpd's default), or a NIC whose interface the host did not name, proves the
     # host only.
     port_ok = (
@@ -315,7 +372,7 @@ def _heard_off_the_map(
             if MANAGEMENT_PORT.fullmatch(port):
                 continue  # the switch's own management port: never a fabric cable
             for system, remote in _neighbours(record):
-                host = next((h for h in sorted(judged) if _same_system(system, h)), None)
+                host = next((h for h in sorted(judged) if same_system(system, h)), None)
                 if host is None:
                     continue
                 findings.append(

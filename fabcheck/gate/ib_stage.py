@@ -11,7 +11,8 @@ this stage's own round trip to the reader. Either way the fabric script (fabchec
 prints ibnetdiscover -p, saquery, vendstat -N per switch LID and ibqueryerrors twice, the counter
 window apart (the gate's window reader gives it the window's time); its sections are parsed here into
 one IbEvidence and fabcheck.checks.ib judges it: ib.topology, ib.link, ib.errors at the switch of each
-cable, ib.guids and ib.firmware at each switch, a host HCA's ib.guids at the host. A reader that does
+cable, ib.guids and ib.firmware at each switch, a host HCA's ib.guids at the host; ib.as_planned
+(fabcheck.checks.as_planned), the run's summary, at the first top-tier IB switch. A reader that does
 not answer is an error on every IB switch, naming the reader. The read is kept and replayed like any
 other node's (--save-snapshot, --from-snapshot: `ib/<reader>.json`, or under "fabric" in the SM
 node's `sm/<reader>.json` when the sm stage read it).
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from fabcheck.checks.as_planned import ib_summary, ib_top_switch
 from fabcheck.checks.host import Unreadable
 from fabcheck.checks.ib import IbEvidence, check_ib_fabric
 from fabcheck.collect.ib import (
@@ -214,6 +216,9 @@ class IbStage:
         switches = [entry for entry in context.plan.chosen if IB_SWITCHES in entry.groups]
         evidence = self._read(context, desired)
         judged = check_ib_fabric(evidence, desired)
+        top = ib_top_switch(desired, [entry.name for entry in switches])
+        if top is not None:  # the run's built-vs-planned summary, once, at the top tier
+            judged[top] = [*judged.get(top, ()), ib_summary(evidence, desired)]
         chosen = {entry.name: entry for entry in context.plan.chosen}
         outcomes = [NodeOutcome(e.name, NodeKind.IB_SWITCH, tuple(judged.get(e.name, ()))) for e in switches]
         claimed = {entry.name for entry in switches}

@@ -1,8 +1,10 @@
 """The gate's link stage, pure: both ends of every cable of the inventory's cabling map, judged against
 each other from what the host and switch stages read (the settings, fabcheck.checks.link; the wire,
-fabcheck.checks.link_health). A link finding is filed under its host end (its
-subject names both ends); one whose first end is no planned host (a port whose LLDP neighbour the map
-does not cable there) under that switch."""
+fabcheck.checks.link_health), and every switch-to-switch cable from both switches' LLDP
+(fabcheck.checks.uplinks). A link finding is filed under its host end (its subject names both ends); one
+whose first end is no planned host (a port whose LLDP neighbour the map does not cable there) under that
+switch; a switch cable's under its lower-tier end; the run's summary (link.as_planned,
+fabcheck.checks.as_planned) under the first top-tier switch."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from fabcheck.checks.as_planned import host_tally, link_summary, switch_tally, top_switch
 from fabcheck.checks.host import Unreadable
-from fabcheck.checks.link import NicEnd, check_links
+from fabcheck.checks.link import NicEnd, check_links, host_swaps
 from fabcheck.checks.link_health import WireEnd, check_link_health
 from fabcheck.checks.model import Finding
 from fabcheck.checks.switch import SwitchEvidence
+from fabcheck.checks.uplinks import check_switch_links, extra_switch_cables
 from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.plan import GatePlan
 from fabcheck.gate.stages import NodeOutcome, StageContext, StageOutcome
@@ -38,23 +42,28 @@ class LinkStage:
 
     def run(self, context: StageContext) -> StageOutcome:
         plan = context.plan
-        if not plan.fabric.links:
+        fabric = plan.fabric
+        if not fabric.links and not fabric.switch_links:
             return StageOutcome(self.name, ())
-        findings = check_links(
-            plan.fabric,
-            nic_ends(context.hosts, plan),
-            plan.desired.nics,
-            {r.switch: r.evidence for r in context.switches},
-            plan.desired.switches,
-        )
-        unread = {r.switch: r.evidence.unreachable for r in context.switches if r.evidence.unreachable}
-        findings += check_link_health(
-            plan.fabric,
-            host_wire_ends(context.hosts, plan),
-            switch_wire_ends([r.evidence for r in context.switches], plan),
-            unread,
-        )
-        return StageOutcome(self.name, by_node(findings, plan))
+        evidence = {r.switch: r.evidence for r in context.switches}
+        nics = nic_ends(context.hosts, plan)
+        findings: list[Finding] = []
+        if fabric.links:
+            findings += check_links(fabric, nics, plan.desired.nics, evidence, plan.desired.switches)
+            unread = {r.switch: r.evidence.unreachable for r in context.switches if r.evidence.unreachable}
+            findings += check_link_health(
+                fabric,
+                host_wire_ends(context.hosts, plan),
+                switch_wire_ends([r.evidence for r in context.switches], plan),
+                unread,
+            )
+        judged = check_switch_links(fabric, evidence)
+        extras = extra_switch_cables(fabric, evidence) if fabric.switch_links else []
+        findings += [j.finding for j in judged] + extras
+        nodes = list(by_node(findings, plan))
+        hosts = host_tally(fabric, findings, host_swaps(fabric, nics, evidence))
+        summary = link_summary(hosts, switch_tally(judged, extras))
+        return StageOutcome(self.name, filed_at(nodes, top_switch(fabric), summary))
 
 
 def by_node(findings: Sequence[Finding], plan: GatePlan) -> tuple[NodeOutcome, ...]:
@@ -70,6 +79,17 @@ def by_node(findings: Sequence[Finding], plan: GatePlan) -> tuple[NodeOutcome, .
         )
         for node, found in grouped.items()
     )
+
+
+def filed_at(nodes: list[NodeOutcome], node: str | None, finding: Finding) -> tuple[NodeOutcome, ...]:
+    """The run's summary finding appended to `node`'s outcome (a switch; its own outcome if it has none)."""
+    if node is None:
+        return tuple(nodes)
+    for i, outcome in enumerate(nodes):
+        if outcome.node == node:
+            nodes[i] = NodeOutcome(node, outcome.kind, (*outcome.findings, finding))
+            return tuple(nodes)
+    return (*nodes, NodeOutcome(node, NodeKind.SWITCH, (finding,)))
 
 
 def nic_ends(hosts: Sequence[HostResult], plan: GatePlan) -> dict[tuple[str, str], NicEnd]:

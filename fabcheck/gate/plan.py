@@ -122,8 +122,17 @@ def plan_gate(
     )
     # The IB plan stays whole: the ib stage reads the whole fabric from one node, whatever --limit says.
     # So do the NVLink domains: a planned host's peers over NVLink are its whole domain's.
+    switch_links = (
+        tuple(c for c in fabric.switch_links if c.a_switch in switches and c.b_switch in switches)
+        if "link" in stages
+        else ()
+    )
     narrowed = Fabric(
-        tuple(s for s in fabric.switches if s.name in switches), links, fabric.ib, fabric.nvlink
+        tuple(s for s in fabric.switches if s.name in switches),
+        links,
+        fabric.ib,
+        fabric.nvlink,
+        switch_links,
     )
     if not judged:
         scope = "" if limit is None else f" matching --limit {limit!r}"

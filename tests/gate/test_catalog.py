@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabcheck.checks import host, ib, link, link_health, sm, switch
+from fabcheck.checks import as_planned, host, ib, link, link_health, sm, switch, uplinks
 from fabcheck.checks.model import errored, failed, passed
 from fabcheck.cli import main
 from fabcheck.cli import validate as validate_cli
@@ -32,8 +32,11 @@ def test_every_declared_check_is_listed_once_in_declaration_order() -> None:
         *switch.SWITCH_CHECK_IDS,
         *link.LINK_CHECKS,
         *(check.id for check in link_health.LINK_HEALTH_CHECK_DECLS),
+        uplinks.SWITCH_LLDP,
+        as_planned.LINK_AS_PLANNED,
         *sm.SM_CHECKS,
         *ib.IB_CHECKS,
+        as_planned.IB_AS_PLANNED,
     )
     assert all(entry.summary and entry.reads and entry.fixed_by for entry in catalog.catalog())
 

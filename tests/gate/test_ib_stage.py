@@ -174,10 +174,15 @@ def test_a_healthy_fabric_passes_every_check_in_one_round_trip(ssh_here: Path) -
     assert kinds == dict.fromkeys(switches, NodeKind.IB_SWITCH) | dict.fromkeys(hosts, NodeKind.HOST)
     assert not any(verdicts(outcome).values())
     checks = {f.check for node in outcome.nodes for f in node.findings}
-    assert checks == {"ib.topology", "ib.link", "ib.errors", "ib.guids", "ib.firmware"}
+    assert checks == {"ib.topology", "ib.link", "ib.errors", "ib.guids", "ib.firmware", "ib.as_planned"}
     # every planned cable judged at its switch, both ends named
     topology = [f for node in outcome.nodes for f in node.findings if f.check == "ib.topology"]
     assert len(topology) == len(fabric.cables)
+    # and the run's one summary, at the first spine (the top tier)
+    [summary] = [(n.node, f) for n in outcome.nodes for f in n.findings if f.check == "ib.as_planned"]
+    assert summary[0] == "spine01" and summary[1].status is Status.PASS
+    cables = len(fabric.cables)
+    assert summary[1].actual == f"{cables} of {cables} planned cables as planned: 0 missing, 0 miswired, 0 extra"
 
 
 @pytest.mark.parametrize(
@@ -197,7 +202,9 @@ def test_a_fault_fails_its_check_at_its_switch(ssh_here: Path, fault: str, where
         node: {v for v in found if not v.endswith(" skip")} for node, found in verdicts(outcome).items()
     }
     failing = {node: found for node, found in failing.items() if found}
-    assert failing == {where: {f"{check} fail"}}
+    # A cable that is not there is not as planned: the run's summary at the top tier fails too.
+    summary = {"spine01": {"ib.as_planned fail"}} if check == "ib.topology" else {}
+    assert failing == {where: {f"{check} fail"}} | summary
 
 
 def test_a_bigger_fabric_costs_the_same_one_round_trip(ssh_here: Path) -> None:
@@ -261,6 +268,7 @@ def test_a_collector_that_reads_nothing_is_every_switch_s_error() -> None:
     assert verdicts(outcome)["spine02"] == {
         f"{check} error" for check in ("ib.topology", "ib.link", "ib.errors", "ib.guids", "ib.firmware")
     }
+    assert "ib.as_planned error" in verdicts(outcome)["spine01"]
 
 
 def test_a_section_cut_short_is_unreadable_naming_its_command() -> None:

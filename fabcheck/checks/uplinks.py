@@ -232,10 +232,15 @@ def _swap(cable: SwitchLink, seen: Mapping[End, Heard], plan: _Plan) -> tuple[Sw
     return None
 
 
-def extra_switch_cables(fabric: Fabric, switches: Mapping[str, SwitchEvidence]) -> list[Finding]:
+def extra_switch_cables(
+    fabric: Fabric, switches: Mapping[str, SwitchEvidence], judged: Sequence[Judged] = ()
+) -> list[Finding]:
     """A port no planned cable uses (neither a switch cable nor a host cable) that hears a planned
-    switch at a port no planned cable uses either: a cable the plan does not have. Each cable once."""
+    switch: a cable the plan does not have. Each cable once. Where the far end is a planned end whose
+    own cable is not as planned, that cable's finding names it; where that cable IS as planned, the
+    same name and port answer on two cables (two switches sending one host name): named here too."""
     plan = _plan(fabric)
+    proved = {end for j in judged if j.state is State.AS_PLANNED for end in _ends(j.cable)}
     findings = []
     done: set[frozenset[End]] = set()
     for name in plan.switches:
@@ -250,18 +255,28 @@ def extra_switch_cables(fabric: Fabric, switches: Mapping[str, SwitchEvidence]) 
                 continue
             for system, remote in [(record.system, record.port), *record.others]:
                 far = plan.resolve(Heard(end, Hears.NEIGHBOUR, system, remote))
-                if far is None or far in plan.by_end or far in plan.host_ports:
-                    continue  # no planned switch, or a planned end: its own cable's finding names it
+                if far is None or far in plan.host_ports or (far in plan.by_end and far not in proved):
+                    continue  # no planned switch, or a planned end its own cable's finding names
                 pair = frozenset((end, far))
                 if pair in done:
                     continue
                 done.add(pair)
+                twice = (
+                    f", which already answers on its planned cable {plan.by_end[far].label}"
+                    if far in plan.by_end
+                    else ""
+                )
+                hint = (
+                    "give every switch its own host name (LLDP's system name), then rerun"
+                    if twice
+                    else "unplug it, or plan it in the switches' fabric_links if it belongs to the fabric"
+                )
                 finding = failed(
                     SWITCH_LLDP,
                     _label(end),
                     f"no cable at {_label(end)} (fabric_links plans none)",
-                    f"{_label(end)} hears {system} {remote}: a cable {_label(end)} -- {_label(far)}",
-                    "unplug it, or plan it in the switches' fabric_links if it belongs to the fabric",
+                    f"{_label(end)} hears {system} {remote}{twice}",
+                    hint,
                 )
                 findings.append(replace(finding, where=Where(name, port, _label(far))))
     return findings

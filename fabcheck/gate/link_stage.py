@@ -58,7 +58,7 @@ class LinkStage:
                 unread,
             )
         judged = check_switch_links(fabric, evidence)
-        extras = extra_switch_cables(fabric, evidence) if fabric.switch_links else []
+        extras = extra_switch_cables(fabric, evidence, judged) if fabric.switch_links else []
         findings += [j.finding for j in judged] + extras
         nodes = list(by_node(findings, plan))
         hosts = host_tally(fabric, findings, host_swaps(fabric, nics, evidence))

@@ -151,14 +151,13 @@ def link_summary(host: Tally, switch: Tally) -> Finding:
     )
 
 
+TIER_RANK = {"core": 0, "spine": 1, "leaf": 2}  # the top tier first
+
+
 def top_switch(fabric: Fabric) -> str | None:
-    """Where the run's summary is filed: the first switch of the top tier (a switch that is the upper
-    end of a switch cable and the lower end of none), else the first switch."""
-    lower = {cable.a_switch for cable in fabric.switch_links}
-    upper = [name for name in dict.fromkeys(c.b_switch for c in fabric.switch_links) if name not in lower]
-    names = [s.name for s in fabric.switches]
-    top = [name for name in names if name in upper] or names
-    return top[0] if top else None
+    """Where the run's summary is filed: the first switch of the fabric's top tier (switch_tier)."""
+    ordered = sorted(fabric.switches, key=lambda s: TIER_RANK.get(s.tier, len(TIER_RANK)))
+    return ordered[0].name if ordered else None
 
 
 # ---- InfiniBand: ib.as_planned ----------------------------------------------------------------------
@@ -217,8 +216,9 @@ def _first_of_pair(link: Any, cab: ib.Cabling) -> bool:
 def ib_top_switch(desired: DesiredIbFabric, chosen: Iterable[str]) -> str | None:
     """The first chosen IB switch of the top tier (core, spine, leaf)."""
     names = set(chosen)
-    rank = {"core": 0, "spine": 1, "leaf": 2}
-    ordered = sorted((s for s in desired.switches if s.name in names), key=lambda s: rank.get(s.tier, 3))
+    ordered = sorted(
+        (s for s in desired.switches if s.name in names), key=lambda s: TIER_RANK.get(s.tier, len(TIER_RANK))
+    )
     return ordered[0].name if ordered else None
 
 

@@ -27,12 +27,14 @@ CABLES = (
 )
 
 
-def switch(name: str, uplinks: tuple[str, ...]) -> Switch:
-    return Switch(name, "nvue", "cumulus_nvue", "192.0.2.1", 22, "admin", (), uplinks, ())
+def switch(name: str, uplinks: tuple[str, ...], tier: str = "leaf") -> Switch:
+    return Switch(name, "nvue", "cumulus_nvue", "192.0.2.1", 22, "admin", (), uplinks, (), tier)
 
 
 def fabric(cables: tuple[SwitchLink, ...] = CABLES) -> Fabric:
-    switches = [switch(n, p) for n, p in UPLINKS.items()] + [switch(n, p) for n, p in DOWNLINKS.items()]
+    switches = [switch(n, p) for n, p in UPLINKS.items()] + [
+        switch(n, p, "spine") for n, p in DOWNLINKS.items()
+    ]
     return Fabric(tuple(switches), (), switch_links=cables)
 
 

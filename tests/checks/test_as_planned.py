@@ -1,0 +1,201 @@
+"""Built vs planned (issue 39): link.lldp names a swapped pair of host cables with where each belongs,
+and the run's summaries link.as_planned (host cables as link.lldp judged them + switch cables as
+link.switch_lldp judged them) and ib.as_planned (every cable as ib.topology judges it) count the
+cables as planned, missing, miswired (swapped pairs) and extra. The host fabric is the switch gate's
+(tests/checks/switchfabric.py: gpu01's three NICs on one switch per platform, LLDP replayed from the
+captured outputs); the IB fabric is tests/checks/ibfabric.py's; the Ethernet switch fabric is
+tests/checks/test_switch_lldp.py's, run through the link stage itself."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any
+
+from switchfabric import SWITCHES, desired, fabric, intent, replayed
+
+from fabcheck.checks import as_planned, link
+from fabcheck.checks.as_planned import host_tally, ib_summary, link_summary, switch_tally
+from fabcheck.checks.host import Unreadable
+from fabcheck.checks.link import NicEnd, check_links, host_swaps
+from fabcheck.checks.model import Finding, Status
+from fabcheck.checks.switch import SwitchEvidence
+from fabcheck.desired.nic import desired_nic
+from fabcheck.gate.link_stage import STAGE as LINK_STAGE
+from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
+from fabcheck.parsers.switch_records import LldpNeighbor
+from tests.checks import test_switch_lldp as uplinks
+from tests.checks.ibfabric import UPLINKS, Shown
+from tests.checks.ibfabric import desired as ib_desired
+from tests.checks.test_link_checks import MLNX_QOS
+
+NICS = {link_.nic: link_ for link_ in fabric().links}
+
+
+def nic_end(nic: str) -> NicEnd:
+    netdev = f"ens{int(nic.removeprefix('mlx5_')) + 1}np0"  # what the captured LLDP neighbours send
+    return NicEnd.of("gpu01", nic, parse_mlnx_qos(MLNX_QOS), 9000, netdev)
+
+
+def heard(changes: dict[tuple[str, str], LldpNeighbor | None]) -> dict[str, SwitchEvidence]:
+    """The converged switches with some ports' LLDP neighbours replaced (None: the port hears nobody)."""
+    switches = {name: replayed("converged", name) for name in SWITCHES}
+    for (name, port), record in changes.items():
+        records = dict(switches[name].records)
+        records.pop((LldpNeighbor, port), None)
+        if record is not None:
+            records[(LldpNeighbor, port)] = record
+        switches[name] = replace(switches[name], records=records)
+    return switches
+
+
+def host_run(changes: dict[tuple[str, str], LldpNeighbor | None]) -> tuple[list[Finding], Finding]:
+    """link.lldp over gpu01's cables, and the summary over them (no switch cables planned)."""
+    switches = heard(changes)
+    nics = {("gpu01", nic): nic_end(nic) for nic in NICS}
+    findings = check_links(
+        fabric(),
+        nics,
+        {("gpu01", nic): desired_nic(intent(), "gpu01", nic) for nic in NICS},
+        switches,
+        {name: desired(name) for name in SWITCHES},
+    )
+    tally = host_tally(fabric(), findings, host_swaps(fabric(), nics, switches))
+    return [f for f in findings if f.check == link.LLDP], link_summary(tally, switch_tally([], []))
+
+
+def test_every_host_cable_heard_as_planned_passes_the_summary() -> None:
+    lldp, summary = host_run({})
+    assert {f.status for f in lldp} == {Status.PASS}
+    assert summary.check == as_planned.LINK_AS_PLANNED and summary.status is Status.PASS
+    assert summary.actual == (
+        "3 of 3 planned cables as planned: 0 missing, 0 miswired, 0 extra (host cables 3 of 3)"
+    )
+
+
+def test_two_swapped_host_cables_are_named_with_where_each_belongs() -> None:
+    """gpu01's mlx5_0 and mlx5_1 cables swapped: leaf01:swp1 hears mlx5_1's ens2np0, leaf02:Ethernet0
+    hears mlx5_0's ens1np0."""
+    lldp, summary = host_run(
+        {
+            ("leaf01", "swp1"): LldpNeighbor("gpu01", "ens2np0"),
+            ("leaf02", "Ethernet0"): LldpNeighbor("gpu01", "ens1np0"),
+        }
+    )
+    bad = {f.subject: f for f in lldp if f.status is Status.FAIL}
+    assert set(bad) == {"gpu01:mlx5_0 <-> leaf01:swp1", "gpu01:mlx5_1 <-> leaf02:Ethernet0"}
+    first = bad["gpu01:mlx5_0 <-> leaf01:swp1"]
+    assert first.actual == (
+        "leaf01:swp1 hears gpu01 ens2np0: swapped with gpu01:mlx5_1 <-> leaf02:Ethernet0, "
+        "where leaf02:Ethernet0 hears gpu01"
+    )
+    assert first.hint == (
+        "swap the cables at leaf01:swp1 and leaf02:Ethernet0: gpu01:mlx5_0 belongs on leaf01:swp1 and "
+        "gpu01:mlx5_1 on leaf02:Ethernet0, as fabric_links plans"
+    )
+    assert summary.status is Status.FAIL
+    assert summary.actual.startswith(
+        "1 of 3 planned cables as planned: 0 missing, 2 miswired (1 swapped pairs), 0 extra"
+    )
+
+
+def test_a_miswire_that_is_no_swap_keeps_its_own_words() -> None:
+    lldp, summary = host_run({("leaf01", "swp1"): LldpNeighbor("gpu07", "ens5np0")})
+    [bad] = [f for f in lldp if f.status is Status.FAIL]
+    assert bad.actual == "leaf01:swp1 hears gpu07 ens5np0" and "swapped" not in bad.hint
+    assert summary.actual.startswith("2 of 3 planned cables as planned: 0 missing, 1 miswired, 0 extra")
+
+
+def test_a_silent_host_port_is_a_named_skip_of_the_summary_and_a_stray_one_extra() -> None:
+    _lldp, silent = host_run({("leaf01", "swp1"): None})
+    assert silent.status is Status.SKIP
+    assert silent.actual.startswith(
+        "2 of 3 planned cables as planned: 0 missing, 0 miswired, 0 extra, 1 not proved"
+    )
+    assert "lldpd" in silent.actual
+    _lldp, stray = host_run({("leaf02", "Ethernet8"): LldpNeighbor("gpu01", "ens8np0")})
+    assert stray.status is Status.FAIL
+    assert stray.actual.startswith("3 of 3 planned cables as planned: 0 missing, 0 miswired, 1 extra")
+
+
+def stage_run(heard_at: uplinks.Heard) -> dict[str, tuple[Finding, ...]]:
+    """The link stage itself over the two-leaf, two-spine Ethernet fabric (switch cables only)."""
+    built = uplinks.fabric()
+    shown = uplinks.evidence(heard_at)
+    plan = SimpleNamespace(fabric=built, hosts=(), switches=tuple(shown), cabled=frozenset())
+    context: Any = SimpleNamespace(
+        plan=plan, hosts=(), switches=[SimpleNamespace(switch=n, evidence=e) for n, e in shown.items()]
+    )
+    outcome = LINK_STAGE.run(context)
+    return {node.node: node.findings for node in outcome.nodes}
+
+
+def test_the_link_stage_judges_switch_cables_and_files_the_summary_at_the_top_tier() -> None:
+    nodes = stage_run(uplinks.as_cabled())
+    assert {n: [f.check for f in fs] for n, fs in nodes.items()} == {
+        "leaf-01": ["link.switch_lldp", "link.switch_lldp"],
+        "leaf-02": ["link.switch_lldp", "link.switch_lldp"],
+        "spine-01": ["link.as_planned"],
+    }
+    [summary] = nodes["spine-01"]
+    assert summary.status is Status.PASS
+    assert summary.actual == (
+        "4 of 4 planned cables as planned: 0 missing, 0 miswired, 0 extra (switch cables 4 of 4)"
+    )
+
+
+def test_the_link_stage_fails_a_swapped_uplink_pair_and_its_summary() -> None:
+    cables = uplinks.CABLES
+    crossed = (
+        uplinks.SwitchLink("leaf-01", "swp33", "spine-02", "swp1"),
+        uplinks.SwitchLink("leaf-01", "swp34", "spine-01", "swp1"),
+        *cables[2:],
+    )
+    nodes = stage_run(uplinks.as_cabled(crossed))
+    failing = {(n, f.check, f.subject) for n, fs in nodes.items() for f in fs if f.status is Status.FAIL}
+    assert failing == {
+        ("leaf-01", "link.switch_lldp", cables[0].label),
+        ("leaf-01", "link.switch_lldp", cables[1].label),
+        ("spine-01", "link.as_planned", "the cabling map (fabric_links)"),
+    }
+    [summary] = nodes["spine-01"]
+    assert summary.actual.startswith(
+        "2 of 4 planned cables as planned: 0 missing, 2 miswired (1 swapped pairs)"
+    )
+
+
+# ---- ib.as_planned --------------------------------------------------------------------------------
+
+
+def test_ib_summary_counts_each_cable_as_ib_topology_judges_it() -> None:
+    healthy = ib_summary(Shown().evidence(), ib_desired())
+    assert healthy.check == as_planned.IB_AS_PLANNED and healthy.status is Status.PASS
+    assert healthy.actual == "8 of 8 planned cables as planned: 0 missing, 0 miswired, 0 extra"
+    swapped = Shown()
+    swapped.swap_at_upper(UPLINKS[0], UPLINKS[2])
+    found = ib_summary(swapped.evidence(), ib_desired())
+    assert found.status is Status.FAIL
+    assert (
+        found.actual == "6 of 8 planned cables as planned: 0 missing, 2 miswired (1 swapped pairs), 0 extra"
+    )
+    missing = Shown()
+    del missing.cables[UPLINKS[3]]
+    missing.down += list(UPLINKS[3])
+    assert ib_summary(missing.evidence(), ib_desired()).actual == (
+        "7 of 8 planned cables as planned: 1 missing, 0 miswired, 0 extra"
+    )
+    extra = Shown()
+    extra.cables[(("leaf02", 20), ("spine02", 20))] = (("4x", "NDR"), ("4x", "NDR"))
+    judged = ib_summary(extra.evidence(), ib_desired())
+    assert judged.status is Status.FAIL
+    assert judged.actual == "8 of 8 planned cables as planned: 0 missing, 0 miswired, 1 extra"
+
+
+def test_ib_summary_of_an_unread_fabric_is_an_error_never_a_pass() -> None:
+    evidence = replace(Shown().evidence(), topology=Unreadable("ibnetdiscover -p", "exit 1: umad"))
+    found = ib_summary(evidence, ib_desired())
+    assert found.status is Status.ERROR
+    assert found.actual == (
+        "0 of 8 planned cables as planned: 0 missing, 0 miswired, 0 extra, 8 not read: "
+        "`ibnetdiscover -p`: exit 1: umad"
+    )

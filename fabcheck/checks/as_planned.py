@@ -31,6 +31,8 @@ from fabcheck.intent.fabric import Fabric, Link
 
 LINK_AS_PLANNED = "link.as_planned"
 IB_AS_PLANNED = "ib.as_planned"
+LINK_SUBJECT = "the cabling map (fabric_links)"  # the one summary's subject
+IB_SUBJECT = "the IB cabling map (fabric_links)"
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ _IB_HINTS = {
 
 
 def ib_summary(evidence: ib.IbEvidence, desired: DesiredIbFabric) -> Finding:
-    subject = "the IB cabling map (fabric_links)"
+    subject = IB_SUBJECT
     if evidence.unreachable is not None or isinstance(evidence.topology, Unreadable):
         why = evidence.unreachable or (
             f"`{evidence.topology.command}`: {evidence.topology.reason}"

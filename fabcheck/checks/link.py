@@ -300,7 +300,7 @@ def _mtu(ends: _Ends) -> Finding:
     return _judge(ends, MTU, expected, f"MTU {ends.nic.mtu}", f"MTU {record.mtu}", host_ok, switch_ok)
 
 
-_MAC = re.compile(
+MAC = re.compile(
     r"[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}|(?:[0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4}"
 )
 
@@ -344,7 +344,7 @@ def _lldp(ends: _Ends) -> Finding:
     # A MAC port id (lldpd's default), or a NIC whose interface the host did not name, proves the
     # host only.
     port_ok = (
-        ends.nic.netdev is None or bool(_MAC.fullmatch(record.port)) or record.port in (port_id, link.nic)
+        ends.nic.netdev is None or bool(MAC.fullmatch(record.port)) or record.port in (port_id, link.nic)
     )
     if system_ok and port_ok:
         return passed(LLDP, ends.subject, expected, actual)

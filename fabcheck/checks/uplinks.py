@@ -4,10 +4,11 @@ spine-core: Fabric.switch_links) as both switches' LLDP tables show it. Pure.
 Switches send LLDP on every port by default (Cumulus/NVUE lldpd, EOS, SONiC's lldp container) with
 their host name as the system name and the interface as the port id, so each end of a switch cable
 names the other: `leaf-01:swp33` hears `spine-01 swp1` and `spine-01:swp1` hears `leaf-01 swp33`.
-A cable is as planned when both ends hear each other; missing when neither end hears anything; two
-swapped cables are named with where each belongs and the one swap that fixes both; a port no planned
-cable uses that hears a planned switch is an extra cable. Evidence that could not be read is an error,
-a platform without an LLDP view a named skip: never a pass.
+A SONiC neighbour sends its port alias as the port id, so it proves the switch only
+(ALIAS_PORT_ID_PLATFORMS). A cable is as planned when both ends hear each other; missing when neither
+end hears anything; two swapped cables are named with where each belongs and the one swap that fixes
+both; a port no planned cable uses that hears a planned switch is an extra cable. Evidence that could
+not be read is an error, a platform without an LLDP view a named skip: never a pass.
 """
 
 from __future__ import annotations
@@ -18,13 +19,18 @@ from enum import Enum
 from typing import Any
 
 from fabcheck.checks.declare import ROCE, Check
-from fabcheck.checks.link import MANAGEMENT_PORT, same_system
+from fabcheck.checks.link import MAC, MANAGEMENT_PORT, same_system
 from fabcheck.checks.model import Finding, Where, errored, failed, passed, skipped
 from fabcheck.checks.switch import SwitchEvidence
 from fabcheck.intent.fabric import Fabric, SwitchLink
 from fabcheck.parsers.switch_records import LldpNeighbor
 
 SWITCH_LLDP = "link.switch_lldp"
+# Platforms whose LLDP port id is not the interface name the inventory uses: SONiC's lldpmgrd sets
+# `lldpcli configure ports <name> lldp portidsubtype local <alias>`, the port's CONFIG_DB alias (the
+# name only when it has none) (sonic-net/sonic-buildimage:dockers/docker-lldp/lldpmgrd@
+# 086b03bd70f9e211aaaf5f6aefe0790b508d2a94). A neighbour of such a platform proves the switch only.
+ALIAS_PORT_ID_PLATFORMS = frozenset({"sonic"})
 
 End = tuple[str, str]  # (switch, port)
 
@@ -111,6 +117,14 @@ class _Plan:
     by_end: Mapping[End, SwitchLink]
     switches: Sequence[str]
     host_ports: frozenset[End]  # switch ports the host cabling map uses
+    by_alias: frozenset[str] = frozenset()  # switches whose LLDP port id is an alias (SONiC)
+
+    def names(self, heard: Heard, want: End) -> bool:
+        """The neighbour is the planned far end: that switch, and that port unless its port id is a MAC
+        or the far switch sends an alias."""
+        if heard.hears is not Hears.NEIGHBOUR or not same_system(heard.system, want[0]):
+            return False
+        return heard.port == want[1] or want[0] in self.by_alias or bool(MAC.fullmatch(heard.port))
 
     def resolve(self, heard: Heard) -> End | None:
         """The planned switch end a neighbour names (system by its first label, port exactly)."""
@@ -128,11 +142,6 @@ def _label(end: End) -> str:
     return f"{end[0]}:{end[1]}"
 
 
-def _names(heard: Heard, want: End) -> bool:
-    """The neighbour is the planned far end: that switch, and that port unless it sends a MAC."""
-    return heard.hears is Hears.NEIGHBOUR and same_system(heard.system, want[0]) and heard.port == want[1]
-
-
 def check_switch_links(fabric: Fabric, switches: Mapping[str, SwitchEvidence]) -> list[Judged]:
     """Every planned switch cable judged from both ends' LLDP, in plan order."""
     plan = _plan(fabric)
@@ -147,7 +156,9 @@ def _plan(fabric: Fabric) -> _Plan:
             by_end[end] = cable
     names = [s.name for s in fabric.switches]
     names += sorted({end[0] for end in by_end} - set(names))
-    return _Plan(by_end, tuple(names), frozenset((link.switch, link.port) for link in fabric.links))
+    hosts = frozenset((link.switch, link.port) for link in fabric.links)
+    aliased = frozenset(s.name for s in fabric.switches if s.platform in ALIAS_PORT_ID_PLATFORMS)
+    return _Plan(by_end, tuple(names), hosts, aliased)
 
 
 def _judge(cable: SwitchLink, seen: Mapping[End, Heard], plan: _Plan) -> Judged:
@@ -159,11 +170,13 @@ def _judge(cable: SwitchLink, seen: Mapping[End, Heard], plan: _Plan) -> Judged:
     def made(state: State, finding: Finding, swapped: SwitchLink | None = None) -> Judged:
         return Judged(cable, state, replace(finding, where=where), swapped)
 
-    a_ok, b_ok = _names(at_a, b), _names(at_b, a)
+    a_ok, b_ok = plan.names(at_a, b), plan.names(at_b, a)
     actual = f"{at_a.shown()}; {at_b.shown()}"
     if a_ok and b_ok:
         return made(State.AS_PLANNED, passed(SWITCH_LLDP, cable.label, expected, actual))
-    wrong = [h for h in (at_a, at_b) if h.hears is Hears.NEIGHBOUR and not _names(h, b if h is at_a else a)]
+    wrong = [
+        h for h in (at_a, at_b) if h.hears is Hears.NEIGHBOUR and not plan.names(h, b if h is at_a else a)
+    ]
     if wrong:
         swap = _swap(cable, seen, plan)
         if swap is not None:
@@ -214,7 +227,7 @@ def _swap(cable: SwitchLink, seen: Mapping[End, Heard], plan: _Plan) -> tuple[Sw
             continue
         m_a, m_b = _ends(other)
         far = m_a if near == m_b else m_b
-        if far not in seen or not _names(seen[far], theirs):
+        if far not in seen or not plan.names(seen[far], theirs):
             continue
         actual = (
             f"swapped with {other.label}: {_label(mine)} reaches {_label(near)}, "

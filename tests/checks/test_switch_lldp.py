@@ -200,3 +200,38 @@ def test_the_real_nvue_table_proves_a_cable_and_names_a_second_port_hearing_the_
     ]
     assert "host name" in extras[0].hint
     # swp65 hears a host (`ubuntu`, a MAC port id): no switch of the plan, not a switch cable.
+
+
+def test_a_sonic_neighbour_sends_its_alias_and_proves_the_switch_only() -> None:
+    """SONiC's lldpmgrd sends the port's CONFIG_DB alias as the LLDP port id (`lldpcli configure ports
+    <name> lldp portidsubtype local <alias>`, sonic-net/sonic-buildimage:dockers/docker-lldp/lldpmgrd@
+    086b03bd70f9e211aaaf5f6aefe0790b508d2a94): a leaf hearing `spine-01 etp1` for spine-01:Ethernet0
+    proves the cable by the switch name; hearing the other spine is still a miswire."""
+    planned = (SwitchLink("leaf-01", "swp33", "spine-01", "Ethernet0"),)
+    spine = Switch("spine-01", "sonic", "sonic", "192.0.2.2", 22, "admin", (), ("Ethernet0",), (), "spine")
+    other = Switch("spine-02", "sonic", "sonic", "192.0.2.3", 22, "admin", (), ("Ethernet0",), (), "spine")
+    built = Fabric((switch("leaf-01", ("swp33",)), spine, other), (), switch_links=planned)
+
+    def shown(at_leaf: tuple[str, str]) -> dict[str, SwitchEvidence]:
+        return {
+            "leaf-01": SwitchEvidence(
+                "leaf-01",
+                "nvue",
+                {(LldpNeighbor, "swp33"): LldpNeighbor(*at_leaf)},
+                frozenset({LldpNeighbor}),
+            ),
+            "spine-01": SwitchEvidence(
+                "spine-01",
+                "sonic",
+                {(LldpNeighbor, "Ethernet0"): LldpNeighbor("leaf-01", "swp33")},
+                frozenset({LldpNeighbor}),
+            ),
+        }
+
+    [proved] = check_switch_links(built, shown(("spine-01", "etp1")))
+    assert proved.finding.status is Status.PASS
+    [wrong] = check_switch_links(built, shown(("spine-02", "etp1")))
+    assert (
+        wrong.state is State.MISWIRED
+        and wrong.finding.actual == "miswired: leaf-01:swp33 hears spine-02 etp1"
+    )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pytest
 from labsupport import converged_lab, injected, requires_lab, validate_json
 
+from fabcheck.checks import as_planned
 from fabcheck.checks import host as host_checks
 from fabcheck.checks import link as link_checks
 from fabcheck.intent.fabric import Fabric, fabric_of
@@ -101,13 +102,18 @@ def test_a_miswired_pair_of_ports_fails_lldp_on_exactly_those_two_cables(gate: G
     first = on_switch[0]
     other = next(ln for ln in on_switch if ln.host != first.host)  # the fault swaps two hosts' cables
     assert rc == 1
+    # The two cables, and the run's built-vs-planned summary (issue 39).
     assert failing(subjects) == {
         (link_checks.LLDP, link_subject(ln.host, ln.nic, ln.switch_end)) for ln in (first, other)
-    }
+    } | {(as_planned.LINK_AS_PLANNED, as_planned.LINK_SUBJECT)}
     lldp = {f["subject"]: f for s in subjects for f in s["findings"] if f["check"] == link_checks.LLDP}
-    assert lldp[link_subject(first.host, first.nic, first.switch_end)]["actual"].startswith(
-        f"{first.switch_end} hears {other.host} "
-    )
+    swapped = lldp[link_subject(first.host, first.nic, first.switch_end)]
+    assert swapped["actual"].startswith(f"{first.switch_end} hears {other.host} ")
+    # Each cable of the swapped pair is named with where it belongs.
+    assert f"swapped with {other.host}:{other.nic} <-> {other.switch_end}" in swapped["actual"]
+    assert swapped["hint"].startswith(f"swap the cables at {first.switch_end} and {other.switch_end}")
+    [summary] = [f for s in subjects for f in s["findings"] if f["check"] == as_planned.LINK_AS_PLANNED]
+    assert "2 miswired (1 swapped pairs)" in summary["actual"]
 
 
 # The wire (issue 35): every rail NIC and every cabled switch port is judged on errors, flaps and optics

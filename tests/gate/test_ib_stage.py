@@ -182,7 +182,9 @@ def test_a_healthy_fabric_passes_every_check_in_one_round_trip(ssh_here: Path) -
     [summary] = [(n.node, f) for n in outcome.nodes for f in n.findings if f.check == "ib.as_planned"]
     assert summary[0] == "spine01" and summary[1].status is Status.PASS
     cables = len(fabric.cables)
-    assert summary[1].actual == f"{cables} of {cables} planned cables as planned: 0 missing, 0 miswired, 0 extra"
+    assert summary[1].actual == (
+        f"{cables} of {cables} planned cables as planned: 0 missing, 0 miswired, 0 extra"
+    )
 
 
 @pytest.mark.parametrize(

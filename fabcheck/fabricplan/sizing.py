@@ -5,9 +5,13 @@ The rules (README "Fabric plan", docs/plan.md) in short: every link runs at the 
 has P = cages x (cage_gbps / S) logical ports. One tier when all host links fit one switch. Else leaves
 with D = floor(P x X / (X + 1)) host ports (X the oversubscription) and ceil(used / X) uplinks each,
 rail-optimised (leaf-JJ-rK carries NIC k of group J's nodes) unless asked otherwise. Two tiers when
-every leaf can reach every spine (leaves <= P_spine); three tiers (pods of floor(P_spine / 2) leaves,
-non-blocking spine-core planes) up to P_spine pods. Pure: a PlanInput in, a FabricPlan out, PlanError
-for a plan that cannot be made.
+every leaf can reach every spine (leaves <= P_spine); three tiers up to P_spine pods: pods of
+floor(P_spine / 2) leaves, a spine's down ports at most floor(P_spine / 2) and as many uplinks as down
+links (spine-core non-blocking), core plane j (the j-th spine of every pod) with ceil(its spines' uplinks /
+P_spine) cores. With full pods and an even P_spine that is ceil(pods x P_spine / 2 / P_spine) cores a
+plane, NVIDIA's DGX SuperPOD count; a partial pod's spines get fewer uplinks and so fewer cores.
+Uplinks are dealt round-robin, each switch starting where the previous one stopped. Pure: a PlanInput
+in, a FabricPlan out, PlanError for a plan that cannot be made.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from fabcheck.fabricplan.model import (
     PlannedCable,
     PlannedSwitch,
     PortEnd,
+    SwitchModel,
 )
 
 
@@ -76,7 +81,8 @@ def plan_fabric(request: PlanInput) -> FabricPlan:
     down_max = (leaf_ports * ratio.numerator) // (ratio.numerator + ratio.denominator)
     if down_max < 1:
         raise PlanError(
-            f"--switch: {request.leaf_model.title} has {leaf_ports} port(s) at {speed}G, too few for a leaf "
+            f"{_model_option(request.leaf_model, '--switch')}: {request.leaf_model.title} has {leaf_ports} "
+            f"port(s) at {speed}G, too few for {request.host_links} host links on one switch or for a leaf "
             "with uplinks"
         )
     leaves = _leaves(request, nodes, down_max, cables)
@@ -129,7 +135,7 @@ def plan_fabric(request: PlanInput) -> FabricPlan:
         _deal(members, spines, "leaf_spine", cables)
         for spine in spines:
             spine.down = len(spine.used)
-            spine.up = spine.down  # spine-core non-blocking: as many uplinks as down links
+            spine.up = spine.down  # non-blocking, and no uplink that carries nothing
         pod_spines.append(spines)
 
     planes = max(len(spines) for spines in pod_spines)
@@ -171,13 +177,24 @@ def _validate(request: PlanInput) -> None:
         raise PlanError(f"--oversubscription: expected a number >= 1, got {request.oversubscription}")
     for option, model in (("--switch", request.leaf_model), ("--spine-switch", request.spine_model)):
         if model.fabric not in (request.fabric, "any"):
-            raise PlanError(f"{option}: {model.title} is an {model.fabric} switch, not {request.fabric}")
+            raise PlanError(
+                f"{option}: {model.title} is {FABRIC_NAMES[model.fabric]} switch; this plan is "
+                f"--fabric {request.fabric}"
+            )
         if not model.lanes(request.nic_gbps):
             speeds = ", ".join(f"{s}G" for s in model.link_gbps)
             raise PlanError(
                 f"--nic-gbps: {model.title} ({option}) cannot break its {model.cage_gbps}G cages out to "
                 f"{request.nic_gbps}G links (it runs {speeds})"
             )
+
+
+FABRIC_NAMES = {"ib": "an InfiniBand", "roce": "an Ethernet (RoCE)"}
+
+
+def _model_option(model: SwitchModel, option: str) -> str:
+    """The option that chose `model`: --switch-ports for the generic model, else `option`."""
+    return "--switch-ports" if model.name == "generic" else option
 
 
 def _lanes(request: PlanInput, tier: int) -> int:
@@ -248,13 +265,14 @@ def _deal(lower: list[_Switch], upper: list[_Switch], tier: str, cables: list[Pl
 
 
 def _max_gpus(request: PlanInput, down_max: int, spine_ports: int, spine_down: int) -> int:
-    """The most GPUs three tiers hold: spine_ports pods of spine_down leaves."""
+    """The most GPUs these switches hold: three tiers of spine_ports pods of spine_down leaves, or one
+    switch where that is more (a radix too small for leaves of several rails). Every count up to it plans."""
     leaves = spine_ports * spine_down
-    if request.rail_optimised:
-        nodes = (leaves // request.nics_per_node) * down_max
-    else:
-        nodes = leaves * down_max // request.nics_per_node
-    return nodes * request.gpus_per_node
+    rails = request.nics_per_node
+    # Rail-optimised, a group of nodes takes `rails` whole leaves; otherwise NICs fill every leaf port.
+    nodes = (leaves // rails) * down_max if request.rail_optimised else leaves * down_max // rails
+    one_switch = request.leaf_model.ports(request.nic_gbps) // rails
+    return max(nodes, one_switch) * request.gpus_per_node
 
 
 def _finish(

@@ -140,5 +140,43 @@ def test_impossible_plans_are_refused_naming_the_option(change: dict[str, object
 
 
 def test_a_switch_too_small_for_a_leaf_is_refused() -> None:
-    with pytest.raises(PlanError, match=r"^--switch: .* too few for a leaf"):
+    with pytest.raises(PlanError, match=r"^--switch-ports: .* too few for 8 host links"):
         plan_fabric(_request(8, 1, per_node=1))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    ports=st.integers(4, 16),
+    spine_ports=st.integers(2, 16),
+    per_node=st.sampled_from([1, 2, 4]),
+    nics=st.integers(1, 4),
+    rail=st.booleans(),
+)
+def test_the_refusal_names_a_maximum_that_plans(
+    ports: int, spine_ports: int, per_node: int, nics: int, rail: bool
+) -> None:
+    # Far past any three-tier fabric of these radixes: refused, naming the most that three tiers hold;
+    # that many GPUs plan (if any), one node more is refused.
+    too_many = per_node * ports**3 * spine_ports
+    with pytest.raises(PlanError, match=r"^--gpus: .* at most (\d+) GPUs") as refusal:
+        plan_fabric(
+            _request(too_many, ports, per_node=per_node, nics=nics, rail=rail, spine_ports=spine_ports)
+        )
+    most = int(str(refusal.value).split("at most ")[1].split()[0])
+    if most:
+        request = _request(most, ports, per_node=per_node, nics=nics, rail=rail, spine_ports=spine_ports)
+        assert_plan_invariants(plan_fabric(request))
+    with pytest.raises(PlanError, match=r"^--gpus: "):
+        plan_fabric(
+            _request(most + per_node, ports, per_node=per_node, nics=nics, rail=rail, spine_ports=spine_ports)
+        )
+
+
+def test_refusals_name_the_generic_options_and_the_fabric() -> None:
+    with pytest.raises(PlanError, match=r"^--switch-ports: generic 1 x 400G has 1 port\(s\) at 400G"):
+        plan_fabric(_request(8, 1, per_node=1))
+    ib = PlanInput("roce", 64, 8, 8, 400, CATALOG["qm9700"], CATALOG["qm9700"])
+    with pytest.raises(
+        PlanError, match=r"^--switch: NVIDIA Quantum-2 QM9700 is an InfiniBand switch; .*roce"
+    ):
+        plan_fabric(ib)

@@ -187,7 +187,8 @@ def _verdict(findings: Iterable[Finding]) -> Verdict:
         return Verdict(CableState.ERRORED, why)
     if any(f.status is Status.PASS for f in found):
         return Verdict(CableState.PASSED)
-    return Verdict(CableState.UNJUDGED, ("no check judged it (was its stage in the snapshot?)",))
+    skips = tuple(f"{f.check} skip: {_one_line(f.actual)}" for f in found if f.status is Status.SKIP)
+    return Verdict(CableState.UNJUDGED, skips or ("no check judged it (was its stage in the snapshot?)",))
 
 
 def _one_line(text: str) -> str:
@@ -364,7 +365,7 @@ def _header(topology: Topology, kind: str, source: str) -> list[str]:
         lines.append(f"# switch cable left out: {label}: {'; '.join(why)}")
     if topology.unjudged_up_cables:
         count = len(topology.unjudged_up_cables)
-        lines.append(f"# {count} switch-to-switch cable(s) no check judged: counted as cabled")
+        lines.append(f"# {count} switch-to-switch cable(s) no check passed or failed: counted as cabled")
     lines += [f"# note: {note}" for note in topology.notes]
     return [_comment_safe(line) for line in lines]
 

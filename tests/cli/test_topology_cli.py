@@ -168,3 +168,37 @@ def test_a_missing_snapshot_is_a_usage_error(tmp_path: Path, capsys: pytest.Capt
     args = ["topology", "-i", str(REPO / "inventory" / "example"), "--snapshot", str(tmp_path / "none")]
     assert main(args) == 2
     assert "is not a directory" in capsys.readouterr().err
+
+
+def test_a_planned_leaf_spine_inventory_puts_spines_over_the_leaves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The inventory `fabcheck plan --inventory` writes, read by the real loader: the leaf-spine cables
+    are switch fabric_links (Fabric.switch_links), the spines' tier their switch_tier."""
+    plan = ["plan", "--fabric", "roce", "--gpus", "32", "--gpus-per-node", "8", "--nics-per-node", "2"]
+    plan += ["--nic-gbps", "400", "--switch-ports", "4", "--switch-port-gbps", "400", "--platform", "nvue"]
+    assert main([*plan, "--inventory", str(tmp_path)]) == 0
+    (tmp_path / "group_vars" / "switches.yml").write_text(
+        "switch_address: 192.0.2.1\nswitch_username: admin\n"
+    )
+    capsys.readouterr()
+    assert main(["topology", "-i", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == [
+        "SwitchName=leaf-01-r0 Nodes=gpu[01-02]",  # rail 1's leaves hold no node: each node under rail 0's
+        "SwitchName=leaf-02-r0 Nodes=gpu[03-04]",
+        "SwitchName=spine-01 Switches=leaf-01-r0,leaf-02-r0",  # hostlist suffixes are trailing digits only
+        "SwitchName=spine-02 Switches=leaf-01-r0,leaf-02-r0",
+    ]
+    assert main(["topology", "-i", str(tmp_path), "--format", "json"]) == 0
+    tiers = {s["name"]: s["tier"] for s in json.loads(capsys.readouterr().out)["switches"]}
+    assert tiers == {"leaf-01-r0": "leaf", "leaf-02-r0": "leaf", "spine-01": "spine", "spine-02": "spine"}
+
+
+def test_a_host_the_snapshot_lacks_is_a_usage_error_naming_its_file(
+    snapshot: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (snapshot / "snap" / "host" / "gpu02.json").unlink()
+    args = ["topology", "-i", str(snapshot / "inventory"), "--snapshot", str(snapshot / "snap")]
+    assert main([*args, "--include-failed"]) == 2
+    err = capsys.readouterr().err
+    assert "gpu02.json is missing (was this node in the run that saved it?)" in err

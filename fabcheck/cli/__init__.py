@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     from fabcheck.cli import baseline as baseline_cli
     from fabcheck.cli import bench as bench_cli
     from fabcheck.cli import intent as intent_cli
+    from fabcheck.cli import node_check as node_check_cli
     from fabcheck.cli import plan as plan_cli
     from fabcheck.cli import render as render_cli
     from fabcheck.cli import report as report_cli
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cli.register(sub)
     plan_cli.register(sub)
     topology_cli.register(sub)
+    node_check_cli.register(sub)
     return parser
 
 

@@ -16,7 +16,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from fabcheck.collect.script import OutputCaps, SectionReader, Sections
 from fabcheck.parsers.numbers import is_int_token
@@ -309,8 +309,15 @@ STDERR_KEEP_BYTES = 64 * 1024  # ssh's own words are in its last lines; a flood 
 _READ_BYTES = 256 * 1024
 
 
+class CommandTarget(Protocol):
+    """Where round_trip runs a launcher line: an SshTarget, or this node itself
+    (fabcheck.collect.backends.local.LocalTarget, for `fabcheck node-check`)."""
+
+    def argv(self, remote_command: str, connect_timeout_s: int, *, stdin: bool = False) -> list[str]: ...
+
+
 def round_trip(
-    target: SshTarget,
+    target: CommandTarget,
     remote: str,
     token: str,
     limits: TimeLimits,

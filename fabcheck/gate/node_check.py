@@ -1,0 +1,73 @@
+"""`fabcheck node-check`: the gate's host checks judged on the node itself, against its desired record.
+
+No ssh and no inventory on the node: the record (fabcheck.desired.record) carries the host's desired
+state and intent as the gate planned them (`host_record` below is the one place a record is made, from
+`plan_gate`), the collection script runs here under the same bounds as a native round trip
+(fabcheck.collect.backends.local), and the host stage's own `judge` turns it into findings. The fleet
+checks (what must agree across hosts: GID index, versions, firmware, the NVLink fabric) compare hosts,
+so they are not judged here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fabcheck.checks.model import Status
+from fabcheck.collect.backends.local import collect_local
+from fabcheck.collect.host import HostCollection
+from fabcheck.collect.ssh import TimeLimits
+from fabcheck.desired.record import HostRecord
+from fabcheck.errors import UsageError
+from fabcheck.gate.host_stage import HostResult, judge, located, with_nvlink
+from fabcheck.gate.plan import plan_gate
+from fabcheck.intent.loader import Inventory
+from fabcheck.report.model import EXIT_FAIL, EXIT_NOT_CHECKED, EXIT_PASS
+
+# The collection's limit on the node when the caller gives none: the gate's --timeout default (30 s)
+# plus the record's counter window (TimeLimits.host_s).
+DEFAULT_COMMAND_S = 30.0
+
+# (host, lossless priority, limits) -> the collection
+LocalCollector = Callable[[str, int, TimeLimits], HostCollection]
+
+
+def host_record(inventory: Inventory, host: str, counter_window_s: int) -> HostRecord:
+    """The desired record of one GPU host, exactly as the gate plans it for a run over the inventory
+    with this counter window (plan_gate; the host stage attaches the NVLink domain). UsageError when
+    `host` is not a GPU host the gate would judge."""
+    plan = plan_gate(inventory, stages=("host",), counter_window_s=counter_window_s)
+    entries = {entry.name: entry for entry in plan.hosts}
+    if host not in entries:
+        known = ", ".join(entries) or "none"
+        raise UsageError(f"{host} is not a GPU host of {inventory.source} (GPU hosts: {known})")
+    desired = with_nvlink(plan.desired.hosts, plan.desired.nvlink)[host]
+    return HostRecord(desired, entries[host].intent)
+
+
+def local_limits(record: HostRecord, command_s: float = DEFAULT_COMMAND_S) -> TimeLimits:
+    """The bounds of one node-check collection: the gate's per-host limits with the record's window."""
+    return TimeLimits(command_s=command_s, counter_window_s=record.desired.counter_window_s)
+
+
+def check_node(record: HostRecord, limits: TimeLimits, collector: LocalCollector | None = None) -> HostResult:
+    """Collect on this node (bounded by `limits`) and judge the host checks against the record."""
+    collect = collector or _collect
+    collection = collect(record.host, record.desired.template.ecn_priority, limits)
+    return located(judge(collection, record.intent, record.desired), {})
+
+
+def _collect(host: str, priority: int, limits: TimeLimits) -> HostCollection:
+    return collect_local(host, priority, limits)
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    """node-check's answer: the result, and the exit code its verdict maps to (0 pass, 1 fail, 3 not
+    judged: an error is never a pass)."""
+
+    result: HostResult
+
+    @property
+    def exit_code(self) -> int:
+        return {Status.PASS: EXIT_PASS, Status.FAIL: EXIT_FAIL}.get(self.result.verdict, EXIT_NOT_CHECKED)

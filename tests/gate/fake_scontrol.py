@@ -58,7 +58,7 @@ if args[:1] == ["update"]:
     flags = [f for f in node["state"].split("+")[1:] if f != "DRAIN"]
     if fields.get("State") == "DRAIN":
         if not fields.get("Reason"):
-            print("You must specify a reason when DOWNING or DRAINING a node. Request denied", file=sys.stderr)
+            print("You must specify a reason when DOWNING or DRAINING a node.", file=sys.stderr)
             sys.exit(1)
         node.update(state="+".join([base, "DRAIN", *flags]), reason=fields["Reason"], by="root")
     elif fields.get("State") == "RESUME":

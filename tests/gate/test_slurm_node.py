@@ -139,7 +139,7 @@ def test_scontrol_errors_are_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         act_on_node("gpu02", Status.FAIL, [PFC_OFF])
     fake = FakeScontrol(tmp_path / "bin", "gpu01")
     monkeypatch.setenv("PATH", f"{fake.path.parent}:/usr/bin:/bin")
-    with pytest.raises(SlurmError, match="exit 1.*Node gpu02 not found"):
+    with pytest.raises(SlurmError, match=r"exit 1.*Node gpu02 not found"):
         act_on_node("gpu02", Status.FAIL, [PFC_OFF])
     with pytest.raises(SlurmError, match="printed no NodeName=gpu02"):
         parse_show_node("", "gpu02")

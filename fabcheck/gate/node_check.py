@@ -27,6 +27,7 @@ from fabcheck.report.model import EXIT_FAIL, EXIT_NOT_CHECKED, EXIT_PASS
 # The collection's limit on the node when the caller gives none: the gate's --timeout default (30 s)
 # plus the record's counter window (TimeLimits.host_s).
 DEFAULT_COMMAND_S = 30.0
+LOCAL_CONNECT_S = 1.0
 
 # (host, lossless priority, limits) -> the collection
 LocalCollector = Callable[[str, int, TimeLimits], HostCollection]
@@ -46,8 +47,9 @@ def host_record(inventory: Inventory, host: str, counter_window_s: int) -> HostR
 
 
 def local_limits(record: HostRecord, command_s: float = DEFAULT_COMMAND_S) -> TimeLimits:
-    """The bounds of one node-check collection: the gate's per-host limits with the record's window."""
-    return TimeLimits(command_s=command_s, counter_window_s=record.desired.counter_window_s)
+    """The bounds of one node-check collection: the gate's per-host limits with the record's window;
+    nothing to connect to (LOCAL_CONNECT_S only enters the client's overall limit)."""
+    return TimeLimits(LOCAL_CONNECT_S, command_s, counter_window_s=record.desired.counter_window_s)
 
 
 def check_node(record: HostRecord, limits: TimeLimits, collector: LocalCollector | None = None) -> HostResult:

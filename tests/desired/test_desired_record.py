@@ -116,3 +116,15 @@ def test_desired_record_writes_the_file_atomically_and_refuses_a_host_it_does_no
     assert [p.name for p in out.parent.iterdir()] == ["desired.json"]  # no temporary file left
     assert main(["desired-record", "-i", inventory, "--host", "leaf01"]) == 2
     assert "leaf01 is not a GPU host" in capsys.readouterr().err
+
+
+def test_node_check_is_bounded_under_slurms_health_check_timeout() -> None:
+    """slurmd kills a HealthCheckProgram after 60 s (SchedMD/slurm doc/man/man5/slurm.conf.5
+    @284c3b95f08a2dc2478499837b03355e1b9c5c75): node-check's own limit, with the default --timeout and
+    validate's default counter window, ends before that."""
+    from fabcheck.gate.node_check import local_limits
+
+    record = host_record(load_inventory(REPO / "inventory" / "example"), "gpu01", 5)
+    limits = local_limits(record)
+    assert limits.host_s == 35 and limits.tool_s == 10
+    assert limits.client_s == 41 < 60

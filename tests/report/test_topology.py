@@ -14,6 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 
@@ -363,3 +365,102 @@ def test_ib_verdicts_are_matched_where_the_ib_checks_put_them() -> None:
     ]
     assert len(built.dropped_up_cables) == 4  # the four leaf01 -> spine02 cables
     assert {s.tier for s in built.switches} == {"leaf", "spine"}
+
+
+# ---- every file read back with Slurm's tree rules ---------------------------------------------------
+
+
+def slurm_tree_rules(text: str) -> dict[str, set[str]]:
+    """topology.conf read back as src/plugins/topology/tree (switch_record.c, topology_tree.c of 22.05.8)
+    reads it: comments stripped at '#', one `SwitchName=` per line with exactly one of Nodes/Switches,
+    unique names under 64 characters, children defined, no loop (20 levels), no node under two leaves.
+    Returns each switch's nodes through its descendants."""
+    leaves: dict[str, list[str]] = {}
+    parents: dict[str, list[str]] = {}
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = dict(part.split("=", 1) for part in line.split())
+        name = fields.pop("SwitchName")
+        assert len(name) < 64 and name not in leaves and name not in parents
+        assert len(fields) == 1 and set(fields) <= {"Nodes", "Switches"}, line
+        if "Nodes" in fields:
+            leaves[name] = expand(fields["Nodes"])
+        else:
+            parents[name] = expand(fields["Switches"])
+    every = [node for nodes in leaves.values() for node in nodes]
+    assert len(every) == len(set(every)), "Multiple leaf switches contain nodes"
+    reach: dict[str, set[str]] = {name: set(nodes) for name, nodes in leaves.items()}
+    for _depth in range(20):
+        for name, kids in parents.items():
+            assert all(kid in leaves or kid in parents for kid in kids), f"{name} has an invalid child"
+            if name not in reach and all(kid in reach for kid in kids):
+                reach[name] = set().union(*(reach[kid] for kid in kids))
+    assert set(reach) == set(leaves) | set(parents), "Switch configuration is not a tree"
+    return reach
+
+
+@st.composite
+def fabrics(draw: st.DrawFn) -> tuple[CablingMap, list[Finding]]:
+    """Random pods: 1-12 hosts, 1-3 rails each on 1-4 leaves, 0-3 spines each cabled to some leaves,
+    every cable passing or failing at random."""
+    hosts = draw(st.integers(1, 12))
+    rails = draw(st.integers(1, 3))
+    leaves = draw(st.integers(1, 4))
+    spines = draw(st.integers(0, 3))
+    cables = []
+    for n in range(1, hosts + 1):
+        for rail in range(rails):
+            leaf = f"leaf{draw(st.integers(1, leaves)):02d}"
+            end = f"{leaf}:swp{n}{rail}"
+            host = f"gpu{n:02d}"
+            cables.append(
+                HostCable(
+                    host,
+                    f"mlx5_{rail}",
+                    leaf,
+                    f"{host}:mlx5_{rail} <-> {end}",
+                    (host, f"mlx5_{rail}", end),
+                    "link",
+                )
+            )
+    ups = []
+    for s in range(1, spines + 1):
+        for leaf in range(1, leaves + 1):
+            if draw(st.booleans()):
+                lower, upper = f"leaf{leaf:02d}", f"spine{s:02d}"
+                ups.append(
+                    UpCable(
+                        lower,
+                        upper,
+                        f"{lower}:up{s} -- {upper}:d{leaf}",
+                        ((lower, f"up{s}"), (upper, f"d{leaf}")),
+                        "link",
+                    )
+                )
+    cabling = CablingMap(
+        tuple((f"gpu{n:02d}", f"gpu{n:02d}") for n in range(1, hosts + 1)), tuple(cables), tuple(ups)
+    )
+    bad = {c.label: ("fail", "down") for c in [*cables, *ups] if draw(st.integers(0, 4)) == 0}
+    return cabling, verdicts(cabling, **bad)
+
+
+@given(fabrics(), st.booleans())
+def test_every_tree_written_reads_back_under_slurms_rules(
+    fabric: tuple[CablingMap, list[Finding]], keep: bool
+) -> None:
+    cabling, findings = fabric
+    built = build_topology(cabling, findings, include_failed=keep)
+    reach = slurm_tree_rules(topology.slurm_tree(built, "s"))
+    failed_hosts = {
+        c.host
+        for c in cabling.host_cables
+        for f in findings
+        if f.status is Status.FAIL and f.subject == c.label
+    }
+    listed = set().union(set(), *reach.values())
+    assert listed == {h for h, _n in cabling.hosts if keep or h not in failed_hosts}
+    assert {x.node for x in built.left_out} == (set() if keep else failed_hosts)
+    if not cabling.up_cables and listed:
+        assert any(nodes == listed for nodes in reach.values())  # one switch (a leaf or the root) reaches all

@@ -364,6 +364,8 @@ def _heard_off_the_map(
     """A port the map leaves empty that hears one of this run's hosts: the map lacks that cable."""
     judged = set(hosts)
     mapped = {(link.switch, link.port) for link in fabric.links}
+    # A planned switch-to-switch port hearing a host: link.switch_lldp names it on its own cable.
+    mapped |= {end for c in fabric.switch_links for end in ((c.a_switch, c.a_port), (c.b_switch, c.b_port))}
     findings = []
     for name, evidence in switches.items():
         for (_kind, port), record in evidence.records.items():

@@ -20,8 +20,10 @@ from fabcheck.checks.host import Unreadable
 from fabcheck.checks.link import NicEnd, check_links, host_swaps
 from fabcheck.checks.model import Finding, Status
 from fabcheck.checks.switch import SwitchEvidence
+from fabcheck.checks.uplinks import State, check_switch_links
 from fabcheck.desired.nic import desired_nic
 from fabcheck.gate.link_stage import STAGE as LINK_STAGE
+from fabcheck.intent.fabric import SwitchLink
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
 from fabcheck.parsers.switch_records import LldpNeighbor
 from tests.checks import test_switch_lldp as uplinks
@@ -199,3 +201,21 @@ def test_ib_summary_of_an_unread_fabric_is_an_error_never_a_pass() -> None:
         "0 of 8 planned cables as planned: 0 missing, 0 miswired, 0 extra, 8 not read: "
         "`ibnetdiscover -p`: exit 1: umad"
     )
+
+
+def test_an_uplink_hearing_a_host_is_one_miswired_switch_cable_not_also_an_extra_host_cable() -> None:
+    """leaf01:swp4 (switchfabric's uplink) planned to a spine hears gpu01: link.switch_lldp fails that
+    cable; link.lldp does not report the port again as a host cable the map lacks."""
+    planned = replace(fabric(), switch_links=(SwitchLink("leaf01", "swp4", "leaf02", "Ethernet12"),))
+    switches = heard({("leaf01", "swp4"): LldpNeighbor("gpu01", "ens9np0")})
+    nics = {("gpu01", nic): nic_end(nic) for nic in NICS}
+    findings = check_links(
+        planned,
+        nics,
+        {("gpu01", nic): desired_nic(intent(), "gpu01", nic) for nic in NICS},
+        switches,
+        {name: desired(name) for name in SWITCHES},
+    )
+    assert not [f for f in findings if f.check == link.LLDP and f.subject == "leaf01:swp4"]
+    [judged] = check_switch_links(planned, switches)
+    assert judged.state is State.MISWIRED and "leaf01:swp4 hears gpu01 ens9np0" in judged.finding.actual

@@ -21,6 +21,7 @@ from fabcheck.checks.switch import SwitchEvidence
 from fabcheck.checks.uplinks import State, check_switch_links, extra_switch_cables
 from fabcheck.desired.nic import desired_nic
 from fabcheck.desired.switch import desired_switch
+from fabcheck.gate.plan import plan_gate
 from fabcheck.intent.fabric import Fabric, fabric_of
 from fabcheck.intent.loader import load_inventory
 from fabcheck.intent.model import FabricIntent
@@ -131,3 +132,15 @@ def test_switch_miswired_names_the_swapped_host_cables(tmp_path: Path) -> None:
         f"{planned - 2} of {planned} planned cables as planned: 0 missing, 2 miswired (1 swapped pairs)"
     )
     assert {j.state for j in check_switch_links(fabric, evidence(devices))} == {State.AS_PLANNED}
+
+
+def test_the_gate_plan_keeps_the_switch_cables_whose_both_ends_it_reads(tmp_path: Path) -> None:
+    """fabcheck.gate.plan: the link stage judges every planned switch cable of a whole run, and under
+    --limit only those with both switches in the run (as it does host cables)."""
+    fabric, _devices = built(tmp_path, "nvue")
+    loaded = load_inventory(LabPaths(tmp_path / "project", tmp_path / "run").inventory.parent)
+    whole = plan_gate(loaded, None, ("host", "switch", "link"))
+    assert whole.fabric.switch_links == fabric.switch_links and len(whole.fabric.switch_links) == 16
+    limited = plan_gate(loaded, "leaf-01,spine-01", ("host", "switch", "link"))
+    assert {(c.a_switch, c.b_switch) for c in limited.fabric.switch_links} == {("leaf-01", "spine-01")}
+    assert plan_gate(loaded, "gpu01", ("host", "switch", "link")).fabric.switch_links == ()

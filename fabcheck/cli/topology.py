@@ -23,7 +23,7 @@ from fabcheck.gate.sources import Source
 from fabcheck.intent.fabric import GPU_HOSTS, Fabric, fabric_of
 from fabcheck.intent.loader import Inventory, load_inventory
 from fabcheck.report import topology
-from fabcheck.report.topology import CablingMap, HostCable, UpCable
+from fabcheck.report.topology import CablingMap, HostCable
 
 FORMATS = ("slurm-tree", "slurm-block", "json")
 # The stages whose verdicts judge cables (host and switch read what the link stage judges).
@@ -145,15 +145,6 @@ def cabling_map(inventory: Inventory, fabric: Fabric) -> CablingMap:
             if cable is not None:
                 key = (cable.b.node, str(cable.b.port), cable.a.label)
                 cables.append(HostCable(entry.name, nic, cable.b.node, cable.label, key, "ib"))
-    ups = [
-        UpCable(s.a_switch, s.b_switch, s.label, ((s.a_switch, s.a_port), (s.b_switch, s.b_port)), "link")
-        for s in fabric.switch_links
-    ]
-    ups += [
-        UpCable(c.a.node, c.b.node, c.label, ((c.a.node, str(c.a.port)),), "ib", peer=c.b.label)
-        for c in fabric.ib.cables
-        if c.a.nic is None
-    ]
     tiers = {switch.name: switch.tier for switch in fabric.ib.switches}
     for entry in inventory.hosts:
         tier = entry.variables.get(TIER_VAR)
@@ -163,7 +154,7 @@ def cabling_map(inventory: Inventory, fabric: Fabric) -> CablingMap:
     return CablingMap(
         hosts=tuple((entry.name, node_name(entry)) for entry in gpu),
         host_cables=tuple(cables),
-        up_cables=tuple(ups),
+        up_cables=topology.switch_cables(fabric),
         nvlink_domains=domains,
         tiers=tiers,
     )

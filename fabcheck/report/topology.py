@@ -40,6 +40,7 @@ from enum import Enum
 from typing import Any
 
 from fabcheck.checks.model import Finding, Status
+from fabcheck.intent.fabric import Fabric
 from fabcheck.report.hostlist import compress, is_hostlist_name
 
 MAX_SWITCH_NAME = 63  # HOST_NAME_MAX (64) with its NUL: src/plugins/topology/tree/switch_record.c
@@ -134,6 +135,22 @@ class Topology:
     @property
     def nodes(self) -> tuple[str, ...]:
         return tuple(node for switch in self.switches for node in switch.nodes)
+
+
+def switch_cables(fabric: Fabric) -> tuple[UpCable, ...]:
+    """The fabric's switch-to-switch cables, each with where its checks file their findings: a RoCE
+    cable's link.switch_lldp at either end (fabcheck.checks.uplinks), an IB cable's ib.* at its lower
+    switch end with the upper end's label as peer (fabcheck.checks.ib.link_where)."""
+    ethernet = [
+        UpCable(s.a_switch, s.b_switch, s.label, ((s.a_switch, s.a_port), (s.b_switch, s.b_port)), "link")
+        for s in fabric.switch_links
+    ]
+    ib = [
+        UpCable(c.a.node, c.b.node, c.label, ((c.a.node, str(c.a.port)),), "ib", peer=c.b.label)
+        for c in fabric.ib.cables
+        if c.a.nic is None
+    ]
+    return (*ethernet, *ib)
 
 
 # ---- verdicts -------------------------------------------------------------------------------------

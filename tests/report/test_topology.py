@@ -464,3 +464,34 @@ def test_every_tree_written_reads_back_under_slurms_rules(
     assert {x.node for x in built.left_out} == (set() if keep else failed_hosts)
     if not cabling.up_cables and listed:
         assert any(nodes == listed for nodes in reach.values())  # one switch (a leaf or the root) reaches all
+
+
+# ---- RoCE switch cables: verdicts from link.switch_lldp itself (fabcheck.checks.uplinks) ---------------
+
+
+def test_uplink_verdicts_are_matched_where_link_switch_lldp_puts_them() -> None:
+    from test_switch_lldp import as_cabled, evidence
+    from test_switch_lldp import fabric as leaf_spine
+
+    from fabcheck.checks.uplinks import check_switch_links
+
+    heard = as_cabled()
+    heard[("leaf-02", "swp34")] = heard[("spine-02", "swp2")] = None  # leaf-02 -- spine-02 unplugged
+    findings = [judged.finding for judged in check_switch_links(leaf_spine(), evidence(heard))]
+    assert [f.status for f in findings] == [Status.PASS, Status.PASS, Status.PASS, Status.FAIL]
+    hosts = tuple(
+        HostCable(host, "mlx5_0", leaf, f"{host} <-> {leaf}:swp1", (host, "mlx5_0", f"{leaf}:swp1"), "link")
+        for host, leaf in (("gpu01", "leaf-01"), ("gpu02", "leaf-02"))
+    )
+    cabling = CablingMap(
+        (("gpu01", "gpu01"), ("gpu02", "gpu02")), hosts, topology.switch_cables(leaf_spine())
+    )
+    passing = [passed("link.lldp", c.label, "x", "y") for c in hosts]
+    passing = [replace(f, where=Where(*c.key)) for f, c in zip(passing, hosts, strict=True)]
+    built = build_topology(cabling, [*passing, *findings])
+    assert [(s.name, s.switches) for s in built.switches if s.switches] == [
+        ("spine-01", ("leaf-01", "leaf-02")),
+        ("spine-02", ("leaf-01",)),
+    ]
+    [(label, why)] = built.dropped_up_cables
+    assert label == "leaf-02:swp34 -- spine-02:swp2" and why[0].startswith("link.switch_lldp fail: no link")

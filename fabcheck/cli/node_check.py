@@ -15,10 +15,12 @@ from pathlib import Path
 from fabcheck.cli.options import add_counter_window, seconds
 from fabcheck.desired.record import DEFAULT_RECORD_PATH, RecordError, read_record, record_json
 from fabcheck.errors import UsageError
+from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.node_check import DEFAULT_COMMAND_S, NodeVerdict, check_node, host_record, local_limits
 from fabcheck.gate.slurm_node import SlurmError, act_on_node
 from fabcheck.intent.loader import load_inventory
-from fabcheck.report.model import EXIT_CODES_HELP
+from fabcheck.report import metrics, outputs
+from fabcheck.report.model import EXIT_CODES_HELP, Run, Subject
 from fabcheck.report.text import render_findings
 
 NODE_CHECK_EPILOG = f"""\
@@ -34,7 +36,10 @@ examples:
   fabcheck node-check
   fabcheck node-check --desired /etc/fabcheck/desired.json --json
   fabcheck node-check --slurm          (as Slurm's HealthCheckProgram: deploy/slurm/)
+  fabcheck node-check --textfile /var/lib/prometheus/node-exporter
 """
+
+TEXTFILE_NAME = "fabcheck-node-check.prom"
 
 RECORD_EPILOG = """\
 The record is the host's desired state and intent exactly as `fabcheck validate` plans them (one
@@ -72,6 +77,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "under Slurm's 60 s HealthCheckTimeout)",
     )
     parser.add_argument(
+        "--textfile",
+        metavar="DIR",
+        help=f"also write Prometheus metrics to DIR/{TEXTFILE_NAME} (node_exporter's textfile collector "
+        "directory), atomically",
+    )
+    parser.add_argument(
         "--slurm", action="store_true", help="drain this node on failure, resume it on a pass"
     )
     parser.add_argument(
@@ -97,7 +108,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_node_check(args: argparse.Namespace) -> int:
-    started = time.monotonic()
+    started, started_s = time.monotonic(), time.time()
+    if args.textfile is not None and not Path(args.textfile).is_dir():
+        raise UsageError(f"--textfile {args.textfile}: not a directory (node_exporter's textfile directory)")
     try:
         text = Path(args.desired).read_text(encoding="utf-8")
     except OSError as err:
@@ -130,9 +143,20 @@ def run_node_check(args: argparse.Namespace) -> int:
         if action is not None:
             print(f"slurm: {action.why}")
     sys.stdout.flush()
+    if args.textfile is not None:  # after the verdict is printed: a write error still ends in exit 2
+        write_metrics(Path(args.textfile) / TEXTFILE_NAME, result.result, seconds_taken, started_s)
     if slurm_error is not None:
         raise slurm_error
     return result.exit_code
+
+
+def write_metrics(path: Path, result: HostResult, elapsed_s: float, started_s: float) -> None:
+    """The host's findings and the counters its collection read, in validate --metrics' format, written
+    through a temporary file and a rename (node_exporter reads only `*.prom` files, so it never sees the
+    temporary one: https://github.com/prometheus/node_exporter#textfile-collector)."""
+    run = Run("node-check", (Subject(result.host, result.kind, result.findings),), elapsed_s=elapsed_s)
+    readings = None if result.evidence is None else metrics.host_readings(result.host, result.evidence)
+    outputs.write_atomically("--textfile", str(path), metrics.render(run, readings, started_s=started_s))
 
 
 def run_desired_record(args: argparse.Namespace) -> int:

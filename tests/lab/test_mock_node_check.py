@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_mockhost_support import MockNode, configure_lossless, make_nodes
+from test_mockhost_support import MockNode, configure_lossless, make_nodes, tree_bytes
 
 from fabcheck.cli import main
 from fabcheck_lab.mockhost import heal, inject
@@ -134,13 +134,21 @@ NICS = {f"mlx5_{i}" for i in range(8)}
 
 
 def test_pfc_off_fails_host_pfc_and_drains_the_node_naming_it(node: Node) -> None:
-    healthy = node_check("--desired", str(node.record), "--slurm")
+    textfile = node.record.parent / "textfile"
+    textfile.mkdir()
+    before = tree_bytes(node.mock.paths.state, node.mock.paths.sys_class)
+    healthy = node_check("--desired", str(node.record), "--slurm", "--textfile", str(textfile))
+    assert tree_bytes(node.mock.paths.state, node.mock.paths.sys_class) == before  # it changes nothing
     print(
         f"\nnode-check on a mock rail8 node: wall {healthy.wall_s:.2f} s, own CPU {healthy.own_cpu_s:.3f} s, "
         f"collection CPU {healthy.collection_cpu_s:.2f} s"
     )
     assert healthy.statuses("host.collection") == {}, healthy.document  # complete within the bound
     assert healthy.statuses("host.pfc") == dict.fromkeys(NICS, "pass")
+    metrics = (textfile / "fabcheck-node-check.prom").read_text()
+    assert 'fabcheck_check_status{node="gpu01",check="host.pfc",part="mlx5_0"} 1' in metrics
+    # validate --metrics' families: the statuses and the counters the collection read, per rail NIC
+    assert 'fabcheck_link_pause_frames{node="gpu01",kind="host",port="mlx5_0"' in metrics
     assert healthy.wall_s < TIMEOUT_S + 10
     # Parsing and judging a whole 8-NIC host: a small share of a health-check interval.
     assert healthy.own_cpu_s < 2.0

@@ -26,6 +26,7 @@ from fabcheck.parsers.ethtool_phy import parse_link_counters
 from fabcheck.parsers.ethtool_tunable import TUNABLE, parse_pfc_prevention_tout
 from fabcheck.parsers.flint import parse_flint
 from fabcheck.parsers.gpudirect import NVIDIA_MODULE, parse_kernel_release, parse_module_license
+from fabcheck.parsers.hw_counters import parse_port_hw_counters
 from fabcheck.parsers.ibv_devinfo import NO_DEVICES, parse_ibv_devinfo
 from fabcheck.parsers.imex import parse_imex_nodes_config, parse_imex_status
 from fabcheck.parsers.kernel_log import parse_xid_events
@@ -82,6 +83,11 @@ LINK_STATS = "link_stats"  # ethtool -S: the mlx5 *_phy counters
 FEC = "fec"  # ethtool -I --show-fec: the FEC mode, and its statistics where the kernel has them
 MODULE = "module"  # ethtool -m: the module's identity and digital diagnostics with its thresholds
 MLXLINK = "mlxlink"  # mlxlink -c: raw/effective BER and FEC counters (optional tool)
+# The RDMA port's own counters (the kernel's /sys/class/infiniband/DEV/ports/N/hw_counters, one file per
+# counter: https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-class-infiniband): mlx5 keeps the
+# RoCE sequence errors and the ECN/CNP counts there, not in `ethtool -S` (fabcheck.parsers.hw_counters,
+# the same `grep -r -H` the incast capture runs). No check judges them: the metrics report them.
+RDMA_HW_COUNTERS = "rdma_hw_counters"
 # `ethtool -m` on a port that has no module EEPROM to read (an empty cage, a driver or port without
 # module EEPROM access) fails with "Cannot get module EEPROM information: <errno text>" (ethtool's
 # message; real: "...: No such device", sonic-net/sonic-mgmt issue 8198; "...: Invalid argument" on an
@@ -199,6 +205,13 @@ HOST_PROBES: tuple[HostProbe, ...] = (
         parse_mlxlink,
         counter=True,
         optional=True,
+    ),
+    HostProbe(
+        RDMA_HW_COUNTERS,
+        "port",
+        ("grep", "-r", "-H", "", "/sys/class/infiniband/{dev}/ports/{port}/hw_counters"),
+        parse_port_hw_counters,
+        counter=True,
     ),
     HostProbe(PERSIST_CONFIG, "host", ("cat", PERSIST_PATHS["config"]), parse_boot_settings, "file"),
     HostProbe(

@@ -22,7 +22,9 @@ Families (every one a gauge):
   `fabcheck_link_pre_fec_bit_error_ratio{node,kind,port}` over the window, as the wire checks judge it;
   `fabcheck_switch_queue_drops_window_packets{node,port,traffic_class}`, each queue's drops over the
   window (switches show them as a delta only; traffic_class "roce": NVUE's RoCE class);
-  `fabcheck_read_window_seconds{node}` (--counter-window; 0: read once, lifetime values).
+  `fabcheck_read_window_seconds{node}` (--counter-window; 0: read once, lifetime values);
+  each RDMA port's hw_counters `fabcheck_rdma_{ecn_marked,cnp_sent,cnp_handled,out_of_sequence}_packets`,
+  `fabcheck_rdma_sequence_error_naks`, `fabcheck_rdma_local_ack_timeout_events` `{node,port,native}`.
 """
 
 from __future__ import annotations
@@ -79,6 +81,15 @@ _LINK_HELP: Mapping[CounterName, str] = {
     "link_down": "operational link-down transitions",
     "link_changes": "link state transitions, up and down",
 }
+# The RDMA port's hw_counters (mlx5 names, fabcheck.parsers.hw_counters) -> metric and help.
+RDMA_METRICS: Mapping[str, tuple[str, str]] = {
+    "np_ecn_marked_roce_packets": ("fabcheck_rdma_ecn_marked_packets", "ECN-marked RoCE packets received"),
+    "np_cnp_sent": ("fabcheck_rdma_cnp_sent_packets", "CNPs sent as DCQCN notification point"),
+    "rp_cnp_handled": ("fabcheck_rdma_cnp_handled_packets", "CNPs handled as DCQCN reaction point"),
+    "out_of_sequence": ("fabcheck_rdma_out_of_sequence_packets", "RoCE packets received out of sequence"),
+    "packet_seq_err": ("fabcheck_rdma_sequence_error_naks", "NAK sequence errors received"),
+    "local_ack_timeout_err": ("fabcheck_rdma_local_ack_timeout_events", "ack timeouts (retransmissions)"),
+}
 PAUSE_METRIC = "fabcheck_link_pause_frames"
 QUEUE_DROPS_METRIC = "fabcheck_switch_queue_drops_window_packets"
 WINDOW_METRIC = "fabcheck_read_window_seconds"
@@ -108,18 +119,29 @@ class QueueDropCount:
 
 
 @dataclass(frozen=True)
+class RdmaCounters:
+    """One RDMA port's hw_counters as the host showed them at the end of the window (cumulative)."""
+
+    node: str
+    port: str
+    counters: Mapping[str, int]
+
+
+@dataclass(frozen=True)
 class Readings:
     """Every counter a run read, for the metrics (collected from the stages' evidence)."""
 
     ports: tuple[PortCounters, ...] = ()
     queue_drops: tuple[QueueDropCount, ...] = ()
     windows: Mapping[str, float] = field(default_factory=dict)  # node -> its counter window, seconds
+    rdma: tuple[RdmaCounters, ...] = ()
 
     def __add__(self, other: Readings) -> Readings:
         return Readings(
             (*self.ports, *other.ports),
             (*self.queue_drops, *other.queue_drops),
             {**self.windows, **other.windows},
+            (*self.rdma, *other.rdma),
         )
 
 
@@ -252,6 +274,11 @@ def _counters(families: _Families, readings: Readings) -> None:
                 labels,
                 frames,
             )
+    for rdma in readings.rdma:
+        for counter, (metric, help_text) in RDMA_METRICS.items():
+            if counter in rdma.counters:
+                where = (("node", rdma.node), ("port", rdma.port), ("native", counter))
+                families.add(metric, f"{help_text}, cumulative", where, rdma.counters[counter])
     for drops in readings.queue_drops:
         families.add(
             QUEUE_DROPS_METRIC,
@@ -268,24 +295,29 @@ def _pause_order(item: tuple[tuple[str, int | None], int]) -> tuple[str, int]:
 
 def host_readings(node: str, evidence: HostEvidence) -> Readings:
     """The counters a host's collection showed, through the views its wire checks judge
-    (HostEvidence.wire): each RDMA port with a netdev, named by its device ("mlx5_0"; "mlx5_0/2" for a
-    second port). A port whose counters could not be read has no sample: absent, never 0."""
+    (HostEvidence.wire: each RDMA port with a netdev) and each RDMA port's hw_counters, named by its
+    device ("mlx5_0"; "mlx5_0/2" for a second port). A port whose counters could not be read has no
+    sample: absent, never 0."""
     links = () if isinstance(evidence.links, Unreadable) else evidence.links
     ports_of: dict[str, int] = {}
     for link in links:
         ports_of[link.dev] = ports_of.get(link.dev, 0) + 1
     ports: list[PortCounters] = []
+    rdma: list[RdmaCounters] = []
     windows: dict[str, float] = {}
     for link in links:
+        name = link.dev if ports_of[link.dev] == 1 else f"{link.dev}/{link.port}"
+        counters = evidence.rdma_counters(link.name)
+        if not isinstance(counters, Unreadable):
+            rdma.append(RdmaCounters(node, name, counters))
         if link.netdev is None:
             continue
         delta = evidence.wire(link.netdev).counters
         if isinstance(delta, Unreadable):
             continue
-        name = link.dev if ports_of[link.dev] == 1 else f"{link.dev}/{link.port}"
         ports.append(PortCounters(node, "host", name, delta, evidence.priority))
         windows[node] = delta.window_s
-    return Readings(tuple(ports), (), windows)
+    return Readings(tuple(ports), (), windows, tuple(rdma))
 
 
 def switch_readings(node: str, evidence: SwitchEvidence) -> Readings:

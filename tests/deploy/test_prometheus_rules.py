@@ -21,6 +21,7 @@ WRITTEN = {
     metrics.QUEUE_DROPS_METRIC,
     metrics.WINDOW_METRIC,
     metrics.CHECK_METRIC,
+    *(metric for metric, _help in metrics.RDMA_METRICS.values()),
     "fabcheck_run_status",
     "fabcheck_run_timestamp_seconds",
     "fabcheck_run_duration_seconds",
@@ -30,7 +31,7 @@ WRITTEN = {
 def test_promtool_checks_the_rules() -> None:
     done = run_promtool("check", "rules", str(RULES))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 9 rules found" in done.stdout
+    assert "SUCCESS: 11 rules found" in done.stdout
 
 
 def test_promtool_runs_the_rules_unit_tests() -> None:
@@ -54,9 +55,9 @@ def test_every_alert_has_a_unit_test_that_fires_it() -> None:
 
 def test_the_rules_name_only_metrics_fabcheck_writes() -> None:
     named = set(re.findall(r"\bfabcheck_[a-z_]+", RULES.read_text() + RULE_TESTS.read_text()))
-    regex = re.search(r'__name__=~"([^"]+)"', RULES.read_text())
-    assert regex is not None
-    alternatives = {m for m in WRITTEN if re.fullmatch(regex.group(1), m)}
-    assert len(alternatives) == 7  # five error-frame families, uncorrectable blocks, uncorrected symbols
-    prefixes = {"fabcheck_link_"}  # the regex's own text
+    selectors = set(re.findall(r'__name__=~"([^"]+)"', RULES.read_text()))
+    # each name regex matches what it is meant to: CNPs sent and handled; the three RDMA sequence
+    # counters; five error-frame families, uncorrectable blocks and uncorrected symbols
+    assert sorted(len({m for m in WRITTEN if re.fullmatch(regex, m)}) for regex in selectors) == [2, 3, 7]
+    prefixes = {"fabcheck_link_", "fabcheck_rdma_cnp_"}  # the regexes' own text
     assert {name for name in named if name not in prefixes} <= WRITTEN

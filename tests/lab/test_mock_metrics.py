@@ -1,6 +1,7 @@
 """`validate --from-snapshot DIR --metrics FILE` over four mock rail8 hosts (in process: the mock tools'
 own functions, no sshd): the host stage's sections as the collection script names them (`rdma link`,
-`ibv_devinfo -v`, `ethtool -S` and `ethtool -I --show-fec` at both ends of a 5 s window), saved as a gate
+`ibv_devinfo -v`, `ethtool -S`, `ethtool -I --show-fec` and each port's hw_counters at both ends of a 5 s
+window), saved as a gate
 snapshot and replayed by the CLI. The metrics carry the counters the wire checks judged, from the same
 records: the link-errors fault on gpu02's first rail NIC is its host.link_errors failing AND its FCS
 counter ahead."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -75,15 +77,30 @@ def collection(
         collect.COUNTER_WINDOW: Section(0, f"{WINDOW_S}\n", ""),
     }
 
+    ports = re.findall(r"^link (\S+)", links.stdout, re.M)
+
     def counters(first: bool) -> None:
         for dev in netdevs:
             for probe, args in ((collect.LINK_STATS, ("-S",)), (collect.FEC, ("-I", "--show-fec"))):
                 label = collect.PROBES_BY_NAME[probe].section(dev, first=first)
                 sections[label] = section(capsys, netdev.ethtool, node, *args, dev)
+        for port in ports:  # the probe's own grep, over the mock's sysfs, named as on the host
+            label = collect.PROBES_BY_NAME[collect.RDMA_HW_COUNTERS].section(port, first=first)
+            folder = paths.sys_class / "infiniband" / port.replace("/", "/ports/") / "hw_counters"
+            done = subprocess.run(
+                ["grep", "-r", "-H", "", str(folder)], capture_output=True, text=True, check=False
+            )
+            sections[label] = Section(
+                done.returncode, done.stdout.replace(str(paths.sys_class), "/sys/class"), ""
+            )
 
     counters(first=True)
     for dev in netdevs:
         age(node, dev, WINDOW_S)
+    if fault:  # DCQCN at work on the faulted port: its notification point sent CNPs inside the window
+        (
+            paths.sys_class / "infiniband" / "mlx5_0" / "ports" / "1" / "hw_counters" / "np_cnp_sent"
+        ).write_text("1000\n")
     counters(first=False)
     return HostCollection(name, sections, True)
 
@@ -115,6 +132,11 @@ def test_host_readings_are_the_views_the_wire_checks_judge(
     assert faulted.grown["fcs_errors"] > 0 and readings.ports[1].delta.grown["fcs_errors"] == 0
     assert readings.windows == {"gpu02": WINDOW_S}
     assert all(port.lossless_priority == 3 for port in readings.ports)
+    assert [(r.port, r.counters["np_cnp_sent"]) for r in readings.rdma][:2] == [
+        ("mlx5_0", 1000),
+        ("mlx5_1", 0),
+    ]
+    assert readings.rdma[0].counters == shown.rdma_counters("mlx5_0/1")
 
 
 def test_validate_from_snapshot_writes_the_metrics_of_four_hosts(
@@ -163,6 +185,14 @@ def test_validate_from_snapshot_writes_the_metrics_of_four_hosts(
     assert re.search(r"^fabcheck_run_status 0$", text, re.M) and re.search(
         r"^fabcheck_run_timestamp_seconds \d+\.?\d*$", text, re.M
     )
+    cnps = re.findall(
+        r'^fabcheck_rdma_cnp_sent_packets\{node="(gpu0\d)",port="(mlx5_\d)",native="np_cnp_sent"\} (\d+)$',
+        text,
+        re.M,
+    )
+    assert len(cnps) == 32 and {(node, port) for node, port, sent in cnps if sent != "0"} == {
+        ("gpu02", "mlx5_0")
+    }
     assert len(re.findall(r"^fabcheck_read_window_seconds\{node=\"gpu0\d\"\} 5$", text, re.M)) == 4
     # the file is replaced whole on the next run
     assert main([*args, "--metrics", str(out), "--limit", "gpu01"]) in (0, 1, 3)

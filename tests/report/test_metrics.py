@@ -11,12 +11,14 @@ from promtool import promtool_check_metrics
 
 from fabcheck.checks.model import Finding, Status, Where, errored, failed, passed, skipped
 from fabcheck.parsers.ethtool_phy import parse_link_counters
+from fabcheck.parsers.hw_counters import parse_hw_counters
 from fabcheck.parsers.wire_records import LinkCounters
 from fabcheck.report.metrics import (
     LINK_METRICS,
     STATUS_VALUE,
     PortCounters,
     QueueDropCount,
+    RdmaCounters,
     Readings,
     escape_label,
     render,
@@ -172,3 +174,21 @@ def test_corrected_and_received_bits_are_the_pre_fec_ber_the_wire_checks_judge()
     real = parse_link_counters((HOST / "ethtool-S-mlx5-phy-rendered.txt").read_text(), "ethtool -S")
     alone = PortCounters("gpu01", "host", "mlx5_0", real.since(real, 5.0))
     assert "fabcheck_link_pre_fec_bit_error_ratio" not in samples(render(a_run(), Readings((alone,))))
+
+
+def test_the_rdma_hw_counters_are_ecn_cnp_and_sequence_gauges() -> None:
+    """tests/data/corpus/counters/show-counters-mlx5-bond-0-port1-hw.txt (corpus INDEX: MLNX_OFED
+    show_counters): np_cnp_sent 1052612505, np_ecn_marked_roce_packets 21278189006, out_of_sequence
+    1811101, rp_cnp_handled 0; its other counters (lifespan, resp_cqe_error ...) are not reported."""
+    text = (HOST.parents[1] / "corpus" / "counters" / "show-counters-mlx5-bond-0-port1-hw.txt").read_text()
+    (counters,) = parse_hw_counters(text, "show_counters").values()
+    got = samples(render(a_run(), Readings(rdma=(RdmaCounters("gpu01", "mlx5_bond_0", counters),))))
+    where = 'node="gpu01",port="mlx5_bond_0"'
+    assert got["fabcheck_rdma_cnp_sent_packets"] == [(f'{where},native="np_cnp_sent"', "1052612505")]
+    assert got["fabcheck_rdma_ecn_marked_packets"] == [
+        (f'{where},native="np_ecn_marked_roce_packets"', "21278189006")
+    ]
+    assert got["fabcheck_rdma_out_of_sequence_packets"] == [(f'{where},native="out_of_sequence"', "1811101")]
+    assert got["fabcheck_rdma_cnp_handled_packets"] == [(f'{where},native="rp_cnp_handled"', "0")]
+    assert not [name for name in got if "lifespan" in name or "cqe" in name]
+    promtool_check_metrics(render(a_run(), Readings(rdma=(RdmaCounters("gpu01", "mlx5_0", counters),))))

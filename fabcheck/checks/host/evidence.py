@@ -215,6 +215,12 @@ class HostEvidence:
                     reading = reading.merged(mlxlink)
         return reading
 
+    def rdma_counters(self, port: str) -> Mapping[str, int] | Unreadable:
+        """The RDMA port's ("mlx5_0/1") hw_counters at the end of the counter window, cumulative (no
+        check judges them; the metrics report them)."""
+        shown: Mapping[str, int] | Unreadable = self.record(probes.RDMA_HW_COUNTERS, port)
+        return shown
+
     @property
     def traffic_class(self) -> dict[str, int | Unreadable]:
         """ "mlx5_0/1" -> the port's default TClass."""

@@ -16,7 +16,14 @@ from fabcheck.cli.options import add_counter_window, seconds
 from fabcheck.desired.record import DEFAULT_RECORD_PATH, RecordError, read_record, record_json
 from fabcheck.errors import UsageError
 from fabcheck.gate.host_stage import HostResult
-from fabcheck.gate.node_check import DEFAULT_COMMAND_S, NodeVerdict, check_node, host_record, local_limits
+from fabcheck.gate.node_check import (
+    DEFAULT_COMMAND_S,
+    NodeVerdict,
+    check_node,
+    host_record,
+    host_records,
+    local_limits,
+)
 from fabcheck.gate.slurm_node import SlurmError, act_on_node
 from fabcheck.intent.loader import load_inventory
 from fabcheck.report import metrics, outputs
@@ -48,6 +55,7 @@ derivation), versioned; node-check refuses a record of another version.
 examples:
   fabcheck desired-record -i inventory/lab --host gpu01 -o /etc/fabcheck/desired.json
   fabcheck desired-record -i inventory/lab --host gpu01 --counter-window 0
+  fabcheck desired-record -i inventory/lab --all -o records/     (records/gpu01.json, ...)
 """
 
 
@@ -101,8 +109,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     record.add_argument("-i", "--inventory", required=True, help="the Ansible inventory (file or folder)")
-    record.add_argument("--host", required=True, help="the GPU host's inventory name")
-    record.add_argument("-o", "--output", metavar="FILE", help="write the record there (default: stdout)")
+    which = record.add_mutually_exclusive_group(required=True)
+    which.add_argument("--host", help="the GPU host's inventory name")
+    which.add_argument(
+        "--all", action="store_true", help="every GPU host, one plan: -o DIR gets DIR/<host>.json for each"
+    )
+    record.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="the file (with --all: the directory) to write (default: stdout)",
+    )
     add_counter_window(record)
     record.set_defaults(func=run_desired_record)
 
@@ -160,8 +177,18 @@ def write_metrics(path: Path, result: HostResult, elapsed_s: float, started_s: f
 
 
 def run_desired_record(args: argparse.Namespace) -> int:
-    record = host_record(load_inventory(args.inventory), args.host, args.counter_window)
-    text = record_json(record)
+    inventory = load_inventory(args.inventory)
+    if args.all:
+        if not args.output:
+            raise UsageError("desired-record --all writes one file per GPU host: give -o DIRECTORY")
+        records = host_records(inventory, args.counter_window)
+        unsafe = [host for host in records if Path(host).name != host or host.startswith(".")]
+        if unsafe:  # an inventory name is data: it never picks a path outside the directory
+            raise UsageError(f"desired-record --all: host name(s) {unsafe} cannot be file names; use --host")
+        for host, record in records.items():
+            write_atomically(Path(args.output) / f"{host}.json", record_json(record))
+        return 0
+    text = record_json(host_record(inventory, args.host, args.counter_window))
     if not args.output:
         sys.stdout.write(text)
         return 0

@@ -33,17 +33,21 @@ LOCAL_CONNECT_S = 1.0
 LocalCollector = Callable[[str, int, TimeLimits], HostCollection]
 
 
-def host_record(inventory: Inventory, host: str, counter_window_s: int) -> HostRecord:
-    """The desired record of one GPU host, exactly as the gate plans it for a run over the inventory
-    with this counter window (plan_gate; the host stage attaches the NVLink domain). UsageError when
-    `host` is not a GPU host the gate would judge."""
+def host_records(inventory: Inventory, counter_window_s: int) -> dict[str, HostRecord]:
+    """Every GPU host's desired record from one plan of the whole inventory, exactly as the gate plans
+    a run with this counter window (plan_gate; the host stage attaches the NVLink domain)."""
     plan = plan_gate(inventory, stages=("host",), counter_window_s=counter_window_s)
-    entries = {entry.name: entry for entry in plan.hosts}
-    if host not in entries:
-        known = ", ".join(entries) or "none"
+    desired = with_nvlink(plan.desired.hosts, plan.desired.nvlink)
+    return {entry.name: HostRecord(desired[entry.name], entry.intent) for entry in plan.hosts}
+
+
+def host_record(inventory: Inventory, host: str, counter_window_s: int) -> HostRecord:
+    """One GPU host's record (host_records); UsageError when `host` is not a GPU host the gate judges."""
+    records = host_records(inventory, counter_window_s)
+    if host not in records:
+        known = ", ".join(records) or "none"
         raise UsageError(f"{host} is not a GPU host of {inventory.source} (GPU hosts: {known})")
-    desired = with_nvlink(plan.desired.hosts, plan.desired.nvlink)[host]
-    return HostRecord(desired, entries[host].intent)
+    return records[host]
 
 
 def local_limits(record: HostRecord, command_s: float = DEFAULT_COMMAND_S) -> TimeLimits:

@@ -128,3 +128,18 @@ def test_node_check_is_bounded_under_slurms_health_check_timeout() -> None:
     limits = local_limits(record)
     assert limits.host_s == 35 and limits.tool_s == 10
     assert limits.client_s == 41 < 60
+
+
+def test_desired_record_all_writes_every_gpu_hosts_record_from_one_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = REPO / "inventory" / "example-nvl"
+    out = tmp_path / "records"
+    assert main(["desired-record", "-i", str(source), "--all", "-o", str(out), "--counter-window", "0"]) == 0
+    inventory = load_inventory(source)
+    hosts = [entry.name for entry in plan_gate(inventory).hosts]
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{host}.json" for host in hosts)
+    for host in hosts:
+        assert (out / f"{host}.json").read_text() == record_json(host_record(inventory, host, 0))
+    assert main(["desired-record", "-i", str(source), "--all"]) == 2
+    assert "give -o DIRECTORY" in capsys.readouterr().err

@@ -10,9 +10,13 @@ from pathlib import Path
 from promtool import promtool_check_metrics
 
 from fabcheck.checks.model import Finding, Status, Where, errored, failed, passed, skipped
+from fabcheck.checks.switch.evidence import SwitchEvidence
 from fabcheck.parsers.ethtool_phy import parse_link_counters
 from fabcheck.parsers.hw_counters import parse_hw_counters
-from fabcheck.parsers.wire_records import LinkCounters
+from fabcheck.parsers.switch_nvue import parse_roce_counters
+from fabcheck.parsers.switch_nvue_wire import parse_counters
+from fabcheck.parsers.switch_records import QueueDrops
+from fabcheck.parsers.wire_records import LinkCounters, LinkDelta
 from fabcheck.report.metrics import (
     LINK_METRICS,
     STATUS_VALUE,
@@ -22,6 +26,7 @@ from fabcheck.report.metrics import (
     Readings,
     escape_label,
     render,
+    switch_readings,
 )
 from fabcheck.report.model import NodeKind, Run, Subject
 
@@ -192,3 +197,33 @@ def test_the_rdma_hw_counters_are_ecn_cnp_and_sequence_gauges() -> None:
     assert got["fabcheck_rdma_cnp_handled_packets"] == [(f'{where},native="rp_cnp_handled"', "0")]
     assert not [name for name in got if "lifespan" in name or "cqe" in name]
     promtool_check_metrics(render(a_run(), Readings(rdma=(RdmaCounters("gpu01", "mlx5_0", counters),))))
+
+
+def test_a_switch_sessions_records_are_its_port_counters_and_queue_drops() -> None:
+    """NVUE samples of tests/data/real/nvue/INDEX.tsv: `nv show interface swp1 counters` (CL 5.14:
+    carrier-transitions 4, FCS 0) read at both ends of a window, and `nv show interface swp16 qos roce
+    counters` (CL 5.16: RoCE tx unicast-no-buffer-discard 663060754115) as the stage's window delta."""
+    nvue = HOST.parent / "nvue"
+    (placed,) = parse_counters((nvue / "nv-show-interface-swp1-counters.txt").read_text(), "swp1", "counters")
+    reading = placed[1]
+    assert isinstance(reading, LinkCounters)
+    ((_, drops),) = parse_roce_counters(
+        (nvue / "nv-show-interface-swp16-qos-roce-counters.txt").read_text(), "swp16", "roce counters"
+    )
+    assert isinstance(drops, QueueDrops)
+    evidence = SwitchEvidence(
+        "leaf01",
+        "nvue",
+        {(LinkDelta, "swp1"): reading.since(reading, 5.0), (QueueDrops, "swp16"): drops},
+        frozenset({LinkDelta, QueueDrops}),
+    )
+    readings = switch_readings("leaf01", evidence)
+    got = samples(render(a_run(node="leaf01"), readings))
+    where = 'node="leaf01",kind="switch",port="swp1"'
+    assert got["fabcheck_link_state_changes_events"] == [(f'{where},native="carrier-transitions"', "4")]
+    assert got["fabcheck_link_fcs_errors_frames"] == [(f'{where},native="FCS Errors (Receive)"', "0")]
+    assert got["fabcheck_switch_queue_drops_window_packets"] == [
+        ('node="leaf01",port="swp16",traffic_class="roce"', "663060754115")
+    ]
+    assert got["fabcheck_read_window_seconds"] == [('node="leaf01"', "5.0")]
+    assert "fabcheck_link_pause_frames" not in got  # no switch view gives pause to the gate's records

@@ -123,11 +123,13 @@ def test_node_check_is_bounded_under_slurms_health_check_timeout() -> None:
     @284c3b95f08a2dc2478499837b03355e1b9c5c75): node-check's own limit, with the default --timeout and
     validate's default counter window, ends before that."""
     from fabcheck.gate.node_check import local_limits
+    from fabcheck.gate.slurm_node import SCONTROL_TIMEOUT_S
 
     record = host_record(load_inventory(REPO / "inventory" / "example"), "gpu01", 5)
     limits = local_limits(record)
     assert limits.host_s == 35 and limits.tool_s == 10
     assert limits.client_s == 41 < 60
+    assert limits.client_s + 2 * SCONTROL_TIMEOUT_S < 60  # --slurm's show and update calls too
 
 
 def test_desired_record_all_writes_every_gpu_hosts_record_from_one_plan(

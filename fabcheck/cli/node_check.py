@@ -82,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help="seconds the collection's tools may take here, besides the counter window; a hung tool is "
         f"stopped (default {DEFAULT_COMMAND_S:g}: with the default window node-check ends within 41 s, "
-        "59 s with --slurm, under Slurm's 60 s HealthCheckTimeout)",
+        "57 s with --slurm, under Slurm's 60 s HealthCheckTimeout)",
     )
     parser.add_argument(
         "--textfile",

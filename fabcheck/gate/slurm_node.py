@@ -29,8 +29,9 @@ from fabcheck.errors import FabcheckError
 REASON_PREFIX = "fabcheck:"
 REASON_BYTES = 255
 # One scontrol call. node-check --slurm makes two (show, update) after a collection of at most 41 s with
-# the defaults: 41 + 2 x 9 stays under the 60 s after which slurmd kills a HealthCheckProgram.
-SCONTROL_TIMEOUT_S = 9.0
+# the defaults: 41 + 2 x 8 = 57 s, with a margin for start-up and judging (under a second), stays under
+# the 60 s after which slurmd kills a HealthCheckProgram.
+SCONTROL_TIMEOUT_S = 8.0
 # Base states (node_states) in which fabcheck may drain or resume: the node is up and Slurm schedules it.
 RUNNING_BASES = frozenset({"IDLE", "ALLOCATED", "MIXED"})
 # Flags (node_state_flags) that mean someone or something else owns the node's state.

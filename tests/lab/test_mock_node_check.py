@@ -1,6 +1,7 @@
 """`fabcheck node-check` on a mock GPU node, in process (no lab, no sshd): the rail8 mock tools on PATH
-(served by the lab's tool server, as on a lab node), the desired record `fabcheck desired-record` writes
-for the example inventory's gpu01, and Slurm's scontrol faked on PATH (tests/gate/fake_scontrol.py).
+(the mock dispatcher: one Python interpreter per tool call), the desired record `fabcheck
+desired-record` writes for the example inventory's gpu01, and Slurm's scontrol faked on PATH
+(tests/gate/fake_scontrol.py).
 
 What this proves: the collection script runs here under the gate's bounds and is judged by the gate's
 host checks; a `pfc-off` fault fails host.pfc on the faulted NIC and `--slurm` drains the node with a
@@ -19,23 +20,19 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_mockhost_support import MockNode, configure_lossless, make_nodes, tree_bytes
+from test_mockhost_support import MockNode, configure_lossless, installed_bin, make_nodes, tree_bytes
 
 from fabcheck.cli import main
 from fabcheck_lab.mockhost import heal, inject
-from fabcheck_lab.mockhost.prepare import install_tools
-from fabcheck_lab.mockhost.tools import SOCKET_NAME
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
 from fake_scontrol import FakeScontrol
 
 REPO = Path(__file__).resolve().parents[2]
-READY_TIMEOUT_S = 120.0
 # The collection's limit here: generous, as 7 test runs may share 2 cores (a node-check on a quiet lab
 # host takes far less; the default --timeout is 30 s). The wall bound below is this plus the grace.
 TIMEOUT_S = 150
@@ -49,48 +46,21 @@ class Node:
 
 
 @pytest.fixture
-def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Node]:
-    """gpu01 of profile rail8, configured as the host role configures it, its tools served as in the
-    lab, its record written by desired-record (counter window 0: lifetime counters, no wait)."""
-    bin_dir = tmp_path / "bin"
-    mock = make_nodes(tmp_path, bin_dir, [("gpu01", "rail8")])[0]
-    problem = install_tools(bin_dir, client_socket=str(mock.paths.state / SOCKET_NAME))
-    if problem is not None:
-        pytest.skip(f"the lab's fast mock tools need a C compiler: {problem}")
-    ready = tmp_path / "ready"
-    serve = ["--node", f"gpu01={mock.paths.root}", "--ready", str(ready)]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "fabcheck_lab.mockhost.toolserver", *serve], stderr=subprocess.PIPE
-    )
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not ready.exists():
-            assert server.poll() is None and time.monotonic() < deadline, "the tool server did not start"
-            time.sleep(0.02)
-        configure_lossless(mock)
-        record = tmp_path / "etc" / "desired.json"
-        inventory = str(REPO / "inventory" / "example")
-        argv = [
-            "desired-record",
-            "-i",
-            inventory,
-            "--host",
-            "gpu01",
-            "--counter-window",
-            "0",
-            "-o",
-            str(record),
-        ]
-        assert main(argv) == 0
-        scontrol = FakeScontrol(tmp_path / "slurm", "gpu01")
-        for key, value in mock.env.items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.setenv("PATH", f"{scontrol.path.parent}:{mock.env['PATH']}")
-        monkeypatch.setenv("SLURMD_NODENAME", "gpu01")
-        yield Node(mock, record, scontrol)
-    finally:
-        server.terminate()
-        server.communicate(timeout=30)
+def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Node:
+    """gpu01 of profile rail8, configured as the host role configures it, its record written by
+    desired-record (counter window 0: lifetime counters, no wait)."""
+    mock = make_nodes(tmp_path, installed_bin(tmp_path), [("gpu01", "rail8")])[0]
+    configure_lossless(mock)
+    record = tmp_path / "etc" / "desired.json"
+    inventory = str(REPO / "inventory" / "example")
+    argv = ["desired-record", "-i", inventory, "--host", "gpu01", "--counter-window", "0", "-o", str(record)]
+    assert main(argv) == 0
+    scontrol = FakeScontrol(tmp_path / "slurm", "gpu01")
+    for key, value in mock.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PATH", f"{scontrol.path.parent}:{mock.env['PATH']}")
+    monkeypatch.setenv("SLURMD_NODENAME", "gpu01")
+    return Node(mock, record, scontrol)
 
 
 @dataclass(frozen=True)
@@ -198,3 +168,34 @@ def test_a_hung_tool_never_hangs_node_check(
     hung = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(hung, 0)
+
+
+def test_as_a_process_with_the_default_window_it_ends_well_within_slurms_limit(
+    node: Node, tmp_path: Path
+) -> None:
+    """`fabcheck node-check` as slurmd starts it (a new process, validate's 5 s counter window, default
+    --timeout): the figures README states, the whole process tree's CPU included."""
+    record = tmp_path / "window5.json"
+    inventory = str(REPO / "inventory" / "example")
+    assert main(["desired-record", "-i", inventory, "--host", "gpu01", "-o", str(record)]) == 0
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "fabcheck.cli", "node-check", "--desired", str(record), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(
+        f"\nnode-check as a process, 5 s window: wall {wall:.2f} s, process tree CPU "
+        f"{_cpu(after) - _cpu(before):.2f} s, load {os.getloadavg()[0]:.1f}"
+    )
+    document = json.loads(done.stdout)
+    assert done.returncode == 1 and document["exit_code"] == 1, done.stderr[-2000:]
+    assert {f["status"] for f in document["findings"] if f["check"] == "host.link_errors"} == {
+        "pass"
+    }  # judged
+    assert wall < 41 + 5  # its own bound (README), whatever the machine's load

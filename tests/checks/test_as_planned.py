@@ -4,7 +4,7 @@ link.switch_lldp judged them) and ib.as_planned (every cable as ib.topology judg
 cables as planned, missing, miswired (swapped pairs) and extra. The host fabric is the switch gate's
 (tests/checks/switchfabric.py: gpu01's three NICs on one switch per platform, LLDP replayed from the
 captured outputs); the IB fabric is tests/checks/ibfabric.py's; the Ethernet switch fabric is
-tests/checks/test_switch_lldp.py's, run through the link stage itself."""
+tests/checks/test_uplink_lldp.py's, run through the link stage itself."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from fabcheck.gate.link_stage import STAGE as LINK_STAGE
 from fabcheck.intent.fabric import SwitchLink
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
 from fabcheck.parsers.switch_records import LldpNeighbor
-from tests.checks import test_switch_lldp as uplinks
+from tests.checks import test_uplink_lldp as uplinks
 from tests.checks.ibfabric import UPLINKS, Shown
 from tests.checks.ibfabric import desired as ib_desired
 from tests.checks.test_link_checks import MLNX_QOS

@@ -470,10 +470,9 @@ def test_every_tree_written_reads_back_under_slurms_rules(
 
 
 def test_uplink_verdicts_are_matched_where_link_switch_lldp_puts_them() -> None:
-    from test_switch_lldp import as_cabled, evidence
-    from test_switch_lldp import fabric as leaf_spine
-
     from fabcheck.checks.uplinks import check_switch_links
+    from tests.checks.test_uplink_lldp import as_cabled, evidence
+    from tests.checks.test_uplink_lldp import fabric as leaf_spine
 
     heard = as_cabled()
     heard[("leaf-02", "swp34")] = heard[("spine-02", "swp2")] = None  # leaf-02 -- spine-02 unplugged

@@ -159,8 +159,12 @@ def node_cpus(node: NodeRecord) -> int:
     return max(1, len(gpus_for(node.profile, node.index)))
 
 
-def slurm_conf(files: SlurmFiles, controller: str, hosts: Sequence[NodeRecord]) -> str:
-    """The cluster's slurm.conf: the controller on 127.0.0.1, each host node at its lab address and port."""
+def slurm_conf(
+    files: SlurmFiles, controller: str, hosts: Sequence[NodeRecord], *, topology: bool = False
+) -> str:
+    """The cluster's slurm.conf: the controller on 127.0.0.1, each host node at its lab address and port;
+    with `topology`, the tree plugin, which reads topology.conf beside slurm.conf (slurm.conf.5,
+    TopologyPlugin)."""
     lines = [
         "# Written by fabcheck lab slurm for this lab only; `fabcheck lab slurm down` removes it.",
         f"ClusterName={CLUSTER_NAME}",
@@ -196,6 +200,8 @@ def slurm_conf(files: SlurmFiles, controller: str, hosts: Sequence[NodeRecord]) 
         # 1,024 nodes on 2 cores Slurm's 10 s default lost step RPCs (slurmctld resent them).
         f"MessageTimeout={MESSAGE_TIMEOUT_S}",
     ]
+    if topology:
+        lines.append("TopologyPlugin=topology/tree")
     for node in hosts:
         lines.append(
             f"NodeName={node.name} NodeAddr={node.address} NodeHostname={node.name} "
@@ -219,11 +225,13 @@ def controller_name(hosts: Sequence[NodeRecord]) -> str:
 # ---- up / down / status ---------------------------------------------------------------------------------
 
 
-def up(paths: LabPaths, timeout_s: float = UP_TIMEOUT_S) -> SlurmCluster:
+def up(paths: LabPaths, timeout_s: float = UP_TIMEOUT_S, topology: str | None = None) -> SlurmCluster:
     """Start the cluster over every host node of the running lab; return once each node is idle.
 
     Idempotent: a cluster already up with every node idle is left alone. Anything else of an earlier
-    cluster is stopped and removed first.
+    cluster is stopped and removed first. `topology`: a topology.conf text (`fabcheck topology
+    --format slurm-tree`) for the tree plugin; the cluster is then always started afresh, as a
+    TopologyPlugin change needs (slurmctld reads the plugin only at start).
     """
     began = time.monotonic()
     preflight.require_root()
@@ -233,11 +241,12 @@ def up(paths: LabPaths, timeout_s: float = UP_TIMEOUT_S) -> SlurmCluster:
         state = _running_lab(paths)
         hosts = state.host_nodes()
         current = _cluster_status(files)
-        if current is not None and current.ready and set(current.nodes) == {n.name for n in hosts}:
+        same_nodes = current is not None and set(current.nodes) == {n.name for n in hosts}
+        if current is not None and current.ready and same_nodes and topology is None:
             return SlurmCluster(files.conf, current.nodes, time.monotonic() - began, already_up=True)
         _stop(paths, files)
         try:
-            _start(paths, files, hosts)
+            _start(paths, files, hosts, topology)
             nodes = _wait_idle(paths, files, hosts, began + timeout_s)
         except BaseException:
             _stop(paths, files)
@@ -281,7 +290,7 @@ def _node_root(pid: int) -> Path:
     return Path(f"/proc/{pid}/root")
 
 
-def _write_common(there: SlurmFiles, conf: str, key: bytes) -> None:
+def _write_common(there: SlurmFiles, conf: str, key: bytes, topology: str | None = None) -> None:
     """The files every daemon reads (config, munge key) and the daemons' state dirs."""
     # munged wants its socket's directory searchable by all (clients of any user); the rest stays private.
     # The lab's run dir (0700: it holds the lab's keys) only needs search for that: 0711, still unlistable.
@@ -292,6 +301,8 @@ def _write_common(there: SlurmFiles, conf: str, key: bytes) -> None:
     for directory in (there.ctld_state, there.slurmd_spool):
         directory.mkdir(mode=0o700, exist_ok=True)
     there.conf.write_text(conf)
+    if topology is not None:
+        (there.root / "topology.conf").write_text(topology)
     fd = os.open(there.key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # munged refuses a readable key
     with os.fdopen(fd, "wb") as handle:
         handle.write(key)
@@ -321,15 +332,17 @@ def _daemon(argv: Sequence[str], where: str) -> None:
         raise LabError(f"{where}: {Path(argv[0]).name} did not start: {detail}")
 
 
-def _start(paths: LabPaths, files: SlurmFiles, hosts: Sequence[NodeRecord]) -> None:
-    conf = slurm_conf(files, controller_name(hosts), hosts)
+def _start(
+    paths: LabPaths, files: SlurmFiles, hosts: Sequence[NodeRecord], topology: str | None = None
+) -> None:
+    conf = slurm_conf(files, controller_name(hosts), hosts, topology=topology is not None)
     key = os.urandom(MUNGE_KEY_BYTES)
-    _write_common(files, conf, key)
+    _write_common(files, conf, key, topology)
     _daemon(_munged(files), "controller")
     _daemon([DAEMONS["slurmctld"], "-f", str(files.conf)], "controller")
     for node in hosts:
         pid = _node_pid(paths, node.name)
-        _write_common(files.seen_from(_node_root(pid)), conf, key)
+        _write_common(files.seen_from(_node_root(pid)), conf, key, topology)
         enter = [*NSENTER, f"--target={pid}", "--"]
         _daemon([*enter, *_munged(files)], node.name)
         _daemon([*enter, DAEMONS["slurmd"], "-f", str(files.conf), "-N", node.name], node.name)

@@ -72,6 +72,10 @@ def _prepare_all_hosts(paths: LabPaths, state: LabState, client: KeyPair) -> lis
     return [lines[node.name] for node in hosts]
 
 
+# The entry point of the venv role fabcheck_node makes in each host node (its overlay's /opt).
+NODE_FABCHECK = "/opt/fabcheck/bin/fabcheck"
+
+
 def assemble(paths: LabPaths, state: LabState) -> list[str]:
     """Create the run dir for state; return the known_hosts lines of the host nodes.
 
@@ -85,6 +89,9 @@ def assemble(paths: LabPaths, state: LabState) -> list[str]:
 
     paths.bin_dir.mkdir()
     state.slow_tools = install_tools(paths.bin_dir, client_socket=NODE_SOCKET) or ""
+    # A node's /usr/local/bin is this folder, read-only (nodeinit.py), so the link role fabcheck_node makes
+    # on a cluster is made here: dangling until the role installs fabcheck in the node's own venv.
+    (paths.bin_dir / "fabcheck").symlink_to(NODE_FABCHECK)
     known_hosts = _prepare_all_hosts(paths, state, client)
     ib_lab.prepare(paths, state)  # the ib profile's fabric, on every host node
 

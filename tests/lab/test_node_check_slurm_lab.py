@@ -1,0 +1,124 @@
+"""fabcheck on the lab's GPU nodes and `node-check --slurm` against the lab's real Slurm (Debian's
+slurmctld and slurmd; lab/src/fabcheck_lab/slurm.py).
+
+site.yml with a wheelhouse (scripts/wheelhouse) converges 2 RoCE hosts: role fabcheck_node puts fabcheck
+in each node's own venv (/opt/fabcheck, from the wheels copied over ssh, pip with no index; the node's
+/usr/local/bin is the lab's read-only tools folder, where the lab links fabcheck to that venv) and play
+node_check installs each node's desired record. Then, over ssh on the node itself: `fabcheck node-check`
+passes on each; with `pfc-off` on gpu02, `node-check --slurm` there fails and drains gpu02 with a reason
+naming host.pfc (seen by `sinfo -R` on the controller); healed, the next run resumes it; gpu01 drained by
+hand stays drained after a passing run. A second node_check play changes nothing on the lab's nodes.
+
+Not root: requires_lab skips. Each node-check run takes about 15 s (its 5 s counter window included).
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from labsupport import REPO, injected, requires_lab, run_playbook, running_lab
+
+from fabcheck_lab import slurm
+from fabcheck_lab.state import LabPaths
+
+HOSTS = ("gpu01", "gpu02")
+NODE_CHECK_TIMEOUT_S = 120  # its own bound with --slurm is 57 s; a loaded machine gets twice that
+
+
+@dataclass(frozen=True)
+class NodeLab:
+    paths: LabPaths
+    cluster: slurm.SlurmCluster
+    wheelhouse: Path
+
+
+@pytest.fixture(scope="module")
+def node_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeLab]:
+    wheelhouse = tmp_path_factory.mktemp("node-wheels") / "wheelhouse"
+    subprocess.run([REPO / "scripts" / "wheelhouse", wheelhouse], cwd=REPO, check=True, timeout=300)
+    with running_lab(profile="roce", hosts=len(HOSTS), switches=0) as (paths, _state):
+        converged = run_playbook(
+            paths, "--limit", "gpu_hosts", "-e", f"fabcheck_node_wheelhouse={wheelhouse}"
+        )
+        assert converged.rc == 0, converged.output[-4000:]
+        cluster = slurm.up(paths)
+        try:
+            yield NodeLab(paths, cluster, wheelhouse)
+        finally:
+            slurm.down(paths)
+
+
+def on_node(lab: NodeLab, node: str, command: str) -> subprocess.CompletedProcess[str]:
+    """A command in the node over ssh, with the lab cluster's slurm.conf (the node's copy, same path)."""
+    remote = f"SLURM_CONF={shlex.quote(str(lab.cluster.conf))} {command}"
+    argv = ["ssh", "-F", str(lab.paths.ssh_config), node, remote]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=NODE_CHECK_TIMEOUT_S, check=False)
+
+
+def slurm_client(lab: NodeLab, *argv: str) -> str:
+    done = subprocess.run(
+        list(argv), env=lab.cluster.env(), capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def node_states(lab: NodeLab) -> dict[str, tuple[str, str]]:
+    """node -> (state, reason) as `sinfo -R` shows the unavailable ones, and sinfo the rest."""
+    states = {}
+    for line in slurm_client(lab, "sinfo", "--noheader", "--Node", "--format=%N|%T").splitlines():
+        name, state = line.split("|")
+        states[name] = (state, "")
+    for line in slurm_client(lab, "sinfo", "-R", "--noheader", "--format=%N|%T|%E").splitlines():
+        name, state, reason = line.split("|", 2)
+        states[name] = (state, reason)
+    return states
+
+
+@pytest.mark.lab
+@requires_lab
+def test_site_installs_fabcheck_and_its_record_and_node_check_passes_on_each_node(node_lab: NodeLab) -> None:
+    for node in HOSTS:
+        placed = on_node(node_lab, node, 'readlink -f "$(command -v fabcheck)"; fabcheck --version')
+        assert placed.returncode == 0, placed.stderr
+        assert placed.stdout.splitlines()[0] == "/opt/fabcheck/bin/fabcheck", placed.stdout
+        passed = on_node(node_lab, node, "fabcheck node-check")
+        assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-2000:]
+    assert node_states(node_lab) == {node: ("idle", "") for node in HOSTS}
+    # Installed and recorded already: the play changes nothing on a node (its link included).
+    wheelhouse = f"fabcheck_node_wheelhouse={node_lab.wheelhouse}"
+    again = run_playbook(
+        node_lab.paths, "--limit", "gpu_hosts", "-e", wheelhouse, playbook="playbooks/node_check.yml"
+    )
+    assert again.rc == 0 and again.changed == dict.fromkeys(HOSTS, 0), again.output[-4000:]
+
+
+@pytest.mark.lab
+@requires_lab
+def test_pfc_off_drains_gpu02_naming_host_pfc_and_the_repair_resumes_it(node_lab: NodeLab) -> None:
+    with injected(node_lab.paths, "pfc-off", "gpu02"):
+        failed = on_node(node_lab, "gpu02", "fabcheck node-check --slurm")
+        assert failed.returncode == 1, failed.stdout[-3000:] + failed.stderr[-2000:]
+        state, reason = node_states(node_lab)["gpu02"]
+        assert state == "drained" and reason.startswith("fabcheck: host.pfc "), (state, reason)
+        assert node_states(node_lab)["gpu01"] == ("idle", "")
+    repaired = on_node(node_lab, "gpu02", "fabcheck node-check --slurm")
+    assert repaired.returncode == 0, repaired.stdout[-3000:] + repaired.stderr[-2000:]
+    assert node_states(node_lab)["gpu02"] == ("idle", "")
+
+
+@pytest.mark.lab
+@requires_lab
+def test_a_node_drained_by_hand_stays_drained_after_a_passing_run(node_lab: NodeLab) -> None:
+    slurm_client(node_lab, "scontrol", "update", "nodename=gpu01", "state=drain", "reason=maintenance")
+    try:
+        passed = on_node(node_lab, "gpu01", "fabcheck node-check --slurm")
+        assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-2000:]
+        assert node_states(node_lab)["gpu01"] == ("drained", "maintenance")
+    finally:
+        slurm_client(node_lab, "scontrol", "update", "nodename=gpu01", "state=resume")

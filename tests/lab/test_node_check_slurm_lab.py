@@ -14,8 +14,10 @@ Not root: requires_lab skips. Each node-check run takes about 15 s (its 5 s coun
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +42,8 @@ class NodeLab:
 @pytest.fixture(scope="module")
 def node_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeLab]:
     wheelhouse = tmp_path_factory.mktemp("node-wheels") / "wheelhouse"
-    subprocess.run([REPO / "scripts" / "wheelhouse", wheelhouse], cwd=REPO, check=True, timeout=300)
+    build = [REPO / "scripts" / "wheelhouse", wheelhouse]
+    subprocess.run(build, cwd=REPO, env=os.environ | {"PYTHON": sys.executable}, check=True, timeout=300)
     with running_lab(profile="roce", hosts=len(HOSTS), switches=0) as (paths, _state):
         converged = run_playbook(
             paths, "--limit", "gpu_hosts", "-e", f"fabcheck_node_wheelhouse={wheelhouse}"

@@ -7,10 +7,13 @@ the missing, miswired (swapped pairs among them), extra and unproved cables coun
 - ib.as_planned (InfiniBand): every planned cable as ib.topology judges it from `ibnetdiscover -p`,
   and the up links between planned nodes that no cable plans.
 
-The summary fails when a cable is missing, miswired or extra; it is an error when a cable's evidence
-could not be read, and a named skip when the only shortfall is cables nothing proves (a host port that
-hears no LLDP neighbour: the cable is absent or the host sends no LLDP); it passes only when every
-planned cable is proved as planned and nothing else is cabled.
+The summary fails when a cable is missing (a host port that is down and hears nothing, a switch cable
+one or both ends of which hear nothing), miswired or extra: whenever one of the per-cable findings it
+counts fails; it is an error when a cable's evidence could not be read, and a named skip when the only
+shortfall is cables nothing proves (a host port that is up, or whose state the switch does not show,
+and hears no LLDP neighbour: the host sends no LLDP; or one that hears the host with a MAC as its port
+id, which proves the host and not which of its NICs); it passes only when every planned cable is proved
+as planned and nothing else is cabled.
 """
 
 from __future__ import annotations
@@ -23,11 +26,11 @@ from fabcheck.checks import ib
 from fabcheck.checks.declare import ROCE, Check
 from fabcheck.checks.host import Unreadable
 from fabcheck.checks.ib_nodes import NodeNames
-from fabcheck.checks.link import LLDP
+from fabcheck.checks.link import LLDP, HostHearing
 from fabcheck.checks.model import Finding, Status, errored, failed, passed, skipped
 from fabcheck.checks.uplinks import SWITCH_LLDP, Judged, State
 from fabcheck.desired.ib import DesiredIbFabric
-from fabcheck.intent.fabric import Fabric, Link
+from fabcheck.intent.fabric import Fabric
 
 LINK_AS_PLANNED = "link.as_planned"
 IB_AS_PLANNED = "ib.as_planned"
@@ -91,9 +94,10 @@ def summary(check: str, subject: str, tally: Tally, parts: str, hint_of: Mapping
 # ---- RoCE: link.as_planned ------------------------------------------------------------------------
 
 
-def host_tally(fabric: Fabric, findings: Iterable[Finding], swaps: Mapping[Link, Link]) -> Tally:
+def host_tally(fabric: Fabric, findings: Iterable[Finding], hearing: HostHearing) -> Tally:
     """The host cables as their link.lldp findings judged them, and the ports link.lldp found hearing a
-    host where no cable is planned (extra)."""
+    host where no cable is planned (extra). A cable whose port is down and hears nothing is missing; one
+    link.lldp passes on the host alone (a MAC port id) is not proved: it may be another NIC's."""
     by_cable: dict[tuple[str, str, str], Status] = {}
     extra = 0
     for finding in findings:
@@ -104,14 +108,21 @@ def host_tally(fabric: Fabric, findings: Iterable[Finding], swaps: Mapping[Link,
         elif finding.where is not None:
             by_cable[(finding.where.node, finding.where.part, finding.where.peer)] = finding.status
     counts = dict.fromkeys(Status, 0)
+    missing = 0
     for link in fabric.links:
         status = by_cable.get((link.host, link.nic, link.switch_end), Status.SKIP)
-        counts[status] += 1
+        if link in hearing.down and status is not Status.ERROR:
+            missing += 1
+        elif link in hearing.host_only and status is Status.PASS:
+            counts[Status.SKIP] += 1
+        else:
+            counts[status] += 1
     return Tally(
         planned=len(fabric.links),
         as_planned=counts[Status.PASS],
+        missing=missing,
         miswired=counts[Status.FAIL],
-        swapped_pairs=len(swaps) // 2,
+        swapped_pairs=len(hearing.swaps) // 2,
         extra=extra,
         unread=counts[Status.ERROR],
         unproved=counts[Status.SKIP],
@@ -136,8 +147,9 @@ _LINK_HINTS = {
     "fail": f"the failing {LLDP} and {SWITCH_LLDP} findings name each cable, where it belongs and the fix",
     "error": f"the erroring {LLDP} and {SWITCH_LLDP} findings say what was not read: rerun once it answers",
     "skip": (
-        "a port that hears no LLDP neighbour is a missing cable or a host that sends no LLDP: run lldpd "
-        "on the hosts (portidsubtype ifname) so the gate can prove every cable"
+        "a port that is up and hears no LLDP neighbour is a host that sends no LLDP, and one that hears "
+        "the host with a MAC as its port id (lldpd's default) proves the host, not which NIC: run lldpd "
+        "on the hosts with `configure lldp portidsubtype ifname` so the gate can prove every cable"
     ),
 }
 
@@ -233,8 +245,10 @@ LINK_AS_PLANNED_CHECK: Check[Summary] = Check(
     "run (filed at the first top-tier switch)",
     (f"the {LLDP} and {SWITCH_LLDP} results",),
     "one summary per run: `N of M planned cables as planned` (host and switch cables) with the missing, "
-    "miswired (swapped pairs), extra, unread and unproved counts; fails on any missing, miswired or "
-    "extra cable, a named skip when some cables are only unproved (no LLDP heard)",
+    "miswired (swapped pairs), extra, unread and unproved counts; fails on any missing (a host port "
+    "down and silent, a switch cable an end of which hears nothing), miswired or extra cable, so "
+    "whenever a cable's own check fails; a named skip when some cables are only unproved (an up port "
+    "hearing no LLDP, or the host with a MAC port id, which names no NIC)",
     None,
     None,
     link_summary,

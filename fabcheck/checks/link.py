@@ -24,7 +24,7 @@ from fabcheck.desired.nic import DesiredNic
 from fabcheck.desired.switch import DesiredSwitch
 from fabcheck.intent.fabric import Fabric, Link
 from fabcheck.parsers.mlnx_qos import MlnxQos
-from fabcheck.parsers.switch_records import DscpMap, LldpNeighbor, Mtu, PfcPriorities, Trust
+from fabcheck.parsers.switch_records import DscpMap, LldpNeighbor, Mtu, PfcPriorities, PortSpeed, Trust
 
 TRUST = "link.trust"
 PFC = "link.pfc"
@@ -122,6 +122,47 @@ def _sends(link: Link, nics: Mapping[tuple[str, str], NicEnd], record: LldpNeigh
     nic = nics.get((link.host, link.nic))
     names = {link.nic} | ({nic.netdev} if nic is not None and nic.netdev else set())
     return same_system(record.system, link.host) and record.port in names
+
+
+@dataclass(frozen=True)
+class HostHearing:
+    """What the switch ports of the host cables hear, beyond each cable's link.lldp verdict, for the
+    run's summary (link.as_planned): swapped pairs; cables whose neighbour is the planned host but whose
+    port id names no NIC (a MAC, lldpd's default, or a NIC whose interface the host did not name), which
+    link.lldp passes yet which prove the host only, so two of its NICs' cables swapped between leaves
+    read the same; and cables whose port is down and hears nothing (pulled, or never plugged)."""
+
+    swaps: Mapping[Link, Link]
+    host_only: frozenset[Link] = frozenset()
+    down: frozenset[Link] = frozenset()
+
+
+def host_hearing(
+    fabric: Fabric, nics: Mapping[tuple[str, str], NicEnd], switches: Mapping[str, SwitchEvidence]
+) -> HostHearing:
+    host_only: set[Link] = set()
+    down: set[Link] = set()
+    for link in fabric.links:
+        evidence = switches.get(link.switch)
+        if evidence is None or evidence.unreachable is not None:
+            continue
+        record, own = evidence.get(LldpNeighbor, link.port)
+        if isinstance(record, LldpNeighbor) and own:
+            heard_host = not record.ambiguous and same_system(record.system, link.host)
+            if heard_host and not _sends(link, nics, record):
+                host_only.add(link)
+        elif port_down(evidence, link.port):
+            down.add(link)
+    return HostHearing(host_swaps(fabric, nics, switches), frozenset(host_only), frozenset(down))
+
+
+def port_down(evidence: SwitchEvidence, port: str) -> bool:
+    """The switch shows the port down: a trained rate of 0, what the EOS parser reads from `show
+    interfaces | json` for a port not `connected` with line protocol `up` (napalm's real notconnect
+    sample, tests/data/real/eos/INDEX.tsv). SONiC's CONFIG_DB speed is the configured one and an NVUE
+    port that has not trained shows no speed at all, so there the gate cannot tell a port is down."""
+    record, own = evidence.get(PortSpeed, port)
+    return own and isinstance(record, PortSpeed) and record.mbps == 0
 
 
 def host_swaps(
@@ -323,6 +364,15 @@ def _lldp(ends: _Ends) -> Finding:
         reason, _switch_wide = ends.switch.why_missing((LldpNeighbor,), link.port)
         if any(LldpNeighbor in types for types, _port, _why in ends.switch.missing):
             return errored(LLDP, ends.subject, expected, "not read", reason)
+        if port_down(ends.switch, link.port):  # no link: the planned cable is not there
+            return failed(
+                LLDP,
+                ends.subject,
+                expected,
+                f"{link.switch_end} is down and hears no LLDP neighbour",
+                f"plug (or reseat) {link.host}'s {port_id} cable into {link.switch_end}, or bring the "
+                f"port up; if the NIC is plugged elsewhere, correct {link.host}'s fabric_links ({link.nic})",
+            )
         return skipped(
             LLDP,
             ends.subject,

@@ -6,9 +6,10 @@ their host name as the system name and the interface as the port id, so each end
 names the other: `leaf-01:swp33` hears `spine-01 swp1` and `spine-01:swp1` hears `leaf-01 swp33`.
 A SONiC neighbour sends its port alias as the port id, so it proves the switch only
 (ALIAS_PORT_ID_PLATFORMS). A cable is as planned when both ends hear each other; missing when neither
-end hears anything; two swapped cables are named with where each belongs and the one swap that fixes
-both; a port no planned cable uses that hears a planned switch is an extra cable. Evidence that could
-not be read is an error, a platform without an LLDP view a named skip: never a pass.
+end hears anything, or one end hears nothing (its check fails, so the summary counts it missing);
+two swapped cables are named with where each belongs and the one swap that fixes both;
+a port no planned cable uses that hears a planned switch is an extra cable. Evidence that could not
+be read is an error, a platform without an LLDP view a named skip: never a pass.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class State(str, Enum):
     AS_PLANNED = "as planned"
     MISSING = "missing"
     MISWIRED = "miswired"
-    NOT_PROVED = "not proved"  # not read, several neighbours, no LLDP view, or heard at one end only
+    NOT_PROVED = "not proved"  # not read, several neighbours, or no LLDP view: never a failed finding
 
 
 @dataclass(frozen=True)
@@ -196,10 +197,12 @@ def _judge(cable: SwitchLink, seen: Mapping[End, Heard], plan: _Plan) -> Judged:
             f"(a port that is down sends no LLDP); {CABLING_HINT}"
         )
         return made(State.MISSING, failed(SWITCH_LLDP, cable.label, expected, f"no link: {actual}", hint))
-    if silent:  # the other end proves the cable; this one hears nothing
+    if silent:  # the other end hears this one; this one hears nothing
+        # Its finding fails, so the summary counts the cable missing: the summary never passes or
+        # skips over a cable whose own check failed.
         deaf = silent[0]
         hint = f"enable LLDP (receive and transmit) on {deaf.label}: one end alone does not prove the cable"
-        return made(State.NOT_PROVED, failed(SWITCH_LLDP, cable.label, expected, actual, hint))
+        return made(State.MISSING, failed(SWITCH_LLDP, cable.label, expected, actual, hint))
     why = "; ".join(h.why for h in (at_a, at_b) if h.hears is Hears.NO_VIEW)
     return made(State.NOT_PROVED, skipped(SWITCH_LLDP, cable.label, f"{why}: the cable is not proved"))
 

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from fabcheck.checks.as_planned import host_tally, link_summary, switch_tally, top_switch
 from fabcheck.checks.host import Unreadable
-from fabcheck.checks.link import NicEnd, check_links, host_swaps
+from fabcheck.checks.link import NicEnd, check_links, host_hearing
 from fabcheck.checks.link_health import WireEnd, check_link_health
 from fabcheck.checks.model import Finding
 from fabcheck.checks.switch import SwitchEvidence
@@ -61,7 +61,7 @@ class LinkStage:
         extras = extra_switch_cables(fabric, evidence, judged) if fabric.switch_links else []
         findings += [j.finding for j in judged] + extras
         nodes = list(by_node(findings, plan))
-        hosts = host_tally(fabric, findings, host_swaps(fabric, nics, evidence))
+        hosts = host_tally(fabric, findings, host_hearing(fabric, nics, evidence))
         summary = link_summary(hosts, switch_tally(judged, extras))
         return StageOutcome(self.name, filed_at(nodes, top_switch(fabric), summary))
 

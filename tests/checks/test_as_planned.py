@@ -9,6 +9,7 @@ tests/checks/test_uplink_lldp.py's, run through the link stage itself."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,7 +18,7 @@ from switchfabric import SWITCHES, desired, fabric, intent, replayed
 from fabcheck.checks import as_planned, link
 from fabcheck.checks.as_planned import host_tally, ib_summary, link_summary, switch_tally
 from fabcheck.checks.host import Unreadable
-from fabcheck.checks.link import NicEnd, check_links, host_swaps
+from fabcheck.checks.link import NicEnd, check_links, host_hearing
 from fabcheck.checks.model import Finding, Status
 from fabcheck.checks.switch import SwitchEvidence
 from fabcheck.checks.uplinks import State, check_switch_links
@@ -25,7 +26,9 @@ from fabcheck.desired.nic import desired_nic
 from fabcheck.gate.link_stage import STAGE as LINK_STAGE
 from fabcheck.intent.fabric import SwitchLink
 from fabcheck.parsers.mlnx_qos import parse_mlnx_qos
-from fabcheck.parsers.switch_records import LldpNeighbor
+from fabcheck.parsers.switch_eos import parse_interfaces
+from fabcheck.parsers.switch_lldp import parse_eos_lldp
+from fabcheck.parsers.switch_records import LldpNeighbor, PortSpeed
 from tests.checks import test_uplink_lldp as uplinks
 from tests.checks.ibfabric import UPLINKS, Shown
 from tests.checks.ibfabric import desired as ib_desired
@@ -39,8 +42,12 @@ def nic_end(nic: str) -> NicEnd:
     return NicEnd.of("gpu01", nic, parse_mlnx_qos(MLNX_QOS), 9000, netdev)
 
 
-def heard(changes: dict[tuple[str, str], LldpNeighbor | None]) -> dict[str, SwitchEvidence]:
-    """The converged switches with some ports' LLDP neighbours replaced (None: the port hears nobody)."""
+def heard(
+    changes: dict[tuple[str, str], LldpNeighbor | None],
+    speeds: dict[tuple[str, str], PortSpeed] | None = None,
+) -> dict[str, SwitchEvidence]:
+    """The converged switches with some ports' LLDP neighbours replaced (None: the port hears nobody),
+    and some ports' trained rate (`speeds`)."""
     switches = {name: replayed("converged", name) for name in SWITCHES}
     for (name, port), record in changes.items():
         records = dict(switches[name].records)
@@ -48,12 +55,17 @@ def heard(changes: dict[tuple[str, str], LldpNeighbor | None]) -> dict[str, Swit
         if record is not None:
             records[(LldpNeighbor, port)] = record
         switches[name] = replace(switches[name], records=records)
+    for (name, port), speed in (speeds or {}).items():
+        switches[name] = replace(switches[name], records={**switches[name].records, (PortSpeed, port): speed})
     return switches
 
 
-def host_run(changes: dict[tuple[str, str], LldpNeighbor | None]) -> tuple[list[Finding], Finding]:
+def host_run(
+    changes: dict[tuple[str, str], LldpNeighbor | None],
+    speeds: dict[tuple[str, str], PortSpeed] | None = None,
+) -> tuple[list[Finding], Finding]:
     """link.lldp over gpu01's cables, and the summary over them (no switch cables planned)."""
-    switches = heard(changes)
+    switches = heard(changes, speeds)
     nics = {("gpu01", nic): nic_end(nic) for nic in NICS}
     findings = check_links(
         fabric(),
@@ -62,7 +74,7 @@ def host_run(changes: dict[tuple[str, str], LldpNeighbor | None]) -> tuple[list[
         switches,
         {name: desired(name) for name in SWITCHES},
     )
-    tally = host_tally(fabric(), findings, host_swaps(fabric(), nics, switches))
+    tally = host_tally(fabric(), findings, host_hearing(fabric(), nics, switches))
     return [f for f in findings if f.check == link.LLDP], link_summary(tally, switch_tally([], []))
 
 
@@ -118,6 +130,63 @@ def test_a_silent_host_port_is_a_named_skip_of_the_summary_and_a_stray_one_extra
     _lldp, stray = host_run({("leaf02", "Ethernet8"): LldpNeighbor("gpu01", "ens8np0")})
     assert stray.status is Status.FAIL
     assert stray.actual.startswith("3 of 3 planned cables as planned: 0 missing, 0 miswired, 1 extra")
+
+
+REAL_EOS = Path(__file__).resolve().parents[1] / "data" / "real" / "eos"
+
+
+def real_mac_port_ids() -> list[str]:
+    """napalm's real EOS `show lldp neighbors | json` (tests/data/real/eos/INDEX.tsv): Ethernet1 and
+    Ethernet2 hear one host, precise64, whose lldpd sends each NIC's MAC as its port id."""
+    text = (REAL_EOS / "show-lldp-neighbors-json-napalm.json").read_text()
+    shown = {port: record for port, record in parse_eos_lldp(text) if isinstance(record, LldpNeighbor)}
+    assert {(p, r.system) for p, r in shown.items()} == {
+        ("Ethernet1", "precise64"),
+        ("Ethernet2", "precise64"),
+    }
+    assert all(link.MAC.fullmatch(r.port) for r in shown.values())
+    return [shown["Ethernet1"].port, shown["Ethernet2"].port]
+
+
+def test_host_cables_heard_by_mac_port_ids_pass_link_lldp_but_the_summary_does_not_count_them() -> None:
+    """A MAC port id proves the host, not which NIC: gpu01's mlx5_0 and mlx5_1 cables swapped between
+    leaf01 and leaf02 read exactly as the cables as planned, so neither is counted as planned."""
+    first, second = real_mac_port_ids()
+    planned = {
+        ("leaf01", "swp1"): LldpNeighbor("gpu01", first),
+        ("leaf02", "Ethernet0"): LldpNeighbor("gpu01", second),
+    }
+    swapped = {
+        ("leaf01", "swp1"): LldpNeighbor("gpu01", second),
+        ("leaf02", "Ethernet0"): LldpNeighbor("gpu01", first),
+    }
+    for changes in (planned, swapped):
+        lldp, summary = host_run(changes)
+        assert {f.status for f in lldp} == {Status.PASS}  # link.lldp's verdict stays: the host is right
+        assert summary.status is Status.SKIP
+        assert summary.actual.startswith(
+            "1 of 3 planned cables as planned: 0 missing, 0 miswired, 0 extra, 2 not proved"
+        )
+        assert "portidsubtype ifname" in summary.actual
+
+
+def test_a_pulled_host_cable_on_a_port_the_switch_shows_down_is_missing() -> None:
+    """leaf03 (EOS) shows Ethernet1 as napalm's real `show interfaces | json` shows a pulled cable
+    (notconnect, line protocol down: trained at no rate) and hears nobody there: gpu01:mlx5_2's cable is
+    missing, link.lldp and the summary fail. Up and silent, it stays a named skip (no lldpd on the host)."""
+    text = (REAL_EOS / "show-interfaces-json-napalm-notconnect.json").read_text()
+    [down] = [r for port, r in parse_interfaces(text) if port == "Ethernet1" and isinstance(r, PortSpeed)]
+    assert down == PortSpeed(0)
+    lldp, summary = host_run({("leaf03", "Ethernet1"): None}, {("leaf03", "Ethernet1"): down})
+    [bad] = [f for f in lldp if f.status is not Status.PASS]
+    assert bad.status is Status.FAIL and bad.subject == "gpu01:mlx5_2 <-> leaf03:Ethernet1"
+    assert bad.actual == "leaf03:Ethernet1 is down and hears no LLDP neighbour"
+    assert summary.status is Status.FAIL
+    assert summary.actual.startswith("2 of 3 planned cables as planned: 1 missing, 0 miswired, 0 extra")
+    _lldp, up = host_run({("leaf03", "Ethernet1"): None})  # the converged port: up at 400G
+    assert up.status is Status.SKIP and up.actual.startswith(
+        "2 of 3 planned cables as planned: 0 missing, 0 miswired, 0 extra, 1 not proved"
+    )
 
 
 def stage_run(heard_at: uplinks.Heard) -> dict[str, tuple[Finding, ...]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabcheck.checks.as_planned import switch_tally
+from fabcheck.checks.as_planned import Tally, link_summary, switch_tally
 from fabcheck.checks.model import Status
 from fabcheck.checks.switch import SwitchEvidence
 from fabcheck.checks.uplinks import SWITCH_LLDP, Judged, State, check_switch_links, extra_switch_cables
@@ -160,11 +160,44 @@ def test_an_unread_switch_is_an_error_and_a_platform_without_lldp_a_named_skip()
     assert switch_tally(skipped, []).line.endswith("4 not proved")
 
 
-def test_one_silent_end_does_not_prove_the_cable() -> None:
+def test_one_silent_end_fails_the_cable_and_the_summary_counts_it_missing() -> None:
     heard = as_cabled() | {("spine-02", "swp1"): None}
     result = judged(heard)[CABLES[1].label]
-    assert result.finding.status is Status.FAIL and result.state is State.NOT_PROVED
+    assert result.finding.status is Status.FAIL and result.state is State.MISSING
     assert "enable LLDP" in result.finding.hint and "spine-02:swp1" in result.finding.hint
+    summary = link_summary(Tally(), switch_tally(list(judged(heard).values()), []))
+    assert summary.status is Status.FAIL
+    assert summary.actual.startswith("3 of 4 planned cables as planned: 1 missing, 0 miswired, 0 extra")
+
+
+def test_the_summary_fails_whenever_a_cable_check_fails() -> None:
+    """Each way one cable's ends can be heard (silent, the planned end, a wrong end, unread, several
+    neighbours): wherever link.switch_lldp fails a cable, the summary fails too, and a cable whose
+    check fails is counted missing or miswired, never unproved."""
+    unread = SwitchEvidence("spine-02", "nvue", {}, frozenset({LldpNeighbor}), unreachable="timed out")
+    several = SwitchEvidence(
+        "spine-02",
+        "nvue",
+        {(LldpNeighbor, "swp1"): LldpNeighbor("leaf-01", "swp34", (("leaf-02", "swp35"),))},
+        frozenset({LldpNeighbor}),
+    )
+    ways: list[tuple[Heard, dict[str, SwitchEvidence]]] = [
+        (as_cabled() | {end: None}, {}) for end in [("leaf-01", "swp34"), ("spine-02", "swp1")]
+    ]
+    ways += [(as_cabled() | {("leaf-01", "swp34"): ("spine-01", "swp3")}, {})]
+    ways += [(as_cabled() | {("leaf-01", "swp34"): None}, {"spine-02": unread})]
+    ways += [(as_cabled() | {("leaf-01", "swp34"): None}, {"spine-02": several})]
+    ways += [({("leaf-01", "swp34"): None, ("spine-02", "swp1"): None}, {})]
+    for heard, shown in ways:
+        results = list(judged(heard, **shown).values())
+        for result in results:
+            if result.finding.status is Status.FAIL:
+                assert result.state in (State.MISSING, State.MISWIRED), result
+        summary = link_summary(Tally(), switch_tally(results, []))
+        if any(r.finding.status is Status.FAIL for r in results):
+            assert summary.status is Status.FAIL, (heard, summary)
+        else:
+            assert summary.status is not Status.PASS, (heard, summary)
 
 
 def test_the_real_nvue_table_proves_a_cable_and_names_a_second_port_hearing_the_same_switch() -> None:

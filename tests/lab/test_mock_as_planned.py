@@ -15,7 +15,7 @@ from test_mock_fromplan import _devices, _heard, _plan, _state
 
 from fabcheck.checks import as_planned
 from fabcheck.checks.as_planned import host_tally, link_summary, switch_tally, top_switch
-from fabcheck.checks.link import LLDP, NicEnd, check_links, host_swaps
+from fabcheck.checks.link import LLDP, NicEnd, check_links, host_hearing
 from fabcheck.checks.model import Finding, Status
 from fabcheck.checks.switch import SwitchEvidence
 from fabcheck.checks.uplinks import State, check_switch_links, extra_switch_cables
@@ -71,7 +71,7 @@ def judge(fabric: Fabric, devices: dict[str, SwitchDevice]) -> tuple[list[Findin
     )
     judged = check_switch_links(fabric, shown)
     extras = extra_switch_cables(fabric, shown, judged)
-    hosts = host_tally(fabric, host_findings, host_swaps(fabric, nics, shown))
+    hosts = host_tally(fabric, host_findings, host_hearing(fabric, nics, shown))
     summary = link_summary(hosts, switch_tally(judged, extras))
     lldp = [f for f in host_findings if f.check == LLDP]
     return lldp, [j.finding for j in judged] + extras, summary

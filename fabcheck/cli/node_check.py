@@ -8,7 +8,6 @@ import json
 import os
 import socket
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -186,29 +185,21 @@ def run_desired_record(args: argparse.Namespace) -> int:
         if unsafe:  # an inventory name is data: it never picks a path outside the directory
             raise UsageError(f"desired-record --all: host name(s) {unsafe} cannot be file names; use --host")
         for host, record in records.items():
-            write_atomically(Path(args.output) / f"{host}.json", record_json(record))
+            write_record(Path(args.output) / f"{host}.json", record_json(record))
         return 0
     text = record_json(host_record(inventory, args.host, args.counter_window))
     if not args.output:
         sys.stdout.write(text)
         return 0
-    write_atomically(Path(args.output), text)
+    write_record(Path(args.output), text)
     return 0
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """`text` to `path` through a temporary file in the same folder and a rename: a reader (node-check
-    under Slurm) sees the old record or the new one, never half of one."""
+def write_record(path: Path, text: str) -> None:
+    """A record whole or not at all (report.outputs.write_atomically), in a folder made if missing:
+    node-check under Slurm reads the old record or the new one, never half of one."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.chmod(temporary, 0o644)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
     except OSError as err:
-        raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
+        raise UsageError(f"-o {path}: cannot make its folder: {err.strerror or err}") from None
+    outputs.write_atomically("-o", str(path), text)

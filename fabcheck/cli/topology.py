@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from fabcheck.checks.model import Finding
@@ -22,7 +20,7 @@ from fabcheck.gate.plan import plan_gate
 from fabcheck.gate.sources import Source
 from fabcheck.intent.fabric import GPU_HOSTS, Fabric, fabric_of
 from fabcheck.intent.loader import Inventory, load_inventory
-from fabcheck.report import topology
+from fabcheck.report import outputs, topology
 from fabcheck.report.topology import CablingMap, HostCable
 
 FORMATS = ("slurm-tree", "slurm-block", "json")
@@ -110,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
     else:
-        write_atomically(args.output, text)
+        outputs.write_atomically("-o", str(args.output), text)
     summary = f"topology: {len(set(built.nodes))} node(s) under {len(built.switches)} switch(es)"
     if built.left_out:
         summary += f"; left out: {', '.join(left.node for left in built.left_out)}"
@@ -177,20 +175,3 @@ def replayed_findings(inventory: Inventory, directory: Path, counter_window_s: i
     source = Source(login_of=snapshot.replay_login, tape=tape)
     result = run_gate(inventory, plan, TimeLimits(), reads=source.reads(), tape=source.tape)
     return tuple(finding for node in result.nodes() for finding in node.findings)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """A temporary file in the same directory, renamed over `path`: slurmctld never reads half a file."""
-    directory = path.parent if str(path.parent) else Path(".")
-    try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.chmod(temporary, 0o644)  # slurmctld and every slurmd read it
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-    except OSError as err:
-        raise UsageError(f"-o {path}: cannot write: {err.strerror or err}") from None

@@ -32,7 +32,6 @@ from fabcheck_lab.state import (
     HOST_PORT,
     MAX_HOST_NODES,
     MAX_SWITCHES,
-    SWITCH_PORT,
     LabError,
     LabState,
     NodeRecord,
@@ -98,7 +97,7 @@ def port_names(plan: FabricPlan, switch: PlannedSwitch) -> tuple[str, ...]:
 
 def plan_nodes(plan: FabricPlan) -> list[NodeRecord]:
     """The lab's nodes: the planned hosts (+ the SM nodes on InfiniBand), the RoCE switches."""
-    from fabcheck_lab.nodes import SWITCH_USERS, host_address, switch_address
+    from fabcheck_lab.nodes import host_address, switch_record
 
     profile = HOST_PROFILES[plan.input.fabric]
     named = [(name, profile, "gpu_hosts") for name in plan.nodes]
@@ -112,19 +111,7 @@ def plan_nodes(plan: FabricPlan) -> list[NodeRecord]:
         return records  # IB switches are entries of the lab's fabric model (ib_fabric_of), not nodes
     for j, switch in enumerate(_in_tier_order(plan.switches)):
         platform = str(model_of(plan, switch).platform)
-        records.append(
-            NodeRecord(
-                switch.name,
-                "switch",
-                platform,
-                f"switches_{platform}",
-                j,
-                switch_address(j),
-                SWITCH_PORT,
-                username=SWITCH_USERS[platform],
-                ports=port_names(plan, switch),
-            )
-        )
+        records.append(switch_record(switch.name, platform, j, port_names(plan, switch)))
     return records
 
 

@@ -101,20 +101,23 @@ def plan_nodes(profile: str, hosts: int, switches: int) -> list[NodeRecord]:
     port_count = ports_needed(rail_nics, switches, SWITCH_PORT_COUNT)
     for j, name in enumerate(_numbered("leaf", switches)):
         platform = SWITCH_PLATFORM_CYCLE[j % len(SWITCH_PLATFORM_CYCLE)]
-        nodes.append(
-            NodeRecord(
-                name,
-                "switch",
-                platform,
-                f"switches_{platform}",
-                j,
-                switch_address(j),
-                SWITCH_PORT,
-                username=SWITCH_USERS[platform],
-                ports=switch_ports(platform, port_count),
-            )
-        )
+        nodes.append(switch_record(name, platform, j, switch_ports(platform, port_count)))
     return nodes
+
+
+def switch_record(name: str, platform: str, index: int, ports: Sequence[str]) -> NodeRecord:
+    """The lab's mock switch `index` of a platform: its address, its platform's login and these ports."""
+    return NodeRecord(
+        name,
+        "switch",
+        platform,
+        f"switches_{platform}",
+        index,
+        switch_address(index),
+        SWITCH_PORT,
+        username=SWITCH_USERS[platform],
+        ports=tuple(ports),
+    )
 
 
 def sshd_config(address: str, port: int) -> str:

@@ -8,13 +8,14 @@ belongs; `switch-miswired` swaps two host cables, named the same way."""
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from test_mock_fromplan import _devices, _heard, _plan, _state
 
 from fabcheck.checks import as_planned
-from fabcheck.checks.as_planned import host_tally, link_summary, switch_tally, top_switch
+from fabcheck.checks.as_planned import Tally, host_tally, link_summary, switch_tally, top_switch
 from fabcheck.checks.link import LLDP, NicEnd, check_links, host_hearing
 from fabcheck.checks.model import Finding, Status
 from fabcheck.checks.switch import SwitchEvidence
@@ -52,9 +53,12 @@ def evidence(devices: dict[str, SwitchDevice]) -> dict[str, SwitchEvidence]:
     return shown
 
 
-def judge(fabric: Fabric, devices: dict[str, SwitchDevice]) -> tuple[list[Finding], list[Finding], Finding]:
-    """(link.lldp findings, link.switch_lldp findings, the summary) over every planned cable."""
-    shown = evidence(devices)
+def judge(
+    fabric: Fabric, devices: dict[str, SwitchDevice], shown: dict[str, SwitchEvidence] | None = None
+) -> tuple[list[Finding], list[Finding], Finding]:
+    """(link.lldp findings, link.switch_lldp findings, the summary) over every planned cable (what the
+    devices show, or `shown`)."""
+    shown = evidence(devices) if shown is None else shown
     intent = FabricIntent.model_validate({})
     nics = {
         (link.host, link.nic): NicEnd.of(
@@ -114,6 +118,35 @@ def test_uplink_swap_fails_both_uplinks_named_as_a_pair_and_the_summary(
     assert summary.status is Status.FAIL and summary.check == as_planned.LINK_AS_PLANNED
     assert summary.actual.startswith(
         "30 of 32 planned cables as planned: 0 missing, 2 miswired (1 swapped pairs)"
+    )
+
+
+def test_a_silent_uplink_end_or_mac_port_ids_never_leave_the_summary_passing(tmp_path: Path) -> None:
+    """The lab's built fabric with one end of a leaf's uplink hearing nothing: link.switch_lldp fails
+    that cable, so the summary fails with it missing. With every host sending a MAC port id instead of
+    its interface name (lldpd's default), the host cables prove the hosts only: a named skip."""
+    fabric, devices = built(tmp_path, "nvue")
+    shown = evidence(devices)
+    cable = fabric.switch_links[0]
+    spine = shown[cable.b_switch]
+    deaf = {key: r for key, r in spine.records.items() if key != (LldpNeighbor, cable.b_port)}
+    shown[cable.b_switch] = replace(spine, records=deaf)
+    judged = check_switch_links(fabric, shown)
+    [bad] = [j for j in judged if j.finding.status is Status.FAIL]
+    assert bad.cable == cable and bad.state is State.MISSING
+    summary = link_summary(Tally(), switch_tally(judged, extra_switch_cables(fabric, shown, judged)))
+    assert summary.status is Status.FAIL
+    assert summary.actual.startswith("15 of 16 planned cables as planned: 1 missing, 0 miswired, 0 extra")
+    shown = evidence(devices)
+    for link_ in fabric.links:
+        leaf = shown[link_.switch]
+        mac = f"0800.27ca.{fabric.links.index(link_):04x}"  # the form of napalm's real EOS port ids
+        heard = {**leaf.records, (LldpNeighbor, link_.port): LldpNeighbor(link_.host, mac)}
+        shown[link_.switch] = replace(leaf, records=heard)
+    _lldp, _switch_cables, summary = judge(fabric, devices, shown)
+    assert summary.status is Status.SKIP
+    assert summary.actual.startswith(
+        "16 of 32 planned cables as planned: 0 missing, 0 miswired, 0 extra, 16 not proved"
     )
 
 

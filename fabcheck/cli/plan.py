@@ -19,6 +19,7 @@ from fabcheck.fabricplan import render
 from fabcheck.fabricplan.catalog import CATALOG, default_model, generic_model
 from fabcheck.fabricplan.inventory import GROUP_VARS_FILE, HOSTS_FILE, write_plan_inventory
 from fabcheck.fabricplan.model import FABRICS, FabricPlan, PlanError, PlanInput, SwitchModel
+from fabcheck.fabricplan.safewrite import refuse_unsafe, write_safely
 from fabcheck.fabricplan.sizing import plan_fabric
 
 ETHERNET_PLATFORMS = ("nvue", "sonic", "eos")
@@ -111,13 +112,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "fabric_links) and DIR/group_vars/all.yml (a skeleton fabric_intent to complete)",
     )
     parser.add_argument(
-        "--overwrite", action="store_true", help="with --inventory: replace the files it writes if they exist"
+        "--overwrite",
+        action="store_true",
+        help="with --inventory or --markdown: replace the files it writes if they exist (never through a "
+        "symbolic link)",
     )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    _check_markdown_path(args.markdown)
+    _check_markdown_path(args.markdown, args.overwrite)
     _check_inventory_dir(args)
     if args.compare is not None:
         return _run_compare(args)
@@ -126,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_fabric(plan_input(args, _fabric(args.fabric, "--fabric")))
     written = _write_inventory(args, plan)  # first: a refusal leaves nothing printed
     sys.stdout.write(render.json_document(plan) if args.json else render.text(plan))
-    _write_markdown(args.markdown, render.markdown(plan))
+    _write_markdown(args.markdown, render.markdown(plan), args.overwrite)
     if written:
         note = f"inventory written: {', '.join(str(path) for path in written)}"
         print(note, file=sys.stderr if args.json else sys.stdout)
@@ -144,7 +148,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     base, other = (plan_fabric(plan_input(args, fabric, comparing=True)) for fabric in fabrics)
     shown = render.comparison_json_document if args.json else render.comparison_text
     sys.stdout.write(shown(base, other))
-    _write_markdown(args.markdown, render.comparison_markdown(base, other))
+    _write_markdown(args.markdown, render.comparison_markdown(base, other), args.overwrite)
     return 0
 
 
@@ -261,7 +265,7 @@ def _count(text: str | None, option: str) -> int:
     if text is None:
         raise PlanError(f"{option}: required; expected a whole number, at least 1")
     value = text.strip()
-    if not value.isdigit() or int(value) < 1:
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:  # int() refuses "²"
         raise PlanError(f"{option} {text!r}: expected a whole number, at least 1")
     return int(value)
 
@@ -276,28 +280,32 @@ def _ratio(text: str) -> float:
     return value
 
 
-def _check_markdown_path(name: str | None) -> None:
+def _check_markdown_path(name: str | None, overwrite: bool) -> None:
     """Refuse a file that could not be written before planning anything."""
     if name is None:
         return
     path = Path(name)
     if not name.strip() or path.is_dir() or not path.parent.is_dir():
         raise PlanError(f"--markdown {name!r}: expected a file path to write in an existing directory")
+    refuse_unsafe(path, "--markdown", overwrite, "without --overwrite")
 
 
 def _check_inventory_dir(args: argparse.Namespace) -> None:
     """Refuse, before planning, a directory the inventory could not be written in or that already
     holds it (the writer refuses that too; here the refusal names --overwrite)."""
     if args.inventory is None:
-        if args.overwrite:
-            raise PlanError("--overwrite: only with --inventory DIR")
+        if args.overwrite and args.markdown is None:
+            raise PlanError("--overwrite: only with --inventory DIR or --markdown FILE")
         return
     directory = Path(args.inventory)
     if not args.inventory.strip() or (directory.exists() and not directory.is_dir()):
         raise PlanError(f"--inventory {args.inventory!r}: expected a directory to write the inventory in")
-    existing = [directory / name for name in (HOSTS_FILE, GROUP_VARS_FILE) if (directory / name).exists()]
-    if existing and not args.overwrite:
-        raise PlanError(f"--inventory: {existing[0]} exists; not overwritten without --overwrite")
+    if (directory / GROUP_VARS_FILE).parent.is_symlink():
+        raise PlanError(
+            f"--inventory: {(directory / GROUP_VARS_FILE).parent} is a symbolic link; not written through it"
+        )
+    for name in (HOSTS_FILE, GROUP_VARS_FILE):  # lexists: a dangling link counts (refused as a link)
+        refuse_unsafe(directory / name, "--inventory", args.overwrite, "without --overwrite")
 
 
 def _write_inventory(args: argparse.Namespace, plan: FabricPlan) -> tuple[Path, ...]:
@@ -306,10 +314,7 @@ def _write_inventory(args: argparse.Namespace, plan: FabricPlan) -> tuple[Path, 
     return write_plan_inventory(plan, Path(args.inventory), overwrite=args.overwrite)
 
 
-def _write_markdown(name: str | None, text: str) -> None:
+def _write_markdown(name: str | None, text: str, overwrite: bool) -> None:
     if name is None:
         return
-    try:
-        Path(name).write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise PlanError(f"--markdown {name}: cannot write it: {err.strerror or err}") from None
+    write_safely(Path(name), text, "--markdown", overwrite, "without --overwrite")

@@ -28,6 +28,7 @@ import yaml
 
 from fabcheck.fabricplan.model import HOST_NIC_PREFIX, FabricPlan, PlanError, PlannedSwitch, SwitchModel
 from fabcheck.fabricplan.ports import port_name
+from fabcheck.fabricplan.safewrite import refuse_unsafe, write_safely
 
 HOSTS_FILE = "hosts.yml"
 GROUP_VARS_FILE = "group_vars/all.yml"
@@ -145,13 +146,14 @@ def plan_group_vars(plan: FabricPlan) -> dict[str, Any]:
 
 def write_plan_inventory(plan: FabricPlan, directory: Path, *, overwrite: bool = False) -> tuple[Path, ...]:
     """Write DIR/hosts.yml and DIR/group_vars/all.yml; PlanError naming the file when one exists and
-    `overwrite` is not set (nothing is written then)."""
+    `overwrite` is not set, or is a symbolic link (nothing is written then; fabricplan.safewrite)."""
     hosts = directory / HOSTS_FILE
     group_vars = directory / GROUP_VARS_FILE
-    if not overwrite:
-        for path in (hosts, group_vars):
-            if path.exists():
-                raise PlanError(f"--inventory: {path} exists; not overwritten (choose an empty directory)")
+    hint = "(choose an empty directory)"
+    if group_vars.parent.is_symlink():
+        raise PlanError(f"--inventory: {group_vars.parent} is a symbolic link; not written through it")
+    for path in (hosts, group_vars):  # all refusals before the first write
+        refuse_unsafe(path, "--inventory", overwrite, hint)
     ethernet = plan.input.fabric != "ib"
     header = _HOSTS_HEADER.format(
         fabric="RoCE" if ethernet else "InfiniBand",
@@ -169,10 +171,10 @@ def write_plan_inventory(plan: FabricPlan, directory: Path, *, overwrite: bool =
     }
     try:
         group_vars.parent.mkdir(parents=True, exist_ok=True)
-        for path, text in texts.items():
-            path.write_text(text)
     except OSError as error:
         raise PlanError(f"--inventory: cannot write {directory}: {error.strerror or error}") from None
+    for path, text in texts.items():
+        write_safely(path, text, "--inventory", overwrite, hint)
     return tuple(texts)
 
 

@@ -3,7 +3,9 @@
 The JSON holds the issue's counting keys at the top (switches, links, transceivers, cables), the
 inputs echoed under `input`, and the whole plan under `plan` (nodes, switches, every cable) so that
 a plan file alone can start a lab or be written as inventory later. Reading checks every key it
-needs and names the bad one (PlanError, exit 2): a plan file is user input.
+needs and names the bad one (PlanError, exit 2): a plan file is user input. A file that reads but does not
+hold together (an end on no planned switch, a port beyond its switch, an end cabled twice, a bill of
+materials or cabling its `input` does not make: a hand edit) is refused naming the first bad key.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, NoReturn
 from fabcheck.fabricplan.model import (
     CABLE_TIERS,
     FABRICS,
+    HOST_NIC_PREFIX,
     TIERS,
     Bom,
     FabricPlan,
@@ -26,6 +29,7 @@ from fabcheck.fabricplan.model import (
     PortEnd,
     SwitchModel,
 )
+from fabcheck.fabricplan.sizing import plan_fabric
 
 FORMAT_VERSION = 1
 
@@ -103,7 +107,79 @@ def plan_from_json(data: Any, source: str) -> FabricPlan:
         cables=reader.count(top.get("cables"), "cables", minimum=0),
     )
     tiers = reader.count(top.get("tiers"), "tiers")
-    return FabricPlan(request, tiers, nodes, switches, cables, bom)
+    plan = FabricPlan(request, tiers, nodes, switches, cables, bom)
+    _check_ends(plan, reader)
+    _check_as_planned(plan, reader)
+    return plan
+
+
+def _check_ends(plan: FabricPlan, reader: _Reader) -> None:
+    """Every cable end names a planned node's NIC (mlx5_k, k < nics_per_node) or a planned switch's port
+    (a whole number in 1..ports), and no end is cabled twice: the lab and the inventory writer index by
+    them, so a hand-edited file is refused here with the cable named, not later with a traceback."""
+    ports = {switch.name: switch.ports for switch in plan.switches}
+    nodes = set(plan.nodes)
+    rails = plan.input.nics_per_node
+    used: dict[tuple[str, str], str] = {}
+    for index, cable in enumerate(plan.cables):
+        for side, end in (("a", cable.a), ("b", cable.b)):
+            key = f"plan.cabling[{index}].{side}"
+            text = _end_text(end)
+            if end.device in ports:
+                count = ports[end.device]
+                if not (end.port.isascii() and end.port.isdigit() and 1 <= int(end.port) <= count):
+                    reader.fail(key, f"{text!r}: expected a port 1..{count} of {end.device}")
+            elif end.device in nodes:
+                rail = end.port.removeprefix(HOST_NIC_PREFIX)
+                if not (
+                    end.port.startswith(HOST_NIC_PREFIX)
+                    and rail.isascii()
+                    and rail.isdigit()
+                    and int(rail) < rails
+                ):
+                    reader.fail(
+                        key, f"{text!r}: expected a NIC {HOST_NIC_PREFIX}0..{rails - 1} of {end.device}"
+                    )
+            else:
+                reader.fail(
+                    key, f"{text!r}: {end.device} is not a planned node or switch (plan.nodes, plan.switches)"
+                )
+            first = used.setdefault((end.device, end.port), key)
+            if first != key:
+                reader.fail(key, f"{text!r}: already cabled at {first}")
+
+
+def _check_as_planned(plan: FabricPlan, reader: _Reader) -> None:
+    """The plan its `input` makes, compared part by part: a file whose switches, cables or counts
+    (bill of materials) disagree with it is refused naming the first difference."""
+    try:
+        expected = plan_fabric(plan.input)
+    except PlanError as error:
+        reader.fail("input", f"cannot be planned: {error}")
+    if plan.tiers != expected.tiers:
+        reader.fail("tiers", f"{plan.tiers}: its input plans {expected.tiers}")
+    if plan.nodes != expected.nodes:
+        _first_difference(reader, "plan.nodes", plan.nodes, expected.nodes, str)
+    if plan.switches != expected.switches:
+        _first_difference(reader, "plan.switches", plan.switches, expected.switches, repr)
+    if plan.cables != expected.cables:
+        _first_difference(reader, "plan.cabling", plan.cables, expected.cables, _cable_text)
+    for key in ("switches", "links", "transceivers", "cables"):
+        if getattr(plan.bom, key) != getattr(expected.bom, key):
+            reader.fail(key, f"{getattr(plan.bom, key)}: its cabling counts {getattr(expected.bom, key)}")
+
+
+def _first_difference(
+    reader: _Reader, key: str, found: tuple[Any, ...], expected: tuple[Any, ...], show: Any
+) -> NoReturn:
+    for index, (item, wanted) in enumerate(zip(found, expected, strict=False)):
+        if item != wanted:
+            reader.fail(f"{key}[{index}]", f"{show(item)}: its input plans {show(wanted)} here")
+    reader.fail(key, f"{len(found)} entries: its input plans {len(expected)}")
+
+
+def _cable_text(cable: PlannedCable) -> str:
+    return f"{_end_text(cable.a)} - {_end_text(cable.b)} ({cable.tier})"
 
 
 def _end_text(end: PortEnd) -> str:

@@ -63,12 +63,12 @@ def plan_fabric(request: PlanInput) -> FabricPlan:
     speed = request.nic_gbps
     leaf_ports = request.leaf_model.ports(speed)
     spine_ports = request.spine_model.ports(speed)
-    nodes = _node_names(request.nodes)
     rails = request.nics_per_node
     host_links = request.host_links
     cables: list[PlannedCable] = []
 
     if host_links <= leaf_ports:
+        nodes = _node_names(request.nodes)
         switch = _Switch(
             PlannedSwitch("leaf-01", "leaf", request.leaf_model.name, leaf_ports), _lanes(request, 0)
         )
@@ -85,6 +85,8 @@ def plan_fabric(request: PlanInput) -> FabricPlan:
             f"port(s) at {speed}G, too few for {request.host_links} host links on one switch or for a leaf "
             "with uplinks"
         )
+    _refuse_beyond_three_tiers(request, down_max, spine_ports)  # before building a single leaf
+    nodes = _node_names(request.nodes)
     leaves = _leaves(request, nodes, down_max, cables)
     for leaf in leaves:
         leaf.up = ceil(Fraction(leaf.down) / ratio)
@@ -106,13 +108,7 @@ def plan_fabric(request: PlanInput) -> FabricPlan:
         return _finish(request, 2, nodes, [*leaves, *spines], cables)
 
     spine_down = spine_ports // 2
-    pods = ceil(len(leaves) / spine_down) if spine_down else spine_ports + 1
-    if pods > spine_ports:
-        raise PlanError(
-            f"--gpus: {request.gpus} GPUs need {pods} pods of {spine_down} leaves, more than the "
-            f"{spine_ports} a three-tier fabric of {spine_ports}-port spines holds; at most "
-            f"{_max_gpus(request, down_max, spine_ports, spine_down)} GPUs with these switches"
-        )
+    pods = _pods(len(leaves), spine_ports)
     pod_spines: list[list[_Switch]] = []
     pod_width = _width(pods)
     for pod in range(pods):
@@ -157,6 +153,34 @@ def plan_fabric(request: PlanInput) -> FabricPlan:
         cores.extend(plane_cores)
     spines_all = [spine for spines in pod_spines for spine in spines]
     return _finish(request, 3, nodes, [*leaves, *spines_all, *cores], cables)
+
+
+def _leaf_count(request: PlanInput, down_max: int) -> int:
+    """How many leaves _leaves builds, by arithmetic."""
+    if request.rail_optimised:
+        return ceil(Fraction(request.nodes, down_max)) * request.nics_per_node
+    return ceil(Fraction(request.host_links, down_max))
+
+
+def _pods(leaves: int, spine_ports: int) -> int:
+    spine_down = spine_ports // 2
+    return ceil(Fraction(leaves, spine_down)) if spine_down else spine_ports + 1
+
+
+def _refuse_beyond_three_tiers(request: PlanInput, down_max: int, spine_ports: int) -> None:
+    """PlanError when the leaves need more pods than three tiers hold, counted by arithmetic so that a
+    huge --gpus is refused at once instead of building millions of switches and cables first."""
+    leaves = _leaf_count(request, down_max)
+    if leaves <= spine_ports:
+        return
+    pods = _pods(leaves, spine_ports)
+    if pods > spine_ports:
+        spine_down = spine_ports // 2
+        raise PlanError(
+            f"--gpus: {request.gpus} GPUs need {pods} pods of {spine_down} leaves, more than the "
+            f"{spine_ports} a three-tier fabric of {spine_ports}-port spines holds; at most "
+            f"{_max_gpus(request, down_max, spine_ports, spine_down)} GPUs with these switches"
+        )
 
 
 def _validate(request: PlanInput) -> None:

@@ -5,6 +5,7 @@ RoCE/InfiniBand comparison's differences in percent."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -12,13 +13,15 @@ from fabcheck.fabricplan import render
 from fabcheck.fabricplan.model import (
     Bom,
     FabricPlan,
+    PlanError,
     PlanInput,
     PlannedCable,
     PlannedSwitch,
     PortEnd,
     SwitchModel,
 )
-from fabcheck.fabricplan.planfile import plan_from_json
+from fabcheck.fabricplan.planfile import plan_from_json, plan_to_json
+from fabcheck.fabricplan.sizing import plan_fabric
 
 SMALL = SwitchModel("small", "a 4-port switch", "any", 4, 100, (100,), None, "")
 
@@ -104,7 +107,12 @@ def test_json_is_the_plan_file_and_reads_back() -> None:
     document = json.loads(render.json_document(plan))
     assert document["switches"] == {"leaf": 2, "spine": 1, "core": 0, "total": 3}
     assert document["cables"] == 8
-    assert plan_from_json(document, "<test>") == plan
+    # Hand-built: 4 host links on 4-port switches, which the planner puts on one switch; reading it
+    # back re-plans its input and refuses the difference (a hand-edited file is not trusted).
+    with pytest.raises(PlanError, match=r"^<test>: tiers: 2: its input plans 1$"):
+        plan_from_json(document, "<test>")
+    planned = plan_fabric(replace(plan.input, gpus=8))
+    assert plan_from_json(json.loads(render.json_document(planned)), "<test>") == planned
 
 
 @pytest.mark.parametrize(
@@ -134,8 +142,9 @@ def test_comparison_json_holds_both_plans_and_the_differences() -> None:
     roce, ib = two_tier_plan("roce", spines=1), two_tier_plan("ib", spines=2)
     document = json.loads(render.comparison_json_document(roce, ib))  # strict JSON: no NaN
     assert document["compare"] == ["roce", "ib"]
-    assert plan_from_json(document["roce"], "<roce>") == roce
-    assert plan_from_json(document["ib"], "<ib>") == ib
+    # each side is that plan's file (hand-built plans: reading them back is refused, see above)
+    for side, plan in (("roce", roce), ("ib", ib)):
+        assert document[side] == json.loads(json.dumps(plan_to_json(plan)))
     differences = document["difference_percent"]
     assert differences["of"] == "ib" and differences["from"] == "roce"
     assert differences["switches"] == {"leaf": 0.0, "spine": 100.0, "core": None, "total": 33.3}

@@ -18,7 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # What setup and demo need from the system besides the tools they check for (sshd, ip, tc, unshare,
-# chromium, mpirun, Slurm's).
+# chromium, mpirun, Slurm's, promtool).
 SLURM_TOOLS = ("slurmctld", "slurmd", "srun", "munged")
 BASE_TOOLS = (
     "bash",
@@ -76,6 +76,7 @@ class Checkout:
             "chromium",
             "mpirun",
             "yanglint",
+            "promtool",
             *SLURM_TOOLS,
         ),
     ) -> None:
@@ -179,7 +180,7 @@ def test_an_install_that_is_not_this_checkout_fails_and_leaves_no_stamp(checkout
 def test_missing_system_packages_wait_for_the_dpkg_lock(tmp_path: Path) -> None:
     # No ip, no tc.
     checkout = Checkout(
-        tmp_path, system_tools=("sshd", "unshare", "chromium", "mpirun", "yanglint", *SLURM_TOOLS)
+        tmp_path, system_tools=("sshd", "unshare", "chromium", "mpirun", "yanglint", "promtool", *SLURM_TOOLS)
     )
     done = checkout.run("setup")
     assert done.returncode == 0, done.stderr
@@ -214,7 +215,7 @@ def test_demo_runs_setup_once_outside_the_wrapper(checkout: Checkout) -> None:
 def test_missing_chromium_is_installed_from_debian_for_the_html_report_test(tmp_path: Path) -> None:
     # No chromium.
     checkout = Checkout(
-        tmp_path, system_tools=("sshd", "ip", "tc", "unshare", "mpirun", "yanglint", *SLURM_TOOLS)
+        tmp_path, system_tools=("sshd", "ip", "tc", "unshare", "mpirun", "yanglint", "promtool", *SLURM_TOOLS)
     )
     done = checkout.run("setup")
     assert done.returncode == 0, done.stderr
@@ -222,3 +223,16 @@ def test_missing_chromium_is_installed_from_debian_for_the_html_report_test(tmp_
         assert "missing system packages: chromium" in done.stderr
         return
     assert "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends chromium" in checkout.calls()
+
+
+def test_missing_promtool_is_installed_from_debian_for_the_prometheus_tests(tmp_path: Path) -> None:
+    # No promtool: Debian's `prometheus` package ships it (tests/promtool.py).
+    checkout = Checkout(
+        tmp_path, system_tools=("sshd", "ip", "tc", "unshare", "chromium", "mpirun", "yanglint", *SLURM_TOOLS)
+    )
+    done = checkout.run("setup")
+    assert done.returncode == 0, done.stderr
+    if os.geteuid() != 0:
+        assert "missing system packages: prometheus" in done.stderr
+        return
+    assert "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends prometheus" in checkout.calls()

@@ -212,27 +212,15 @@ def test_demo_runs_setup_once_outside_the_wrapper(checkout: Checkout) -> None:
     assert "setup" not in "".join(checkout.calls())
 
 
-def test_missing_chromium_is_installed_from_debian_for_the_html_report_test(tmp_path: Path) -> None:
-    # No chromium.
-    checkout = Checkout(
-        tmp_path, system_tools=("sshd", "ip", "tc", "unshare", "mpirun", "yanglint", "promtool", *SLURM_TOOLS)
-    )
+# A tool the suite needs and the Debian package that brings it: chromium for the HTML report test, promtool
+# (package prometheus) for the Prometheus tests (tests/promtool.py).
+@pytest.mark.parametrize(("tool", "package"), [("chromium", "chromium"), ("promtool", "prometheus")])
+def test_a_missing_tool_is_installed_from_debian(tmp_path: Path, tool: str, package: str) -> None:
+    every = ("sshd", "ip", "tc", "unshare", "chromium", "mpirun", "yanglint", "promtool", *SLURM_TOOLS)
+    checkout = Checkout(tmp_path, system_tools=tuple(t for t in every if t != tool))
     done = checkout.run("setup")
     assert done.returncode == 0, done.stderr
     if os.geteuid() != 0:
-        assert "missing system packages: chromium" in done.stderr
+        assert f"missing system packages: {package}" in done.stderr
         return
-    assert "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends chromium" in checkout.calls()
-
-
-def test_missing_promtool_is_installed_from_debian_for_the_prometheus_tests(tmp_path: Path) -> None:
-    # No promtool: Debian's `prometheus` package ships it (tests/promtool.py).
-    checkout = Checkout(
-        tmp_path, system_tools=("sshd", "ip", "tc", "unshare", "chromium", "mpirun", "yanglint", *SLURM_TOOLS)
-    )
-    done = checkout.run("setup")
-    assert done.returncode == 0, done.stderr
-    if os.geteuid() != 0:
-        assert "missing system packages: prometheus" in done.stderr
-        return
-    assert "-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends prometheus" in checkout.calls()
+    assert f"-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends {package}" in checkout.calls()

@@ -27,6 +27,11 @@ class Where:
         pairs = (("node", self.node), ("part", self.part), ("peer", self.peer))
         return {key: value for key, value in pairs if value}
 
+    @classmethod
+    def from_json(cls, data: dict[str, str]) -> Where:
+        """The Where of `to_json`'s dict; KeyError or TypeError when it is not one."""
+        return cls(_str(data["node"]), _str(data.get("part", "")), _str(data.get("peer", "")))
+
 
 @dataclass(frozen=True)
 class Measure:
@@ -41,6 +46,14 @@ class Measure:
         if self.expected is not None:
             data["expected"] = self.expected
         return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, float | str]) -> Measure:
+        """The Measure of `to_json`'s dict; KeyError, TypeError or ValueError when it is not one."""
+        expected = data.get("expected")
+        return cls(
+            _number(data["value"]), _str(data["unit"]), None if expected is None else _number(expected)
+        )
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,36 @@ class Finding:
         if self.measure is not None:
             data["measure"] = self.measure.to_json()
         return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Finding:
+        """The Finding of `to_json`'s dict (a node's judgement read back: fabcheck.gate.step_judge);
+        KeyError, TypeError or ValueError when it is not one."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a finding is a JSON object, not {type(data).__name__}")
+        where, measure = data.get("where"), data.get("measure")
+        return cls(
+            _str(data["check"]),
+            Status(data["status"]),
+            _str(data["subject"]),
+            _str(data["expected"]),
+            _str(data["actual"]),
+            _str(data["hint"]),
+            None if where is None else Where.from_json(where),  # type: ignore[arg-type]
+            None if measure is None else Measure.from_json(measure),  # type: ignore[arg-type]
+        )
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not text")
+    return value
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{value!r} is not a number")
+    return value
 
 
 # A definite failure outranks "could not tell"; a pass needs at least one passing check and no other.

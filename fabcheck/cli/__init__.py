@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Commands other distributions add: `lab` is the lab's (lab/, distribution fabcheck-lab), which the product
 # never imports. Each entry point names a `register(subparsers)` function, as the product's commands have.
 COMMANDS_GROUP = "fabcheck.commands"
+STEP_JUDGE = "step-judge"  # internal: a node of `validate --via slurm` judging itself
 LAB_MISSING = (
     "fabcheck lab needs the lab, a distribution of its own (fabcheck-lab): "
     "pip install ./lab from fabcheck's repository, or run scripts/setup there"
@@ -117,6 +118,13 @@ def no_core_dumps() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     no_core_dumps()
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == [STEP_JUDGE]:
+        # What `validate --via slurm` runs on every node of its step: straight to it, without building
+        # every command's parser (a node pays that import once per run, times the nodes).
+        from fabcheck.gate import step_judge
+
+        return step_judge.main(words[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

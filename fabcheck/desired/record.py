@@ -10,8 +10,11 @@ reading a record gives back an equal one; a file that is not one is a RecordErro
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -123,3 +126,73 @@ def _validated(source: str, key: str, validate: Callable[[], T]) -> T:
         first = err.errors()[0]
         path = ".".join([key, *(str(part) for part in first["loc"])])
         raise RecordError(source, path, f"{first['msg']} (input {first.get('input')!r:.80})") from None
+
+
+# -- records as templates: how `validate --via slurm` hands each node its record (fabcheck.gate.step_judge)
+
+# Argument limits for the step's srun command line: one argument may hold 128 KiB on Linux
+# (MAX_ARG_STRLEN); the templates together stay well under the 2 MiB of argv + environment.
+TEMPLATE_ARG_BYTES = 120 * 1024
+TEMPLATES_TOTAL_BYTES = 512 * 1024
+_HOST_NAME = "\x00fabcheck-host\x00"  # stands for the host's own name in a template: no name holds NUL
+
+
+def _templated(value: Any, host: str) -> Any:
+    if isinstance(value, str):
+        return _HOST_NAME if value == host else value
+    if isinstance(value, list):
+        return [_templated(item, host) for item in value]
+    if isinstance(value, dict):
+        return {key: _templated(item, host) for key, item in value.items()}
+    return value
+
+
+def _filled(value: Any, host: str) -> Any:
+    if isinstance(value, str):
+        return host if value == _HOST_NAME else value
+    if isinstance(value, list):
+        return [_filled(item, host) for item in value]
+    if isinstance(value, dict):
+        return {key: _filled(item, host) for key, item in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class StepRecords:
+    """The records a step hands its nodes: distinct templates (compressed JSON, base64) and each host's
+    template index. Hosts left out of `index` did not fit the command line: they send raw output."""
+
+    templates: tuple[str, ...]
+    index: Mapping[str, int]
+
+    @classmethod
+    def of(cls, records: Mapping[str, HostRecord]) -> StepRecords:
+        """Pure: every record as its template (each string equal to the host's name stands for it), each
+        distinct template once, in first-seen order, while they fit the argument limits."""
+        templates: list[str] = []
+        position: dict[str, int] = {}
+        index: dict[str, int] = {}
+        total = 0
+        for host, record in records.items():
+            document = _templated(json.loads(record_json(record)), host)
+            text = json.dumps(document, separators=(",", ":"), sort_keys=True)
+            at = position.get(text)
+            if at is None:
+                encoded = base64.b64encode(zlib.compress(text.encode(), 9)).decode("ascii")
+                if len(encoded) > TEMPLATE_ARG_BYTES or total + len(encoded) > TEMPLATES_TOTAL_BYTES:
+                    continue  # this host sends its raw output; the controller judges it
+                total += len(encoded)
+                at = position[text] = len(templates)
+                templates.append(encoded)
+            index[host] = at
+        return cls(tuple(templates), index)
+
+
+def record_from_template(encoded: str, host: str, source: str = "the step's record") -> HostRecord:
+    """The host's record from its template; RecordError when it is not one."""
+    try:
+        text = zlib.decompress(base64.b64decode(encoded, validate=True)).decode("utf-8")
+        document = _filled(json.loads(text), host)
+    except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RecordError(source, "", f"not a fabcheck record template: {err}") from None
+    return read_record(json.dumps(document), source)

@@ -23,6 +23,7 @@ from fabcheck.collect.script import CAP_NAMES
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.desired.nic import DesiredHost
 from fabcheck.desired.nvlink import DesiredNvlinkHost
+from fabcheck.gate import step_judge
 from fabcheck.gate.reader import NodeReads, NotRead, Reader
 from fabcheck.gate.snapshot import optional_text, section_record, sections_restored
 from fabcheck.gate.stages import StageContext, StageOutcome
@@ -214,7 +215,10 @@ def _internal_error(host: str, detail: str) -> Finding:
 
 def judge(collection: HostCollection, intent: FabricIntent, desired: DesiredHost) -> HostResult:
     """Pure: one host's collection + its intent and desired state (the gate plan's) -> its result. An
-    unreachable host is one ERROR."""
+    unreachable host is one ERROR. A node that judged itself (--via slurm, fabcheck.gate.step_judge)
+    brought its findings: they are read back, and the evidence from the sections it sent along."""
+    if step_judge.JUDGED_SECTION in collection.sections:
+        return judged_on_node(collection)
     if not collection.sections:
         reason = collection.error or "the host printed nothing"
         return HostResult(collection.host, (_unreachable(collection, reason),))
@@ -226,6 +230,20 @@ def judge(collection: HostCollection, intent: FabricIntent, desired: DesiredHost
     if unbounded:
         findings.insert(0, unbounded)
     return HostResult(collection.host, tuple(findings), shown)
+
+
+def judged_on_node(collection: HostCollection) -> HostResult:
+    """The result a node judged itself, as the host's own: its findings and the evidence of the sections
+    it forwarded. A judgement that cannot be read is one ERROR naming why."""
+    section = collection.sections[step_judge.JUDGED_SECTION]
+    try:
+        if not section.ok:
+            raise step_judge.PayloadError(f"the section ended with exit {section.rc}")
+        judged = step_judge.read_payload(section.stdout, collection.host)
+    except step_judge.PayloadError as err:
+        return HostResult(collection.host, (_internal_error(collection.host, f"its judgement: {err}"),))
+    shown = HostEvidence(judged.records(collection.priority), collection.priority)
+    return HostResult(collection.host, judged.findings, shown)
 
 
 _HINTS = {

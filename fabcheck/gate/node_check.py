@@ -15,12 +15,14 @@ from dataclasses import dataclass
 
 from fabcheck.checks.model import Status
 from fabcheck.collect.backends.local import collect_local
+from fabcheck.collect.backends.slurm import NodeJudging
 from fabcheck.collect.host import HostCollection
 from fabcheck.collect.ssh import TimeLimits
-from fabcheck.desired.record import HostRecord
+from fabcheck.desired.record import HostRecord, StepRecords
 from fabcheck.errors import UsageError
 from fabcheck.gate.host_stage import HostResult, judge, located, with_nvlink
-from fabcheck.gate.plan import plan_gate
+from fabcheck.gate.plan import GatePlan, plan_gate
+from fabcheck.gate.step_judge import FLEET_READS, code_fingerprint, forward_list
 from fabcheck.intent.loader import Inventory
 from fabcheck.report.model import EXIT_FAIL, EXIT_NOT_CHECKED, EXIT_PASS
 
@@ -35,10 +37,24 @@ LocalCollector = Callable[[str, int, TimeLimits], HostCollection]
 
 def host_records(inventory: Inventory, counter_window_s: int) -> dict[str, HostRecord]:
     """Every GPU host's desired record from one plan of the whole inventory, exactly as the gate plans
-    a run with this counter window (plan_gate; the host stage attaches the NVLink domain)."""
-    plan = plan_gate(inventory, stages=("host",), counter_window_s=counter_window_s)
+    a run with this counter window (plan_gate)."""
+    return records_of(plan_gate(inventory, stages=("host",), counter_window_s=counter_window_s))
+
+
+def records_of(plan: GatePlan) -> dict[str, HostRecord]:
+    """Every planned GPU host's record, as the host stage judges it (with its NVLink domain attached)."""
     desired = with_nvlink(plan.desired.hosts, plan.desired.nvlink)
     return {entry.name: HostRecord(desired[entry.name], entry.intent) for entry in plan.hosts}
+
+
+def node_judging(plan: GatePlan, *, every_section: bool = False) -> NodeJudging:
+    """What `validate --via slurm` hands its nodes so each judges itself (fabcheck.gate.step_judge): the
+    plan's records, and the raw sections that still come back: the fleet checks' reads; every section
+    when a selected stage that reads the host stage's results runs, or with `every_section` (--metrics
+    and --extra-checks read the host evidence too)."""
+    later = any("host" in stage.requires for stage in plan.selected() if stage.name != "host")
+    forward = forward_list(None if every_section or later else FLEET_READS)
+    return NodeJudging(StepRecords.of(records_of(plan)), forward, code_fingerprint())
 
 
 def host_record(inventory: Inventory, host: str, counter_window_s: int) -> HostRecord:

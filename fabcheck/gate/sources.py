@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from fabcheck.collect.backends import testinfra as backends
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
 from fabcheck.collect.switch import Connect
 from fabcheck.errors import UsageError
-from fabcheck.gate import snapshot
+from fabcheck.gate import node_check, snapshot
 from fabcheck.gate.host_stage import HostResult
 from fabcheck.gate.plan import GatePlan
 from fabcheck.gate.stages import Reads
@@ -66,6 +66,14 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
             metavar="NAME",
             help=f"--via slurm: srun --{option}=NAME for the step's allocation (not inside an allocation)",
         )
+    group.add_argument(
+        "--node-fabcheck",
+        metavar="COMMAND",
+        default=via_slurm.SlurmOptions.node_fabcheck,
+        help="--via slurm: the fabcheck each node judges itself with, a name on the node's PATH or an "
+        "absolute path (default: fabcheck, as the fabcheck_node role links it); a node without it, or "
+        "with another build, sends its raw output and the controller judges it",
+    )
     group.add_argument(
         "--save-snapshot",
         type=Path,
@@ -123,6 +131,11 @@ def choose_source(
     if args.via in ("ansible", "slurm") and testinfra:
         raise UsageError(f"--via {args.via} reaches hosts itself: leave out --backend and --hosts")
     given = [f"--{option}" for option in SLURM_OPTIONS if getattr(args, option, None)]
+    if (
+        getattr(args, "node_fabcheck", via_slurm.SlurmOptions.node_fabcheck)
+        != via_slurm.SlurmOptions.node_fabcheck
+    ):
+        given.append("--node-fabcheck")
     if given and args.via != "slurm":
         raise UsageError(f"{', '.join(given)} allocate a Slurm step: only with --via slurm")
     if replaying:
@@ -139,26 +152,25 @@ def choose_source(
 def _live_collector(
     args: argparse.Namespace, inventory: Inventory, plan: GatePlan, limits: TimeLimits
 ) -> Collector | None:
-    hosts, priorities = plan.hosts, plan.host_priorities()
+    hosts = plan.hosts
     if args.via == "ansible":  # the play runs when the gate's reader starts it (a BatchCollector)
         return via_ansible.AnsiblePlay(inventory.source)
     if args.via == "slurm":
-        return _slurm_step(args, hosts, priorities, limits)
+        return _slurm_step(args, plan, limits)
     if args.backend == backends.NATIVE and not args.hosts:
         return None
     urls = backends.assign_urls(args.hosts or (), reachable_targets(hosts))
     return backends.TestinfraCollector(args.backend, urls, inventory.source)
 
 
-def _slurm_step(
-    args: argparse.Namespace, hosts: Sequence[HostEntry], priorities: Mapping[str, int], limits: TimeLimits
-) -> Collector:
-    """One srun step for every host; the gate's reader starts it (a BatchCollector) with the limits cut
-    to the run's deadline."""
+def _slurm_step(args: argparse.Namespace, plan: GatePlan, limits: TimeLimits) -> Collector:
+    """One srun step for every host, each node judging itself against the plan's record (where it can);
+    the gate's reader starts it (a BatchCollector) with the limits cut to the run's deadline."""
     options = via_slurm.SlurmOptions(
         partition=getattr(args, "partition", None),
         account=getattr(args, "account", None),
         reservation=getattr(args, "reservation", None),
+        node_fabcheck=getattr(args, "node_fabcheck", via_slurm.SlurmOptions.node_fabcheck),
     )
     inside = os.environ.get("SLURM_JOB_ID")
     given = [f"--{option}" for option in SLURM_OPTIONS if getattr(args, option, None)]
@@ -166,7 +178,10 @@ def _slurm_step(
         raise UsageError(
             f"inside allocation {inside} (SLURM_JOB_ID) the step runs in it: leave out {', '.join(given)}"
         )
-    return via_slurm.SlurmStep(hosts, priorities, limits, options)
+    # --metrics and --extra-checks read the host evidence: every raw section comes back with the findings.
+    read_later = getattr(args, "metrics", None) is not None or getattr(args, "extra_checks", None) is not None
+    judging = node_check.node_judging(plan, every_section=read_later)
+    return via_slurm.SlurmStep(plan.hosts, plan.host_priorities(), limits, options, judging=judging)
 
 
 def reachable_targets(hosts: Sequence[HostEntry]) -> list[SshTarget]:

@@ -37,6 +37,7 @@ from fabcheck.collect import ssh
 from fabcheck.collect.host import COLLECT_SCRIPT, HostCollection
 from fabcheck.collect.script import COMPLETE, LAUNCHER, MARK, split_sections
 from fabcheck.collect.ssh import SshTarget, TimeLimits
+from fabcheck.desired.record import StepRecords
 from fabcheck.errors import UsageError
 from fabcheck.intent.loader import HostEntry
 
@@ -45,8 +46,12 @@ NODE_VAR = "slurm_node_name"  # inventory variable: the host's Slurm node name (
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 OPTION_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+@-]{0,127}")
 # `--label` prefixes each line with the task id, right-aligned: " 3: text" (srun(1), --label).
+NODE_COMMAND = re.compile(r"[A-Za-z0-9._+-]{1,64}|/[A-Za-z0-9._+/-]{1,1023}")
+# Inventory host names a judging node is told (its record's host); any other host sends raw output.
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 LABELLED = re.compile(r"^\s*(\d+): ?(.*)$", re.S)
 HEADER = "<<<fabcheck-slurm"
+EVERY_SECTION = "*"  # a judging node's forward list that sends every raw section with its findings
 SINFO_FORMAT = "%N|%T|%P|%E"  # node, long state, partition (default one marked *), reason
 CLIENT_TIMEOUT_S = 30.0  # one sinfo/scontrol call (Slurm's own MessageTimeout is 10 s)
 START_GRACE_S = 30.0  # allocation and launch of the step, on top of the collection's own limit
@@ -54,22 +59,44 @@ TAIL_LINES = 20  # srun's stderr kept per task and for the step: enough for the 
 # States (sinfo %T, without its flag suffixes) in which slurmctld starts no new step on the node.
 NOT_RUNNABLE = ("down", "drain", "fail", "future", "maint", "inval", "unknown", "power", "reboot", "no_resp")
 
-# The task's wrapper. $1 = token, then NODE=PRIORITY pairs, then `--` and the launcher's own words:
-# LAUNCHER, host limit, script, tool limit, counter window. Node names arrive as data, compared, never
-# evaluated.
+# The task's wrapper. $1 = token, $2 = the node's fabcheck command, $3 = the controller's code
+# fingerprint, $4 = the forward list; then NODE=PRIORITY=RECORD=HOST entries (RECORD: the index of the
+# node's record template, - for none), `--`, the templates, `--` and the launcher's own words: LAUNCHER,
+# host limit, script, tool limit, counter window. Names and records arrive as data, compared, never
+# evaluated. A node with a template and the controller's fabcheck judges itself (`fabcheck step-judge`,
+# fabcheck.gate.step_judge); one that cannot (exit 75: no such fabcheck, another build, a bad record)
+# runs the raw collection, as does a node without a template.
 # --export=NONE leaves PATH out of the task's environment: sh has a default but exports none, and
 # `timeout` would then search only /bin:/usr/bin. The node's PATH is exported, as an ssh login has one.
 _WRAPPER = r"""
 PATH=${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}; export PATH
-token=$1; shift
-prio=
+token=$1 fab=$2 fingerprint=$3 forward=$4
+shift 4
+prio= record=- host=
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
-    [ "${1%=*}" = "$SLURMD_NODENAME" ] && prio=${1##*=}
+    case $1 in
+    "$SLURMD_NODENAME="*)
+        entry=${1#"$SLURMD_NODENAME="}
+        prio=${entry%%=*} entry=${entry#*=}
+        record=${entry%%=*} host=${entry#*=};;
+    esac
+    shift
+done
+shift
+template= at=0
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    [ "$at" != "$record" ] || template=$1
+    at=$((at + 1))
     shift
 done
 shift
 printf '%s %s node %s>>>\n' '<<<fabcheck-slurm' "$token" "$SLURMD_NODENAME"
 [ -n "$prio" ] || { echo "fabcheck: node $SLURMD_NODENAME has no priority in the step" >&2; exit 2; }
+if [ -n "$template" ] && command -v "$fab" >/dev/null 2>&1; then
+    "$fab" step-judge "$token" "$host" "$fingerprint" "$forward" "$template" "$2" "$4" "$5" </dev/null
+    judged=$?
+    [ "$judged" -eq 75 ] || exit "$judged"
+fi
 exec sh -c "$1" fabcheck-collect "$2" "$3" fabcheck-collect "$token" "$prio" "$4" "$5"
 """
 
@@ -84,8 +111,14 @@ class SlurmOptions:
     srun: str = "srun"
     sinfo: str = "sinfo"
     scontrol: str = "scontrol"
+    node_fabcheck: str = "fabcheck"  # the command each node judges itself with (--node-fabcheck)
 
     def __post_init__(self) -> None:
+        if not NODE_COMMAND.fullmatch(self.node_fabcheck):
+            raise UsageError(
+                f"--node-fabcheck {self.node_fabcheck!r}: expected a command name or an absolute path "
+                "(letters, digits, /._+-)"
+            )
         for option, value in (
             ("--partition", self.partition),
             ("--account", self.account),
@@ -166,6 +199,16 @@ def why_not_runnable(
     return None
 
 
+@dataclass(frozen=True)
+class NodeJudging:
+    """What lets each node judge itself (fabcheck.gate.step_judge): the plan's records as templates, the
+    probes whose raw sections still come back, and the controller's code fingerprint."""
+
+    records: StepRecords
+    forward: str
+    fingerprint: str
+
+
 def step_argv(
     nodes: Sequence[str],
     priorities: Mapping[str, int],
@@ -173,8 +216,11 @@ def step_argv(
     limits: TimeLimits,
     options: SlurmOptions,
     inside_allocation: bool,
+    judging: NodeJudging | None = None,
+    hosts: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The one srun step: one task per node, labelled stdout, the controller's environment left out."""
+    """The one srun step: one task per node, labelled stdout, the controller's environment left out.
+    `hosts`: node -> its inventory host, whose record (in `judging`) the node judges itself against."""
     minutes = max(1, math.ceil(limits.client_s / 60))
     where = (
         ["--overlap"]
@@ -187,7 +233,14 @@ def step_argv(
             f"--immediate={max(1, limits.ssh_connect_timeout)}",
         ]
     )
-    pairs = [f"{node}={priorities[node]}" for node in nodes]
+    records = judging.records if judging is not None else StepRecords((), {})
+    entries = []
+    for node in nodes:
+        host = (hosts or {}).get(node, "")
+        at = records.index.get(host) if HOST_NAME.fullmatch(host) else None
+        entries.append(
+            f"{node}={priorities[node]}={'-' if at is None else at}={host if at is not None else ''}"
+        )
     return [
         options.srun,
         f"--nodes={len(nodes)}",
@@ -208,7 +261,12 @@ def step_argv(
         _WRAPPER,
         "fabcheck-slurm",
         token,
-        *pairs,
+        options.node_fabcheck,
+        judging.fingerprint if judging is not None else "-",
+        judging.forward if judging is not None else EVERY_SECTION,
+        *entries,
+        "--",
+        *records.templates,
         "--",
         LAUNCHER,
         str(limits.host_s),
@@ -295,8 +353,10 @@ class SlurmStep:
         limits: TimeLimits,
         options: SlurmOptions | None = None,
         environ: Mapping[str, str] | None = None,
+        judging: NodeJudging | None = None,
     ) -> None:
         self.options = options or SlurmOptions()
+        self.judging = judging
         self.environ = dict(os.environ if environ is None else environ)
         self.limits = limits
         # Each host's lossless priority as the gate's plan holds it (GatePlan.host_priorities).
@@ -368,7 +428,17 @@ class SlurmStep:
             return
         token = secrets.token_hex(8)
         priorities = {node: self.priorities[hosts_of[node][0]] for node in runnable}
-        self.argv = step_argv(runnable, priorities, token, self.limits, self.options, self.job_id is not None)
+        judged_hosts = {node: hosts_of[node][0] for node in runnable if len(hosts_of[node]) == 1}
+        self.argv = step_argv(
+            runnable,
+            priorities,
+            token,
+            self.limits,
+            self.options,
+            self.job_id is not None,
+            self.judging,
+            judged_hosts,
+        )
         try:
             process = subprocess.Popen(
                 self.argv,

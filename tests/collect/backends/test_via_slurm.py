@@ -89,7 +89,8 @@ def test_the_step_is_one_srun_with_a_task_per_node_and_the_options_passed_throug
     assert {"--partition=batch", "--account=ops", "--reservation=maint", "--immediate=5"} <= set(argv)
     assert {"--time=2", "--label", "--export=NONE", "--no-kill", "--kill-on-bad-exit=0"} <= set(argv)
     program = argv[argv.index("/bin/sh") :]
-    assert program[3:7] == ["fabcheck-slurm", TOKEN, "gpu01=3", "gpu02=4"]
+    # No records to judge with: each node's entry names none (-) and the nodes send raw output.
+    assert program[3:10] == ["fabcheck-slurm", TOKEN, "fabcheck", "-", "*", "gpu01=3=-=", "gpu02=4=-="]
     inside = slurm.step_argv(["gpu01"], {"gpu01": 3}, TOKEN, limits, slurm.SlurmOptions(), True)
     assert "--overlap" in inside and not any(w.startswith(("--partition", "--immediate")) for w in inside)
 

@@ -1,0 +1,271 @@
+"""`validate --via slurm` judged where the evidence is: each node of the srun step judges its own host
+checks and sends back its findings, not its raw output.
+
+The controller hands every node its desired record in the step's arguments (the plan's records, derived
+once; `StepRecords` below folds hosts whose records differ only in the host's own name into one
+template, so a homogeneous fleet of any size sends one); the node runs the collection script locally
+under the same bounds as a native round trip, judges it with the host stage's own `judge`, and prints
+ONE section, `fabcheck.judged`: its findings and the raw sections the controller still reads. Those are
+the sections of the probes the fleet checks declare they read (what must agree across hosts is compared
+where every host is), or every section when a later consumer of the host evidence runs (the link, nccl
+and incast stages, --metrics, --extra-checks). The controller parses only those, so it merges instead
+of judging: findings identical to a native run, at a fraction of the controller's CPU.
+
+A node that cannot judge (no fabcheck on it, another build of fabcheck, a record it cannot read) says
+why on stderr and sends the raw collection instead: the controller judges that node as before. The
+fingerprint of fabcheck's own code, not its version string, decides "the same build".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from fabcheck.checks.host import FLEET_CHECK_DECLS
+from fabcheck.checks.model import Finding
+from fabcheck.collect import host as probes
+from fabcheck.collect.backends.slurm import EVERY_SECTION
+from fabcheck.collect.host import HostCollection, read_records
+from fabcheck.collect.script import COMPLETE, EARLIER, MARK, Section
+from fabcheck.collect.ssh import TimeLimits
+from fabcheck.desired.record import RecordError, record_from_template
+
+JUDGED_SECTION = "fabcheck.judged"  # the one section a judging node prints
+PAYLOAD_VERSION = 1
+RAW = 75  # step-judge's exit code for "not judged here: run the raw collection" (EX_TEMPFAIL)
+# The sections every forward list includes: the port listing every record is read through, the counter
+# window's reading and whether the host could bound its run (read_records reads them first).
+ALWAYS_FORWARDED = frozenset({probes.RDMA_LINK, probes.TIME_LIMIT, probes.COUNTER_WINDOW})
+# What the fleet checks compare, as their declarations say, and what present_nics reads to find the NICs.
+FLEET_READS = frozenset(
+    {probe for check in FLEET_CHECK_DECLS for probe in check.reads if probe in probes.PROBES_BY_NAME}
+    | {probes.IBV_DEVINFO}
+)
+_TOKEN = re.compile(r"[0-9a-f]{8,64}")
+_FORWARD = re.compile(r"\*|[a-z0-9_]+(,[a-z0-9_]+)*|")
+
+
+class PayloadError(ValueError):
+    """A judged section the controller cannot read: the node's error names it."""
+
+
+# -- the fingerprint ---------------------------------------------------------------------------------
+
+
+@cache
+def code_fingerprint() -> str:
+    """The digest of fabcheck's own source (every .py under the package, by path): a node judges only
+    with the very code the controller runs, so its findings are the controller's."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:20]
+
+
+# -- what the node sends back ------------------------------------------------------------------------
+
+
+def forward_list(probe_names: Collection[str] | None) -> str:
+    """The forward argument: the probes whose sections go back (None: every section)."""
+    if probe_names is None:
+        return EVERY_SECTION
+    return ",".join(sorted(set(probe_names) | ALWAYS_FORWARDED))
+
+
+def forwarded(sections: Mapping[str, Section], forward: str) -> dict[str, Section]:
+    """The sections of the listed probes (with a counter probe's first reading), or every one ("*")."""
+    if forward == EVERY_SECTION:
+        return dict(sections)
+    wanted = set(forward.split(","))
+    kept = {}
+    for name, section in sections.items():
+        probe = name.partition(":")[0].removesuffix(EARLIER)
+        if probe in wanted:
+            kept[name] = section
+    return kept
+
+
+def payload_json(collection: HostCollection, findings: Iterable[Finding], forward: str) -> str:
+    """The judged section's text: the node's findings, how its collection ended, the forwarded sections."""
+    document = {
+        "version": PAYLOAD_VERSION,
+        "host": collection.host,
+        "forward": forward,
+        "complete": collection.complete,
+        "error": collection.error,
+        "expired": collection.expired,
+        "findings": [finding.to_json() for finding in findings],
+        "sections": {
+            name: [section.rc, section.stdout, section.stderr]
+            for name, section in forwarded(collection.sections, forward).items()
+        },
+    }
+    return json.dumps(document, separators=(",", ":"))
+
+
+def judged_output(token: str, payload: str) -> str:
+    """The node's whole answer in the collection's own framing: one section, then the complete line."""
+    return (
+        f"{MARK} {token} begin {JUDGED_SECTION}>>>\n{payload}\n"
+        f"{MARK} {token} stderr {JUDGED_SECTION}>>>\n\n"
+        f"{MARK} {token} end {JUDGED_SECTION} rc=0>>>\n{MARK} {token} {COMPLETE}>>>\n"
+    )
+
+
+# -- reading it (controller) -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A node's judgement as the controller reads it."""
+
+    findings: tuple[Finding, ...]
+    sections: Mapping[str, Section]
+    forward: str
+    complete: bool
+    error: str | None
+    expired: str | None
+
+    def records(self, priority: int) -> dict[tuple[str, str], Any]:
+        """The forwarded sections' records, parsing only the probes that were sent."""
+        if self.forward == EVERY_SECTION:
+            return read_records(self.sections, priority)
+        wanted = set(self.forward.split(","))
+        chosen = [probe for probe in probes.HOST_PROBES if probe.name in wanted]
+        return read_records(self.sections, priority, chosen)
+
+
+def read_payload(text: str, host: str) -> Judged:
+    """The Judged of a judged section's text; PayloadError naming what is wrong."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise PayloadError(f"not JSON: {err}") from None
+    if not isinstance(document, dict):
+        raise PayloadError("not a JSON object")
+    if document.get("version") != PAYLOAD_VERSION:
+        raise PayloadError(f"version {document.get('version')!r}, not {PAYLOAD_VERSION}")
+    if document.get("host") != host:
+        raise PayloadError(f"host {document.get('host')!r}, not {host!r}")
+    try:
+        forward = document["forward"]
+        if not isinstance(forward, str) or not _FORWARD.fullmatch(forward):
+            raise PayloadError(f"forward {forward!r} is not a probe list")
+        findings = tuple(Finding.from_json(item) for item in document["findings"])
+        sections = {
+            str(name): Section(_rc(rc), _text(stdout), _text(stderr))
+            for name, (rc, stdout, stderr) in document["sections"].items()
+        }
+        return Judged(
+            findings,
+            sections,
+            forward,
+            bool(document["complete"]),
+            _optional_text(document["error"]),
+            _optional_text(document["expired"]),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        if isinstance(err, PayloadError):
+            raise
+        raise PayloadError(f"{type(err).__name__}: {err}") from None
+
+
+def _rc(value: Any) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"rc {value!r} is not an exit code")
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not text")
+    return value
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+# -- the node's command ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepArguments:
+    """What the step's wrapper hands `fabcheck step-judge` on the node."""
+
+    token: str
+    host: str
+    fingerprint: str
+    forward: str
+    template: str
+    host_s: int
+    tool_s: int
+    window_s: int
+
+    @classmethod
+    def parse(cls, argv: Sequence[str]) -> StepArguments:
+        """ValueError naming the first bad argument."""
+        if len(argv) != 8:
+            raise ValueError(f"expected 8 arguments, got {len(argv)}")
+        token, host, fingerprint, forward, template, host_s, tool_s, window_s = argv
+        if not _TOKEN.fullmatch(token):
+            raise ValueError("bad token")
+        if not _FORWARD.fullmatch(forward) or not forward:
+            raise ValueError(f"bad forward list {forward!r}")
+        numbers = []
+        for name, text in (("host limit", host_s), ("tool limit", tool_s), ("counter window", window_s)):
+            if not text.isdigit():
+                raise ValueError(f"bad {name} {text!r}")
+            numbers.append(int(text))
+        if numbers[0] <= numbers[2] or numbers[1] < 1:
+            raise ValueError("the host limit must exceed the counter window and the tool limit be >= 1 s")
+        return cls(token, host, fingerprint, forward, template, *numbers)
+
+    @property
+    def limits(self) -> TimeLimits:
+        """The controller's limits as the node runs them: the same host, tool and window seconds."""
+        return TimeLimits(
+            1.0,
+            float(self.host_s - self.window_s),
+            per_tool_s=float(self.tool_s),
+            counter_window_s=self.window_s,
+        )
+
+
+def main(argv: Sequence[str]) -> int:
+    """`fabcheck step-judge ARGS` on a node of the step: print the judged section (exit 0), or say why
+    not on stderr and exit RAW so the wrapper runs the raw collection."""
+    try:
+        args = StepArguments.parse(argv)
+    except ValueError as err:
+        print(f"fabcheck step-judge: {err}", file=sys.stderr)
+        return RAW
+    if args.fingerprint != code_fingerprint():
+        print(
+            f"fabcheck step-judge: this node's fabcheck ({code_fingerprint()}) is not the controller's "
+            f"({args.fingerprint}): sending the raw collection",
+            file=sys.stderr,
+        )
+        return RAW
+    try:
+        record = record_from_template(args.template, args.host)
+    except RecordError as err:
+        print(f"fabcheck step-judge: {err}: sending the raw collection", file=sys.stderr)
+        return RAW
+    from fabcheck.collect.backends.local import collect_local  # only a judging node starts a collection
+    from fabcheck.gate.host_stage import judge
+
+    collection = collect_local(args.host, record.desired.template.ecn_priority, args.limits)
+    result = judge(collection, record.intent, record.desired)
+    sys.stdout.write(judged_output(args.token, payload_json(collection, result.findings, args.forward)))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,268 @@
+"""fabcheck.gate.step_judge: `validate --via slurm` with each node judging itself. The node's findings and
+the sections it forwards, read back on the controller, give exactly the results of judging its raw
+output there (fleet checks included); the records travel as templates; a node that cannot judge sends
+its raw output (the wrapper run here as one task of the step)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabcheck.checks.host import FLEET_CHECKS
+from fabcheck.checks.model import Finding, Measure, Status, Where
+from fabcheck.collect.backends import slurm
+from fabcheck.collect.host import HostCollection
+from fabcheck.collect.script import Section, split_sections
+from fabcheck.collect.ssh import TimeLimits
+from fabcheck.desired import record as records
+from fabcheck.desired.record import HostRecord, RecordError, StepRecords, record_from_template
+from fabcheck.gate import host_stage, node_check, step_judge
+from fabcheck.gate.plan import plan_gate
+from fabcheck.intent.loader import load_inventory
+from tests.checks.host.hostdata import ETHTOOL_I, INTENT, flint_q, gids, healthy_sections, ok, planned
+from tests.parsers.renderers import render_show_gids
+
+TOKEN = "0123456789abcdef"
+HOSTS = ("gpu01", "gpu02", "gpu03")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def raw_collections() -> dict[str, HostCollection]:
+    """Three hosts where every kind of finding occurs: gpu02 without a v2 GID at the index on mlx5_1
+    (host.gid_index fails), gpu03 another driver and firmware (host.versions and host.nic_firmware name it)
+    and no mlnx_qos on one NIC."""
+    v1 = [dataclasses.replace(g, version="v1") if g.dev == "mlx5_1" and g.index == 3 else g for g in gids()]
+    changes: dict[str, dict[str, Section]] = {
+        "gpu02": {"show_gids": ok(render_show_gids(v1))},
+        "gpu03": {
+            "driver:ens1np0": ok(ETHTOOL_I.replace("24.04-0.6.6", "23.10-1.1.9")),
+            "flint:mlx5_1/1": ok(flint_q(version="28.40.1000")),
+            "mlnx_qos:ens2np0": Section(127, "", "sh: mlnx_qos: not found"),
+        },
+    }
+    return {
+        host: HostCollection(host, healthy_sections() | changes.get(host, {}), True, priority=3)
+        for host in HOSTS
+    }
+
+
+def judged_on_the_node(collection: HostCollection, forward: str) -> HostCollection:
+    """What the controller gets from a judging node: the node judges its collection, prints the judged
+    section in the collection's framing, and the step's reader splits it (as SlurmStep._bundle does)."""
+    result = host_stage.judge(collection, INTENT, planned(INTENT, collection.host))
+    text = step_judge.judged_output(TOKEN, step_judge.payload_json(collection, result.findings, forward))
+    parsed = split_sections(text, TOKEN)
+    assert parsed.complete and list(parsed.sections) == [step_judge.JUDGED_SECTION]
+    return HostCollection(collection.host, parsed.sections, True, None, collection.priority)
+
+
+def stage(collections: dict[str, HostCollection]) -> list[host_stage.HostResult]:
+    """The host stage's judging of these collections: each host, then the fleet checks."""
+    desired = {host: planned(INTENT, host) for host in collections}
+    results = [host_stage.judge(c, INTENT, desired[c.host]) for c in collections.values()]
+    return host_stage.judge_fleet(results, dict.fromkeys(collections, INTENT), desired)
+
+
+@pytest.mark.parametrize(
+    "forward", [step_judge.forward_list(step_judge.FLEET_READS), slurm.EVERY_SECTION], ids=["fleet", "every"]
+)
+def test_judged_on_the_node_gives_the_controllers_findings_fleet_checks_included(forward: str) -> None:
+    raw = raw_collections()
+    native = stage(raw)
+    merged = stage({host: judged_on_the_node(c, forward) for host, c in raw.items()})
+    assert [r.findings for r in merged] == [r.findings for r in native]
+    statuses = {f.status for r in native for f in r.findings}
+    assert {Status.PASS, Status.FAIL, Status.ERROR} <= statuses
+    failing = {(r.host, f.check) for r in native for f in r.findings if f.status is Status.FAIL}
+    assert {
+        ("gpu02", "host.gid_index"),
+        ("gpu03", "host.versions"),
+        ("gpu03", "host.nic_firmware"),
+    } <= failing
+    if forward == slurm.EVERY_SECTION:  # every later consumer (link stage, --metrics) reads the same evidence
+        assert [r.evidence for r in merged] == [r.evidence for r in native]
+
+
+def test_the_fleet_forward_list_sends_only_the_fleet_checks_sections() -> None:
+    collection = raw_collections()["gpu01"]
+    forward = step_judge.forward_list(step_judge.FLEET_READS)
+    assert forward == "counter_window,driver,flint,ibv_devinfo,nvidia_smi_q,rdma_link,show_gids,time_limit"
+    sent = step_judge.forwarded(collection.sections, forward)
+    assert set(sent) < set(collection.sections)
+    assert {name.partition(":")[0] for name in sent} == {
+        "counter_window", "driver", "flint", "ibv_devinfo", "nvidia_smi_q", "rdma_link", "show_gids",
+        "time_limit",
+    }  # fmt: skip
+    assert len(step_judge.payload_json(collection, (), forward)) < len(
+        step_judge.payload_json(collection, (), slurm.EVERY_SECTION)
+    )
+
+
+def test_a_judgement_the_controller_cannot_read_is_an_error_for_that_host_alone() -> None:
+    for text, said in (
+        ("{not json", "not JSON"),
+        (json.dumps({"version": 99}), "version 99"),
+        (json.dumps({"version": 1, "host": "gpu09"}), "host 'gpu09'"),
+        (
+            json.dumps({"version": 1, "host": "gpu01", "forward": "*", "findings": [{"check": 1}]}),
+            "TypeError",
+        ),
+    ):
+        collection = HostCollection("gpu01", {step_judge.JUDGED_SECTION: Section(0, text)}, True)
+        result = host_stage.judge(collection, INTENT, planned(INTENT, "gpu01"))
+        assert [(f.check, f.status) for f in result.findings] == [(host_stage.COLLECTION_CHECK, Status.ERROR)]
+        assert "its judgement" in result.findings[0].actual and said in result.findings[0].actual
+
+
+def test_a_finding_reads_back_from_its_json() -> None:
+    full = Finding(
+        "perf.busbw", Status.FAIL, "8 GiB", "≥ 300", "212.5", "fix", Where("gpu01", "GPU3", "leaf:1"),
+        Measure(212.5, "GB/s", 300.0),
+    )  # fmt: skip
+    bare = Finding("host.pfc", Status.PASS, "mlx5_0", "on", "on")
+    for finding in (full, bare, dataclasses.replace(full, measure=Measure(3, "ms"))):
+        assert Finding.from_json(json.loads(json.dumps(finding.to_json()))) == finding
+    with pytest.raises(ValueError):
+        Finding.from_json({**bare.to_json(), "status": "maybe"})
+
+
+def lab_records() -> dict[str, HostRecord]:
+    return node_check.host_records(load_inventory(REPO / "inventory" / "example"), 5)
+
+
+def test_records_differing_only_in_the_host_name_travel_as_one_template() -> None:
+    recorded = lab_records()
+    step = StepRecords.of(recorded)
+    assert len(recorded) >= 2 and len(step.templates) == 1 and set(step.index.values()) == {0}
+    for host, record in recorded.items():
+        assert record_from_template(step.templates[0], host) == record
+    desired = dataclasses.replace(recorded["gpu02"].desired, counter_window_s=7)
+    other = dataclasses.replace(recorded["gpu02"], desired=desired)
+    two = StepRecords.of({**recorded, "gpu02": other})
+    assert len(two.templates) == 2 and two.index["gpu02"] == 1 and two.index["gpu01"] == 0
+    assert record_from_template(two.templates[1], "gpu02") == other
+
+
+def test_templates_beyond_the_command_line_limit_leave_their_hosts_to_send_raw_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recorded = lab_records()
+    varied = {
+        host: dataclasses.replace(r, desired=dataclasses.replace(r.desired, counter_window_s=i))
+        for i, (host, r) in enumerate(recorded.items())
+    }
+    one = len(StepRecords.of(dict(list(varied.items())[:1])).templates[0])
+    monkeypatch.setattr(records, "TEMPLATES_TOTAL_BYTES", 2 * one + 10)
+    step = StepRecords.of(varied)
+    assert len(step.templates) == 2 and list(step.index) == list(varied)[:2]
+
+
+def test_a_template_that_is_not_one_is_a_record_error() -> None:
+    for bad in ("%%%", "aGVsbG8=", records.base64.b64encode(records.zlib.compress(b"[1]")).decode()):
+        with pytest.raises(RecordError):
+            record_from_template(bad, "gpu01")
+
+
+def test_the_node_is_told_the_fleet_reads_alone_unless_a_later_consumer_reads_the_host_evidence() -> None:
+    inventory = load_inventory(REPO / "inventory" / "example")
+    host_only = node_check.node_judging(plan_gate(inventory, stages=("host",)))
+    assert host_only.forward == step_judge.forward_list(step_judge.FLEET_READS)
+    assert host_only.fingerprint == step_judge.code_fingerprint() and len(host_only.records.templates) == 1
+    with_link = node_check.node_judging(plan_gate(inventory, stages=("host", "switch", "link")))
+    assert with_link.forward == slurm.EVERY_SECTION
+    metrics = node_check.node_judging(plan_gate(inventory, stages=("host",)), every_section=True)
+    assert metrics.forward == slurm.EVERY_SECTION
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["XYZ", "gpu01", "f", "*", "t", "35", "10", "5"],
+        [TOKEN, "gpu01", "f", "a b", "t", "35", "10", "5"],
+        [TOKEN, "gpu01", "f", "*", "t", "5", "10", "5"],
+        [TOKEN, "gpu01", "f", "*", "t", "35", "x", "5"],
+    ],
+)
+def test_bad_step_arguments_send_the_raw_collection(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert step_judge.main(argv) == step_judge.RAW
+    assert capsys.readouterr().err.startswith("fabcheck step-judge: ")
+
+
+def test_the_node_keeps_the_controllers_host_tool_and_window_seconds() -> None:
+    limits = TimeLimits(connect_s=5, command_s=30, counter_window_s=5)
+    args = step_judge.StepArguments.parse(
+        [TOKEN, "gpu01", "f", "*", "t", str(limits.host_s), str(limits.tool_s), str(limits.counter_window_s)]
+    )
+    assert (args.limits.host_s, args.limits.tool_s, args.limits.counter_window_s) == (35, 10, 5)
+
+
+def this_fabcheck(tmp_path: Path) -> str:
+    """A `fabcheck` command running this very code (the checkout under test, whatever venv it is in)."""
+    launcher = tmp_path / "fabcheck"
+    code = Path(step_judge.__file__).resolve().parents[2]
+    launcher.write_text(f'#!/bin/sh\nPYTHONPATH={code} exec {sys.executable} -m fabcheck.cli "$@"\n')
+    launcher.chmod(0o755)
+    return str(launcher)
+
+
+def run_task(judging: slurm.NodeJudging, node_fabcheck: str) -> subprocess.CompletedProcess[str]:
+    """The step's program run here as the task of node gpu02 (inventory host gpu02)."""
+    limits = TimeLimits(connect_s=5, command_s=60)
+    argv = slurm.step_argv(
+        ["gpu01", "gpu02"],
+        {"gpu01": 3, "gpu02": 3},
+        TOKEN,
+        limits,
+        slurm.SlurmOptions(node_fabcheck=node_fabcheck),
+        False,
+        judging,
+        {"gpu01": "gpu01", "gpu02": "gpu02"},
+    )
+    program = argv[argv.index("/bin/sh") :]
+    env = {"SLURMD_NODENAME": "gpu02"}
+    return subprocess.run(program, capture_output=True, text=True, env=env, timeout=180, check=False)
+
+
+def judging() -> slurm.NodeJudging:
+    return node_check.node_judging(
+        plan_gate(load_inventory(REPO / "inventory" / "example"), stages=("host",))
+    )
+
+
+def test_a_node_with_the_controllers_fabcheck_judges_itself(tmp_path: Path) -> None:
+    done = run_task(judging(), this_fabcheck(tmp_path))
+    header, _, rest = done.stdout.partition("\n")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert header == f"<<<fabcheck-slurm {TOKEN} node gpu02>>>"
+    parsed = split_sections(rest, TOKEN)
+    assert parsed.complete and list(parsed.sections) == [step_judge.JUDGED_SECTION]
+    judged = step_judge.read_payload(parsed.sections[step_judge.JUDGED_SECTION].stdout, "gpu02")
+    judged_checks = {f.check for f in judged.findings}
+    assert "host.rdma_device" in judged_checks and not judged_checks & set(
+        FLEET_CHECKS
+    )  # fleet: the controller
+    assert {name.partition(":")[0] for name in judged.sections} <= {
+        *step_judge.FLEET_READS, *step_judge.ALWAYS_FORWARDED
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("why", ["missing", "another build"])
+def test_a_node_that_cannot_judge_sends_its_raw_collection(why: str, tmp_path: Path) -> None:
+    wanted = judging()
+    fabcheck = this_fabcheck(tmp_path)
+    if why == "missing":
+        done = run_task(wanted, "/nonexistent/fabcheck")
+    else:
+        done = run_task(dataclasses.replace(wanted, fingerprint="0" * 20), fabcheck)
+        assert "is not the controller's" in done.stderr
+    parsed = split_sections(done.stdout.partition("\n")[2], TOKEN)
+    assert parsed.complete and step_judge.JUDGED_SECTION not in parsed.sections
+    assert {"rdma_link", "time_limit", "lsmod"} <= set(parsed.sections)

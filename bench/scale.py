@@ -10,10 +10,13 @@ Run as root inside the CI wrapper (labs come up and down in a scratch project, n
 Per host count: one RoCE lab in factory state (no role has run: passes, failures and skips all occur),
 `fabcheck lab up` timed, the lab's Slurm cluster up (lab/src/fabcheck_lab/slurm.py) timed, then
 - native: `fabcheck validate --stages host --json --concurrency C`;
-- slurm: the same with `--via slurm` (SLURM_CONF of the lab); its JSON must equal native's, line for
-  line (else the bench exits 1);
-- replay: one untimed `--via slurm --save-snapshot`, then `--from-snapshot --json` (parse + judge +
-  report of every host, no collection) and the same with `--html` (the difference is the HTML render);
+- slurm: the same with `--via slurm` (SLURM_CONF of the lab), each node judging itself with this venv's
+  fabcheck (`--node-fabcheck`; the lab nodes see the machine's root file system); its JSON must equal
+  native's, line for line (else the bench exits 1); the saved snapshot says how many nodes judged
+  themselves (the others sent raw output);
+- replay: one untimed `--via slurm --save-snapshot`, then `--from-snapshot --json` (what the controller
+  does with the step's answers: the merge, the fleet checks and the report, no collection) and the
+  same with `--html` (the difference is the HTML render);
 - site.yml: `ansible-playbook site.yml --limit gpu_hosts` twice (converge, then the idempotent rerun),
   only up to --site-max-hosts.
 Figures: wall, controller CPU (user + system of the run's process tree: fabcheck, its ssh clients or
@@ -128,6 +131,7 @@ class Scale:
     runs: dict[str, Timed]
     start: Timed  # `fabcheck validate --help`: the interpreter start and the CLI's imports
     identical: bool | None  # slurm's JSON == native's (None: native not run)
+    judged_on_nodes: int  # hosts of the slurm snapshot whose node judged itself
     html_s: float | None
     site: tuple[site_rerun.Run, site_rerun.Run] | None
     site_error: str | None = None
@@ -152,12 +156,13 @@ def one_scale(hosts: int, args: argparse.Namespace) -> Scale:
         identical = None
         with tempfile.TemporaryDirectory(prefix="fabcheck-bench-scale-") as scratch:
             saved = Path(scratch) / "snapshot"
-            saving = validate_argv(paths, "--json", "--via", "slurm", "--save-snapshot", str(saved))
+            via = ("--via", "slurm", "--node-fabcheck", str(VENV_BIN / "fabcheck"))
+            saving = validate_argv(paths, "--json", *via, "--save-snapshot", str(saved))
             if hosts > args.one_slurm_run_above:
                 # One slurm run only (time): it saves the snapshot too, so its RSS holds every raw output.
                 runs["slurm"] = timed("slurm + --save-snapshot", hosts, saving, env)
             else:
-                runs["slurm"] = timed("slurm", hosts, validate_argv(paths, "--json", "--via", "slurm"), env)
+                runs["slurm"] = timed("slurm", hosts, validate_argv(paths, "--json", *via), env)
                 subprocess.run(
                     saving, env=env, cwd=REPO, capture_output=True, timeout=RUN_TIMEOUT_S, check=False
                 )
@@ -165,8 +170,13 @@ def one_scale(hosts: int, args: argparse.Namespace) -> Scale:
                 identical = _lines(runs["native"]) == _lines(runs["slurm"])
                 if not identical:
                     _show_difference(hosts, runs["native"], runs["slurm"])
+            judged = judged_hosts(saved)
+            print(
+                f"  {hosts} hosts: {judged} judged on their node (the others sent raw output)",
+                file=sys.stderr,
+            )
             replay = validate_argv(paths, "--from-snapshot", str(saved))
-            runs["replay"] = timed("replay (parse+judge+JSON)", hosts, [*replay, "--json"], env)
+            runs["replay"] = timed("replay of the slurm snapshot", hosts, [*replay, "--json"], env)
             page = str(Path(scratch) / "gate.html")
             runs["replay+html"] = timed("replay + --html", hosts, [*replay, "--json", "--html", page], env)
         html_s = runs["replay+html"].wall_s - runs["replay"].wall_s
@@ -192,8 +202,28 @@ def one_scale(hosts: int, args: argparse.Namespace) -> Scale:
                 site_error = "site.yml did not converge and rerun cleanly (see stderr)"
         slurm.down(paths)
     return Scale(
-        hosts, lab_up, cluster.seconds, runs, start, identical, html_s, site, site_error, sweep, profile
+        hosts,
+        lab_up,
+        cluster.seconds,
+        runs,
+        start,
+        identical,
+        judged,
+        html_s,
+        site,
+        site_error,
+        sweep,
+        profile,
     )
+
+
+def judged_hosts(snapshot: Path) -> int:
+    """The hosts of a --via slurm snapshot whose node judged itself (fabcheck.gate.step_judge)."""
+    judged = 0
+    for path in (snapshot / "host").glob("*.json"):
+        read = json.loads(path.read_text()).get("read") or {}
+        judged += "fabcheck.judged" in read.get("sections", {})
+    return judged
 
 
 def profiled_rerun(paths: LabPaths, top: int = 12) -> tuple[str, ...]:
@@ -268,10 +298,10 @@ def table(scales: list[Scale]) -> str:
             )
     lines += [
         "",
-        "| hosts | lab up | Slurm up | JSON slurm == native | HTML render | site.yml first / rerun (s/host) "
-        "|",
+        "| hosts | lab up | Slurm up | JSON slurm == native | judged on the node | HTML render "
+        "| site.yml first / rerun (s/host) |",
     ]
-    lines.append("|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|")
     for scale in scales:
         same = {None: "native not run", True: "identical", False: "DIFFERENT"}[scale.identical]
         site = scale.site_error or "not run"
@@ -280,8 +310,8 @@ def table(scales: list[Scale]) -> str:
             site = f"{first.wall_s:.0f} s / {rerun.wall_s:.0f} s ({rerun.wall_s / scale.hosts:.2f})"
         html = "-" if scale.html_s is None else "< 0.05 s" if scale.html_s < 0.05 else f"{scale.html_s:.2f} s"
         lines.append(
-            f"| {scale.hosts} | {scale.lab_up_s:.0f} s | {scale.slurm_up_s:.0f} s | {same} | {html} "
-            f"| {site} |"
+            f"| {scale.hosts} | {scale.lab_up_s:.0f} s | {scale.slurm_up_s:.0f} s | {same} "
+            f"| {scale.judged_on_nodes} of {scale.hosts} | {html} | {site} |"
         )
     start = ", ".join(f"{s.hosts}: {s.start.cpu_s:.2f} s" for s in scales)
     lines += ["", f"start (interpreter + imports, `fabcheck validate --help`) CPU: {start}"]
@@ -326,11 +356,11 @@ def model(scales: list[Scale], concurrency: int, cores: int) -> str:
             bound = "controller CPU (ssh key exchange + script)" if by_cpu > by_flight else "--concurrency"
             lines.append(f"| {hosts} | native | {cpu:.0f} s | {by_cpu:.0f} s | {by_flight:.0f} s | {bound} |")
         cpu = via.marginal_ms(largest.start) / 1000 * hosts
-        judge = replay.marginal_ms(largest.start) / 1000 * hosts
-        # One reader thread demultiplexes srun's stream and the judging runs under one GIL: one core.
+        merge = replay.marginal_ms(largest.start) / 1000 * hosts
+        # One reader thread demultiplexes srun's stream and the merging runs under one GIL: one core.
         lines.append(
             f"| {hosts} | slurm | {cpu:.0f} s | {cpu:.0f} s (one Python process: GIL) | {host_s:.1f} s + "
-            f"Slurm's launch | controller Python (parse+judge {judge:.0f} s of it) |"
+            f"Slurm's launch | controller Python (merge, fleet checks and report {merge:.0f} s of it) |"
         )
     return "\n".join(lines)
 

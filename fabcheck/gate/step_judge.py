@@ -18,10 +18,13 @@ fingerprint of fabcheck's own code, not its version string, decides "the same bu
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import re
 import sys
+import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -33,12 +36,14 @@ from fabcheck.checks.model import Finding
 from fabcheck.collect import host as probes
 from fabcheck.collect.backends.slurm import EVERY_SECTION
 from fabcheck.collect.host import HostCollection, read_records
-from fabcheck.collect.script import COMPLETE, EARLIER, MARK, Section
+from fabcheck.collect.script import COMPLETE, EARLIER, MARK, ROUND_TRIP_CAP_BYTES, Section
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.desired.record import RecordError, record_from_template
 
 JUDGED_SECTION = "fabcheck.judged"  # the one section a judging node prints
 PAYLOAD_VERSION = 1
+LINE_CHARS = 512  # a packed payload's line: well under srun's 1,024-byte cut
+MAX_PAYLOAD_BYTES = ROUND_TRIP_CAP_BYTES  # a judgement holds at most what one round trip may send
 RAW = 75  # step-judge's exit code for "not judged here: run the raw collection" (EX_TEMPFAIL)
 # The sections every forward list includes: the port listing every record is read through, the counter
 # window's reading and whether the host could bound its run (read_records reads them first).
@@ -112,10 +117,31 @@ def payload_json(collection: HostCollection, findings: Iterable[Finding], forwar
     return json.dumps(document, separators=(",", ":"))
 
 
+def packed(payload: str) -> str:
+    """The payload compressed, in base64 lines short enough for srun: with --label, srun cuts a task's
+    line at 1,024 bytes (seen in the lab's Slurm 22.05), which would break one long JSON line."""
+    encoded = base64.b64encode(zlib.compress(payload.encode("utf-8"), 6)).decode("ascii")
+    return "\n".join(encoded[at : at + LINE_CHARS] for at in range(0, len(encoded), LINE_CHARS))
+
+
+def unpacked(text: str) -> str:
+    """The payload of `packed` text; PayloadError when it is not one or grows beyond the cap."""
+    try:
+        data = base64.b64decode("".join(text.split()), validate=True)
+        inflater = zlib.decompressobj()
+        plain = inflater.decompress(data, MAX_PAYLOAD_BYTES)
+        if inflater.unconsumed_tail:
+            raise PayloadError(f"it inflates beyond {MAX_PAYLOAD_BYTES} bytes")
+        return plain.decode("utf-8")
+    except (binascii.Error, zlib.error, UnicodeDecodeError) as err:
+        raise PayloadError(f"not a packed judgement: {err}") from None
+
+
 def judged_output(token: str, payload: str) -> str:
-    """The node's whole answer in the collection's own framing: one section, then the complete line."""
+    """The node's whole answer in the collection's own framing: one section (the payload packed), then
+    the complete line."""
     return (
-        f"{MARK} {token} begin {JUDGED_SECTION}>>>\n{payload}\n"
+        f"{MARK} {token} begin {JUDGED_SECTION}>>>\n{packed(payload)}\n"
         f"{MARK} {token} stderr {JUDGED_SECTION}>>>\n\n"
         f"{MARK} {token} end {JUDGED_SECTION} rc=0>>>\n{MARK} {token} {COMPLETE}>>>\n"
     )
@@ -145,9 +171,9 @@ class Judged:
 
 
 def read_payload(text: str, host: str) -> Judged:
-    """The Judged of a judged section's text; PayloadError naming what is wrong."""
+    """The Judged of a judged section's (packed) text; PayloadError naming what is wrong."""
     try:
-        document = json.loads(text)
+        document = json.loads(unpacked(text))
     except json.JSONDecodeError as err:
         raise PayloadError(f"not JSON: {err}") from None
     if not isinstance(document, dict):

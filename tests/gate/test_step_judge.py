@@ -98,18 +98,23 @@ def test_the_fleet_forward_list_sends_only_the_fleet_checks_sections() -> None:
         "counter_window", "driver", "flint", "ibv_devinfo", "nvidia_smi_q", "rdma_link", "show_gids",
         "time_limit",
     }  # fmt: skip
+    packed = step_judge.judged_output(TOKEN, step_judge.payload_json(collection, (), forward))
+    assert max(len(line) for line in packed.splitlines()) <= step_judge.LINE_CHARS  # srun cuts at 1,024
     assert len(step_judge.payload_json(collection, (), forward)) < len(
         step_judge.payload_json(collection, (), slurm.EVERY_SECTION)
     )
 
 
 def test_a_judgement_the_controller_cannot_read_is_an_error_for_that_host_alone() -> None:
+    pack = step_judge.packed
     for text, said in (
-        ("{not json", "not JSON"),
-        (json.dumps({"version": 99}), "version 99"),
-        (json.dumps({"version": 1, "host": "gpu09"}), "host 'gpu09'"),
+        ("{not base64", "not a packed judgement"),
+        (pack("{not json"), "not JSON"),
+        (pack("[" * 10 + " " * (step_judge.MAX_PAYLOAD_BYTES + 1)), "inflates beyond"),
+        (pack(json.dumps({"version": 99})), "version 99"),
+        (pack(json.dumps({"version": 1, "host": "gpu09"})), "host 'gpu09'"),
         (
-            json.dumps({"version": 1, "host": "gpu01", "forward": "*", "findings": [{"check": 1}]}),
+            pack(json.dumps({"version": 1, "host": "gpu01", "forward": "*", "findings": [{"check": 1}]})),
             "TypeError",
         ),
     ):

@@ -14,7 +14,9 @@ Not root: requires_lab skips. Each node-check run takes about 15 s (its 5 s coun
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -22,6 +24,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from labsupport import REPO, injected, requires_lab, run_playbook, running_lab
@@ -111,6 +114,37 @@ def test_site_installs_fabcheck_and_its_record_and_node_check_passes_on_each_nod
         node_lab.paths, "--limit", "gpu_hosts", "-e", wheelhouse, playbook="playbooks/node_check.yml"
     )
     assert again.rc == 0 and again.changed == dict.fromkeys(HOSTS, 0), again.output[-4000:]
+
+
+def gate(lab: NodeLab, *options: str) -> tuple[list[dict[str, Any]], int]:
+    """`fabcheck validate --stages host --json` from the controller, with the lab's SLURM_CONF."""
+    argv = [sys.executable, "-m", "fabcheck.cli", "validate", "-i", str(lab.paths.inventory.parent)]
+    argv += ["--stages", "host", "--json", "--timeout", "120", "--connect-timeout", "60", *options]
+    done = subprocess.run(
+        argv, cwd=REPO, env=lab.cluster.env(), capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode in (0, 1, 3), done.stderr[-3000:]
+    # The bits a lab link received in the counter window grow while it is up: the one figure two runs
+    # cannot share (host.link_errors quotes it).
+    steady = re.sub(r"rx_bits_phy \+[0-9]+", "rx_bits_phy +N", done.stdout)
+    return [json.loads(line) for line in steady.splitlines()], done.returncode
+
+
+@pytest.mark.lab
+@requires_lab
+def test_via_slurm_each_node_judges_itself_and_the_findings_are_the_native_ones(
+    node_lab: NodeLab, tmp_path: Path
+) -> None:
+    native, native_rc = gate(node_lab)
+    via, via_rc = gate(node_lab, "--via", "slurm", "--save-snapshot", str(tmp_path / "snap"))
+    assert [line["host"] for line in native] == list(HOSTS) and native_rc == 0
+    assert via == native and via_rc == native_rc
+    # Each node sent its judgement (and the fleet checks' sections), not its raw output.
+    for host in HOSTS:
+        read = json.loads((tmp_path / "snap" / "host" / f"{host}.json").read_text())["read"]
+        assert list(read["sections"]) == ["fabcheck.judged"], sorted(read["sections"])
+        forwarded = json.loads(read["sections"]["fabcheck.judged"]["stdout"])["sections"]
+        assert {"rdma_link", "show_gids"} <= set(forwarded) and "lsmod" not in forwarded, sorted(forwarded)
 
 
 @pytest.mark.lab

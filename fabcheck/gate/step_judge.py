@@ -38,7 +38,7 @@ from fabcheck.collect.backends.slurm import EVERY_SECTION
 from fabcheck.collect.host import HostCollection, read_records
 from fabcheck.collect.script import COMPLETE, EARLIER, MARK, ROUND_TRIP_CAP_BYTES, Section
 from fabcheck.collect.ssh import TimeLimits
-from fabcheck.desired.record import RecordError, record_from_template
+from fabcheck.desired.record import HostRecord, RecordError, record_from_template
 
 JUDGED_SECTION = "fabcheck.judged"  # the one section a judging node prints
 PAYLOAD_VERSION = 1
@@ -84,6 +84,19 @@ def forward_list(probe_names: Collection[str] | None) -> str:
     if probe_names is None:
         return EVERY_SECTION
     return ",".join(sorted(set(probe_names) | ALWAYS_FORWARDED))
+
+
+def narrowed(forward: str, record: HostRecord) -> str:
+    """The forward list cut to what the fleet checks read of THIS host: a fleet check that does not
+    apply to it (another kind, no NVLink plan) never reads its evidence (checks.host.check_fleet and
+    each fleet judge skip it), so its sections stay on the node."""
+    if forward == EVERY_SECTION:
+        return forward
+    needed = {probes.IBV_DEVINFO} | ALWAYS_FORWARDED
+    for check in FLEET_CHECK_DECLS:
+        if check.not_applicable(record.intent, record.desired) is None:
+            needed |= set(check.reads)
+    return ",".join(probe for probe in forward.split(",") if probe in needed)
 
 
 def forwarded(sections: Mapping[str, Section], forward: str) -> dict[str, Section]:
@@ -292,6 +305,7 @@ def main(argv: Sequence[str]) -> int:
 
     collection = collect_local(args.host, record.desired.template.ecn_priority, args.limits)
     result = judge(collection, record.intent, record.desired)
-    sys.stdout.write(judged_output(args.token, payload_json(collection, result.findings, args.forward)))
+    forward = narrowed(args.forward, record)
+    sys.stdout.write(judged_output(args.token, payload_json(collection, result.findings, forward)))
     sys.stdout.flush()
     return 0

@@ -20,6 +20,7 @@ from fabcheck.collect.host import HostCollection
 from fabcheck.collect.script import Section, split_sections
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.desired import record as records
+from fabcheck.desired.nic import DesiredHost, desired_host
 from fabcheck.desired.record import HostRecord, RecordError, StepRecords, record_from_template
 from fabcheck.gate import host_stage, node_check, step_judge
 from fabcheck.gate.plan import plan_gate
@@ -51,41 +52,54 @@ def raw_collections() -> dict[str, HostCollection]:
     }
 
 
-def judged_on_the_node(collection: HostCollection, forward: str) -> HostCollection:
+def desired_of(host: str, nvlink: bool) -> DesiredHost:
+    return planned(INTENT, host) if nvlink else desired_host(INTENT, host)
+
+
+def judged_on_the_node(collection: HostCollection, forward: str, desired: DesiredHost) -> HostCollection:
     """What the controller gets from a judging node: the node judges its collection, prints the judged
-    section in the collection's framing, and the step's reader splits it (as SlurmStep._bundle does)."""
-    result = host_stage.judge(collection, INTENT, planned(INTENT, collection.host))
-    text = step_judge.judged_output(TOKEN, step_judge.payload_json(collection, result.findings, forward))
+    section (with what the fleet checks read of it) in the collection's framing, and the step's reader
+    splits it (as SlurmStep._bundle does)."""
+    result = host_stage.judge(collection, INTENT, desired)
+    sent = step_judge.narrowed(forward, HostRecord(desired, INTENT))
+    text = step_judge.judged_output(TOKEN, step_judge.payload_json(collection, result.findings, sent))
     parsed = split_sections(text, TOKEN)
     assert parsed.complete and list(parsed.sections) == [step_judge.JUDGED_SECTION]
     return HostCollection(collection.host, parsed.sections, True, None, collection.priority)
 
 
-def stage(collections: dict[str, HostCollection]) -> list[host_stage.HostResult]:
+def stage(collections: dict[str, HostCollection], nvlink: bool) -> list[host_stage.HostResult]:
     """The host stage's judging of these collections: each host, then the fleet checks."""
-    desired = {host: planned(INTENT, host) for host in collections}
+    desired = {host: desired_of(host, nvlink) for host in collections}
     results = [host_stage.judge(c, INTENT, desired[c.host]) for c in collections.values()]
     return host_stage.judge_fleet(results, dict.fromkeys(collections, INTENT), desired)
 
 
+@pytest.mark.parametrize("nvlink", [True, False], ids=["nvlink-domain", "no-nvlink-plan"])
 @pytest.mark.parametrize(
     "forward", [step_judge.forward_list(step_judge.FLEET_READS), slurm.EVERY_SECTION], ids=["fleet", "every"]
 )
-def test_judged_on_the_node_gives_the_controllers_findings_fleet_checks_included(forward: str) -> None:
+def test_judged_on_the_node_gives_the_controllers_findings_fleet_checks_included(
+    forward: str, nvlink: bool
+) -> None:
     raw = raw_collections()
-    native = stage(raw)
-    merged = stage({host: judged_on_the_node(c, forward) for host, c in raw.items()})
+    native = stage(raw, nvlink)
+    judged = {host: judged_on_the_node(c, forward, desired_of(host, nvlink)) for host, c in raw.items()}
+    merged = stage(judged, nvlink)
     assert [r.findings for r in merged] == [r.findings for r in native]
     statuses = {f.status for r in native for f in r.findings}
     assert {Status.PASS, Status.FAIL, Status.ERROR} <= statuses
     failing = {(r.host, f.check) for r in native for f in r.findings if f.status is Status.FAIL}
-    assert {
-        ("gpu02", "host.gid_index"),
-        ("gpu03", "host.versions"),
-        ("gpu03", "host.nic_firmware"),
-    } <= failing
+    wanted = {("gpu02", "host.gid_index"), ("gpu03", "host.versions"), ("gpu03", "host.nic_firmware")}
+    assert wanted <= failing
+    fabric = {f.status for r in native for f in r.findings if f.check == "host.nvlink_fabric"}
+    assert fabric == ({Status.PASS} if nvlink else {Status.SKIP})
+    payload = step_judge.read_payload(judged["gpu01"].sections[step_judge.JUDGED_SECTION].stdout, "gpu01")
+    sent = {name.partition(":")[0] for name in payload.sections}
     if forward == slurm.EVERY_SECTION:  # every later consumer (link stage, --metrics) reads the same evidence
         assert [r.evidence for r in merged] == [r.evidence for r in native]
+    else:  # nvidia-smi -q travels only where host.nvlink_fabric judges it
+        assert ("nvidia_smi_q" in sent) is nvlink and "show_gids" in sent and "lsmod" not in sent
 
 
 def test_the_fleet_forward_list_sends_only_the_fleet_checks_sections() -> None:

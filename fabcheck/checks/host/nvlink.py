@@ -85,6 +85,13 @@ def nvlink_applies(desired: DesiredHost) -> str | None:
     return "fabric_intent.nvlink.gpus is null: NVLink not judged" if wanted.gpus is None else None
 
 
+def fabric_judged(desired: DesiredHost) -> str | None:
+    """Why host.nvlink_fabric does not judge this host (None: it does): where the Fabric registration
+    exists (fabric_applies) and the host has an NVLink plan. A node of `--via slurm` sends its
+    `nvidia-smi -q` for this check only where it applies (fabcheck.gate.step_judge)."""
+    return fabric_applies(desired) or (None if desired.nvlink is not None else "no NVLink plan")
+
+
 def fabric_applies(desired: DesiredHost) -> str | None:
     """The Fabric registration exists where the GPUs sit on NVSwitches: a multi-node domain (IMEX,
     MNNVL trays) or an HGX/DGX baseboard (fabric manager). NVLink bridges alone register in none."""
@@ -341,7 +348,7 @@ def _judge_nvlink_fabric(
     judged: dict[str, SmiQuery | Unreadable] = {}
     wanted: dict[str, DesiredNvlinkHost] = {}
     for host, shown in evidence.items():
-        reason = fabric_applies(desired[host])
+        reason = fabric_judged(desired[host])
         nvlink = desired[host].nvlink
         if reason or nvlink is None:
             result[host].append(skipped(NVLINK_FABRIC, "host", reason or "no NVLink plan"))
@@ -550,5 +557,6 @@ NVLINK_FABRIC_CHECK = FleetCheck(
     None,
     _judge_nvlink_fabric,
     NO_INPUTS,
+    applies=fabric_judged,
 )
 HOST_CHECKS = (NVLINK_CHECK, IMEX_CHECK, FABRIC_MANAGER_CHECK)

@@ -172,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     source.finish()
+    for line in source.afterword():
+        print(line, file=sys.stderr)
     result = _selected(result, Selection(args.checks, args.skip or ()))
     report = gate_report(result, _affinities(result.hosts, chosen), notes=notes)
     report = dataclasses.replace(report, started_at=started_at, elapsed_s=time.monotonic() - start)

@@ -116,6 +116,10 @@ class Source:
         if self.tape is not None and self.save_to is not None:
             self.tape.save(self.save_to)
 
+    def afterword(self) -> list[str]:
+        """What the source says after the run (--via slurm: the nodes that judged themselves)."""
+        return self.collector.afterword() if isinstance(self.collector, via_slurm.SlurmStep) else []
+
 
 def choose_source(
     args: argparse.Namespace, inventory: Inventory, plan: GatePlan, limits: TimeLimits

@@ -34,13 +34,12 @@ from typing import Any
 from fabcheck.checks.host import FLEET_CHECK_DECLS
 from fabcheck.checks.model import Finding
 from fabcheck.collect import host as probes
-from fabcheck.collect.backends.slurm import EVERY_SECTION
+from fabcheck.collect.backends.slurm import EVERY_SECTION, JUDGED_SECTION, STEP_JUDGE_SAYS
 from fabcheck.collect.host import HostCollection, read_records
 from fabcheck.collect.script import COMPLETE, EARLIER, MARK, ROUND_TRIP_CAP_BYTES, Section
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.desired.record import HostRecord, RecordError, record_from_template
 
-JUDGED_SECTION = "fabcheck.judged"  # the one section a judging node prints
 PAYLOAD_VERSION = 1
 LINE_CHARS = 512  # a packed payload's line: well under srun's 1,024-byte cut
 MAX_PAYLOAD_BYTES = ROUND_TRIP_CAP_BYTES  # a judgement holds at most what one round trip may send
@@ -286,11 +285,11 @@ def main(argv: Sequence[str]) -> int:
     try:
         args = StepArguments.parse(argv)
     except ValueError as err:
-        print(f"fabcheck step-judge: {err}", file=sys.stderr)
+        print(f"{STEP_JUDGE_SAYS}{err}", file=sys.stderr)
         return RAW
     if args.fingerprint != code_fingerprint():
         print(
-            f"fabcheck step-judge: this node's fabcheck ({code_fingerprint()}) is not the controller's "
+            f"{STEP_JUDGE_SAYS}this node's fabcheck ({code_fingerprint()}) is not the controller's "
             f"({args.fingerprint}): sending the raw collection",
             file=sys.stderr,
         )
@@ -298,7 +297,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         record = record_from_template(args.template, args.host)
     except RecordError as err:
-        print(f"fabcheck step-judge: {err}: sending the raw collection", file=sys.stderr)
+        print(f"{STEP_JUDGE_SAYS}{err}: sending the raw collection", file=sys.stderr)
         return RAW
     from fabcheck.collect.backends.local import collect_local  # only a judging node starts a collection
     from fabcheck.gate.host_stage import judge

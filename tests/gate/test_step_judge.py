@@ -18,7 +18,7 @@ from fabcheck.checks.model import Finding, Measure, Status, Where
 from fabcheck.collect.backends import slurm
 from fabcheck.collect.host import HostCollection
 from fabcheck.collect.script import Section, split_sections
-from fabcheck.collect.ssh import TimeLimits
+from fabcheck.collect.ssh import SshTarget, TimeLimits
 from fabcheck.desired import record as records
 from fabcheck.desired.nic import DesiredHost, desired_host
 from fabcheck.desired.record import HostRecord, RecordError, StepRecords, record_from_template
@@ -285,3 +285,53 @@ def test_a_node_that_cannot_judge_sends_its_raw_collection(why: str, tmp_path: P
     parsed = split_sections(done.stdout.partition("\n")[2], TOKEN)
     assert parsed.complete and step_judge.JUDGED_SECTION not in parsed.sections
     assert {"rdma_link", "time_limit", "lsmod"} <= set(parsed.sections)
+
+
+FAKE_SRUN = """\
+import os, subprocess, sys
+argv = sys.argv[1:]
+nodes = next(a for a in argv if a.startswith("--nodelist=")).split("=", 1)[1].split(",")
+program = argv[argv.index("/bin/sh") :]
+for task, node in enumerate(nodes):  # one task per node, labelled as srun --label does
+    env = {"SLURMD_NODENAME": node}
+    done = subprocess.run(program, env=env, capture_output=True, text=True)
+    sys.stdout.writelines(f"{task}: {line}\\n" for line in done.stdout.splitlines())
+    sys.stderr.writelines(f"{task}: {line}\\n" for line in done.stderr.splitlines())
+"""
+
+
+def fake_slurm(tmp_path: Path, nodes: list[str]) -> slurm.SlurmOptions:
+    """srun running each task here in turn, labelled; sinfo showing every node idle."""
+    srun, sinfo = tmp_path / "srun", tmp_path / "sinfo"
+    srun.write_text(f"#!{sys.executable}\n{FAKE_SRUN}")
+    sinfo.write_text("#!/bin/sh\n" + "".join(f"echo '{node}|idle|lab*|none'\n" for node in nodes))
+    for path in (srun, sinfo):
+        path.chmod(0o755)
+    return slurm.SlurmOptions(srun=str(srun), sinfo=str(sinfo), node_fabcheck=this_fabcheck(tmp_path))
+
+
+@pytest.mark.parametrize("same_build", [True, False], ids=["same-build", "another-build"])
+def test_the_step_says_how_many_nodes_judged_themselves_and_why_the_others_did_not(
+    tmp_path: Path, same_build: bool
+) -> None:
+    plan = plan_gate(load_inventory(REPO / "inventory" / "example"), stages=("host",))
+    hosts = plan.hosts[:2]
+    wanted = node_check.node_judging(plan)
+    if not same_build:
+        wanted = dataclasses.replace(wanted, fingerprint="0" * 20)
+    options = fake_slurm(tmp_path, [entry.name for entry in hosts])
+    limits = TimeLimits(connect_s=5, command_s=60)
+    step = slurm.SlurmStep(hosts, plan.host_priorities(), limits, options, environ={}, judging=wanted)
+    bundles = [step(SshTarget(entry.name, entry.name), 3, limits) for entry in hosts]
+    assert all(b.complete for b in bundles)
+    judged = [step_judge.JUDGED_SECTION in b.sections for b in bundles]
+    names = ", ".join(entry.name for entry in hosts)
+    if same_build:
+        assert judged == [True, True]
+        assert step.afterword() == ["--via slurm: 2 of 2 nodes judged themselves"]
+    else:
+        assert judged == [False, False]
+        first, second = step.afterword()
+        assert first == "--via slurm: 0 of 2 nodes judged themselves"
+        assert second.startswith(f"--via slurm: raw output, judged here, from {names}: this node's fabcheck")
+        assert second.endswith("is not the controller's (" + "0" * 20 + "): sending the raw collection")

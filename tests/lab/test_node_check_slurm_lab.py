@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ class NodeLab:
     paths: LabPaths
     cluster: slurm.SlurmCluster
     wheelhouse: Path
+    said: list[str] = field(default_factory=list)  # what each `fabcheck validate` printed on stderr
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +125,7 @@ def gate(lab: NodeLab, *options: str) -> tuple[list[dict[str, Any]], int]:
         argv, cwd=REPO, env=lab.cluster.env(), capture_output=True, text=True, timeout=600, check=False
     )
     assert done.returncode in (0, 1, 3), done.stderr[-3000:]
+    lab.said.append(done.stderr)
     # The bits a lab link received in the counter window grow while it is up: the one figure two runs
     # cannot share (host.link_errors quotes it).
     steady = re.sub(r"rx_bits_phy \+[0-9]+", "rx_bits_phy +N", done.stdout)
@@ -137,6 +139,7 @@ def test_via_slurm_each_node_judges_itself_and_the_findings_are_the_native_ones(
 ) -> None:
     native, native_rc = gate(node_lab)
     via, via_rc = gate(node_lab, "--via", "slurm", "--save-snapshot", str(tmp_path / "snap"))
+    assert "--via slurm: 2 of 2 nodes judged themselves\n" in node_lab.said[-1], node_lab.said[-1][-3000:]
     assert [line["host"] for line in native] == list(HOSTS) and native_rc == 0
     assert via == native and via_rc == native_rc
     # Each node sent its judgement (and the fleet checks' sections), not its raw output.

@@ -52,6 +52,8 @@ HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 LABELLED = re.compile(r"^\s*(\d+): ?(.*)$", re.S)
 HEADER = "<<<fabcheck-slurm"
 EVERY_SECTION = "*"  # a judging node's forward list that sends every raw section with its findings
+JUDGED_SECTION = "fabcheck.judged"  # the one section a node that judged itself prints
+STEP_JUDGE_SAYS = "fabcheck step-judge: "  # how a node that could not judge itself says why (stderr)
 SINFO_FORMAT = "%N|%T|%P|%E"  # node, long state, partition (default one marked *), reason
 CLIENT_TIMEOUT_S = 30.0  # one sinfo/scontrol call (Slurm's own MessageTimeout is 10 s)
 START_GRACE_S = 30.0  # allocation and launch of the step, on top of the collection's own limit
@@ -96,6 +98,8 @@ if [ -n "$template" ] && command -v "$fab" >/dev/null 2>&1; then
     "$fab" step-judge "$token" "$host" "$fingerprint" "$forward" "$template" "$2" "$4" "$5" </dev/null
     judged=$?
     [ "$judged" -eq 75 ] || exit "$judged"
+elif [ -n "$template" ]; then
+    echo "fabcheck step-judge: no $fab on the node's PATH: sending the raw collection" >&2
 fi
 exec sh -c "$1" fabcheck-collect "$2" "$3" fabcheck-collect "$token" "$prio" "$4" "$5"
 """
@@ -368,6 +372,11 @@ class SlurmStep:
         self._ready: dict[str, threading.Event] = {name: threading.Event() for name in self.names}
         self._bundles: dict[str, HostCollection] = {}
         self.argv: list[str] = []
+        # Nodes given a record, those that judged themselves, and why each other one sent raw output.
+        self.judging_nodes: set[str] = set()
+        self.judged_nodes: set[str] = set()
+        self.raw_reasons: dict[str, str] = {}
+        self._thread: threading.Thread | None = None
 
     def start(self, priorities: Mapping[str, int], limits: TimeLimits) -> None:
         """Start the step for these hosts (the gate's reader: the plan's priorities, the run's limits cut
@@ -385,7 +394,8 @@ class SlurmStep:
         with self._lock:
             if not self._started:
                 self._started = True
-                threading.Thread(target=self._run, name="fabcheck-srun", daemon=True).start()
+                self._thread = threading.Thread(target=self._run, name="fabcheck-srun", daemon=True)
+                self._thread.start()
 
     def __call__(self, target: SshTarget, priority: int, limits: TimeLimits) -> HostCollection:
         self._start()
@@ -429,6 +439,9 @@ class SlurmStep:
         token = secrets.token_hex(8)
         priorities = {node: self.priorities[hosts_of[node][0]] for node in runnable}
         judged_hosts = {node: hosts_of[node][0] for node in runnable if len(hosts_of[node]) == 1}
+        if self.judging is not None:
+            index = self.judging.records.index
+            self.judging_nodes = {node for node, host in judged_hosts.items() if host in index}
         self.argv = step_argv(
             runnable,
             priorities,
@@ -474,6 +487,9 @@ class SlurmStep:
         timed_out = stopped.is_set() or _expired(stderr_lines)
         tasks, step = stderr_of_tasks(stderr_lines)
         task_of = {node: task for task, node in output.node_of.items()}
+        for node in sorted(self.judging_nodes - self.judged_nodes):
+            said = [line for line in tasks.get(task_of.get(node, -1), ()) if line.startswith(STEP_JUDGE_SAYS)]
+            self.raw_reasons[node] = said[-1].removeprefix(STEP_JUDGE_SAYS) if said else "no answer"
         for node, text in output.unfinished().items():
             said = ssh.ssh_said("\n".join(tasks.get(task_of[node], ())))
             self._bundle(hosts_of, node, text, token, complete=False, rc=rc, said=said, timed_out=timed_out)
@@ -502,6 +518,8 @@ class SlurmStep:
         for host in hosts_of.get(node, ()):
             priority = self.priorities[host]
             if complete and parsed.complete:
+                if JUDGED_SECTION in parsed.sections:
+                    self.judged_nodes.add(node)
                 self._deliver(HostCollection(host, parsed.sections, True, None, priority))
             elif timed_out:
                 error = f"--via slurm: command timeout: the step's time limit ended node {node}'s collection"
@@ -561,6 +579,24 @@ class SlurmStep:
             return frozenset()
         shown = self._client([self.options.scontrol, "show", "hostnames", nodelist])
         return frozenset(line.strip() for line in shown.splitlines() if line.strip())
+
+    def afterword(self) -> list[str]:
+        """After the step: how many nodes judged themselves, and why the others sent raw output (the
+        controller judged those: the findings are the same, the controller's CPU is not)."""
+        if self._thread is not None:  # the reasons are read from srun's stderr once the step ended
+            self._thread.join(timeout=self.limits.client_s + START_GRACE_S)
+        if not self.judging_nodes:
+            return []
+        lines = [
+            f"--via slurm: {len(self.judged_nodes)} of {len(self.judging_nodes)} nodes judged themselves"
+        ]
+        by_reason: dict[str, list[str]] = {}
+        for node, reason in self.raw_reasons.items():
+            by_reason.setdefault(reason, []).append(node)
+        for reason, nodes in sorted(by_reason.items(), key=lambda item: -len(item[1])):
+            named = ", ".join(nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
+            lines.append(f"--via slurm: raw output, judged here, from {named}: {reason}")
+        return lines
 
 
 class _SlurmUnanswered(Exception):

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from labsupport import REPO, injected, requires_lab, run_playbook, running_lab
 
+from fabcheck.gate.step_judge import unpacked
 from fabcheck_lab import slurm
 from fabcheck_lab.state import LabPaths
 
@@ -146,7 +147,7 @@ def test_via_slurm_each_node_judges_itself_and_the_findings_are_the_native_ones(
     for host in HOSTS:
         read = json.loads((tmp_path / "snap" / "host" / f"{host}.json").read_text())["read"]
         assert list(read["sections"]) == ["fabcheck.judged"], sorted(read["sections"])
-        forwarded = json.loads(read["sections"]["fabcheck.judged"]["stdout"])["sections"]
+        forwarded = json.loads(unpacked(read["sections"]["fabcheck.judged"]["stdout"]))["sections"]
         assert {"rdma_link", "show_gids"} <= set(forwarded) and "lsmod" not in forwarded, sorted(forwarded)
 
 

@@ -18,6 +18,7 @@ from fabcheck.checks.model import Finding, Status, Where, errored, verdict
 from fabcheck.collect import host as collect
 from fabcheck.collect import ssh
 from fabcheck.collect.backends import BatchCollector, Collector, native
+from fabcheck.collect.backends.slurm import JUDGED_SECTION
 from fabcheck.collect.host import HostCollection, last_line
 from fabcheck.collect.script import CAP_NAMES
 from fabcheck.collect.ssh import ConnectionVarError, SshTarget, TimeLimits
@@ -217,7 +218,7 @@ def judge(collection: HostCollection, intent: FabricIntent, desired: DesiredHost
     """Pure: one host's collection + its intent and desired state (the gate plan's) -> its result. An
     unreachable host is one ERROR. A node that judged itself (--via slurm, fabcheck.gate.step_judge)
     brought its findings: they are read back, and the evidence from the sections it sent along."""
-    if step_judge.JUDGED_SECTION in collection.sections:
+    if JUDGED_SECTION in collection.sections:
         return judged_on_node(collection)
     if not collection.sections:
         reason = collection.error or "the host printed nothing"
@@ -235,7 +236,7 @@ def judge(collection: HostCollection, intent: FabricIntent, desired: DesiredHost
 def judged_on_node(collection: HostCollection) -> HostResult:
     """The result a node judged itself, as the host's own: its findings and the evidence of the sections
     it forwarded. A judgement that cannot be read is one ERROR naming why."""
-    section = collection.sections[step_judge.JUDGED_SECTION]
+    section = collection.sections[JUDGED_SECTION]
     try:
         if not section.ok:
             raise step_judge.PayloadError(f"the section ended with exit {section.rc}")

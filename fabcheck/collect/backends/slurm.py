@@ -488,8 +488,8 @@ class SlurmStep:
         tasks, step = stderr_of_tasks(stderr_lines)
         task_of = {node: task for task, node in output.node_of.items()}
         for node in sorted(self.judging_nodes - self.judged_nodes):
-            said = [line for line in tasks.get(task_of.get(node, -1), ()) if line.startswith(STEP_JUDGE_SAYS)]
-            self.raw_reasons[node] = said[-1].removeprefix(STEP_JUDGE_SAYS) if said else "no answer"
+            why = [line for line in tasks.get(task_of.get(node, -1), ()) if line.startswith(STEP_JUDGE_SAYS)]
+            self.raw_reasons[node] = why[-1].removeprefix(STEP_JUDGE_SAYS) if why else "no answer"
         for node, text in output.unfinished().items():
             said = ssh.ssh_said("\n".join(tasks.get(task_of[node], ())))
             self._bundle(hosts_of, node, text, token, complete=False, rc=rc, said=said, timed_out=timed_out)

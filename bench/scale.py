@@ -10,8 +10,8 @@ Run as root inside the CI wrapper (labs come up and down in a scratch project, n
 Per host count: one RoCE lab in factory state (no role has run: passes, failures and skips all occur),
 `fabcheck lab up` timed, the lab's Slurm cluster up (lab/src/fabcheck_lab/slurm.py) timed, then
 - native: `fabcheck validate --stages host --json --concurrency C`;
-- slurm: the same with `--via slurm` (SLURM_CONF of the lab), each node judging itself with this venv's
-  fabcheck (`--node-fabcheck`; the lab nodes see the machine's root file system); its JSON must equal
+- slurm: the same with `--via slurm` (SLURM_CONF of the lab), each node judging itself with this
+  checkout's fabcheck (`--node-fabcheck`, node_fabcheck below); its JSON must equal
   native's, line for line (else the bench exits 1); the saved snapshot says how many nodes judged
   themselves (the others sent raw output);
 - replay: one untimed `--via slurm --save-snapshot`, then `--from-snapshot --json` (what the controller
@@ -36,6 +36,7 @@ import re
 import resource
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass
@@ -156,9 +157,10 @@ def one_scale(hosts: int, args: argparse.Namespace) -> Scale:
         if hosts <= args.native_max_hosts:
             runs["native"] = timed("native", hosts, validate_argv(paths, "--json", *concurrency), env)
         identical = None
-        with tempfile.TemporaryDirectory(prefix="fabcheck-bench-scale-") as scratch:
+        # In /var/tmp: the lab nodes see the machine's root file system, but a /tmp of their own.
+        with tempfile.TemporaryDirectory(prefix="fabcheck-bench-scale-", dir="/var/tmp") as scratch:
             saved = Path(scratch) / "snapshot"
-            via = ("--via", "slurm", "--node-fabcheck", str(VENV_BIN / "fabcheck"))
+            via = ("--via", "slurm", "--node-fabcheck", str(node_fabcheck(Path(scratch))))
             saving = validate_argv(paths, "--json", *via, "--save-snapshot", str(saved))
             if hosts > args.one_slurm_run_above:
                 # One slurm run only (time): it saves the snapshot too, so its RSS holds every raw output.
@@ -217,6 +219,19 @@ def one_scale(hosts: int, args: argparse.Namespace) -> Scale:
         sweep,
         profile,
     )
+
+
+def node_fabcheck(scratch: Path) -> Path:
+    """The fabcheck each lab node judges itself with: this checkout's code and this venv's packages on
+    the node's own Python (the venv's interpreter lives under the controller's /root, which a lab node
+    replaces with its own home), the same major.minor as this interpreter."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    python = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    launcher = scratch / "node-fabcheck"
+    launcher.write_text(f'#!/bin/sh\nPYTHONPATH={REPO}:{site} exec {python} -m fabcheck.cli "$@"\n')
+    launcher.chmod(0o755)
+    Path(scratch).chmod(0o755)
+    return launcher
 
 
 def judged_hosts(snapshot: Path) -> int:

@@ -273,12 +273,19 @@ def test_a_node_with_the_controllers_fabcheck_judges_itself(tmp_path: Path) -> N
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("why", ["missing", "another build"])
+@pytest.mark.parametrize("why", ["missing", "no interpreter", "another build"])
 def test_a_node_that_cannot_judge_sends_its_raw_collection(why: str, tmp_path: Path) -> None:
     wanted = judging()
     fabcheck = this_fabcheck(tmp_path)
     if why == "missing":
         done = run_task(wanted, "/nonexistent/fabcheck")
+        assert "no /nonexistent/fabcheck on the node's PATH" in done.stderr
+    elif why == "no interpreter":  # a venv's script whose interpreter the node does not have
+        script = tmp_path / "venv-fabcheck"
+        script.write_text("#!/nonexistent/python\n")
+        script.chmod(0o755)
+        done = run_task(wanted, str(script))
+        assert "cannot run on the node (exit 127)" in done.stderr
     else:
         done = run_task(dataclasses.replace(wanted, fingerprint="0" * 20), fabcheck)
         assert "is not the controller's" in done.stderr

@@ -67,7 +67,8 @@ NOT_RUNNABLE = ("down", "drain", "fail", "future", "maint", "inval", "unknown", 
 # host limit, script, tool limit, counter window. Names and records arrive as data, compared, never
 # evaluated. A node with a template and the controller's fabcheck judges itself (`fabcheck step-judge`,
 # fabcheck.gate.step_judge); one that cannot (exit 75: no such fabcheck, another build, a bad record)
-# runs the raw collection, as does a node without a template.
+# runs the raw collection, as does a node without a template or whose fabcheck cannot be executed (126,
+# 127: a venv whose interpreter the node lacks).
 # --export=NONE leaves PATH out of the task's environment: sh has a default but exports none, and
 # `timeout` would then search only /bin:/usr/bin. The node's PATH is exported, as an ssh login has one.
 _WRAPPER = r"""
@@ -97,7 +98,12 @@ printf '%s %s node %s>>>\n' '<<<fabcheck-slurm' "$token" "$SLURMD_NODENAME"
 if [ -n "$template" ] && command -v "$fab" >/dev/null 2>&1; then
     "$fab" step-judge "$token" "$host" "$fingerprint" "$forward" "$template" "$2" "$4" "$5" </dev/null
     judged=$?
-    [ "$judged" -eq 75 ] || exit "$judged"
+    case $judged in
+    75) ;;
+    126|127)
+        echo "fabcheck step-judge: $fab cannot run on the node (exit $judged): sending the raw collection" >&2;;
+    *) exit "$judged";;
+    esac
 elif [ -n "$template" ]; then
     echo "fabcheck step-judge: no $fab on the node's PATH: sending the raw collection" >&2
 fi

@@ -285,7 +285,7 @@ def test_a_node_that_cannot_judge_sends_its_raw_collection(why: str, tmp_path: P
         script.write_text("#!/nonexistent/python\n")
         script.chmod(0o755)
         done = run_task(wanted, str(script))
-        assert "cannot run on the node (exit 127)" in done.stderr
+        assert "cannot run on the node (exit 127): sending the raw output" in done.stderr
     else:
         done = run_task(dataclasses.replace(wanted, fingerprint="0" * 20), fabcheck)
         assert "is not the controller's" in done.stderr

@@ -101,7 +101,7 @@ if [ -n "$template" ] && command -v "$fab" >/dev/null 2>&1; then
     case $judged in
     75) ;;
     126|127)
-        echo "fabcheck step-judge: $fab cannot run on the node (exit $judged): sending the raw collection" >&2;;
+        echo "fabcheck step-judge: $fab cannot run on the node (exit $judged): sending the raw output" >&2;;
     *) exit "$judged";;
     esac
 elif [ -n "$template" ]; then

@@ -56,14 +56,17 @@ class HostRecord:
 
 def record_json(record: HostRecord) -> str:
     """The record as the file holds it: versioned, keys in a fixed order, one trailing newline."""
-    document = {
+    return json.dumps(_document(record), indent=2) + "\n"
+
+
+def _document(record: HostRecord) -> dict[str, Any]:
+    return {
         "kind": RECORD_KIND,
         "version": RECORD_VERSION,
         "host": record.host,
-        "desired": json.loads(_DESIRED.dump_json(record.desired)),
-        "intent": json.loads(record.intent.model_dump_json()),
+        "desired": _DESIRED.dump_python(record.desired, mode="json"),
+        "intent": record.intent.model_dump(mode="json"),
     }
-    return json.dumps(document, indent=2) + "\n"
 
 
 def read_record(text: str, source: str) -> HostRecord:
@@ -174,8 +177,7 @@ class StepRecords:
         index: dict[str, int] = {}
         total = 0
         for host, record in records.items():
-            document = _templated(json.loads(record_json(record)), host)
-            text = json.dumps(document, separators=(",", ":"), sort_keys=True)
+            text = json.dumps(_templated(_document(record), host), separators=(",", ":"), sort_keys=True)
             at = position.get(text)
             if at is None:
                 encoded = base64.b64encode(zlib.compress(text.encode(), 9)).decode("ascii")

@@ -334,12 +334,28 @@ def located(result: HostResult, cables: Mapping[tuple[str, str], str]) -> HostRe
     netdev, a GPU; none for the host as a whole) and, for a rail NIC's part, the switch port its cable
     goes to in the cabling map."""
 
+    # One Where per part, and each Finding built field by field rather than by dataclasses.replace: this
+    # runs for every finding of every host (~340 a rail8 host), a tenth of a --via slurm merge before.
+    wheres: dict[str, Where] = {}
+
     def where(finding: Finding) -> Finding:
         if finding.where is not None:
             return finding
         part = "" if finding.subject in ("host", result.host) else finding.subject
-        peer = cables.get((result.host, part.split("/", 1)[0]), "")
-        return dataclasses.replace(finding, where=Where(result.host, part, peer))
+        place = wheres.get(part)
+        if place is None:
+            peer = cables.get((result.host, part.split("/", 1)[0]), "")
+            place = wheres[part] = Where(result.host, part, peer)
+        return Finding(
+            finding.check,
+            finding.status,
+            finding.subject,
+            finding.expected,
+            finding.actual,
+            finding.hint,
+            place,
+            finding.measure,
+        )
 
     return dataclasses.replace(result, findings=tuple(where(f) for f in result.findings))
 

@@ -20,22 +20,28 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import json
 import re
 import sys
+import typing
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
+
 from fabcheck.checks.host import FLEET_CHECK_DECLS
-from fabcheck.checks.model import Finding
+from fabcheck.checks.model import Finding, Measure, Status, Where
 from fabcheck.collect import host as probes
 from fabcheck.collect.backends.slurm import EVERY_SECTION, JUDGED_SECTION, STEP_JUDGE_SAYS
-from fabcheck.collect.host import HostCollection, read_records
+from fabcheck.collect.host import HostCollection, Unreadable, read_records
 from fabcheck.collect.script import COMPLETE, EARLIER, MARK, ROUND_TRIP_CAP_BYTES, Section
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.desired.record import HostRecord, RecordError, record_from_template
@@ -112,7 +118,14 @@ def forwarded(sections: Mapping[str, Section], forward: str) -> dict[str, Sectio
 
 
 def payload_json(collection: HostCollection, findings: Iterable[Finding], forward: str) -> str:
-    """The judged section's text: the node's findings, how its collection ended, the forwarded sections."""
+    """The judged section's text: the node's findings (as rows), how its collection ended, and what the
+    controller still reads of it: with a probe list, those probes' records as the controller's parsers
+    read them (typed JSON: the controller validates them, it parses no text); with every section ("*"),
+    or a record that cannot be written as JSON, the raw sections."""
+    records = None
+    if forward != EVERY_SECTION:
+        with contextlib.suppress(RecordCodecError):
+            records = record_rows(read_records(collection.sections, collection.priority, _probes(forward)))
     document = {
         "version": PAYLOAD_VERSION,
         "host": collection.host,
@@ -120,13 +133,113 @@ def payload_json(collection: HostCollection, findings: Iterable[Finding], forwar
         "complete": collection.complete,
         "error": collection.error,
         "expired": collection.expired,
-        "findings": [finding.to_json() for finding in findings],
-        "sections": {
+        "findings": [_finding_row(finding) for finding in findings],
+        "records": records,
+        "sections": {}
+        if records is not None
+        else {
             name: [section.rc, section.stdout, section.stderr]
             for name, section in forwarded(collection.sections, forward).items()
         },
     }
     return json.dumps(document, separators=(",", ":"))
+
+
+def _probes(forward: str) -> list[probes.HostProbe]:
+    wanted = set(forward.split(","))
+    return [probe for probe in probes.HOST_PROBES if probe.name in wanted]
+
+
+def _finding_row(finding: Finding) -> list[Any]:
+    return [
+        finding.check,
+        finding.status.value,
+        finding.subject,
+        finding.expected,
+        finding.actual,
+        finding.hint,
+        None if finding.where is None else finding.where.to_json(),
+        None if finding.measure is None else finding.measure.to_json(),
+    ]
+
+
+def _finding_of(row: Any) -> Finding:
+    """The Finding of a row; TypeError or ValueError when it is not one."""
+    if not isinstance(row, list) or len(row) != 8:
+        raise TypeError("a finding row is a list of 8")
+    check, status, subject, expected, actual, hint, where, measure = row
+    for text in (check, subject, expected, actual, hint):
+        if not isinstance(text, str):
+            raise TypeError(f"{text!r} is not text")
+    return Finding(
+        check,
+        Status(status),
+        subject,
+        expected,
+        actual,
+        hint,
+        None if where is None else Where.from_json(where),
+        None if measure is None else Measure.from_json(measure),
+    )
+
+
+# -- records as typed JSON ---------------------------------------------------------------------------
+
+
+class RecordCodecError(ValueError):
+    """A record that cannot be written or read as its probe's type."""
+
+
+@cache
+def _adapter(probe_name: str) -> TypeAdapter[Any]:
+    """The pydantic adapter of a probe's record type (its parser's return type)."""
+    probe = probes.PROBES_BY_NAME.get(probe_name.removesuffix(EARLIER))
+    if probe is None:
+        raise RecordCodecError(f"no probe {probe_name!r}")
+    return TypeAdapter(typing.get_type_hints(probe.parse)["return"])
+
+
+def _plain_mapping(value: Any) -> Any:
+    if isinstance(value, MappingProxyType):  # the parsers freeze their mappings
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def record_rows(records: Mapping[tuple[str, str], Any]) -> list[list[Any]]:
+    """Records as rows [probe, subject, {"ok": value} or {"unreadable": [command, reason]}]."""
+    rows: list[list[Any]] = []
+    for (probe, subject), record in records.items():
+        if isinstance(record, Unreadable):
+            rows.append([probe, subject, {"unreadable": [record.command, record.reason]}])
+            continue
+        try:
+            value = _adapter(probe).dump_python(record, mode="json", fallback=_plain_mapping, warnings=False)
+        except (TypeError, ValueError, PydanticSchemaGenerationError, PydanticSerializationError) as err:
+            raise RecordCodecError(f"{probe}: {err}") from None
+        rows.append([probe, subject, {"ok": value}])
+    return rows
+
+
+def records_of(rows: Any) -> dict[tuple[str, str], Any]:
+    """The records of record_rows; RecordCodecError naming the first that is not its probe's type."""
+    if not isinstance(rows, list):
+        raise RecordCodecError("records are a list")
+    records: dict[tuple[str, str], Any] = {}
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 3 or not all(isinstance(x, str) for x in row[:2]):
+            raise RecordCodecError(f"{str(row)[:80]}: not a record row")
+        probe, subject, value = row
+        if isinstance(value, dict) and set(value) == {"unreadable"}:
+            command, reason = value["unreadable"]
+            records[(probe, subject)] = Unreadable(_text(command), _text(reason))
+        elif isinstance(value, dict) and set(value) == {"ok"}:
+            try:
+                records[(probe, subject)] = _adapter(probe).validate_python(value["ok"])
+            except ValidationError as err:
+                raise RecordCodecError(f"{probe} {subject}: {err.errors()[0]['msg']}") from None
+        else:
+            raise RecordCodecError(f"{probe} {subject}: neither ok nor unreadable")
+    return records
 
 
 def packed(payload: str) -> str:
@@ -172,14 +285,16 @@ class Judged:
     complete: bool
     error: str | None
     expired: str | None
+    sent_records: Mapping[tuple[str, str], Any] | None = None  # the node's records, when it sent them
 
     def records(self, priority: int) -> dict[tuple[str, str], Any]:
-        """The forwarded sections' records, parsing only the probes that were sent."""
+        """What the controller reads of the node: its records as sent, else its forwarded sections'
+        (parsing only the probes that were sent)."""
+        if self.sent_records is not None:
+            return dict(self.sent_records)
         if self.forward == EVERY_SECTION:
             return read_records(self.sections, priority)
-        wanted = set(self.forward.split(","))
-        chosen = [probe for probe in probes.HOST_PROBES if probe.name in wanted]
-        return read_records(self.sections, priority, chosen)
+        return read_records(self.sections, priority, _probes(self.forward))
 
 
 def read_payload(text: str, host: str) -> Judged:
@@ -198,11 +313,12 @@ def read_payload(text: str, host: str) -> Judged:
         forward = document["forward"]
         if not isinstance(forward, str) or not _FORWARD.fullmatch(forward):
             raise PayloadError(f"forward {forward!r} is not a probe list")
-        findings = tuple(Finding.from_json(item) for item in document["findings"])
+        findings = tuple(_finding_of(row) for row in document["findings"])
         sections = {
             str(name): Section(_rc(rc), _text(stdout), _text(stderr))
             for name, (rc, stdout, stderr) in document["sections"].items()
         }
+        rows = document["records"]
         return Judged(
             findings,
             sections,
@@ -210,6 +326,7 @@ def read_payload(text: str, host: str) -> Judged:
             bool(document["complete"]),
             _optional_text(document["error"]),
             _optional_text(document["expired"]),
+            None if rows is None else records_of(rows),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         if isinstance(err, PayloadError):

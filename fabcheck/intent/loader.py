@@ -24,8 +24,10 @@ from fabcheck.intent.vaulted import (
     REDACTED,
     KeyPath,
     contains_vaulted,
+    files_read_once,
     is_under,
     is_vaulted,
+    origin_path,
     redact_text,
     redacted_tree,
     referenced_names,
@@ -104,6 +106,14 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
     path = Path(source)
     ansible_session.check_readable(path)
     manager, variable_manager, loader, has_password = _open(path)
+    with files_read_once():
+        return _load_hosts(source, (manager, variable_manager, loader), has_password)
+
+
+def _load_hosts(source: str | os.PathLike[str], opened: tuple[Any, Any, Any], secret: bool) -> Inventory:
+    """Every host's intent (load_inventory), once the inventory is open."""
+    manager, variable_manager, loader = opened
+    path = Path(source)
     hosts = manager.get_hosts() or [_probe_host(manager)]
     problems: list[str] = []
     entries: list[HostEntry] = []
@@ -112,19 +122,23 @@ def load_inventory(source: str | os.PathLike[str]) -> Inventory:
     seen: dict[str, FabricIntent] = {}
     missing: list[str] = []
     vaulted: set[KeyPath] = set()
+    rendered = _RenderedIntents()
     for host in hosts:
         variables = _host_vars(variable_manager, host, path)
         if variables.get(INTENT_VAR) is None:
             missing.append(host.name)
             continue
+        reuse_key = rendered.key(variables)
+        known = rendered.get(reuse_key)
         try:
-            intent, host_vaulted = _host_intent(variables, loader, has_password)
+            intent, host_vaulted = known or _host_intent(variables, loader, secret)
         except IntentError as err:
             problems.extend(p for p in err.problems if p not in problems)
             continue
-        vaulted |= host_vaulted
-        key = intent.model_dump_json(exclude=set(HOST_OVERRIDES.values()))
-        seen.setdefault(key, intent)
+        if known is None:
+            rendered.put(reuse_key, (intent, host_vaulted))
+            vaulted |= host_vaulted
+            seen.setdefault(intent.model_dump_json(exclude=set(HOST_OVERRIDES.values())), intent)
         # The inventory's own intent (analyze without --host): the first host that overrides nothing of
         # it (rails, max link, nvlink are per-host), else the first host.
         overrides_nothing = all(variables.get(var) is None for var in HOST_OVERRIDES)
@@ -234,6 +248,58 @@ class _Secrets:
         return redact_text(message, self.texts)
 
 
+# What a host's intent is rendered from, beyond the intent itself: values of these kinds are compared.
+_PLAIN = (dict, list, tuple, str, int, float, bool, type(None))
+
+
+class _RenderedIntents:
+    """Hosts whose intent renders from equal inputs share one validated intent: a fleet's hosts mostly
+    read one group_vars intent, and rendering, checking and validating it again for each of 1,024 hosts
+    was most of loading the inventory.
+
+    The inputs are the intent as written, the host's overrides, and the value of every variable its
+    templates read, directly or through variables that are templates themselves, each with the file it
+    came from (a whole-file vault marks its values by their origin alone). Reused only when every one of
+    them is plain data; a template reading anything else (hostvars, a lookup's object) renders per host,
+    as does a host whose intent failed."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[tuple[Any, ...], tuple[FabricIntent, frozenset[KeyPath]]]] = []
+
+    def key(self, variables: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        raw = variables[INTENT_VAR]
+        overrides = tuple((var, variables[var]) for var in HOST_OVERRIDES if variables.get(var) is not None)
+        names: set[str] = set()
+        pending = [raw, *(value for _var, value in overrides)]
+        while pending:
+            for text in _strings(pending.pop()):
+                for name in referenced_names(text) - names:
+                    names.add(name)
+                    if name in variables:
+                        pending.append(variables[name])
+        used = tuple((name, variables[name]) for name in sorted(names) if name in variables)
+        inputs = (raw, *(value for _var, value in overrides), *(value for _name, value in used))
+        if not all(isinstance(value, _PLAIN) for value in inputs):
+            return None
+        origins = tuple(origin_path(value) for value in inputs)
+        return (raw, overrides, used, origins)
+
+    def get(self, key: tuple[Any, ...] | None) -> tuple[FabricIntent, frozenset[KeyPath]] | None:
+        if key is None:
+            return None
+        for known, result in self.entries:
+            try:
+                if known == key:
+                    return result
+            except Exception:  # a value that cannot be compared (an undecryptable vault string): render
+                return None
+        return None
+
+    def put(self, key: tuple[Any, ...] | None, result: tuple[FabricIntent, frozenset[KeyPath]]) -> None:
+        if key is not None and len(self.entries) < 64:  # a few distinct intents; a bounded scan
+            self.entries.append((key, result))
+
+
 def _host_intent(
     variables: Mapping[str, Any], loader: Any, has_password: bool
 ) -> tuple[FabricIntent, frozenset[KeyPath]]:
@@ -339,9 +405,27 @@ def _describe_rule(
 
 
 def _render(value: Any, variables: Mapping[str, Any], loader: Any) -> Any:
+    if not _has_template(value):
+        # Nothing to render: Jinja leaves such a value as it is, and a Templar over every variable of the
+        # host costs milliseconds a host (most of loading a 1,024-host inventory's intents).
+        return value
     from ansible.template import Templar
 
     return Templar(loader=loader, variables=dict(variables)).template(value)
+
+
+def _has_template(value: Any) -> bool:
+    """Whether the value needs Ansible's templating: a string holding a Jinja expression, statement or
+    comment, or a vaulted value (the Templar decrypts it, and says so when it cannot)."""
+    if isinstance(value, Mapping):
+        return any(_has_template(key) or _has_template(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_template(item) for item in value)
+    if is_vaulted(value):
+        return True
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value or "{#" in value
+    return False
 
 
 def plain_python(value: Any) -> Any:

@@ -10,11 +10,12 @@ import pytest
 from fabcheck.collect.host import (
     remote_command,
 )
-from fabcheck.collect.ssh import SshTarget, TimeLimits
+from fabcheck.collect.ssh import SshTarget, TimeLimits, fast_kex_known
 from tests.checks.host.hostdata import TOKEN
 
 
 def test_ssh_argv_from_ansible_host_vars_keeps_host_key_checking() -> None:
+    fast_kex_known.cache_clear()  # another test of this worker may have asked a fake `ssh` on its PATH
     target = SshTarget.from_host_vars(
         "gpu01",
         {

@@ -95,11 +95,15 @@ def test_judged_on_the_node_gives_the_controllers_findings_fleet_checks_included
     fabric = {f.status for r in native for f in r.findings if f.check == "host.nvlink_fabric"}
     assert fabric == ({Status.PASS} if nvlink else {Status.SKIP})
     payload = step_judge.read_payload(judged["gpu01"].sections[step_judge.JUDGED_SECTION].stdout, "gpu01")
-    sent = {name.partition(":")[0] for name in payload.sections}
     if forward == slurm.EVERY_SECTION:  # every later consumer (link stage, --metrics) reads the same evidence
         assert [r.evidence for r in merged] == [r.evidence for r in native]
-    else:  # nvidia-smi -q travels only where host.nvlink_fabric judges it
+        assert payload.sent_records is None and "lsmod" in payload.sections
+    else:  # records, not text; nvidia-smi -q's only where host.nvlink_fabric judges it
+        assert payload.sent_records is not None and not payload.sections
+        sent = {probe for probe, _subject in payload.sent_records}
         assert ("nvidia_smi_q" in sent) is nvlink and "show_gids" in sent and "lsmod" not in sent
+        native_records = native[0].evidence.records  # type: ignore[union-attr]
+        assert all(native_records[key] == record for key, record in payload.sent_records.items())
 
 
 def test_the_fleet_forward_list_sends_only_the_fleet_checks_sections() -> None:
@@ -121,6 +125,7 @@ def test_the_fleet_forward_list_sends_only_the_fleet_checks_sections() -> None:
 
 def test_a_judgement_the_controller_cannot_read_is_an_error_for_that_host_alone() -> None:
     pack = step_judge.packed
+    good = json.loads(step_judge.payload_json(raw_collections()["gpu01"], (), "rdma_link,show_gids"))
     for text, said in (
         ("{not base64", "not a packed judgement"),
         (pack("{not json"), "not JSON"),
@@ -131,6 +136,9 @@ def test_a_judgement_the_controller_cannot_read_is_an_error_for_that_host_alone(
             pack(json.dumps({"version": 1, "host": "gpu01", "forward": "*", "findings": [{"check": 1}]})),
             "TypeError",
         ),
+        (pack(json.dumps(good | {"findings": [["host.pfc", "maybe", "", "", "", "", None, None]]})), "maybe"),
+        (pack(json.dumps(good | {"records": [["show_gids", "", {"ok": [{"dev": 7}]}]]})), "show_gids"),
+        (pack(json.dumps(good | {"records": [["rdma_link", "", {"maybe": 1}]]})), "neither ok nor"),
     ):
         collection = HostCollection("gpu01", {step_judge.JUDGED_SECTION: Section(0, text)}, True)
         result = host_stage.judge(collection, INTENT, planned(INTENT, "gpu01"))
@@ -268,7 +276,8 @@ def test_a_node_with_the_controllers_fabcheck_judges_itself(tmp_path: Path) -> N
     assert "host.rdma_device" in judged_checks and not judged_checks & set(
         FLEET_CHECKS
     )  # fleet: the controller
-    assert {name.partition(":")[0] for name in judged.sections} <= {
+    assert judged.sent_records is not None and not judged.sections
+    assert {probe for probe, _subject in judged.sent_records} <= {
         *step_judge.FLEET_READS, *step_judge.ALWAYS_FORWARDED
     }  # fmt: skip
 

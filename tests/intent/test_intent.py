@@ -223,3 +223,36 @@ def test_cross_key_rules_name_the_key_to_fix_even_when_it_is_a_default(tmp_path:
     )
     assert "fabric_intent.roce_tos = 106 (default, not set): carries DSCP 26" in problems[1]
     assert "group_vars/all/fabric.yml:" in problems[1]
+
+
+def test_hosts_rendering_from_equal_inputs_share_one_intent_and_others_render_their_own(
+    tmp_path: Path,
+) -> None:
+    """The loader renders an intent once for hosts whose intent, overrides and every variable its
+    templates read (through variables that are templates too) are equal; a host whose variable differs,
+    even one read only through another template, gets its own rendering (here: a second recipe, refused)."""
+    intent = """\
+        netdev_mtu_of_site: 9000
+        mtu_alias: "{{ netdev_mtu_of_site }}"
+        fabric_intent:
+          mtu: {netdev: "{{ mtu_alias }}"}
+          rails: {0: mlx5_0, 1: mlx5_1}
+        """
+    hosts = """\
+        all:
+          children:
+            gpu_hosts:
+              hosts:
+                h1: {}
+                h2: {}
+                h4: {fabric_rails: {0: mlx5_4}}
+        """
+    loaded = load_inventory(write_inventory(tmp_path / "alike", intent, hosts))
+    assert {name: loaded.host(name).intent.mtu.netdev for name in ("h1", "h2", "h4")} == dict.fromkeys(
+        ("h1", "h2", "h4"), 9000
+    )
+    assert loaded.host("h1").intent is loaded.host("h2").intent  # rendered once
+    assert loaded.host("h4").intent.rails == {0: "mlx5_4"} and loaded.host("h1").intent.rails[1] == "mlx5_1"
+    odd = hosts.replace("h2: {}", "h2: {netdev_mtu_of_site: 4200}")
+    with pytest.raises(IntentError, match="2 different fabric intents"):
+        load_inventory(write_inventory(tmp_path / "odd", intent, odd))

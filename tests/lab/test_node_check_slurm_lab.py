@@ -147,8 +147,10 @@ def test_via_slurm_each_node_judges_itself_and_the_findings_are_the_native_ones(
     for host in HOSTS:
         read = json.loads((tmp_path / "snap" / "host" / f"{host}.json").read_text())["read"]
         assert list(read["sections"]) == ["fabcheck.judged"], sorted(read["sections"])
-        forwarded = json.loads(unpacked(read["sections"]["fabcheck.judged"]["stdout"]))["sections"]
-        assert {"rdma_link", "show_gids"} <= set(forwarded) and "lsmod" not in forwarded, sorted(forwarded)
+        payload = json.loads(unpacked(read["sections"]["fabcheck.judged"]["stdout"]))
+        sent = {probe for probe, _subject, _record in payload["records"]}
+        assert {"rdma_link", "show_gids", "driver"} <= sent and "lsmod" not in sent, sorted(sent)
+        assert payload["sections"] == {}  # records, not raw text
 
 
 @pytest.mark.lab

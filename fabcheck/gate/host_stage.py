@@ -130,7 +130,10 @@ def host_reads(collector: Collector | None, deadline_s: float | None) -> NodeRea
         return collection
 
     def replay(item: HostRead, data: Mapping[str, Any]) -> HostCollection:
-        return host_restore(data, item.target.name)
+        # A node that judged itself and sent its raw sections along (--save-snapshot asks for them) is
+        # judged again from those reads, as any snapshot is.
+        restored = host_restore(data, item.target.name)
+        return step_judge.raw_reads(restored) or restored
 
     batch = _batch_start(collector) if isinstance(collector, BatchCollector) else None
     return NodeReads(STAGE_NAME, read, lambda _item, got: host_record(got), replay, batch)
@@ -219,6 +222,8 @@ def judge(collection: HostCollection, intent: FabricIntent, desired: DesiredHost
     unreachable host is one ERROR. A node that judged itself (--via slurm, fabcheck.gate.step_judge)
     brought its findings: they are read back, and the evidence from the sections it sent along."""
     if JUDGED_SECTION in collection.sections:
+        if collection.error:  # the step ended the node's answer part way: what it says is the error
+            return HostResult(collection.host, (_unreachable(collection, collection.error),))
         return judged_on_node(collection)
     if not collection.sections:
         reason = collection.error or "the host printed nothing"

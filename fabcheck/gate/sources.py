@@ -182,8 +182,11 @@ def _slurm_step(args: argparse.Namespace, plan: GatePlan, limits: TimeLimits) ->
         raise UsageError(
             f"inside allocation {inside} (SLURM_JOB_ID) the step runs in it: leave out {', '.join(given)}"
         )
-    # --metrics and --extra-checks read the host evidence: every raw section comes back with the findings.
-    read_later = getattr(args, "metrics", None) is not None or getattr(args, "extra_checks", None) is not None
+    # --metrics, --html (the GPU-NIC picture) and --extra-checks read the host evidence, and a snapshot
+    # keeps the raw reads to judge again: every raw section comes back with the findings.
+    read_later = any(
+        getattr(args, flag, None) is not None for flag in ("metrics", "html", "extra_checks", "save_snapshot")
+    )
     judging = node_check.node_judging(plan, every_section=read_later)
     return via_slurm.SlurmStep(plan.hosts, plan.host_priorities(), limits, options, judging=judging)
 

@@ -196,7 +196,9 @@ def _adapter(probe_name: str) -> TypeAdapter[Any]:
     probe = probes.PROBES_BY_NAME.get(probe_name.removesuffix(EARLIER))
     if probe is None:
         raise RecordCodecError(f"no probe {probe_name!r}")
-    return TypeAdapter(typing.get_type_hints(probe.parse)["return"])
+    # Optional: an optional probe's tool that is not installed reads as None (collect.host.read_section).
+    record_type = typing.get_type_hints(probe.parse)["return"]
+    return TypeAdapter(record_type | None)
 
 
 def _plain_mapping(value: Any) -> Any:
@@ -212,10 +214,15 @@ def record_rows(records: Mapping[tuple[str, str], Any]) -> list[list[Any]]:
         if isinstance(record, Unreadable):
             rows.append([probe, subject, {"unreadable": [record.command, record.reason]}])
             continue
+        adapter = _adapter(probe)
         try:
-            value = _adapter(probe).dump_python(record, mode="json", fallback=_plain_mapping, warnings=False)
+            value = adapter.dump_python(record, mode="json", fallback=_plain_mapping, warnings=False)
+            # Sent only when it reads back as the very record: else the raw sections go instead.
+            same = adapter.validate_python(value) == record
         except (TypeError, ValueError, PydanticSchemaGenerationError, PydanticSerializationError) as err:
             raise RecordCodecError(f"{probe}: {err}") from None
+        if not same:
+            raise RecordCodecError(f"{probe} {subject}: does not read back as itself")
         rows.append([probe, subject, {"ok": value}])
     return rows
 
@@ -301,8 +308,8 @@ def read_payload(text: str, host: str) -> Judged:
     """The Judged of a judged section's (packed) text; PayloadError naming what is wrong."""
     try:
         document = json.loads(unpacked(text))
-    except json.JSONDecodeError as err:
-        raise PayloadError(f"not JSON: {err}") from None
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise PayloadError(f"not JSON: {err}"[:300]) from None
     if not isinstance(document, dict):
         raise PayloadError("not a JSON object")
     if document.get("version") != PAYLOAD_VERSION:
@@ -328,10 +335,26 @@ def read_payload(text: str, host: str) -> Judged:
             _optional_text(document["expired"]),
             None if rows is None else records_of(rows),
         )
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as err:
         if isinstance(err, PayloadError):
             raise
-        raise PayloadError(f"{type(err).__name__}: {err}") from None
+        raise PayloadError(f"{type(err).__name__}: {err}"[:300]) from None
+
+
+def raw_reads(collection: HostCollection) -> HostCollection | None:
+    """The node's own collection, when its judged section carries every raw section ("*"); else None."""
+    section = collection.sections.get(JUDGED_SECTION)
+    if section is None or not section.ok:
+        return None
+    try:
+        judged = read_payload(section.stdout, collection.host)
+    except PayloadError:
+        return None
+    if judged.forward != EVERY_SECTION or judged.sent_records is not None:
+        return None
+    return HostCollection(
+        collection.host, judged.sections, judged.complete, judged.error, collection.priority, judged.expired
+    )
 
 
 def _rc(value: Any) -> int | None:

@@ -267,6 +267,12 @@ class _RenderedIntents:
         self.entries: list[tuple[tuple[Any, ...], tuple[FabricIntent, frozenset[KeyPath]]]] = []
 
     def key(self, variables: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        try:
+            return self._key(variables)
+        except Exception:  # a value that cannot be looked at without rendering (a vault string): render
+            return None
+
+    def _key(self, variables: Mapping[str, Any]) -> tuple[Any, ...] | None:
         raw = variables[INTENT_VAR]
         overrides = tuple((var, variables[var]) for var in HOST_OVERRIDES if variables.get(var) is not None)
         names: set[str] = set()
@@ -282,18 +288,13 @@ class _RenderedIntents:
         if not all(isinstance(value, _PLAIN) for value in inputs):
             return None
         origins = tuple(origin_path(value) for value in inputs)
-        return (raw, overrides, used, origins)
+        # repr, not ==: 9000 == 9000.0 and 1 == True, which the strict intent model tells apart.
+        return (repr(raw), repr(overrides), repr(used), origins)
 
     def get(self, key: tuple[Any, ...] | None) -> tuple[FabricIntent, frozenset[KeyPath]] | None:
         if key is None:
             return None
-        for known, result in self.entries:
-            try:
-                if known == key:
-                    return result
-            except Exception:  # a value that cannot be compared (an undecryptable vault string): render
-                return None
-        return None
+        return next((result for known, result in self.entries if known == key), None)
 
     def put(self, key: tuple[Any, ...] | None, result: tuple[FabricIntent, frozenset[KeyPath]]) -> None:
         if key is not None and len(self.entries) < 64:  # a few distinct intents; a bounded scan

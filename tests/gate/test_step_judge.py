@@ -39,6 +39,8 @@ def raw_collections() -> dict[str, HostCollection]:
     and no mlnx_qos on one NIC."""
     v1 = [dataclasses.replace(g, version="v1") if g.dev == "mlx5_1" and g.index == 3 else g for g in gids()]
     changes: dict[str, dict[str, Section]] = {
+        # flint is optional: not installed, its record is None, which must travel as such.
+        "gpu01": {f"flint:mlx5_{n}/1": Section(127, "", "sh: flint: not found") for n in (0, 1)},
         "gpu02": {"show_gids": ok(render_show_gids(v1))},
         "gpu03": {
             "driver:ens1np0": ok(ETHTOOL_I.replace("24.04-0.6.6", "23.10-1.1.9")),
@@ -282,7 +284,7 @@ def test_a_node_with_the_controllers_fabcheck_judges_itself(tmp_path: Path) -> N
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("why", ["missing", "no interpreter", "another build"])
+@pytest.mark.parametrize("why", ["missing", "no interpreter", "older fabcheck", "another build"])
 def test_a_node_that_cannot_judge_sends_its_raw_collection(why: str, tmp_path: Path) -> None:
     wanted = judging()
     fabcheck = this_fabcheck(tmp_path)
@@ -294,7 +296,13 @@ def test_a_node_that_cannot_judge_sends_its_raw_collection(why: str, tmp_path: P
         script.write_text("#!/nonexistent/python\n")
         script.chmod(0o755)
         done = run_task(wanted, str(script))
-        assert "cannot run on the node (exit 127): sending the raw output" in done.stderr
+        assert "failed on the node (exit 127): sending the raw output" in done.stderr
+    elif why == "older fabcheck":  # a release without step-judge: argparse refuses the command, exit 2
+        script = tmp_path / "old-fabcheck"
+        script.write_text('#!/bin/sh\necho "fabcheck: error: argument COMMAND: invalid choice" >&2\nexit 2\n')
+        script.chmod(0o755)
+        done = run_task(wanted, str(script))
+        assert "failed on the node (exit 2): sending the raw output" in done.stderr
     else:
         done = run_task(dataclasses.replace(wanted, fingerprint="0" * 20), fabcheck)
         assert "is not the controller's" in done.stderr
@@ -351,3 +359,24 @@ def test_the_step_says_how_many_nodes_judged_themselves_and_why_the_others_did_n
         assert first == "--via slurm: 0 of 2 nodes judged themselves"
         assert second.startswith(f"--via slurm: raw output, judged here, from {names}: this node's fabcheck")
         assert second.endswith("is not the controller's (" + "0" * 20 + "): sending the raw collection")
+
+
+def test_a_node_answer_cut_by_the_step_is_the_steps_error_not_a_bug() -> None:
+    cut = HostCollection(
+        "gpu01", {step_judge.JUDGED_SECTION: Section(None, "eJzt")}, False, "--via slurm: command timeout"
+    )
+    result = host_stage.judge(cut, INTENT, planned(INTENT, "gpu01"))
+    ((check, status, actual),) = [(f.check, f.status, f.actual) for f in result.findings]
+    assert (check, status) == (host_stage.COLLECTION_CHECK, Status.ERROR)
+    assert "command timeout" in actual and "fabcheck failed" not in actual
+
+
+def test_a_snapshot_of_nodes_that_sent_their_raw_reads_is_judged_again_from_them() -> None:
+    raw = raw_collections()["gpu03"]
+    every = judged_on_the_node(raw, slurm.EVERY_SECTION, planned(INTENT, "gpu03"))
+    again = step_judge.raw_reads(every)
+    assert again is not None and dict(again.sections) == dict(raw.sections) and again.complete
+    fleet_only = judged_on_the_node(
+        raw, step_judge.forward_list(step_judge.FLEET_READS), planned(INTENT, "gpu03")
+    )
+    assert step_judge.raw_reads(fleet_only) is None  # records only: its verdicts are what it holds

@@ -256,3 +256,10 @@ def test_hosts_rendering_from_equal_inputs_share_one_intent_and_others_render_th
     odd = hosts.replace("h2: {}", "h2: {netdev_mtu_of_site: 4200}")
     with pytest.raises(IntentError, match="2 different fabric intents"):
         load_inventory(write_inventory(tmp_path / "odd", intent, odd))
+    # Equal to Python (9000 == 9000.0), not to the strict model: h2 renders its own, and is refused.
+    for first, second in (("9000", "9000.0"), ("9000.0", "9000")):
+        typed = hosts.replace("h1: {}", f"h1: {{netdev_mtu_of_site: {first}}}").replace(
+            "h2: {}", f"h2: {{netdev_mtu_of_site: {second}}}"
+        )
+        with pytest.raises(IntentError, match="integer"):
+            load_inventory(write_inventory(tmp_path / f"typed-{first}", intent, typed))

@@ -46,7 +46,7 @@ NODE_VAR = "slurm_node_name"  # inventory variable: the host's Slurm node name (
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 OPTION_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+@-]{0,127}")
 # `--label` prefixes each line with the task id, right-aligned: " 3: text" (srun(1), --label).
-NODE_COMMAND = re.compile(r"[A-Za-z0-9._+-]{1,64}|/[A-Za-z0-9._+/-]{1,1023}")
+NODE_COMMAND = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}|/[A-Za-z0-9._+/-]{1,1023}")
 # Inventory host names a judging node is told (its record's host); any other host sends raw output.
 HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 LABELLED = re.compile(r"^\s*(\d+): ?(.*)$", re.S)
@@ -57,6 +57,7 @@ STEP_JUDGE_SAYS = "fabcheck step-judge: "  # how a node that could not judge its
 SINFO_FORMAT = "%N|%T|%P|%E"  # node, long state, partition (default one marked *), reason
 CLIENT_TIMEOUT_S = 30.0  # one sinfo/scontrol call (Slurm's own MessageTimeout is 10 s)
 START_GRACE_S = 30.0  # allocation and launch of the step, on top of the collection's own limit
+AFTERWORD_WAIT_S = 5.0  # how long the afterword waits for srun's stderr once every bundle is in
 TAIL_LINES = 20  # srun's stderr kept per task and for the step: enough for the reason, bounded
 # States (sinfo %T, without its flag suffixes) in which slurmctld starts no new step on the node.
 NOT_RUNNABLE = ("down", "drain", "fail", "future", "maint", "inval", "unknown", "power", "reboot", "no_resp")
@@ -67,8 +68,8 @@ NOT_RUNNABLE = ("down", "drain", "fail", "future", "maint", "inval", "unknown", 
 # host limit, script, tool limit, counter window. Names and records arrive as data, compared, never
 # evaluated. A node with a template and the controller's fabcheck judges itself (`fabcheck step-judge`,
 # fabcheck.gate.step_judge); one that cannot (exit 75: no such fabcheck, another build, a bad record)
-# runs the raw collection, as does a node without a template or whose fabcheck cannot be executed (126,
-# 127: a venv whose interpreter the node lacks).
+# runs the raw collection, as does a node without a template, or whose fabcheck fails in any other way (an
+# older fabcheck without step-judge, a venv whose interpreter the node lacks, a crash): it printed nothing.
 # --export=NONE leaves PATH out of the task's environment: sh has a default but exports none, and
 # `timeout` would then search only /bin:/usr/bin. The node's PATH is exported, as an ssh login has one.
 _WRAPPER = r"""
@@ -99,10 +100,9 @@ if [ -n "$template" ] && command -v "$fab" >/dev/null 2>&1; then
     "$fab" step-judge "$token" "$host" "$fingerprint" "$forward" "$template" "$2" "$4" "$5" </dev/null
     judged=$?
     case $judged in
+    0|124|137|143) exit "$judged";;  # judged, or stopped by a time limit: no time for another round
     75) ;;
-    126|127)
-        echo "fabcheck step-judge: $fab cannot run on the node (exit $judged): sending the raw output" >&2;;
-    *) exit "$judged";;
+    *) echo "fabcheck step-judge: $fab failed on the node (exit $judged): sending the raw output" >&2;;
     esac
 elif [ -n "$template" ]; then
     echo "fabcheck step-judge: no $fab on the node's PATH: sending the raw collection" >&2
@@ -589,13 +589,22 @@ class SlurmStep:
     def afterword(self) -> list[str]:
         """After the step: how many nodes judged themselves, and why the others sent raw output (the
         controller judged those: the findings are the same, the controller's CPU is not)."""
-        if self._thread is not None:  # the reasons are read from srun's stderr once the step ended
-            self._thread.join(timeout=self.limits.client_s + START_GRACE_S)
-        if not self.judging_nodes:
+        if self.judging is None:
             return []
-        lines = [
-            f"--via slurm: {len(self.judged_nodes)} of {len(self.judging_nodes)} nodes judged themselves"
-        ]
+        if self._thread is not None:  # the reasons are read from srun's stderr once the step ended
+            self._thread.join(timeout=AFTERWORD_WAIT_S)
+            if self._thread.is_alive():
+                for node in self.judging_nodes - self.judged_nodes:
+                    self.raw_reasons.setdefault(node, "the step had not ended: its words unknown")
+        judged, given = len(self.judged_nodes), len(self.judging_nodes)
+        lines = [f"--via slurm: {judged} of {given} nodes judged themselves"]
+        untold = sorted(set(self.names) - set(self.judging.records.index))
+        if untold:
+            more = f" and {len(untold) - 5} more" if len(untold) > 5 else ""
+            lines.append(
+                f"--via slurm: {len(untold)} host(s) got no record in the step (the records' templates "
+                f"would not fit srun's command line) and sent raw output: {', '.join(untold[:5])}{more}"
+            )
         by_reason: dict[str, list[str]] = {}
         for node, reason in self.raw_reasons.items():
             by_reason.setdefault(reason, []).append(node)

@@ -10,13 +10,12 @@ Run as root inside the CI wrapper (labs come up and down in a scratch project, n
 Per host count: one RoCE lab in factory state (no role has run: passes, failures and skips all occur),
 `fabcheck lab up` timed, the lab's Slurm cluster up (lab/src/fabcheck_lab/slurm.py) timed, then
 - native: `fabcheck validate --stages host --json --concurrency C`;
+- native saves its snapshot (`--save-snapshot`; untimed when native is not measured at that size);
 - slurm: the same with `--via slurm` (SLURM_CONF of the lab), each node judging itself with this
-  checkout's fabcheck (`--node-fabcheck`, node_fabcheck below); its JSON must equal
-  native's, line for line (else the bench exits 1); the saved snapshot says how many nodes judged
-  themselves (the others sent raw output);
-- replay: one untimed `--via slurm --save-snapshot`, then `--from-snapshot --json` (what the controller
-  does with the step's answers: the merge, the fleet checks and the report, no collection) and the
-  same with `--html` (the difference is the HTML render);
+  checkout's fabcheck (`--node-fabcheck`, node_fabcheck below); its JSON must equal native's, line for
+  line (else the bench exits 1); its stderr says how many nodes judged themselves;
+- replay: `--from-snapshot --json` of native's snapshot (parse + judge + report of every host, no
+  collection) and the same with `--html` (the difference is the HTML render);
 - site.yml: `ansible-playbook site.yml --limit gpu_hosts` twice (converge, then the idempotent rerun),
   only up to --site-max-hosts.
 Figures: wall, controller CPU (user + system of the run's process tree: fabcheck, its ssh clients or
@@ -70,6 +69,7 @@ class Timed:
     lab_cpu_s: float  # the rest of the namespace during the run
     exit_code: int
     stdout: str
+    stderr: str = ""
 
     @property
     def cpu_ms_per_host(self) -> float:
@@ -96,11 +96,11 @@ def slurmctld_cpu_s() -> float:
 
 
 def timed(label: str, hosts: int, argv: list[str], env: dict[str, str]) -> Timed:
-    with tempfile.TemporaryFile() as out:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         namespace_before, ctld_before = site_rerun.namespace_cpu_s(), slurmctld_cpu_s()
         own = resource.getrusage(resource.RUSAGE_SELF)
         began = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - began
         mine = resource.getrusage(resource.RUSAGE_SELF)
@@ -110,9 +110,10 @@ def timed(label: str, hosts: int, argv: list[str], env: dict[str, str]) -> Timed
         lab = site_rerun.namespace_cpu_s() - namespace_before - cpu - ctld - own_s
         out.seek(0)
         text = out.read().decode(errors="replace")
-    run = Timed(
-        label, hosts, wall, cpu, usage.ru_maxrss / 1024, ctld, lab, os.waitstatus_to_exitcode(status), text
-    )
+        err.seek(0)
+        said = err.read()[-20000:].decode(errors="replace")
+    exit_code = os.waitstatus_to_exitcode(status)
+    run = Timed(label, hosts, wall, cpu, usage.ru_maxrss / 1024, ctld, lab, exit_code, text, said)
     print(
         f"  {hosts} hosts, {label}: {wall:.1f} s, CPU {cpu:.1f} s ({run.cpu_ms_per_host:.1f} ms/host), "
         f"RSS {run.rss_mb:.0f} MB, slurmctld {ctld:.1f} s, lab {lab:.1f} s, exit {run.exit_code}",
@@ -154,33 +155,30 @@ def one_scale(hosts: int, args: argparse.Namespace) -> Scale:
         helping = [str(VENV_BIN / "fabcheck"), "validate", "--help"]
         start = timed("start (validate --help)", hosts, helping, env)
         concurrency = ("--concurrency", str(args.concurrency))
-        if hosts <= args.native_max_hosts:
-            runs["native"] = timed("native", hosts, validate_argv(paths, "--json", *concurrency), env)
         identical = None
         # In /var/tmp: the lab nodes see the machine's root file system, but a /tmp of their own.
         with tempfile.TemporaryDirectory(prefix="fabcheck-bench-scale-", dir="/var/tmp") as scratch:
             saved = Path(scratch) / "snapshot"
-            via = ("--via", "slurm", "--node-fabcheck", str(node_fabcheck(Path(scratch))))
-            saving = validate_argv(paths, "--json", *via, "--save-snapshot", str(saved))
-            if hosts > args.one_slurm_run_above:
-                # One slurm run only (time): it saves the snapshot too, so its RSS holds every raw output.
-                runs["slurm"] = timed("slurm + --save-snapshot", hosts, saving, env)
+            if hosts <= args.native_max_hosts:
+                # It saves the snapshot the replay rows judge again (its RSS holds every raw output).
+                saving = validate_argv(paths, "--json", *concurrency, "--save-snapshot", str(saved))
+                runs["native"] = timed("native + --save-snapshot", hosts, saving, env)
             else:
-                runs["slurm"] = timed("slurm", hosts, validate_argv(paths, "--json", *via), env)
                 subprocess.run(
-                    saving, env=env, cwd=REPO, capture_output=True, timeout=RUN_TIMEOUT_S, check=False
-                )
+                    validate_argv(paths, "--json", *concurrency, "--save-snapshot", str(saved)),
+                    env=env, cwd=REPO, capture_output=True, timeout=RUN_TIMEOUT_S, check=False,
+                )  # fmt: skip
+            # No --save-snapshot here: it would ask the nodes for their raw sections too.
+            via = ("--via", "slurm", "--node-fabcheck", str(node_fabcheck(Path(scratch))))
+            runs["slurm"] = timed("slurm", hosts, validate_argv(paths, "--json", *via), env)
             if "native" in runs:
                 identical = _lines(runs["native"]) == _lines(runs["slurm"])
                 if not identical:
                     _show_difference(hosts, runs["native"], runs["slurm"])
-            judged = judged_hosts(saved)
-            print(
-                f"  {hosts} hosts: {judged} judged on their node (the others sent raw output)",
-                file=sys.stderr,
-            )
+            judged = judged_hosts(runs["slurm"].stderr, hosts)
+            print(f"  {hosts} hosts: {judged} judged on their node", file=sys.stderr)
             replay = validate_argv(paths, "--from-snapshot", str(saved))
-            runs["replay"] = timed("replay of the slurm snapshot", hosts, [*replay, "--json"], env)
+            runs["replay"] = timed("replay (parse + judge + JSON)", hosts, [*replay, "--json"], env)
             page = str(Path(scratch) / "gate.html")
             runs["replay+html"] = timed("replay + --html", hosts, [*replay, "--json", "--html", page], env)
         html_s = runs["replay+html"].wall_s - runs["replay"].wall_s
@@ -234,13 +232,10 @@ def node_fabcheck(scratch: Path) -> Path:
     return launcher
 
 
-def judged_hosts(snapshot: Path) -> int:
-    """The hosts of a --via slurm snapshot whose node judged itself (fabcheck.gate.step_judge)."""
-    judged = 0
-    for path in (snapshot / "host").glob("*.json"):
-        read = json.loads(path.read_text()).get("read") or {}
-        judged += "fabcheck.judged" in read.get("sections", {})
-    return judged
+def judged_hosts(stderr: str, hosts: int) -> int:
+    """How many nodes judged themselves, as the --via slurm run says on stderr (0: it did not say)."""
+    said = re.search(rf"--via slurm: (\d+) of {hosts} nodes judged themselves", stderr)
+    return int(said.group(1)) if said else 0
 
 
 def profiled_rerun(paths: LabPaths, top: int = 12) -> tuple[str, ...]:
@@ -418,12 +413,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--native-max-hosts", type=int, default=1024, help="native ssh only up to this many")
     parser.add_argument(
         "--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="native runs (default: fabcheck's own)"
-    )
-    parser.add_argument(
-        "--one-slurm-run-above",
-        type=int,
-        default=512,
-        help="above this, the timed slurm run saves the snapshot",
     )
     parser.add_argument("--sweep", type=int, nargs="*", default=[8, 16, 32, 64], help="native concurrencies")
     parser.add_argument("--sweep-at", type=int, nargs="*", default=[64], help="host counts to sweep at")

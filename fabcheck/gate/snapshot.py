@@ -92,8 +92,7 @@ def section_record(command: str, section: Section) -> dict[str, Any]:
 def sections_restored(data: Mapping[str, Any]) -> dict[str, Section]:
     """The sections of section_record data; TypeError or ValueError when they are not."""
     return {
-        str(key): Section(_rc(value["rc"]), text(value["stdout"]), text(value["stderr"]))
-        for key, value in data.items()
+        str(key): section_of(value["rc"], value["stdout"], value["stderr"]) for key, value in data.items()
     }
 
 
@@ -288,6 +287,11 @@ def _manifest(directory: Path) -> dict[str, Any]:
 
 def _why(err: Exception) -> str:
     return f"missing key {err}" if isinstance(err, KeyError) else str(err) or type(err).__name__
+
+
+def section_of(rc: Any, stdout: Any, stderr: Any) -> Section:
+    """The Section of saved (or sent) values; ValueError when they are not an exit code and two texts."""
+    return Section(_rc(rc), text(stdout), text(stderr))
 
 
 def _rc(value: Any) -> int | None:

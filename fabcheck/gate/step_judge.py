@@ -45,6 +45,7 @@ from fabcheck.collect.host import HostCollection, Unreadable, read_records
 from fabcheck.collect.script import COMPLETE, EARLIER, MARK, ROUND_TRIP_CAP_BYTES, Section
 from fabcheck.collect.ssh import TimeLimits
 from fabcheck.desired.record import HostRecord, RecordError, record_from_template
+from fabcheck.gate.snapshot import optional_text, section_of, text
 
 PAYLOAD_VERSION = 1
 LINE_CHARS = 512  # a packed payload's line: well under srun's 1,024-byte cut
@@ -168,9 +169,9 @@ def _finding_of(row: Any) -> Finding:
     if not isinstance(row, list) or len(row) != 8:
         raise TypeError("a finding row is a list of 8")
     check, status, subject, expected, actual, hint, where, measure = row
-    for text in (check, subject, expected, actual, hint):
-        if not isinstance(text, str):
-            raise TypeError(f"{text!r} is not text")
+    for field_text in (check, subject, expected, actual, hint):
+        if not isinstance(field_text, str):
+            raise TypeError(f"{field_text!r} is not text")
     return Finding(
         check,
         Status(status),
@@ -238,7 +239,7 @@ def records_of(rows: Any) -> dict[tuple[str, str], Any]:
         probe, subject, value = row
         if isinstance(value, dict) and set(value) == {"unreadable"}:
             command, reason = value["unreadable"]
-            records[(probe, subject)] = Unreadable(_text(command), _text(reason))
+            records[(probe, subject)] = Unreadable(text(command), text(reason))
         elif isinstance(value, dict) and set(value) == {"ok"}:
             try:
                 records[(probe, subject)] = _adapter(probe).validate_python(value["ok"])
@@ -322,7 +323,7 @@ def read_payload(text: str, host: str) -> Judged:
             raise PayloadError(f"forward {forward!r} is not a probe list")
         findings = tuple(_finding_of(row) for row in document["findings"])
         sections = {
-            str(name): Section(_rc(rc), _text(stdout), _text(stderr))
+            str(name): section_of(rc, stdout, stderr)
             for name, (rc, stdout, stderr) in document["sections"].items()
         }
         rows = document["records"]
@@ -331,8 +332,8 @@ def read_payload(text: str, host: str) -> Judged:
             sections,
             forward,
             bool(document["complete"]),
-            _optional_text(document["error"]),
-            _optional_text(document["expired"]),
+            optional_text(document["error"]),
+            optional_text(document["expired"]),
             None if rows is None else records_of(rows),
         )
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as err:
@@ -355,22 +356,6 @@ def raw_reads(collection: HostCollection) -> HostCollection | None:
     return HostCollection(
         collection.host, judged.sections, judged.complete, judged.error, collection.priority, judged.expired
     )
-
-
-def _rc(value: Any) -> int | None:
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    raise ValueError(f"rc {value!r} is not an exit code")
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not text")
-    return value
-
-
-def _optional_text(value: Any) -> str | None:
-    return None if value is None else _text(value)
 
 
 # -- the node's command ------------------------------------------------------------------------------
@@ -400,10 +385,10 @@ class StepArguments:
         if not _FORWARD.fullmatch(forward) or not forward:
             raise ValueError(f"bad forward list {forward!r}")
         numbers = []
-        for name, text in (("host limit", host_s), ("tool limit", tool_s), ("counter window", window_s)):
-            if not text.isdigit():
-                raise ValueError(f"bad {name} {text!r}")
-            numbers.append(int(text))
+        for name, digits in (("host limit", host_s), ("tool limit", tool_s), ("counter window", window_s)):
+            if not digits.isdigit():
+                raise ValueError(f"bad {name} {digits!r}")
+            numbers.append(int(digits))
         if numbers[0] <= numbers[2] or numbers[1] < 1:
             raise ValueError("the host limit must exceed the counter window and the tool limit be >= 1 s")
         return cls(token, host, fingerprint, forward, template, *numbers)

@@ -140,23 +140,15 @@ TEMPLATES_TOTAL_BYTES = 512 * 1024
 _HOST_NAME = "\x00fabcheck-host\x00"  # stands for the host's own name in a template: no name holds NUL
 
 
-def _templated(value: Any, host: str) -> Any:
+def _replaced(value: Any, find: str, put: str) -> Any:
+    """The JSON value with every string equal to `find` replaced by `put` (the host's name <-> the
+    template's stand-in for it)."""
     if isinstance(value, str):
-        return _HOST_NAME if value == host else value
+        return put if value == find else value
     if isinstance(value, list):
-        return [_templated(item, host) for item in value]
+        return [_replaced(item, find, put) for item in value]
     if isinstance(value, dict):
-        return {key: _templated(item, host) for key, item in value.items()}
-    return value
-
-
-def _filled(value: Any, host: str) -> Any:
-    if isinstance(value, str):
-        return host if value == _HOST_NAME else value
-    if isinstance(value, list):
-        return [_filled(item, host) for item in value]
-    if isinstance(value, dict):
-        return {key: _filled(item, host) for key, item in value.items()}
+        return {key: _replaced(item, find, put) for key, item in value.items()}
     return value
 
 
@@ -177,7 +169,8 @@ class StepRecords:
         index: dict[str, int] = {}
         total = 0
         for host, record in records.items():
-            text = json.dumps(_templated(_document(record), host), separators=(",", ":"), sort_keys=True)
+            templated = _replaced(_document(record), host, _HOST_NAME)
+            text = json.dumps(templated, separators=(",", ":"), sort_keys=True)
             at = position.get(text)
             if at is None:
                 encoded = base64.b64encode(zlib.compress(text.encode(), 9)).decode("ascii")
@@ -194,7 +187,7 @@ def record_from_template(encoded: str, host: str, source: str = "the step's reco
     """The host's record from its template; RecordError when it is not one."""
     try:
         text = zlib.decompress(base64.b64decode(encoded, validate=True)).decode("utf-8")
-        document = _filled(json.loads(text), host)
+        document = _replaced(json.loads(text), _HOST_NAME, host)
     except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise RecordError(source, "", f"not a fabcheck record template: {err}") from None
     return read_record(json.dumps(document), source)

@@ -113,10 +113,16 @@ def _ssh_args(variables: Mapping[str, Any]) -> list[str]:
             raise _reject(name, value, "ssh options as one string, e.g. '-o ProxyJump=bastion'")
         _no_template(name, value)
         try:
-            options += shlex.split(str(value))
+            options += _split_words(str(value))
         except ValueError as err:
             raise _reject(name, value, f"cannot be split like a shell command line ({err})") from None
     return options
+
+
+@functools.lru_cache(maxsize=64)
+def _split_words(value: str) -> tuple[str, ...]:
+    # Every host of a fleet usually shares its group's ssh options: split each distinct string once.
+    return tuple(shlex.split(value))
 
 
 @dataclass(frozen=True)

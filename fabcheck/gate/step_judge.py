@@ -58,6 +58,7 @@ FLEET_READS = frozenset(
     {probe for check in FLEET_CHECK_DECLS for probe in check.reads if probe in probes.PROBES_BY_NAME}
     | {probes.IBV_DEVINFO}
 )
+_STATUS_OF = {status.value: status for status in Status}  # Status(value), without the enum call
 _TOKEN = re.compile(r"[0-9a-f]{8,64}")
 _FORWARD = re.compile(r"\*|[a-z0-9_]+(,[a-z0-9_]+)*|")
 
@@ -164,7 +165,7 @@ def _finding_row(finding: Finding) -> list[Any]:
 
 
 def _finding_of(row: Any) -> Finding:
-    """The Finding of a row; TypeError or ValueError when it is not one."""
+    """The Finding of a row; TypeError, KeyError (an unknown status) or ValueError when it is not one."""
     if not isinstance(row, list) or len(row) != 8:
         raise TypeError("a finding row is a list of 8")
     check, status, subject, expected, actual, hint, where, measure = row
@@ -173,7 +174,7 @@ def _finding_of(row: Any) -> Finding:
             raise TypeError(f"{field_text!r} is not text")
     return Finding(
         check,
-        Status(status),
+        _STATUS_OF[status],
         subject,
         expected,
         actual,

@@ -191,6 +191,7 @@ def _open(path: Path) -> tuple[Any, Any, Any, bool]:
     # ansible earlier (a test run, a plugin) still must not print this warning for us.
     constants.INVENTORY_UNPARSED_WARNING = False
     ansible_session.init_collection_loader()
+    ansible_session.yaml_inventory_first()
     loader = DataLoader()
     has_password = ansible_session.load_vault_secrets(loader)
     with ansible_session.captured_warnings() as warnings:

@@ -364,7 +364,6 @@ def model(scales: list[Scale], concurrency: int, cores: int) -> str:
     largest = scales[-1]
     native = next((s.runs["native"] for s in reversed(scales) if "native" in s.runs), None)
     via = largest.runs["slurm"]
-    replay = largest.runs["replay"]
     # A host's own collection, measured where the lab was least loaded: the smallest run's replay-free
     # wall per host times the concurrency (hosts in flight) bounds it from above.
     first = scales[0]
@@ -386,11 +385,11 @@ def model(scales: list[Scale], concurrency: int, cores: int) -> str:
             bound = "controller CPU (ssh key exchange + script)" if by_cpu > by_flight else "--concurrency"
             lines.append(f"| {hosts} | native | {cpu:.0f} s | {by_cpu:.0f} s | {by_flight:.0f} s | {bound} |")
         cpu = via.marginal_ms(largest.start) / 1000 * hosts
-        merge = replay.marginal_ms(largest.start) / 1000 * hosts
-        # One reader thread demultiplexes srun's stream and the merging runs under one GIL: one core.
+        # One reader thread demultiplexes srun's stream and the merging runs under one GIL: one core. The
+        # replay row is native's raw snapshot judged again: not the merge of nodes that judged themselves.
         lines.append(
             f"| {hosts} | slurm | {cpu:.0f} s | {cpu:.0f} s (one Python process: GIL) | {host_s:.1f} s + "
-            f"Slurm's launch | controller Python (merge, fleet checks and report {merge:.0f} s of it) |"
+            "Slurm's launch | controller Python (the nodes' judgements read back, fleet checks, report) |"
         )
     return "\n".join(lines)
 

@@ -140,15 +140,19 @@ TEMPLATES_TOTAL_BYTES = 512 * 1024
 _HOST_NAME = "\x00fabcheck-host\x00"  # stands for the host's own name in a template: no name holds NUL
 
 
-def _replaced(value: Any, find: str, put: str) -> Any:
+def _replaced(value: Any, find: str, put: str, *, names_kept: bool = False) -> Any:
     """The JSON value with every string equal to `find` replaced by `put` (the host's name <-> the
-    template's stand-in for it)."""
+    template's stand-in for it). With `names_kept`, a list of several strings stays as it is: a list of
+    names (an NVLink domain's members) is the same in each member's record, so the hosts of one domain
+    share one template (each host its own, before: past ~340 NVLink hosts the rest sent raw output)."""
     if isinstance(value, str):
         return put if value == find else value
     if isinstance(value, list):
-        return [_replaced(item, find, put) for item in value]
+        if names_kept and len(value) > 1 and all(isinstance(item, str) for item in value):
+            return value
+        return [_replaced(item, find, put, names_kept=names_kept) for item in value]
     if isinstance(value, dict):
-        return {key: _replaced(item, find, put) for key, item in value.items()}
+        return {key: _replaced(item, find, put, names_kept=names_kept) for key, item in value.items()}
     return value
 
 
@@ -162,14 +166,15 @@ class StepRecords:
 
     @classmethod
     def of(cls, records: Mapping[str, HostRecord]) -> StepRecords:
-        """Pure: every record as its template (each string equal to the host's name stands for it), each
-        distinct template once, in first-seen order, while they fit the argument limits."""
+        """Pure: every record as its template (each string equal to the host's name stands for it, but in
+        a list of names), each distinct template once, in first-seen order, while they fit the argument
+        limits."""
         templates: list[str] = []
         position: dict[str, int] = {}
         index: dict[str, int] = {}
         total = 0
         for host, record in records.items():
-            templated = _replaced(_document(record), host, _HOST_NAME)
+            templated = _replaced(_document(record), host, _HOST_NAME, names_kept=True)
             text = json.dumps(templated, separators=(",", ":"), sort_keys=True)
             at = position.get(text)
             if at is None:

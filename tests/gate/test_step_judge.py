@@ -177,6 +177,35 @@ def test_records_differing_only_in_the_host_name_travel_as_one_template() -> Non
     assert record_from_template(two.templates[1], "gpu02") == other
 
 
+def test_the_hosts_of_one_nvlink_domain_share_one_template() -> None:
+    recorded = node_check.host_records(load_inventory(REPO / "inventory" / "example-nvl"), 5)
+    step = StepRecords.of(recorded)
+    # Two domains of two trays: a template each (the members' list is the same for both trays).
+    assert step.index == {"tray01": 0, "tray02": 0, "tray03": 1, "tray04": 1}
+    for host, record in recorded.items():
+        assert record_from_template(step.templates[step.index[host]], host) == record
+
+
+def test_four_hundred_nvlink_trays_all_get_their_record() -> None:
+    # A template per host (its domain's members in it) fitted ~340 NVLink hosts in the 512 KiB.
+    recorded = node_check.host_records(load_inventory(REPO / "inventory" / "example-nvl"), 5)
+    documents = [json.dumps(records._document(recorded[tray])) for tray in ("tray01", "tray02")]
+    example = ("tray01", "tray02", "198.51.100.31", "198.51.100.32")
+    trays: dict[str, HostRecord] = {}
+    for domain in range(200):  # the example's first domain of two trays, 200 times over
+        names = (f"rack{domain:03d}-a", f"rack{domain:03d}-b")
+        given = (*names, f"10.0.{domain}.1", f"10.0.{domain}.2")
+        for name, document in zip(names, documents, strict=True):
+            for old, new in zip(example, given, strict=True):
+                document = document.replace(f'"{old}"', f'"{new}"')
+            trays[name] = records.read_record(document, "test")
+    assert trays["rack007-b"].desired.nvlink.members == ("rack007-a", "rack007-b")  # type: ignore[union-attr]
+    step = StepRecords.of(trays)
+    assert len(step.index) == 400 and len(step.templates) == 200
+    for host in ("rack000-a", "rack057-b", "rack199-a"):
+        assert record_from_template(step.templates[step.index[host]], host) == trays[host]
+
+
 def test_templates_beyond_the_command_line_limit_leave_their_hosts_to_send_raw_output(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
